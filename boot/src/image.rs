@@ -1,0 +1,96 @@
+//! Builds the kernel ELF (cargo in kernel/, for x86_64-unknown-none with -Zbuild-std) and the
+//! BIOS and UEFI disk images around it (bootloader 0.11.14).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+/// Which firmware boots the image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Firmware {
+    Bios,
+    Uefi,
+}
+
+impl Firmware {
+    pub fn name(self) -> &'static str {
+        match self {
+            Firmware::Bios => "bios",
+            Firmware::Uefi => "uefi",
+        }
+    }
+}
+
+/// The repository root (boot/..).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("boot/ has a parent")
+        .to_path_buf()
+}
+
+/// Where the kernel is built: always inside this checkout, whatever CARGO_TARGET_DIR says,
+/// so two checkouts never overwrite each other's kernel.
+fn kernel_target_dir() -> PathBuf {
+    repo_root().join("target").join("kernel")
+}
+
+static BUILD_LOCK: Mutex<()> = Mutex::new(());
+
+fn mtime(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+/// Builds the kernel (release profile) and returns the ELF's path.
+pub fn build_kernel() -> Result<PathBuf, String> {
+    let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let kernel_dir = repo_root().join("kernel");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .current_dir(&kernel_dir)
+        .args(["build", "--release", "--quiet"])
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env("CARGO_TARGET_DIR", kernel_target_dir())
+        // Settings of an outer cargo (cargo test, cargo run) must not leak into the kernel.
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET")
+        .status()
+        .map_err(|e| format!("cannot run cargo to build the kernel: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "kernel build failed ({status}); see the compiler output above"
+        ));
+    }
+    Ok(kernel_target_dir().join("x86_64-unknown-none/release/numalab-kernel"))
+}
+
+/// Builds (if older than the kernel) the disk image for `firmware` and returns its path.
+pub fn build_image(kernel: &Path, firmware: Firmware) -> Result<PathBuf, String> {
+    let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = repo_root().join("target").join("images");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let image = dir.join(format!("numalab-{}.img", firmware.name()));
+    // Rebuild when the kernel or this runner (which holds the loader stages) is newer.
+    let runner = std::env::current_exe().ok().and_then(|p| mtime(&p));
+    if let (Some(k), Some(i)) = (mtime(kernel), mtime(&image)) {
+        if i >= k && runner.is_none_or(|r| i >= r) {
+            return Ok(image);
+        }
+    }
+    // The loader's own log is kept to warnings so the serial console starts with the kernel.
+    let mut boot_config = bootloader::BootConfig::default();
+    boot_config.log_level = bootloader_boot_config::LevelFilter::Warn;
+    boot_config.frame_buffer_logging = false;
+    let result = match firmware {
+        Firmware::Bios => bootloader::BiosBoot::new(kernel)
+            .set_boot_config(&boot_config)
+            .create_disk_image(&image),
+        Firmware::Uefi => bootloader::UefiBoot::new(kernel)
+            .set_boot_config(&boot_config)
+            .create_disk_image(&image),
+    };
+    result.map_err(|e| format!("cannot build the {} image: {e:#}", firmware.name()))?;
+    Ok(image)
+}

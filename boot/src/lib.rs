@@ -1,0 +1,19 @@
+//! numalab's host side: builds the kernel and its BIOS/UEFI images, runs them under QEMU with a
+//! NUMA topology, and reads back what the kernel printed (KTAP, BENCH). `qemu-run.sh` and the
+//! host tests in tests/ both go through this crate.
+
+pub mod cli;
+pub mod image;
+pub mod ktap;
+pub mod presets;
+pub mod qemu;
+
+pub use image::Firmware;
+pub use qemu::{Outcome, RunConfig, Verdict};
+
+/// Builds the kernel and the image for `config.firmware`, then boots it.
+pub fn build_and_run(config: &RunConfig) -> Result<Outcome, String> {
+    let kernel = image::build_kernel()?;
+    let img = image::build_image(&kernel, config.firmware)?;
+    Ok(qemu::run(config, &img))
+}

@@ -1,0 +1,251 @@
+//! Named NUMA machines (`--topology NAME`) and the QEMU arguments that describe them.
+//!
+//! A preset is data: nodes with memory and a CPU count, and an optional SLIT. `--smp` and
+//! `--mem` rescale it (CPUs spread over the nodes that have CPUs, memory over the nodes that
+//! have memory), so every preset works at any size.
+
+/// One NUMA node of a preset.
+#[derive(Clone, Debug)]
+pub struct NodeSpec {
+    /// Share of the machine's memory (0 = memoryless node).
+    pub mem_shares: u32,
+    /// Share of the machine's CPUs (0 = CPU-less node).
+    pub cpu_shares: u32,
+}
+
+/// A named machine.
+#[derive(Clone, Debug)]
+pub struct Preset {
+    pub name: &'static str,
+    pub about: &'static str,
+    pub cpus: u32,
+    pub mem_mib: u64,
+    /// Empty for a machine without `-numa` (UMA).
+    pub nodes: Vec<NodeSpec>,
+    /// Full distance matrix (row = from) or empty for QEMU's default (no SLIT).
+    pub distances: Vec<Vec<u8>>,
+}
+
+fn node(mem_shares: u32, cpu_shares: u32) -> NodeSpec {
+    NodeSpec {
+        mem_shares,
+        cpu_shares,
+    }
+}
+
+/// Distance matrix from a function of (from, to).
+fn matrix(n: usize, f: impl Fn(usize, usize) -> u8) -> Vec<Vec<u8>> {
+    (0..n).map(|i| (0..n).map(|j| f(i, j)).collect()).collect()
+}
+
+/// Every preset, default first.
+pub fn all() -> Vec<Preset> {
+    vec![
+        Preset {
+            name: "4node",
+            about: "default: 4 nodes x 2 CPUs, 512 MiB each, two sockets of two nodes (SLIT 10/16/32)",
+            cpus: 8,
+            mem_mib: 2048,
+            nodes: vec![node(1, 1); 4],
+            distances: matrix(4, |i, j| if i == j { 10 } else if i / 2 == j / 2 { 16 } else { 32 }),
+        },
+        Preset {
+            name: "uma",
+            about: "no -numa: one node, 4 CPUs, 1 GiB",
+            cpus: 4,
+            mem_mib: 1024,
+            nodes: vec![],
+            distances: vec![],
+        },
+        Preset {
+            name: "2node",
+            about: "2 nodes x 2 CPUs, 512 MiB each, no SLIT (distances 10/20 assumed)",
+            cpus: 4,
+            mem_mib: 1024,
+            nodes: vec![node(1, 1); 2],
+            distances: vec![],
+        },
+        Preset {
+            name: "memoryless",
+            about: "seed 003 on x86: node 0 has CPUs 0-3 and no memory, node 1 CPUs 4-7 and 2 GiB, distance 40",
+            cpus: 8,
+            mem_mib: 2048,
+            nodes: vec![node(0, 1), node(1, 1)],
+            distances: matrix(2, |i, j| if i == j { 10 } else { 40 }),
+        },
+        Preset {
+            name: "cpuless",
+            about: "3 nodes of 512 MiB; node 2 has no CPUs (SLIT 10/20/30)",
+            cpus: 4,
+            mem_mib: 1536,
+            nodes: vec![node(1, 1), node(1, 1), node(1, 0)],
+            distances: matrix(3, |i, j| {
+                if i == j {
+                    10
+                } else if i.max(j) == 2 {
+                    30
+                } else {
+                    20
+                }
+            }),
+        },
+        Preset {
+            name: "snc",
+            about: "Chinner's shape: 2 sockets x 2 sub-NUMA clusters, 4 CPUs each (SLIT 10/12/21)",
+            cpus: 16,
+            mem_mib: 2048,
+            nodes: vec![node(1, 1); 4],
+            distances: matrix(4, |i, j| if i == j { 10 } else if i / 2 == j / 2 { 12 } else { 21 }),
+        },
+        Preset {
+            name: "8node",
+            about: "8 nodes x 8 CPUs (64 vCPUs), 256 MiB each, two sockets (SLIT 10/20/30)",
+            cpus: 64,
+            mem_mib: 2048,
+            nodes: vec![node(1, 1); 8],
+            distances: matrix(8, |i, j| if i == j { 10 } else if i / 4 == j / 4 { 20 } else { 30 }),
+        },
+        Preset {
+            name: "asym",
+            about: "2 nodes x 2 CPUs with asymmetric distances (0->1 15, 1->0 25)",
+            cpus: 4,
+            mem_mib: 1024,
+            nodes: vec![node(1, 1); 2],
+            distances: vec![vec![10, 15], vec![25, 10]],
+        },
+    ]
+}
+
+/// The preset called `name`.
+pub fn find(name: &str) -> Option<Preset> {
+    all().into_iter().find(|p| p.name == name)
+}
+
+/// Splits `total` over `shares` (largest remainder to the first nodes); 0 shares get 0.
+fn split(total: u64, shares: &[u32]) -> Vec<u64> {
+    let sum: u64 = shares.iter().map(|&s| s as u64).sum();
+    if sum == 0 {
+        return vec![0; shares.len()];
+    }
+    let mut out: Vec<u64> = shares.iter().map(|&s| total * s as u64 / sum).collect();
+    let mut rest = total - out.iter().sum::<u64>();
+    for (i, &s) in shares.iter().enumerate() {
+        if rest == 0 {
+            break;
+        }
+        if s > 0 {
+            out[i] += 1;
+            rest -= 1;
+        }
+    }
+    out
+}
+
+impl Preset {
+    /// What the kernel should report for this machine: per node (CPU ids, MiB).
+    pub fn layout(&self, cpus: u32, mem_mib: u64) -> Vec<(Vec<u32>, u64)> {
+        if self.nodes.is_empty() {
+            return vec![((0..cpus).collect(), mem_mib)];
+        }
+        let cpu_shares: Vec<u32> = self.nodes.iter().map(|n| n.cpu_shares).collect();
+        let mem_shares: Vec<u32> = self.nodes.iter().map(|n| n.mem_shares).collect();
+        let cpu_counts = split(cpus as u64, &cpu_shares);
+        let mems = split(mem_mib, &mem_shares);
+        let mut next = 0u32;
+        cpu_counts
+            .iter()
+            .zip(mems)
+            .map(|(&count, mem)| {
+                let ids: Vec<u32> = (next..next + count as u32).collect();
+                next += count as u32;
+                (ids, mem)
+            })
+            .collect()
+    }
+
+    /// The QEMU arguments for this machine with `cpus` CPUs and `mem_mib` MiB.
+    pub fn qemu_args(&self, cpus: u32, mem_mib: u64) -> Vec<String> {
+        let mut args = vec![
+            "-smp".to_string(),
+            cpus.to_string(),
+            "-m".to_string(),
+            format!("{}M", mem_mib),
+        ];
+        for (i, (ids, mem)) in self.layout(cpus, mem_mib).iter().enumerate() {
+            let mut numa = format!("node,nodeid={}", i);
+            if let (Some(first), Some(last)) = (ids.first(), ids.last()) {
+                numa.push_str(&format!(",cpus={}-{}", first, last));
+            }
+            if *mem > 0 {
+                args.push("-object".into());
+                args.push(format!("memory-backend-ram,size={}M,id=m{}", mem, i));
+                numa.push_str(&format!(",memdev=m{}", i));
+            }
+            args.push("-numa".into());
+            args.push(numa);
+        }
+        let symmetric = (0..self.distances.len()).all(|i| {
+            (0..self.distances.len()).all(|j| self.distances[i][j] == self.distances[j][i])
+        });
+        for (i, row) in self.distances.iter().enumerate() {
+            for (j, &d) in row.iter().enumerate() {
+                if i != j && (!symmetric || i < j) {
+                    args.push("-numa".into());
+                    args.push(format!("dist,src={},dst={},val={}", i, j, d));
+                }
+            }
+        }
+        args
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_is_exact() {
+        assert_eq!(split(8, &[1, 1, 1, 1]), vec![2, 2, 2, 2]);
+        assert_eq!(split(5, &[1, 1, 0]), vec![3, 2, 0]);
+        assert_eq!(split(2048, &[0, 1]), vec![0, 2048]);
+    }
+
+    #[test]
+    fn memoryless_matches_seeds_md() {
+        let p = find("memoryless").unwrap();
+        assert_eq!(
+            p.qemu_args(8, 2048).join(" "),
+            "-smp 8 -m 2048M -numa node,nodeid=0,cpus=0-3 -object memory-backend-ram,size=2048M,id=m1 \
+             -numa node,nodeid=1,cpus=4-7,memdev=m1 -numa dist,src=0,dst=1,val=40"
+        );
+    }
+
+    #[test]
+    fn asym_gives_both_directions() {
+        let args = find("asym").unwrap().qemu_args(4, 1024).join(" ");
+        assert!(args.contains("dist,src=0,dst=1,val=15"));
+        assert!(args.contains("dist,src=1,dst=0,val=25"));
+    }
+
+    #[test]
+    fn every_preset_is_consistent() {
+        for p in all() {
+            let layout = p.layout(p.cpus, p.mem_mib);
+            assert_eq!(
+                layout.iter().map(|l| l.0.len() as u32).sum::<u32>(),
+                p.cpus,
+                "{}",
+                p.name
+            );
+            assert_eq!(
+                layout.iter().map(|l| l.1).sum::<u64>(),
+                p.mem_mib,
+                "{}",
+                p.name
+            );
+            if !p.distances.is_empty() {
+                assert_eq!(p.distances.len(), p.nodes.len(), "{}", p.name);
+            }
+        }
+    }
+}

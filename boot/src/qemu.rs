@@ -1,0 +1,360 @@
+//! QEMU: the command line for a run, starting it with a timeout, capturing the serial console,
+//! and decoding how it ended. The only place in numalab that knows QEMU's arguments.
+
+use crate::image::Firmware;
+use crate::ktap::{self, Summary};
+use crate::presets::Preset;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// Exit status QEMU reports when the kernel wrote 0x10 to isa-debug-exit.
+pub const STATUS_SUCCESS: i32 = 33;
+/// Exit status QEMU reports when the kernel wrote 0x11 (test failure, panic, exception).
+pub const STATUS_FAILURE: i32 = 35;
+
+/// Everything that describes one boot.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    pub firmware: Firmware,
+    pub topology: Preset,
+    pub smp: Option<u32>,
+    pub mem_mib: Option<u64>,
+    /// Kernel options, `key=value` each.
+    pub sets: Vec<String>,
+    pub suite: String,
+    pub timeout: Duration,
+    pub icount: bool,
+    pub qemu: Option<PathBuf>,
+    pub log: Option<PathBuf>,
+    /// Arguments after `--`, appended to QEMU's.
+    pub extra: Vec<String>,
+    /// Echo the serial console while it runs.
+    pub echo: bool,
+}
+
+impl RunConfig {
+    /// A quiet run of `suite` on the preset `topology` (for host tests).
+    pub fn new(topology: &str, suite: &str) -> RunConfig {
+        RunConfig {
+            firmware: Firmware::Bios,
+            topology: crate::presets::find(topology)
+                .unwrap_or_else(|| panic!("no topology preset named {topology}")),
+            smp: None,
+            mem_mib: None,
+            sets: Vec::new(),
+            suite: suite.to_string(),
+            timeout: Duration::from_secs(300),
+            icount: false,
+            qemu: None,
+            log: None,
+            extra: Vec::new(),
+            echo: false,
+        }
+    }
+
+    /// True when the user's own arguments describe the machine (then the preset is dropped).
+    pub fn user_describes_machine(&self) -> bool {
+        self.extra
+            .iter()
+            .any(|a| a == "-smp" || a == "-m" || a == "-numa" || a.starts_with("memory-backend"))
+    }
+
+    /// The kernel command line handed over fw_cfg.
+    pub fn cmdline(&self) -> String {
+        let mut words = vec![format!("suite={}", self.suite)];
+        words.extend(self.sets.iter().cloned());
+        words.join(" ")
+    }
+
+    /// The QEMU binary to run.
+    pub fn qemu_binary(&self) -> PathBuf {
+        self.qemu
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("qemu-system-x86_64"))
+    }
+
+    /// The full QEMU argument list for `image`.
+    pub fn qemu_args(&self, image: &Path) -> Result<Vec<String>, String> {
+        let mut args: Vec<String> = vec![
+            "-display".into(),
+            "none".into(),
+            "-net".into(),
+            "none".into(),
+            "-no-reboot".into(),
+            "-monitor".into(),
+            "none".into(),
+            "-serial".into(),
+            "stdio".into(),
+            "-cpu".into(),
+            "max".into(),
+            "-device".into(),
+            "isa-debug-exit,iobase=0xf4,iosize=0x04".into(),
+            "-drive".into(),
+            // snapshot=on: writes go to a temporary overlay, so parallel runs can share the image.
+            format!("format=raw,snapshot=on,file={}", image.display()),
+            "-fw_cfg".into(),
+            // fw_cfg's option parser splits on commas; QEMU's escape for a comma is ",,".
+            format!(
+                "name=opt/numalab/cmdline,string={}",
+                self.cmdline().replace(',', ",,")
+            ),
+        ];
+        if self.firmware == Firmware::Uefi {
+            args.push("-bios".into());
+            args.push(ovmf_path(self.qemu.as_deref())?.display().to_string());
+        }
+        if self.icount {
+            args.push("-icount".into());
+            args.push("shift=0,sleep=off".into());
+        }
+        if !self.user_describes_machine() {
+            let cpus = self.smp.unwrap_or(self.topology.cpus);
+            let mem = self.mem_mib.unwrap_or(self.topology.mem_mib);
+            args.extend(self.topology.qemu_args(cpus, mem));
+        }
+        args.extend(self.extra.iter().cloned());
+        Ok(args)
+    }
+}
+
+/// OVMF next to a bundled QEMU (qemu-bundle.sh puts it in DIR/share), else Debian's.
+fn ovmf_path(qemu: Option<&Path>) -> Result<PathBuf, String> {
+    let mut candidates = Vec::new();
+    if let Some(dir) = qemu.and_then(|q| q.parent()) {
+        candidates.push(dir.join("share/OVMF.fd"));
+    }
+    candidates.push(PathBuf::from("/usr/share/ovmf/OVMF.fd"));
+    candidates.push(PathBuf::from("/usr/share/qemu/OVMF.fd"));
+    candidates.into_iter().find(|p| p.exists()).ok_or_else(|| {
+        "UEFI firmware not found: /usr/share/ovmf/OVMF.fd is missing (apt-get install ovmf)"
+            .to_string()
+    })
+}
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Status 33 and at least one test ran.
+    Pass,
+    /// Status 35: a test failed, or the kernel panicked or faulted.
+    Fail,
+    /// Status 33 but no KTAP result line: nothing was tested.
+    NoTests,
+    /// QEMU itself failed (status 1, or could not start).
+    QemuError(String),
+    /// Killed after the timeout.
+    Timeout,
+    /// Any other status.
+    Unexpected(i32),
+}
+
+/// The result of one boot.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub verdict: Verdict,
+    pub command: String,
+    pub log: String,
+    pub stderr: String,
+    pub ktap: Summary,
+    pub elapsed: Duration,
+}
+
+impl Outcome {
+    pub fn passed(&self) -> bool {
+        self.verdict == Verdict::Pass
+    }
+
+    /// A report for a failed run: why, the exact command, and the whole serial log.
+    pub fn failure_report(&self) -> String {
+        let mut out = format!("numalab: run failed: {:?}\n", self.verdict);
+        for f in self.ktap.failed() {
+            out.push_str(&format!(
+                "numalab: failed test: {} # {}\n",
+                f.name, f.reason
+            ));
+        }
+        out.push_str(&format!("numalab: QEMU command: {}\n", self.command));
+        if !self.stderr.trim().is_empty() {
+            out.push_str(&format!(
+                "numalab: QEMU stderr:\n{}\n",
+                self.stderr.trim_end()
+            ));
+        }
+        out.push_str("numalab: ---- serial log ----\n");
+        out.push_str(&self.log);
+        out.push_str("numalab: ---- end of serial log ----\n");
+        out
+    }
+}
+
+fn shell_quote(arg: &str) -> String {
+    if arg
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_=,./:+".contains(c))
+    {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', "'\\''"))
+    }
+}
+
+/// Limits how many QEMUs this process runs at once (`NUMALAB_QEMU_JOBS`, default 2: the
+/// host has 2 cores and every vCPU is a host thread).
+struct Slots {
+    free: Mutex<usize>,
+    cv: Condvar,
+}
+
+static SLOTS: std::sync::OnceLock<Slots> = std::sync::OnceLock::new();
+
+fn slots() -> &'static Slots {
+    SLOTS.get_or_init(|| {
+        let n = std::env::var("NUMALAB_QEMU_JOBS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(2);
+        Slots {
+            free: Mutex::new(n),
+            cv: Condvar::new(),
+        }
+    })
+}
+
+struct SlotGuard;
+
+impl SlotGuard {
+    fn take() -> SlotGuard {
+        let s = slots();
+        let mut free = s.free.lock().unwrap_or_else(|e| e.into_inner());
+        while *free == 0 {
+            free = s.cv.wait(free).unwrap_or_else(|e| e.into_inner());
+        }
+        *free -= 1;
+        SlotGuard
+    }
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        let s = slots();
+        *s.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        s.cv.notify_one();
+    }
+}
+
+/// Boots `image` as `config` says and waits for the end (or the timeout).
+pub fn run(config: &RunConfig, image: &Path) -> Outcome {
+    let qemu = config.qemu_binary();
+    let start = Instant::now();
+    let fail = |verdict: Verdict, command: String| Outcome {
+        verdict,
+        command,
+        log: String::new(),
+        stderr: String::new(),
+        ktap: Summary::default(),
+        elapsed: start.elapsed(),
+    };
+    let args = match config.qemu_args(image) {
+        Ok(a) => a,
+        Err(e) => return fail(Verdict::QemuError(e), String::new()),
+    };
+    let command = std::iter::once(qemu.display().to_string())
+        .chain(args.iter().cloned())
+        .map(|a| shell_quote(&a))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let _slot = SlotGuard::take();
+    let mut child = match Command::new(&qemu)
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            let why = if e.kind() == std::io::ErrorKind::NotFound {
+                format!(
+                    "QEMU not found: {} (apt-get install qemu-system-x86, or --qemu PATH)",
+                    qemu.display()
+                )
+            } else {
+                format!("cannot start {}: {e}", qemu.display())
+            };
+            return fail(Verdict::QemuError(why), command);
+        }
+    };
+    let log = Arc::new(Mutex::new(String::new()));
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let mut log_file = config
+        .log
+        .as_ref()
+        .and_then(|p| std::fs::File::create(p).ok());
+    let echo = config.echo;
+    let reader_log = Arc::clone(&log);
+    let reader = std::thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        let mut raw = Vec::new();
+        while let Ok(n) = reader.read_until(b'\n', &mut raw) {
+            if n == 0 {
+                break;
+            }
+            let line = String::from_utf8_lossy(&raw).replace('\r', "");
+            if echo {
+                print!("{line}");
+                let _ = std::io::stdout().flush();
+            }
+            if let Some(f) = log_file.as_mut() {
+                let _ = f.write_all(line.as_bytes());
+            }
+            reader_log
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push_str(&line);
+            raw.clear();
+        }
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if start.elapsed() >= config.timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(_) => break None,
+        }
+    };
+    let _ = reader.join();
+    let stderr = err_reader.join().unwrap_or_default();
+    let log = std::mem::take(&mut *log.lock().unwrap_or_else(|e| e.into_inner()));
+    let summary = ktap::parse(&log);
+    let verdict = match status.map(|s| s.code()) {
+        None => Verdict::Timeout,
+        Some(Some(STATUS_SUCCESS)) if summary.results.is_empty() => Verdict::NoTests,
+        Some(Some(STATUS_SUCCESS)) => Verdict::Pass,
+        Some(Some(STATUS_FAILURE)) => Verdict::Fail,
+        Some(Some(1)) => Verdict::QemuError(format!("QEMU exited with 1: {}", stderr.trim())),
+        Some(Some(code)) => Verdict::Unexpected(code),
+        Some(None) => Verdict::Unexpected(-1),
+    };
+    Outcome {
+        verdict,
+        command,
+        log,
+        stderr,
+        ktap: summary,
+        elapsed: start.elapsed(),
+    }
+}

@@ -1,0 +1,12 @@
+//! numalab's hardware-free algorithms, shared by the kernel and unit-tested on the host.
+//!
+//! Nothing here touches hardware or uses `unsafe`: each module is a pure data structure or
+//! parser that the kernel wraps with locks, page tables and per-CPU state.
+#![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+pub mod bench;
+pub mod ktap;
+pub mod options;

@@ -1,0 +1,115 @@
+//! The IDT shared by all CPUs: every exception prints vector, error code, RIP and CR2 and
+//! exits QEMU with failure (a kernel that faulted has no results worth trusting).
+
+use spin::Once;
+use x86_64::registers::control::Cr2;
+use x86_64::structures::idt::{InterruptDescriptorTable, InterruptStackFrame, PageFaultErrorCode};
+
+use super::gdt::{DOUBLE_FAULT_IST_INDEX, NMI_IST_INDEX};
+use super::qemu_exit::{exit, ExitCode};
+
+static IDT: Once<InterruptDescriptorTable> = Once::new();
+
+fn report(vector: u8, name: &str, error_code: Option<u64>, frame: &InterruptStackFrame) -> ! {
+    crate::serial::force_unlock();
+    let cr2 = Cr2::read_raw();
+    match error_code {
+        Some(code) => crate::println!(
+            "EXCEPTION: vector {} ({}) error code {:#x} at RIP {:#x}, CR2 {:#x}, RSP {:#x}",
+            vector,
+            name,
+            code,
+            frame.instruction_pointer.as_u64(),
+            cr2,
+            frame.stack_pointer.as_u64()
+        ),
+        None => crate::println!(
+            "EXCEPTION: vector {} ({}) at RIP {:#x}, CR2 {:#x}, RSP {:#x}",
+            vector,
+            name,
+            frame.instruction_pointer.as_u64(),
+            cr2,
+            frame.stack_pointer.as_u64()
+        ),
+    }
+    exit(ExitCode::Failure)
+}
+
+macro_rules! handler {
+    ($fn_name:ident, $vector:expr, $name:expr) => {
+        extern "x86-interrupt" fn $fn_name(frame: InterruptStackFrame) {
+            report($vector, $name, None, &frame)
+        }
+    };
+    ($fn_name:ident, $vector:expr, $name:expr, code) => {
+        extern "x86-interrupt" fn $fn_name(frame: InterruptStackFrame, code: u64) {
+            report($vector, $name, Some(code), &frame)
+        }
+    };
+}
+
+handler!(divide_error, 0, "#DE divide error");
+handler!(debug, 1, "#DB debug");
+handler!(nmi, 2, "NMI");
+handler!(breakpoint, 3, "#BP breakpoint");
+handler!(overflow, 4, "#OF overflow");
+handler!(bound_range, 5, "#BR bound range");
+handler!(invalid_opcode, 6, "#UD invalid opcode");
+handler!(device_not_available, 7, "#NM device not available");
+handler!(invalid_tss, 10, "#TS invalid TSS", code);
+handler!(segment_not_present, 11, "#NP segment not present", code);
+handler!(stack_segment, 12, "#SS stack segment", code);
+handler!(general_protection, 13, "#GP general protection", code);
+handler!(x87_fp, 16, "#MF x87 floating point");
+handler!(alignment_check, 17, "#AC alignment check", code);
+handler!(simd_fp, 19, "#XM SIMD floating point");
+
+extern "x86-interrupt" fn double_fault(frame: InterruptStackFrame, code: u64) -> ! {
+    report(8, "#DF double fault", Some(code), &frame)
+}
+
+extern "x86-interrupt" fn machine_check(frame: InterruptStackFrame) -> ! {
+    report(18, "#MC machine check", None, &frame)
+}
+
+extern "x86-interrupt" fn page_fault(frame: InterruptStackFrame, code: PageFaultErrorCode) {
+    report(14, "#PF page fault", Some(code.bits()), &frame)
+}
+
+fn build() -> InterruptDescriptorTable {
+    let mut idt = InterruptDescriptorTable::new();
+    idt.divide_error.set_handler_fn(divide_error);
+    idt.debug.set_handler_fn(debug);
+    idt.breakpoint.set_handler_fn(breakpoint);
+    idt.overflow.set_handler_fn(overflow);
+    idt.bound_range_exceeded.set_handler_fn(bound_range);
+    idt.invalid_opcode.set_handler_fn(invalid_opcode);
+    idt.device_not_available
+        .set_handler_fn(device_not_available);
+    idt.invalid_tss.set_handler_fn(invalid_tss);
+    idt.segment_not_present.set_handler_fn(segment_not_present);
+    idt.stack_segment_fault.set_handler_fn(stack_segment);
+    idt.general_protection_fault
+        .set_handler_fn(general_protection);
+    idt.page_fault.set_handler_fn(page_fault);
+    idt.x87_floating_point.set_handler_fn(x87_fp);
+    idt.alignment_check.set_handler_fn(alignment_check);
+    idt.machine_check.set_handler_fn(machine_check);
+    idt.simd_floating_point.set_handler_fn(simd_fp);
+    // SAFETY: the IST indices name stacks that every CPU's TSS sets up (gdt.rs) before it
+    // loads this IDT.
+    unsafe {
+        idt.double_fault
+            .set_handler_fn(double_fault)
+            .set_stack_index(DOUBLE_FAULT_IST_INDEX);
+        idt.non_maskable_interrupt
+            .set_handler_fn(nmi)
+            .set_stack_index(NMI_IST_INDEX);
+    }
+    idt
+}
+
+/// Loads the IDT on the calling CPU (built on first use).
+pub fn init() {
+    IDT.call_once(build).load();
+}

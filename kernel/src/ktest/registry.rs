@@ -1,0 +1,11 @@
+//! The list of every subsystem's tests, in boot-layer order.
+
+use super::KTest;
+
+/// Each subsystem's `TESTS`, lowest layer first (the order they run in).
+const ALL: &[&[KTest]] = &[super::selftest::TESTS];
+
+/// Every registered test, in order.
+pub fn all() -> impl Iterator<Item = &'static KTest> {
+    ALL.iter().flat_map(|tests| tests.iter())
+}

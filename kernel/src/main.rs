@@ -1,0 +1,47 @@
+//! numalab kernel entry: the boot order, top down, one call per phase.
+#![no_std]
+#![no_main]
+#![feature(abi_x86_interrupt)]
+
+extern crate alloc;
+
+#[macro_use]
+mod serial;
+mod arch;
+mod ktest;
+mod mm;
+mod options;
+mod panic;
+
+use bootloader_api::config::{BootloaderConfig, Mapping};
+use bootloader_api::{entry_point, BootInfo};
+
+/// The bootloader maps all physical memory at a dynamic offset (the direct map, like Linux's
+/// page_offset_base) and gives the kernel a 256 KiB boot stack.
+pub static BOOTLOADER_CONFIG: BootloaderConfig = {
+    let mut config = BootloaderConfig::new_default();
+    config.mappings.physical_memory = Some(Mapping::Dynamic);
+    config.kernel_stack_size = 256 * 1024;
+    config
+};
+
+entry_point!(kernel_main, config = &BOOTLOADER_CONFIG);
+
+fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
+    serial::init();
+    println!(
+        "numalab {} booting: x86_64 unikernel lab for NUMA memory allocators",
+        env!("CARGO_PKG_VERSION")
+    );
+    arch::init_boot_cpu();
+    mm::early::init(boot_info);
+    let opts = options::load();
+    println!("numalab: options: {}", opts.describe());
+    let suite = ktest::Suite::from_name(opts.text("suite"));
+    let passed = ktest::run(suite, &opts);
+    arch::qemu_exit::exit(if passed {
+        arch::qemu_exit::ExitCode::Success
+    } else {
+        arch::qemu_exit::ExitCode::Failure
+    })
+}

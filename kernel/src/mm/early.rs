@@ -1,0 +1,80 @@
+//! Early boot memory: the direct map, the boot memory map, and a bootstrap heap
+//! (linked_list_allocator) carved from the largest usable region.
+//!
+//! The bootstrap heap's physical range is recorded so later allocators reserve it.
+
+use bootloader_api::info::{MemoryRegionKind, MemoryRegions};
+use bootloader_api::BootInfo;
+use linked_list_allocator::LockedHeap;
+use spin::Once;
+
+/// Upper bound of the bootstrap heap.
+const BOOTSTRAP_HEAP_MAX_BYTES: u64 = 32 * 1024 * 1024;
+const PAGE_BYTES: u64 = 4096;
+
+#[global_allocator]
+static HEAP: LockedHeap = LockedHeap::empty();
+
+/// What early boot learned about memory, for the subsystems that start later.
+pub struct EarlyMemory {
+    /// Virtual address of physical address 0 in the direct map.
+    pub phys_offset: u64,
+    /// The bootloader's memory map.
+    pub regions: &'static MemoryRegions,
+    /// Physical range [start, end) of the bootstrap heap (reserved: not free memory).
+    pub heap_phys: (u64, u64),
+    /// Physical address of the ACPI RSDP, if the firmware gave one.
+    pub rsdp_phys: Option<u64>,
+}
+
+static EARLY: Once<EarlyMemory> = Once::new();
+
+/// Sets up the bootstrap heap. Halts with a clear message if the boot memory map has no
+/// usable region or the bootloader did not map physical memory (both are boot/ bugs).
+pub fn init(boot_info: &'static mut BootInfo) {
+    let Some(phys_offset) = boot_info.physical_memory_offset.into_option() else {
+        crate::println!("numalab: fatal: bootloader did not map physical memory");
+        crate::arch::qemu_exit::exit(crate::arch::qemu_exit::ExitCode::Failure);
+    };
+    let rsdp_phys = boot_info.rsdp_addr.into_option();
+    let regions: &'static MemoryRegions = &boot_info.memory_regions;
+    let best = regions
+        .iter()
+        .filter(|r| r.kind == MemoryRegionKind::Usable)
+        .map(|r| {
+            let start = r.start.div_ceil(PAGE_BYTES) * PAGE_BYTES;
+            (start, r.end.max(start))
+        })
+        .max_by_key(|(start, end)| end - start);
+    let Some((start, end)) = best.filter(|(s, e)| e - s >= PAGE_BYTES * 64) else {
+        crate::println!("numalab: fatal: no usable memory region for the bootstrap heap");
+        crate::arch::qemu_exit::exit(crate::arch::qemu_exit::ExitCode::Failure);
+    };
+    let size = (end - start).min(BOOTSTRAP_HEAP_MAX_BYTES) / PAGE_BYTES * PAGE_BYTES;
+    // SAFETY: [start, start+size) is usable RAM per the bootloader's map, mapped at
+    // phys_offset; it is handed to the heap exactly once and recorded in `heap_phys` so no
+    // other allocator hands it out.
+    unsafe {
+        HEAP.lock()
+            .init((phys_offset + start) as *mut u8, size as usize);
+    }
+    EARLY.call_once(|| EarlyMemory {
+        phys_offset,
+        regions,
+        heap_phys: (start, start + size),
+        rsdp_phys,
+    });
+}
+
+/// What `init` recorded. Panics only if called before `init` (a boot-order bug).
+pub fn info() -> &'static EarlyMemory {
+    EARLY
+        .get()
+        .expect("mm::early::info() before mm::early::init()")
+}
+
+/// Bytes used and free in the bootstrap heap.
+pub fn heap_usage() -> (usize, usize) {
+    let heap = HEAP.lock();
+    (heap.used(), heap.free())
+}

@@ -1,0 +1,12 @@
+//! Memory management.
+//!
+//! Layout of the kernel's virtual address space (the bootloader chooses the exact bases):
+//!
+//! ```text
+//!   kernel image        where bootloader 0.11 loads the ELF
+//!   direct map          all physical memory at `phys_offset` (Mapping::Dynamic), like
+//!                       Linux's page_offset_base: phys P is at virt phys_offset + P
+//!   bootstrap heap      a slice of the direct map (early.rs), early boot only
+//! ```
+
+pub mod early;

@@ -1,0 +1,37 @@
+//! The table of kernel options (read from fw_cfg `opt/numalab/cmdline`, set with boot's
+//! `--set key=value`). Every subsystem's knobs are listed here, with defaults and help text.
+
+use numalab_algo::options::{Kind, Options, Spec};
+use spin::Once;
+
+/// Every option the kernel knows. Adding a knob means adding a line here (and to the README).
+pub const SPECS: &[Spec] = &[
+    Spec {
+        key: "suite",
+        kind: Kind::Choice(&["test", "stress", "bench", "all", "none"]),
+        default: "test",
+        help: "what the kernel runs after boot",
+    },
+    Spec {
+        key: "filter",
+        kind: Kind::Text,
+        default: "",
+        help: "run only tests whose module/name contains this word",
+    },
+    Spec {
+        key: "test.fail",
+        kind: Kind::Bool,
+        default: "0",
+        help: "adds a test that always fails (checks the failure path end to end)",
+    },
+];
+
+static OPTIONS: Once<Options> = Once::new();
+
+/// Reads and parses the options (once); errors are reported by the `options` KTAP test.
+pub fn load() -> &'static Options {
+    OPTIONS.call_once(|| {
+        let cmdline = crate::arch::fw_cfg::read_string("opt/numalab/cmdline");
+        Options::parse(&cmdline, SPECS)
+    })
+}

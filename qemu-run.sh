@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# numalab's entry point. Installs what is missing, builds, boots QEMU, prints the results.
+#   ./qemu-run.sh [OPTIONS] [-- QEMU ARGS]   build, boot the default topology, run the suite
+#   ./qemu-run.sh test [CARGO TEST ARGS]     run every test (host unit tests and QEMU boots)
+# All QEMU knowledge lives in boot/ (numalab-boot); this script only sets up and dispatches.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+say() { echo "qemu-run.sh: $*" >&2; }
+
+# Debian packages and why: QEMU runs the kernel; OVMF boots the UEFI image; rustc-web and friends
+# are Rust 1.96 with the library source that -Zbuild-std needs (rustup cannot download rust-src
+# here); lld-22 provides rust-lld, the bare-metal linker; clippy and rustfmt are CI's lint steps.
+setup_packages() {
+    local missing=()
+    command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86)
+    [ -e /usr/share/ovmf/OVMF.fd ] || missing+=(ovmf)
+    [ -x /usr/bin/rustc ] && /usr/bin/rustc --version | grep -q '^rustc 1\.9[6-9]' || missing+=(rustc-web)
+    [ -x /usr/bin/cargo ] || missing+=(cargo-web)
+    [ -d /usr/lib/rustlib/src/rust/library ] || missing+=(rust-web-src)
+    [ -x /usr/lib/llvm-22/bin/llvm-objcopy ] || missing+=(rust-web-llvm)
+    command -v rust-lld >/dev/null || missing+=(lld-22)
+    [ -x /usr/bin/cargo-clippy ] || missing+=(rust-web-clippy)
+    [ -x /usr/bin/rustfmt ] || missing+=(rustfmt-web)
+    if [ ${#missing[@]} -gt 0 ]; then
+        say "installing ${missing[*]} (QEMU, OVMF, Debian's Rust 1.96 with rust-src, rust-lld)"
+        local sudo=""
+        [ "$(id -u)" = 0 ] || sudo=sudo
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+}
+
+# The bootloader's BIOS stages need llvm-objcopy/llvm-objdump in rustc's sysroot (/usr).
+setup_llvm_links() {
+    local bin=/usr/lib/rustlib/x86_64-unknown-linux-gnu/bin tool
+    for tool in llvm-objcopy llvm-objdump; do
+        if [ ! -e "$bin/$tool" ]; then
+            say "linking $bin/$tool (needed by the bootloader's BIOS stage build)"
+            mkdir -p "$bin" && ln -sf "/usr/lib/llvm-22/bin/$tool" "$bin/$tool"
+        fi
+    done
+}
+
+# rust-toolchain.toml names "debian-rust": with rustup, link it to /usr; without, use /usr/bin.
+setup_toolchain() {
+    if command -v rustup >/dev/null; then
+        if ! rustup toolchain list | grep -q '^debian-rust'; then
+            say "linking rustup toolchain debian-rust -> /usr (Debian's Rust 1.96)"
+            rustup toolchain link debian-rust /usr
+        fi
+    else
+        export PATH="/usr/bin:$PATH" RUSTC=/usr/bin/rustc
+    fi
+    export RUSTC_BOOTSTRAP=1 CARGO_UNSTABLE_JSON_TARGET_SPEC=true
+}
+
+setup() {
+    setup_packages
+    setup_llvm_links
+    setup_toolchain
+}
+
+case "${1:-}" in
+    test)
+        shift
+        setup
+        exec cargo test --workspace "$@"
+        ;;
+    setup)
+        setup
+        say "setup complete"
+        ;;
+    *)
+        setup
+        exec cargo run --quiet -p numalab-boot -- "$@"
+        ;;
+esac

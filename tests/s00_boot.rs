@@ -1,0 +1,73 @@
+//! Layer 0: the image boots under BIOS and UEFI, prints the banner and KTAP, and the exit
+//! protocol turns kernel failures and bad options into failed runs with the log shown.
+
+use numalab::*;
+use std::process::Command;
+
+#[test]
+fn s00_bios_boots_and_passes() {
+    let out = boot_pass(&config("uma"));
+    assert!(
+        out.log.contains("numalab 0.1.0 booting"),
+        "no banner:\n{}",
+        out.log
+    );
+    assert!(out.log.contains("KTAP version 1"));
+    assert!(out.log.contains("# Totals: pass:"));
+    assert!(out.ktap.result("options.valid").unwrap().ok);
+}
+
+#[test]
+fn s00_uefi_boots_and_passes() {
+    let mut c = config("uma");
+    c.firmware = Firmware::Uefi;
+    let out = boot_pass(&c);
+    assert!(out.log.contains("numalab 0.1.0 booting"));
+    assert!(out.ktap.passed() > 0);
+}
+
+#[test]
+fn s00_deliberate_failure_fails_the_run() {
+    let mut c = config("uma");
+    c.sets.push("test.fail=1".into());
+    let out = boot(&c);
+    assert_eq!(out.verdict, Verdict::Fail, "{}", out.failure_report());
+    let failed = out
+        .ktap
+        .result("ktest.deliberate_failure")
+        .expect("test ran");
+    assert!(!failed.ok);
+    let report = out.failure_report();
+    assert!(report.contains("QEMU command: qemu-system-x86_64"));
+    assert!(report.contains("---- serial log ----"));
+    assert!(report.contains("not ok") && report.contains("deliberate failure requested"));
+}
+
+#[test]
+fn s00_bad_kernel_option_is_a_failed_test_naming_the_key() {
+    let mut c = config("uma");
+    c.sets.push("no.such.key=1".into());
+    c.sets.push("suite=fast".into());
+    let out = boot(&c);
+    assert_eq!(out.verdict, Verdict::Fail, "{}", out.failure_report());
+    let r = out.ktap.result("options.valid").expect("options test ran");
+    assert!(
+        r.reason.contains("unknown option 'no.such.key'"),
+        "{}",
+        r.reason
+    );
+    assert!(r.reason.contains("suite: bad value 'fast'"), "{}", r.reason);
+}
+
+#[test]
+fn s00_bogus_runner_option_exits_2_with_usage() {
+    let root = numalab_boot::image::repo_root();
+    let out = Command::new(root.join("qemu-run.sh"))
+        .arg("--bogus")
+        .output()
+        .expect("run qemu-run.sh");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown option '--bogus'"), "{err}");
+    assert!(err.contains("usage: qemu-run.sh"), "{err}");
+}
