@@ -12,6 +12,9 @@ mod ktest;
 mod mm;
 mod options;
 mod panic;
+mod percpu;
+mod sync;
+mod topology;
 
 use bootloader_api::config::{BootloaderConfig, Mapping};
 use bootloader_api::{entry_point, BootInfo};
@@ -37,6 +40,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     mm::early::init(boot_info);
     let opts = options::load();
     println!("numalab: options: {}", opts.describe());
+    topology::init();
     let suite = ktest::Suite::from_name(opts.text("suite"));
     let passed = ktest::run(suite, &opts);
     arch::qemu_exit::exit(if passed {

@@ -10,3 +10,4 @@ extern crate alloc;
 pub mod bench;
 pub mod ktap;
 pub mod options;
+pub mod topology;

@@ -1,0 +1,9 @@
+//! Synchronization: IRQ-safe spinlocks that count acquisitions, contention and spinning.
+//!
+//! Lock order across the kernel (outermost first); never print while holding an allocator lock:
+//!   vmalloc free-space lock > vmap node lock > SLUB list_lock > page allocator node lock
+//!   > serial console lock
+
+mod spinlock;
+
+pub use spinlock::{IrqSpinLock, IrqSpinLockGuard, LockStats, LockStatsSnapshot};

@@ -1,0 +1,140 @@
+//! `IrqSpinLock<T>`: a spin lock (on the `spin` crate) that disables interrupts while held and
+//! counts acquisitions, contended acquisitions and spin iterations with relaxed atomics (cheap
+//! enough to leave on for benchmarks).
+
+use core::ops::{Deref, DerefMut};
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use spin::mutex::{SpinMutex, SpinMutexGuard};
+
+/// Counters of one lock.
+#[derive(Default)]
+pub struct LockStats {
+    pub acquisitions: AtomicU64,
+    /// Acquisitions that found the lock held and had to spin.
+    pub contended: AtomicU64,
+    /// PAUSE iterations spent waiting.
+    pub spins: AtomicU64,
+}
+
+/// A copy of `LockStats` at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LockStatsSnapshot {
+    pub acquisitions: u64,
+    pub contended: u64,
+    pub spins: u64,
+}
+
+impl LockStatsSnapshot {
+    /// Counter differences `self - earlier`.
+    pub fn since(&self, earlier: &LockStatsSnapshot) -> LockStatsSnapshot {
+        LockStatsSnapshot {
+            acquisitions: self.acquisitions.wrapping_sub(earlier.acquisitions),
+            contended: self.contended.wrapping_sub(earlier.contended),
+            spins: self.spins.wrapping_sub(earlier.spins),
+        }
+    }
+}
+
+impl LockStats {
+    pub const fn new() -> LockStats {
+        LockStats {
+            acquisitions: AtomicU64::new(0),
+            contended: AtomicU64::new(0),
+            spins: AtomicU64::new(0),
+        }
+    }
+
+    pub fn snapshot(&self) -> LockStatsSnapshot {
+        LockStatsSnapshot {
+            acquisitions: self.acquisitions.load(Relaxed),
+            contended: self.contended.load(Relaxed),
+            spins: self.spins.load(Relaxed),
+        }
+    }
+
+    pub fn reset(&self) {
+        self.acquisitions.store(0, Relaxed);
+        self.contended.store(0, Relaxed);
+        self.spins.store(0, Relaxed);
+    }
+}
+
+/// An IRQ-safe spin lock with contention counters.
+pub struct IrqSpinLock<T> {
+    inner: SpinMutex<T>,
+    pub stats: LockStats,
+}
+
+/// Holds the lock and the caller's interrupt state; restores both on drop.
+pub struct IrqSpinLockGuard<'a, T> {
+    guard: Option<SpinMutexGuard<'a, T>>,
+    irqs_were_enabled: bool,
+}
+
+impl<T> IrqSpinLock<T> {
+    pub const fn new(value: T) -> IrqSpinLock<T> {
+        IrqSpinLock {
+            inner: SpinMutex::new(value),
+            stats: LockStats::new(),
+        }
+    }
+
+    /// Takes the lock with interrupts disabled, spinning (PAUSE) while another CPU holds it.
+    #[inline]
+    pub fn lock(&self) -> IrqSpinLockGuard<'_, T> {
+        let irqs_were_enabled = x86_64::instructions::interrupts::are_enabled();
+        if irqs_were_enabled {
+            x86_64::instructions::interrupts::disable();
+        }
+        self.stats.acquisitions.fetch_add(1, Relaxed);
+        let guard = match self.inner.try_lock() {
+            Some(g) => g,
+            None => {
+                self.stats.contended.fetch_add(1, Relaxed);
+                let mut spins = 0u64;
+                let g = loop {
+                    while self.inner.is_locked() {
+                        core::hint::spin_loop();
+                        spins += 1;
+                    }
+                    if let Some(g) = self.inner.try_lock() {
+                        break g;
+                    }
+                };
+                self.stats.spins.fetch_add(spins, Relaxed);
+                g
+            }
+        };
+        IrqSpinLockGuard {
+            guard: Some(guard),
+            irqs_were_enabled,
+        }
+    }
+
+    /// Whether some CPU holds the lock right now (a hint only).
+    pub fn is_locked(&self) -> bool {
+        self.inner.is_locked()
+    }
+}
+
+impl<T> Deref for IrqSpinLockGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.guard.as_ref().expect("guard present until drop")
+    }
+}
+
+impl<T> DerefMut for IrqSpinLockGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.guard.as_mut().expect("guard present until drop")
+    }
+}
+
+impl<T> Drop for IrqSpinLockGuard<'_, T> {
+    fn drop(&mut self) {
+        drop(self.guard.take());
+        if self.irqs_were_enabled {
+            x86_64::instructions::interrupts::enable();
+        }
+    }
+}
