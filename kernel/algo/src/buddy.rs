@@ -105,7 +105,11 @@ impl fmt::Display for FreeError {
             FreeError::BadOrder => write!(f, "order above {}", MAX_ORDER),
             FreeError::AlreadyFree => write!(f, "double free of a free block"),
             FreeError::NotAllocated(s) => {
-                write!(f, "not the head of an allocated block of that order (state {:#x})", s)
+                write!(
+                    f,
+                    "not the head of an allocated block of that order (state {:#x})",
+                    s
+                )
             }
         }
     }
@@ -144,7 +148,9 @@ impl fmt::Display for CheckError {
             CheckError::Unmerged(p, o) => {
                 write!(f, "pfn {:#x} and its buddy are both free at order {}", p, o)
             }
-            CheckError::BadBlock(p, o) => write!(f, "free block pfn {:#x} order {} is misplaced", p, o),
+            CheckError::BadBlock(p, o) => {
+                write!(f, "free block pfn {:#x} order {} is misplaced", p, o)
+            }
             CheckError::ScanMismatch(s, l) => {
                 write!(f, "state scan finds {} free pages, lists {}", s, l)
             }
@@ -403,7 +409,11 @@ impl<S: BuddyStore> Buddy<S> {
                 cur = self.store.next(cur);
             }
             if walked != self.nr_free[order as usize] {
-                return Err(CheckError::CountMismatch(order, walked, self.nr_free[order as usize]));
+                return Err(CheckError::CountMismatch(
+                    order,
+                    walked,
+                    self.nr_free[order as usize],
+                ));
             }
             listed += walked << order;
         }
@@ -522,7 +532,7 @@ mod tests {
         b.add_free_range(1500, 2048);
         let mut got = Vec::new();
         while let Some(p) = b.alloc(0) {
-            assert!(p < 100 || p >= 1500, "hole page {p}");
+            assert!(!(100..1500).contains(&p), "hole page {p}");
             got.push(p);
         }
         assert_eq!(got.len(), 100 + 548);
@@ -555,8 +565,9 @@ mod tests {
             let total = b.managed_pages();
             let mut live: Vec<(u64, u8)> = Vec::new();
             let mut owned = alloc::vec![false; pages];
+            let mut allocated = 0usize;
             for step in 0..20_000 {
-                if rng.next() % 3 != 0 || live.is_empty() {
+                if !rng.next().is_multiple_of(3) || live.is_empty() {
                     let order = (rng.next() % 6) as u8;
                     if let Some(p) = b.alloc(order) {
                         assert_eq!(p & ((1 << order) - 1), 0);
@@ -566,6 +577,7 @@ mod tests {
                             *o = true;
                         }
                         live.push((p, order));
+                        allocated += 1 << order;
                     }
                 } else {
                     let i = (rng.next() as usize) % live.len();
@@ -574,8 +586,8 @@ mod tests {
                         owned[(p + i - base) as usize] = false;
                     }
                     b.free(p, order).unwrap();
+                    allocated -= 1 << order;
                 }
-                let allocated: usize = live.iter().map(|&(_, o)| 1usize << o).sum();
                 assert_eq!(b.free_pages() + allocated, total, "step {step}");
                 if step % 997 == 0 {
                     b.check_lists().unwrap();
@@ -600,6 +612,12 @@ mod tests {
         assert_eq!(b.free(p, 0), Err(FreeError::AlreadyFree));
         b.free_cached(p, 0).unwrap();
         assert_eq!(b.free_pages(), 8);
-        assert_eq!(b.scan().unwrap(), ScanCounts { free_pages: 8, ..Default::default() });
+        assert_eq!(
+            b.scan().unwrap(),
+            ScanCounts {
+                free_pages: 8,
+                ..Default::default()
+            }
+        );
     }
 }

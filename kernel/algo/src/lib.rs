@@ -10,5 +10,6 @@ extern crate alloc;
 pub mod bench;
 pub mod buddy;
 pub mod ktap;
+pub mod memrange;
 pub mod options;
 pub mod topology;
