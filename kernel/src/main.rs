@@ -13,6 +13,7 @@ mod mm;
 mod options;
 mod panic;
 mod percpu;
+mod smp;
 mod sync;
 mod topology;
 
@@ -41,6 +42,8 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     let opts = options::load();
     println!("numalab: options: {}", opts.describe());
     topology::init();
+    percpu::init_boot_node();
+    smp::init();
     let suite = ktest::Suite::from_name(opts.text("suite"));
     let passed = ktest::run(suite, &opts);
     arch::qemu_exit::exit(if passed {

@@ -1,14 +1,42 @@
-//! x86_64: descriptor tables, exceptions, QEMU's exit and fw_cfg devices.
+//! x86_64: descriptor tables, exceptions, local APIC, TSC, page tables, AP start-up, QEMU's
+//! exit and fw_cfg devices.
 
+pub mod apic;
 pub mod fw_cfg;
 pub mod gdt;
 pub mod idt;
+pub mod paging;
 pub mod qemu_exit;
+pub mod smp;
+pub mod tsc;
 
-/// Loads the boot CPU's GDT/TSS and the shared IDT.
+/// Loads the boot CPU's GDT/TSS and the shared IDT, and points its GS base at its per-CPU area.
 pub fn init_boot_cpu() {
     gdt::init_boot_cpu();
     idt::init();
+    crate::percpu::init_boot_cpu();
+}
+
+/// The boot CPU's initial APIC id from CPUID (valid before the APIC is set up).
+pub fn boot_apic_id() -> u32 {
+    let leaf1 = core::arch::x86_64::__cpuid(1);
+    if core::arch::x86_64::__get_cpuid_max(0).0 >= 0xb {
+        let leaf_b = core::arch::x86_64::__cpuid_count(0xb, 0);
+        if leaf_b.ebx & 0xffff != 0 {
+            return leaf_b.edx;
+        }
+    }
+    leaf1.ebx >> 24
+}
+
+/// TSC ticks per second (calibrated against the PIT by SMP bring-up; 0 before).
+pub fn tsc_hz() -> u64 {
+    tsc::hz()
+}
+
+/// Busy-waits at least `us` microseconds on the TSC.
+pub fn delay_us(us: u64) {
+    tsc::delay_us(us)
 }
 
 /// Reads the time-stamp counter. Under `-icount shift=0` it counts executed instructions.
