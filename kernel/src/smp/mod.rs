@@ -134,13 +134,17 @@ pub fn init() {
     let verbose = opts.bool("smp.verbose");
     let cal = tsc::calibrate();
     debug_assert_eq!(arch::tsc_hz(), cal.hz);
+    if cal.hz == 0 {
+        crate::warn!("tsc: calibration against the PIT failed; delays assume 3 GHz");
+    }
     println!(
-        "numalab: tsc: {}.{:03} MHz, calibrated against PIT channel 2 ({} x {} ms, spread {} ppm)",
+        "numalab: tsc: {}.{:03} MHz, calibrated against PIT channel 2 ({} x {} ms windows, spread {} ppm, PIT read within {} ns)",
         cal.hz / 1_000_000,
         cal.hz / 1_000 % 1_000,
         cal.rounds,
         cal.window_us / 1_000,
-        cal.spread_ppm
+        cal.spread_ppm,
+        cal.best_bracket_ticks * 1_000_000_000 / cal.hz.max(1)
     );
     let apic_virt = arch::smp::apic_mmio_virt();
     if let Err(why) = apic_virt

@@ -1,22 +1,27 @@
 //! The time-stamp counter as the kernel's clock, calibrated against PIT channel 2.
 //!
-//! Calibration (boot CPU, once, like Linux's `pit_calibrate_tsc`): PIT channel 2 is gated on
-//! through port 0x61, loaded in mode 0 with the count for `WINDOW_US` (the PIT runs at
-//! 1.193182 MHz), and the TSC is read when the count starts and when OUT2 goes high. This is
-//! done `ROUNDS` times; the median is the TSC rate and the spread (max - min) / median is
-//! printed as the calibration's accuracy. Under QEMU's TCG the PIT follows the host's clock and
-//! the guest TSC the host's TSC, so the spread is the host's scheduling noise; with `--icount`
-//! both follow the instruction count and the TSC rate comes out near 1 GHz.
+//! Calibration (boot CPU, once): PIT channel 2 (1.193182 MHz) is gated on through port 0x61
+//! and counts down from 0xffff in mode 0. The counter is read with the latch command, each read
+//! bracketed by two TSC reads; a read counts only when its bracket is at most twice the
+//! narrowest one seen, so a read during which the vCPU was descheduled (common under QEMU's
+//! TCG on a loaded host) is discarded instead of skewing the result. The TSC rate of a window
+//! is the TSC ticks between a tight read at its start and one `WINDOW_US` later, divided by the
+//! PIT ticks between them. `ROUNDS` windows are measured; the median is the TSC rate and
+//! (max - min) / median is printed as the calibration's spread. Under TCG the PIT follows the
+//! host's clock and the guest TSC the host's TSC; with `--icount` both follow the instruction
+//! count and the rate comes out near 1 GHz.
 
 use core::sync::atomic::{AtomicU64, Ordering};
 use x86_64::instructions::port::Port;
 
 /// PIT input clock.
 const PIT_HZ: u64 = 1_193_182;
-/// Length of one calibration window.
-const WINDOW_US: u64 = 10_000;
+/// Length of one calibration window (the PIT's 16-bit count lasts 54.9 ms).
+const WINDOW_US: u64 = 40_000;
 /// Calibration windows; the median is kept.
 const ROUNDS: usize = 5;
+/// Counter reads before giving a window up.
+const MAX_READS: usize = 1_000_000;
 
 static TSC_HZ: AtomicU64 = AtomicU64::new(0);
 
@@ -27,48 +32,106 @@ pub struct Calibration {
     pub hz: u64,
     /// (max - min) / median over the rounds, in parts per million.
     pub spread_ppm: u64,
+    /// Windows that gave a result (of `ROUNDS`).
     pub rounds: usize,
     pub window_us: u64,
+    /// Narrowest TSC bracket around a PIT read, in TSC ticks.
+    pub best_bracket_ticks: u64,
 }
 
-/// One PIT window: TSC ticks elapsed while channel 2 counts `WINDOW_US`.
-fn pit_window_ticks() -> u64 {
-    let latch = PIT_HZ * WINDOW_US / 1_000_000;
-    let mut ctrl = Port::<u8>::new(0x61);
-    let mut mode = Port::<u8>::new(0x43);
-    let mut ch2 = Port::<u8>::new(0x42);
-    // SAFETY: ports 0x61 (NMI status and control: PIT gate 2, speaker), 0x43 (PIT mode) and
-    // 0x42 (PIT channel 2 data) exist on every PC QEMU emulates; channel 2 feeds only the
-    // speaker, which stays off (bit 1 of 0x61 cleared). Only the boot CPU calibrates.
-    unsafe {
-        let v = ctrl.read();
-        ctrl.write((v & !0x02) | 0x01);
-        mode.write(0b1011_0000); // channel 2, lobyte/hibyte, mode 0, binary
-        ch2.write((latch & 0xff) as u8);
-        ch2.write((latch >> 8) as u8);
-        let start = super::rdtsc();
-        while ctrl.read() & 0x20 == 0 {
-            core::hint::spin_loop();
+/// PIT channel 2's ports.
+struct Pit2 {
+    ctrl: Port<u8>,
+    mode: Port<u8>,
+    data: Port<u8>,
+}
+
+impl Pit2 {
+    fn new() -> Pit2 {
+        Pit2 {
+            ctrl: Port::new(0x61),
+            mode: Port::new(0x43),
+            data: Port::new(0x42),
         }
-        super::rdtsc() - start
     }
+
+    /// Starts channel 2 counting down from 0xffff in mode 0, speaker off.
+    fn start(&mut self) {
+        // SAFETY: ports 0x61 (PIT gate 2 and speaker enable), 0x43 (PIT mode) and 0x42 (PIT
+        // channel 2) exist on every PC QEMU emulates; channel 2 only feeds the speaker, which
+        // stays off (bit 1 of 0x61 cleared). Only the boot CPU calibrates, before the APs run.
+        unsafe {
+            let v = self.ctrl.read();
+            self.ctrl.write((v & !0x02) | 0x01);
+            self.mode.write(0b1011_0000); // channel 2, lobyte/hibyte, mode 0, binary
+            self.data.write(0xff);
+            self.data.write(0xff);
+        }
+    }
+
+    /// Latches and reads the count: (TSC at mid-bracket, count, bracket width in TSC ticks).
+    fn read(&mut self) -> (u64, u16, u64) {
+        let t0 = super::rdtsc();
+        // SAFETY: as in `start`; the latch command (channel 2, access 00) freezes the count
+        // for the two reads that follow.
+        let (lo, hi) = unsafe {
+            self.mode.write(0b1000_0000);
+            (self.data.read(), self.data.read())
+        };
+        let t1 = super::rdtsc();
+        (t0 + (t1 - t0) / 2, u16::from_le_bytes([lo, hi]), t1 - t0)
+    }
+}
+
+/// One window: TSC ticks per second, or None when no tight read could be had in time.
+fn window(pit: &mut Pit2, tight: u64) -> Option<u64> {
+    let window_count = PIT_HZ * WINDOW_US / 1_000_000;
+    pit.start();
+    let start = (0..MAX_READS).map(|_| pit.read()).find(|r| r.2 <= tight)?;
+    for _ in 0..MAX_READS {
+        let r = pit.read();
+        let elapsed = start.1.wrapping_sub(r.1) as u64;
+        if r.1 > start.1 || r.1 < 0x400 {
+            return None; // wrapped or about to: this window is lost
+        }
+        if elapsed >= window_count && r.2 <= tight {
+            return Some((r.0 - start.0) * PIT_HZ / elapsed);
+        }
+    }
+    None
 }
 
 /// Calibrates the TSC (boot CPU; call once, before other CPUs run).
 pub fn calibrate() -> Calibration {
+    let mut pit = Pit2::new();
+    pit.start();
+    let best = (0..64).map(|_| pit.read().2).min().unwrap_or(0);
+    let tight = best * 2 + 16;
     let mut samples = [0u64; ROUNDS];
-    for s in samples.iter_mut() {
-        *s = pit_window_ticks() * 1_000_000 / WINDOW_US;
+    let mut n = 0;
+    for _ in 0..ROUNDS * 2 {
+        if n == ROUNDS {
+            break;
+        }
+        if let Some(hz) = window(&mut pit, tight) {
+            samples[n] = hz;
+            n += 1;
+        }
     }
+    let samples = &mut samples[..n];
     samples.sort_unstable();
-    let hz = samples[ROUNDS / 2].max(1);
-    let spread_ppm = (samples[ROUNDS - 1] - samples[0]) * 1_000_000 / hz;
+    let hz = samples.get(n / 2).copied().unwrap_or(0);
+    let spread_ppm = match (samples.first(), samples.last()) {
+        (Some(lo), Some(hi)) if hz > 0 => (hi - lo) * 1_000_000 / hz,
+        _ => 0,
+    };
     TSC_HZ.store(hz, Ordering::Relaxed);
     Calibration {
         hz,
         spread_ppm,
-        rounds: ROUNDS,
+        rounds: n,
         window_us: WINDOW_US,
+        best_bracket_ticks: best,
     }
 }
 
