@@ -7,6 +7,7 @@ extern crate alloc;
 
 #[macro_use]
 mod serial;
+mod acpi;
 mod arch;
 mod ktest;
 mod mm;
@@ -43,6 +44,8 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     println!("numalab: options: {}", opts.describe());
     topology::init();
     percpu::init_boot_node();
+    mm::frame::init();
+    topology::print_numactl(&mm::frame::free_bytes);
     smp::init();
     let suite = ktest::Suite::from_name(opts.text("suite"));
     let passed = ktest::run(suite, &opts);

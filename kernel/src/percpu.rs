@@ -90,7 +90,7 @@ pub fn init_boot_cpu() {
     unsafe { install(&BOOT_CPU) };
     BOOT_CPU
         .apic_id
-        .store(crate::arch::boot_apic_id(), Ordering::Relaxed);
+        .store(topology::current_apic_id(), Ordering::Relaxed);
 }
 
 /// Fills in the boot CPU's node from the topology (call right after `topology::init`).

@@ -167,7 +167,7 @@ pub fn init() {
 
 fn start_all(timeout_ms: u64, verbose: bool) {
     let topo = topology::get();
-    let cpus = stats::cpu_list(topo);
+    let cpus = &topo.cpus;
     let boot_apic = apic::id();
     let mut requests = Vec::new();
     for cpu in cpus.iter().skip(1) {

@@ -1,8 +1,6 @@
 //! Per-CPU SMP counters (IPIs, calls, shootdowns, timer ticks) and their dump.
 
-use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use numalab_algo::topology::{CpuInfo, NodeId, Topology};
 
 use crate::percpu;
 
@@ -90,38 +88,4 @@ pub fn dump_stats() {
             s.timer_ticks
         );
     }
-}
-
-/// The CPUs to start: the topology's list.
-///
-/// TEMPORARY (until the topology reads the MADT): when the topology lists only the boot CPU
-/// but fw_cfg's FW_CFG_NB_CPUS (key 0x05) says there are more, CPUs 1..N get APIC ids 1..N-1
-/// on node 0 (QEMU's default numbering). Delete this fallback when topology lands.
-pub fn cpu_list(topo: &Topology) -> Vec<CpuInfo> {
-    let mut cpus = topo.cpus.clone();
-    if cpus.len() == 1 {
-        let n = temporary_fw_cfg_nb_cpus();
-        for i in 1..n {
-            cpus.push(CpuInfo {
-                cpu: numalab_algo::topology::CpuId(i),
-                apic_id: i as u32,
-                node: NodeId(0),
-            });
-        }
-    }
-    cpus
-}
-
-/// TEMPORARY: reads fw_cfg key 0x05 (number of boot CPUs, little endian u16).
-fn temporary_fw_cfg_nb_cpus() -> u16 {
-    use x86_64::instructions::port::Port;
-    let mut bytes = [0u8; 2];
-    // SAFETY: fw_cfg's selector and data ports on QEMU PCs; reading a key has no memory effect.
-    unsafe {
-        Port::<u16>::new(0x510).write(0x05);
-        for b in bytes.iter_mut() {
-            *b = Port::<u8>::new(0x511).read();
-        }
-    }
-    u16::from_le_bytes(bytes)
 }

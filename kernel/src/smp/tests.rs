@@ -23,7 +23,7 @@ fn slots(init: u64) -> Vec<AtomicU64> {
 /// Every CPU of the topology is online and reports its own id, APIC id and node.
 fn cpus_check_in(_: &Options) -> TestResult {
     let topo = topology::get();
-    let expected = super::stats::cpu_list(topo);
+    let expected = &topo.cpus;
     kassert_eq!(percpu::nr_cpus_online(), online_cpus().len());
     let missing: Vec<u16> = expected
         .iter()

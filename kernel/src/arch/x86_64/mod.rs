@@ -17,18 +17,6 @@ pub fn init_boot_cpu() {
     crate::percpu::init_boot_cpu();
 }
 
-/// The boot CPU's initial APIC id from CPUID (valid before the APIC is set up).
-pub fn boot_apic_id() -> u32 {
-    let leaf1 = core::arch::x86_64::__cpuid(1);
-    if core::arch::x86_64::__get_cpuid_max(0).0 >= 0xb {
-        let leaf_b = core::arch::x86_64::__cpuid_count(0xb, 0);
-        if leaf_b.ebx & 0xffff != 0 {
-            return leaf_b.edx;
-        }
-    }
-    leaf1.ebx >> 24
-}
-
 /// TSC ticks per second (calibrated against the PIT by SMP bring-up; 0 before).
 pub fn tsc_hz() -> u64 {
     tsc::hz()

@@ -6,9 +6,9 @@
 //! visible everywhere at once; a changed or removed mapping is flushed only on the calling
 //! CPU here, and the caller shoots it down on the others (`crate::smp::tlb_shootdown`).
 //!
-//! Page-table pages come from `table_page_source` (today the heap, which lives in the direct
-//! map; they are never freed). One `IrqSpinLock` serializes all changes; nothing is printed
-//! while it is held.
+//! Page-table pages come from the frame allocator (the heap before it is up); they are never
+//! freed. One `IrqSpinLock` serializes all changes; nothing is printed while it is held.
+//! Lock order: callers' locks (vmalloc) > this page-table lock > the frame allocator's node lock.
 
 use core::alloc::Layout;
 use x86_64::registers::control::Cr3;
@@ -41,23 +41,34 @@ pub enum PagingError {
 /// Serializes every change to the shared page tables.
 static LOCK: IrqSpinLock<()> = IrqSpinLock::new(());
 
-/// Hands out zeroed 4 KiB pages for new page tables (from the heap, in the direct map).
+/// Hands out zeroed 4 KiB pages for new page tables: from the frame allocator once it is up
+/// (the calling CPU's node), from the heap before. Page-table pages are never freed.
 struct TablePageSource {
     phys_offset: u64,
 }
 
-// SAFETY: every frame returned is a fresh, zeroed, 4 KiB-aligned heap allocation that is
-// leaked (never freed or reused), so it is unused by anything else.
+// SAFETY: every frame returned is freshly allocated, zeroed and leaked (never freed or
+// reused), so nothing else uses it.
 unsafe impl FrameAllocator<Size4KiB> for TablePageSource {
     fn allocate_frame(&mut self) -> Option<PhysFrame<Size4KiB>> {
-        let layout = Layout::from_size_align(PAGE_BYTES as usize, PAGE_BYTES as usize).ok()?;
-        // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { alloc::alloc::alloc_zeroed(layout) };
-        let virt = ptr as u64;
-        if ptr.is_null() || virt < self.phys_offset {
-            return None;
-        }
-        PhysFrame::from_start_address(PhysAddr::new(virt - self.phys_offset)).ok()
+        let phys = if crate::mm::frame::is_ready() {
+            let pages = crate::mm::frame::alloc_pages(0, crate::mm::frame::Policy::Local).ok()?;
+            pages.into_raw().0
+        } else {
+            let layout = Layout::from_size_align(PAGE_BYTES as usize, PAGE_BYTES as usize).ok()?;
+            // SAFETY: the layout has a non-zero size.
+            let ptr = unsafe { alloc::alloc::alloc(layout) };
+            if ptr.is_null() || (ptr as u64) < self.phys_offset {
+                return None;
+            }
+            ptr as u64 - self.phys_offset
+        };
+        // SAFETY: the page was just allocated (and leaked) for this table; it is mapped in
+        // the direct map at phys_offset.
+        unsafe {
+            core::ptr::write_bytes((self.phys_offset + phys) as *mut u8, 0, PAGE_BYTES as usize)
+        };
+        PhysFrame::from_start_address(PhysAddr::new(phys)).ok()
     }
 }
 

@@ -69,6 +69,12 @@ impl Pit2 {
         }
     }
 
+    /// Whether OUT2 went high, i.e. the count reached zero since `start` (mode 0).
+    fn reached_zero(&mut self) -> bool {
+        // SAFETY: as in `start`; reading port 0x61 has no side effect.
+        unsafe { self.ctrl.read() & 0x20 != 0 }
+    }
+
     /// Latches and reads the count: (TSC at mid-bracket, count, bracket width in TSC ticks).
     fn read(&mut self) -> (u64, u16, u64) {
         let t0 = super::rdtsc();
@@ -95,7 +101,9 @@ fn window(pit: &mut Pit2, tight: u64) -> Option<u64> {
             return None; // wrapped or about to: this window is lost
         }
         if elapsed >= window_count && r.2 <= tight {
-            return Some((r.0 - start.0) * PIT_HZ / elapsed);
+            // OUT2 still low: the count never reached zero, so it did not wrap while this
+            // vCPU was descheduled between two reads (which would fake a short window).
+            return (!pit.reached_zero()).then(|| (r.0 - start.0) * PIT_HZ / elapsed);
         }
     }
     None

@@ -10,6 +10,7 @@ use x86_64::VirtAddr;
 use super::super::gdt::CpuTables;
 use super::super::paging::{self, PAGE_BYTES};
 use super::{ApRequest, IST_BYTES, KERNEL_STACK_BYTES};
+use crate::mm::frame;
 use crate::percpu::PerCpu;
 use crate::topology::NodeId;
 
@@ -34,19 +35,32 @@ pub fn apic_mmio_virt() -> Option<u64> {
     region_base()
 }
 
-/// `nr_pages` zeroed, physically contiguous pages for data of a CPU whose memory node is
-/// `node`; returns their physical address. Until the frame allocator exists they come from the
-/// heap (in the direct map, so on whatever node the heap sits); they are never freed.
-pub fn node_pages_phys(nr_pages: usize, _node: NodeId) -> Option<u64> {
-    let bytes = nr_pages * PAGE_BYTES as usize;
-    let layout = Layout::from_size_align(bytes, PAGE_BYTES as usize).ok()?;
-    // SAFETY: non-zero size.
-    let ptr = unsafe { alloc::alloc::alloc_zeroed(layout) };
+/// `nr_pages` (rounded up to a power of two) zeroed, physically contiguous pages from memory
+/// node `node` (the frame allocator's `Preferred` policy: the nearest node with free memory if
+/// `node` has none left); returns their physical address. They are never freed. Before the
+/// frame allocator is up they come from the heap.
+pub fn node_pages_phys(nr_pages: usize, node: NodeId) -> Option<u64> {
     let phys_offset = crate::mm::early::info().phys_offset;
-    if ptr.is_null() || (ptr as u64) < phys_offset {
-        return None;
-    }
-    Some(ptr as u64 - phys_offset)
+    let bytes = nr_pages.next_power_of_two() * PAGE_BYTES as usize;
+    let phys = if frame::is_ready() {
+        let order = nr_pages.next_power_of_two().trailing_zeros() as u8;
+        let (phys, _) = frame::alloc_pages(order, frame::Policy::Preferred(node))
+            .ok()?
+            .into_raw();
+        phys
+    } else {
+        let layout = Layout::from_size_align(bytes, PAGE_BYTES as usize).ok()?;
+        // SAFETY: non-zero size.
+        let ptr = unsafe { alloc::alloc::alloc(layout) };
+        if ptr.is_null() || (ptr as u64) < phys_offset {
+            return None;
+        }
+        ptr as u64 - phys_offset
+    };
+    // SAFETY: the block was just allocated for the caller (leaked) and is mapped in the
+    // direct map at phys_offset.
+    unsafe { core::ptr::write_bytes((phys_offset + phys) as *mut u8, 0, bytes) };
+    Some(phys)
 }
 
 /// `nr_pages` fresh, unmapped virtual pages in the SMP region for tests (never reused).
