@@ -274,6 +274,52 @@ fn stack_guard_pages(_: &Options) -> TestResult {
     Ok(())
 }
 
+/// Each AP's per-CPU area and kernel stack sit on its memory node (the nearest node with
+/// memory for a CPU of a memoryless node).
+fn percpu_on_node(_: &Options) -> TestResult {
+    if !crate::mm::frame::is_ready() {
+        return Err(TestError::Skip(
+            "no frame allocator: per-CPU memory comes from the heap".into(),
+        ));
+    }
+    let area_node = slots(u64::MAX);
+    let stack_node = slots(u64::MAX);
+    on_each_cpu(&|cpu: CpuId| {
+        let rsp: u64;
+        // SAFETY: reads the stack pointer only.
+        unsafe {
+            core::arch::asm!("mov {}, rsp", out(reg) rsp, options(nomem, nostack, preserves_flags))
+        };
+        let node_of = |virt: u64| {
+            paging::translate(virt)
+                .and_then(crate::mm::frame::node_of_phys)
+                .map_or(u64::MAX - 1, |n| n.0 as u64)
+        };
+        area_node[cpu.index()].store(
+            node_of(percpu::this() as *const _ as u64),
+            Ordering::Relaxed,
+        );
+        stack_node[cpu.index()].store(node_of(rsp), Ordering::Relaxed);
+    });
+    let topo = topology::get();
+    for &cpu in online_cpus().iter().filter(|&&c| c != CpuId(0)) {
+        let want = topo.mem_node(topo.node_of_cpu(cpu)).0 as u64;
+        kassert_eq!(
+            area_node[cpu.index()].load(Ordering::Relaxed),
+            want,
+            "per-CPU area of CPU {}",
+            cpu.0
+        );
+        kassert_eq!(
+            stack_node[cpu.index()].load(Ordering::Relaxed),
+            want,
+            "kernel stack of CPU {}",
+            cpu.0
+        );
+    }
+    Ok(())
+}
+
 /// Every CPU's LAPIC timer ticks when started (100 Hz for 50 ms), and stops.
 fn lapic_timer_ticks(_: &Options) -> TestResult {
     if apic::timer_hz() == 0 {
@@ -383,6 +429,12 @@ pub const TESTS: &[KTest] = &[
         name: "shootdown_flushes",
         kind: Kind::Test,
         func: shootdown_flushes,
+    },
+    KTest {
+        module: "smp",
+        name: "percpu_on_node",
+        kind: Kind::Test,
+        func: percpu_on_node,
     },
     KTest {
         module: "smp",
