@@ -6,6 +6,7 @@ use super::KTest;
 const ALL: &[&[KTest]] = &[
     super::selftest::TESTS,
     crate::topology::TESTS,
+    crate::smp::TESTS,
     crate::mm::frame::tests::TESTS,
 ];
 
