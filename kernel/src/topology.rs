@@ -105,19 +105,6 @@ pub fn print_numactl(free_bytes: &dyn Fn(NodeId) -> u64) {
     }
 }
 
-/// Free bytes before the page allocator exists: the node's usable memory minus the
-/// bootstrap heap (the bootloader already left the kernel image and its own data out of the
-/// usable map).
-pub fn early_free_bytes(node: NodeId) -> u64 {
-    let (heap_start, heap_end) = crate::mm::early::info().heap_phys;
-    let node = &get().nodes[node.index()];
-    let heap: u64 = numa::intersect(&node.mem_ranges, heap_start, heap_end)
-        .iter()
-        .map(|(s, e)| e - s)
-        .sum();
-    node.mem_bytes() - heap
-}
-
 /// Every CPU has a valid node and a distinct APIC id, and CPU 0 is the CPU running this.
 fn test_cpus(_opts: &Options) -> TestResult {
     let t = get();
