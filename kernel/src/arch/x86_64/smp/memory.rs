@@ -18,7 +18,7 @@ const GIB: u64 = 1 << 30;
 /// Offset of the per-CPU stack blocks in the region.
 const STACKS_OFFSET: u64 = GIB;
 /// Virtual bytes per CPU stack block.
-const STACK_STRIDE: u64 = 64 * 1024;
+const STACK_STRIDE: u64 = 128 * 1024;
 /// Offset of the test scratch pages.
 const SCRATCH_OFFSET: u64 = 256 * GIB;
 

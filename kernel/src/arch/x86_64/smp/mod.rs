@@ -6,7 +6,7 @@
 //!
 //! ```text
 //!   +0                      xAPIC register page (uncached)
-//!   +1 GiB + i * 64 KiB     CPU i: guard | #DF IST 8K | guard | NMI IST 8K | guard | stack 32K
+//!   +1 GiB + i * 128 KiB    CPU i: guard | #DF IST 8K | guard | NMI IST 8K | guard | stack 64K
 //!   +256 GiB                scratch pages for tests (`alloc_scratch_virt`)
 //! ```
 //!
@@ -29,7 +29,7 @@ use crate::topology::{CpuId, NodeId};
 pub use memory::{alloc_scratch_virt, apic_mmio_virt, node_pages_phys};
 
 /// Kernel stack of each AP.
-pub const KERNEL_STACK_BYTES: u64 = 32 * 1024;
+pub const KERNEL_STACK_BYTES: u64 = 64 * 1024;
 /// Each IST stack of each AP.
 pub const IST_BYTES: u64 = 8 * 1024;
 
