@@ -2,14 +2,21 @@
 //! of free blocks of orders 0..=PCP_MAX_ORDER linked through the memmap, refilled from and
 //! drained to the node's buddy in batches under the node lock.
 //!
-//! Ownership rule: a CPU's lists are changed only by that CPU with interrupts disabled, or by
-//! another CPU while the owner is not running (before SMP bring-up). Draining another CPU's
-//! lists therefore goes through a cross-CPU call. The fields are atomics used with plain
-//! loads and stores (no read-modify-write: the owner is the only writer), so the counters
-//! can be read from anywhere.
+//! Ownership rule: a CPU's lists are changed only by that CPU, or by another CPU while the
+//! owner is not running (before SMP bring-up). Draining another CPU's lists therefore goes
+//! through a cross-CPU call (which the SMP layer runs in process context). Instead of
+//! disabling interrupts, each list has a `busy` flag its owner sets around every operation
+//! (Linux 6.1's pcp trylock idea, without the atomic: only the owner CPU and its own interrupt
+//! handlers can race): an interrupt handler that finds it set goes to the buddy allocator
+//! instead. The fields are atomics used with plain loads and stores (no read-modify-write: the
+//! owner is the only writer), so the counters can be read from anywhere.
 
+use super::memmap::PageMeta;
 use super::node::Node;
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::{compiler_fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+const _: () = assert!(core::mem::size_of::<PcpList>().is_power_of_two());
 use numalab_algo::buddy::{ALLOCATED, CACHED, NIL};
 
 /// Highest order kept on per-CPU lists (Linux keeps 0..=3 as well).
@@ -37,6 +44,10 @@ pub struct PcpStats {
     pub pcp_refill: AtomicU64,
     /// Batches given back from the list to the buddy.
     pub pcp_drain: AtomicU64,
+    /// Local-policy allocations served by the fast path from this (the CPU's nearest memory
+    /// node's) list: each is also a numa_hit, a pcp_hit and a local_node (or other_node, for a
+    /// CPU of a memoryless node), added when the counters are read.
+    pub fast_hits: AtomicU64,
 }
 
 /// `c += 1` for a counter only its owner CPU writes.
@@ -45,12 +56,20 @@ pub fn bump(c: &AtomicU64) {
     c.store(c.load(Relaxed).wrapping_add(1), Relaxed);
 }
 
-/// The lists of one CPU for one node.
+/// The lists of one CPU for one node. It carries a copy of its node's memmap slice and base
+/// pfn so the fast paths touch nothing else. Cache-line aligned (no false sharing between
+/// CPUs) and a power of two in size (indexing is one shift).
+#[repr(align(128))]
 pub struct PcpList {
     heads: [AtomicU32; PCP_ORDERS],
-    blocks: [AtomicU32; PCP_ORDERS],
     /// Pages held, all orders.
     pages: AtomicU32,
+    /// Set by the owner while it changes the list.
+    busy: AtomicBool,
+    /// Above this many pages a free drains a batch (0: lists disabled, every free drains).
+    high_pages: u32,
+    base_pfn: u64,
+    memmap: &'static [PageMeta],
     pub stats: PcpStats,
 }
 
@@ -59,16 +78,20 @@ pub enum PushOutcome {
     Ok,
     /// Over `high`: the caller drains a batch.
     OverHigh,
-    /// Not the head of an allocated block of this order (state byte).
+    /// Not the head of an allocated block of this order (state byte; 0 also outside the span).
     Invalid(u8),
 }
 
 impl PcpList {
-    pub fn new() -> PcpList {
+    /// The list of one CPU for `node` (None: a node without memory, never used).
+    pub fn new(node: Option<&Node>, high_pages: u32) -> PcpList {
         PcpList {
             heads: [const { AtomicU32::new(NIL) }; PCP_ORDERS],
-            blocks: [const { AtomicU32::new(0) }; PCP_ORDERS],
             pages: AtomicU32::new(0),
+            busy: AtomicBool::new(false),
+            high_pages,
+            base_pfn: node.map_or(0, |n| n.base_pfn),
+            memmap: node.map_or(&[], |n| n.memmap.pages),
             stats: PcpStats::default(),
         }
     }
@@ -78,27 +101,45 @@ impl PcpList {
         self.pages.load(Relaxed)
     }
 
-    /// Takes a block of `order` off the list (owner CPU, interrupts off).
+    /// Claims the list for an operation by its owner CPU; false when an operation is already
+    /// in progress (we are an interrupt handler that interrupted it): use the buddy then.
     #[inline(always)]
-    pub fn pop(&self, node: &Node, order: u8) -> Option<u64> {
+    pub fn enter(&self) -> bool {
+        if self.busy.load(Relaxed) {
+            return false;
+        }
+        self.busy.store(true, Relaxed);
+        // Same-CPU ordering only: an interrupt sees the flag before the list changes.
+        compiler_fence(Ordering::SeqCst);
+        true
+    }
+
+    /// Ends what `enter` began.
+    #[inline(always)]
+    pub fn exit(&self) {
+        compiler_fence(Ordering::SeqCst);
+        self.busy.store(false, Relaxed);
+    }
+
+    /// Takes a block of `order` off the list (between enter and exit). Counts nothing:
+    /// the caller accounts the hit.
+    #[inline(always)]
+    pub fn pop(&self, order: u8) -> Option<u64> {
         let head = &self.heads[order as usize];
         let idx = head.load(Relaxed);
-        let meta = node.memmap.pages.get(idx as usize)?;
+        let meta = self.memmap.get(idx as usize)?;
         head.store(meta.next.load(Relaxed), Relaxed);
-        let blocks = &self.blocks[order as usize];
-        blocks.store(blocks.load(Relaxed) - 1, Relaxed);
         self.pages
             .store(self.pages.load(Relaxed) - (1 << order), Relaxed);
         meta.state.store(ALLOCATED | order, Relaxed);
-        bump(&self.stats.pcp_hit);
-        Some(node.base_pfn + idx as u64)
+        Some(self.base_pfn + idx as u64)
     }
 
-    /// Puts an allocated block of `order` at `pfn` (in `node`'s span) on the list.
+    /// Puts the allocated block of `order` at `pfn` on the list (between enter and exit).
     #[inline(always)]
-    pub fn push(&self, node: &Node, pfn: u64, order: u8, high_pages: u32) -> PushOutcome {
-        let idx = pfn.wrapping_sub(node.base_pfn);
-        let Some(meta) = node.memmap.pages.get(idx as usize) else {
+    pub fn push(&self, pfn: u64, order: u8) -> PushOutcome {
+        let idx = pfn.wrapping_sub(self.base_pfn);
+        let Some(meta) = self.memmap.get(idx as usize) else {
             return PushOutcome::Invalid(0);
         };
         let state = meta.state.load(Relaxed);
@@ -109,11 +150,9 @@ impl PcpList {
         let head = &self.heads[order as usize];
         meta.next.store(head.load(Relaxed), Relaxed);
         head.store(idx as u32, Relaxed);
-        let blocks = &self.blocks[order as usize];
-        blocks.store(blocks.load(Relaxed) + 1, Relaxed);
         let pages = self.pages.load(Relaxed) + (1 << order);
         self.pages.store(pages, Relaxed);
-        if pages > high_pages {
+        if pages > self.high_pages {
             PushOutcome::OverHigh
         } else {
             PushOutcome::Ok
@@ -139,8 +178,6 @@ impl PcpList {
             added += 1;
         }
         drop(buddy);
-        let blocks = &self.blocks[order as usize];
-        blocks.store(blocks.load(Relaxed) + added, Relaxed);
         self.pages
             .store(self.pages.load(Relaxed) + (added << order), Relaxed);
         bump(&self.stats.pcp_refill);
@@ -158,14 +195,12 @@ impl PcpList {
         for k in 0..PCP_ORDERS {
             let order = ((first_order as usize + k) % PCP_ORDERS) as u8;
             let head = &self.heads[order as usize];
-            let blocks = &self.blocks[order as usize];
             while drained < nr_pages {
                 let idx = head.load(Relaxed);
                 let Some(meta) = node.memmap.pages.get(idx as usize) else {
                     break;
                 };
                 head.store(meta.next.load(Relaxed), Relaxed);
-                blocks.store(blocks.load(Relaxed) - 1, Relaxed);
                 // Cannot fail: every block on the list is marked CACHED | order by push or
                 // refill; a failure would be a bug, and leaking the block is then the safe side.
                 let _ = buddy.free_cached(node.base_pfn + idx as u64, order);

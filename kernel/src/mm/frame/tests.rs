@@ -483,6 +483,12 @@ pub const TESTS: &[KTest] = &[
     },
     KTest {
         module: "frame",
+        name: "page_alloc",
+        kind: Kind::Bench,
+        func: super::bench::page_alloc,
+    },
+    KTest {
+        module: "frame",
         name: "stress",
         kind: Kind::Stress,
         func: stress,
