@@ -40,6 +40,12 @@ pub const SPECS: &[Spec] = &[
         help: "how long bring-up waits for the APs before going on without the silent ones",
     },
     Spec {
+        key: "smp.hold_apic",
+        kind: Kind::Text,
+        default: "none",
+        help: "debug: never start the CPU with this APIC id (exercises the did-not-answer path)",
+    },
+    Spec {
         key: "acpi.dump",
         kind: Kind::Bool,
         default: "0",
