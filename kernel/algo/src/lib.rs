@@ -13,4 +13,5 @@ pub mod buddy;
 pub mod ktap;
 pub mod memrange;
 pub mod options;
+pub mod smp;
 pub mod topology;
