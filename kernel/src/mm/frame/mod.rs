@@ -659,10 +659,14 @@ pub fn drain_all() -> u32 {
     drain_all_smp()
 }
 
-/// With several CPUs online: each one drains its own lists.
+/// With several CPUs online: each one drains its own lists (a cross-CPU call each; the SMP
+/// layer runs it in process context, so it never interrupts a list operation).
 fn drain_all_smp() -> u32 {
-    // Until the SMP layer provides cross-CPU calls, only the boot CPU runs.
-    drain_local()
+    let total = core::sync::atomic::AtomicU32::new(0);
+    crate::smp::on_each_cpu(&|_cpu| {
+        total.fetch_add(drain_local(), Relaxed);
+    });
+    total.load(Relaxed)
 }
 
 /// Pages managed by `node` (0 for a node without memory).
