@@ -10,4 +10,5 @@ extern crate alloc;
 pub mod bench;
 pub mod ktap;
 pub mod options;
+pub mod slub;
 pub mod topology;
