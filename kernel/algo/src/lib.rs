@@ -9,7 +9,9 @@ extern crate alloc;
 
 pub mod acpi;
 pub mod bench;
+pub mod buddy;
 pub mod ktap;
+pub mod memrange;
 pub mod options;
 pub mod slub;
 pub mod topology;
