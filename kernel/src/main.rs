@@ -43,6 +43,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     println!("numalab: options: {}", opts.describe());
     topology::init();
     mm::frame::init();
+    mm::slub::init();
     topology::print_numactl(&mm::frame::free_bytes);
     let suite = ktest::Suite::from_name(opts.text("suite"));
     let passed = ktest::run(suite, &opts);

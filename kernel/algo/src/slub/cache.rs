@@ -448,6 +448,13 @@ impl<P: Platform> Cache<P> {
             .sum()
     }
 
+    /// Pages held in slabs on `node`.
+    pub fn slab_pages_on(&self, node: NodeId) -> usize {
+        self.nodes
+            .get(node.index())
+            .map_or(0, |n| n.nr_pages.load(Relaxed))
+    }
+
     /// Whether `destroy` succeeded on this cache.
     pub fn is_dead(&self) -> bool {
         self.dead.load(Relaxed)

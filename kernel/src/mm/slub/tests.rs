@@ -1,0 +1,3 @@
+//! SLUB KTAP tests (filled below).
+use crate::ktest::KTest;
+pub const TESTS: &[KTest] = &[];
