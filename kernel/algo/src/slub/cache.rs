@@ -40,7 +40,7 @@ pub struct Tunables {
     /// Treat a request for a memoryless node as one for its nearest memory node.
     pub memoryless_fix: bool,
     /// 0..=1000: how often (per mille) a CPU may take partial slabs from remote nodes
-    /// (Linux's remote_node_defrag_ratio, default 1000 ~ 98%).
+    /// (Linux's remote_node_defrag_ratio, default 1000 ~ 98%; 1024: always).
     pub remote_node_defrag_ratio: u32,
     pub debug: DebugFlags,
 }
@@ -201,7 +201,7 @@ impl<P: Platform> Cache<P> {
             cpu_partial_objects,
             cpu_partial_slabs,
             prefer_local: t.prefer_local,
-            defrag_ratio: t.remote_node_defrag_ratio.min(1000),
+            defrag_ratio: t.remote_node_defrag_ratio.min(1024),
             tunables: t,
             node_map: node_map.into_boxed_slice(),
             ctor,
