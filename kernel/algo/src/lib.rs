@@ -14,4 +14,5 @@ pub mod ktap;
 pub mod memrange;
 pub mod options;
 pub mod slub;
+pub mod smp;
 pub mod topology;

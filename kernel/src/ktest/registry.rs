@@ -3,7 +3,13 @@
 use super::KTest;
 
 /// Each subsystem's `TESTS`, lowest layer first (the order they run in).
-const ALL: &[&[KTest]] = &[super::selftest::TESTS, crate::mm::frame::tests::TESTS, crate::mm::slub::tests::TESTS];
+const ALL: &[&[KTest]] = &[
+    super::selftest::TESTS,
+    crate::topology::TESTS,
+    crate::smp::TESTS,
+    crate::mm::frame::tests::TESTS,
+    crate::mm::slub::tests::TESTS,
+];
 
 /// Every registered test, in order.
 pub fn all() -> impl Iterator<Item = &'static KTest> {

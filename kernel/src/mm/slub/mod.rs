@@ -164,24 +164,17 @@ pub(crate) mod cross_cpu {
 
     /// Runs `f` on every online CPU, each on its own CPU, and waits.
     pub fn on_each_cpu(f: &(dyn Fn() + Sync)) {
-        // Only the boot CPU runs until SMP bring-up provides cross-CPU calls.
-        f();
+        crate::smp::on_each_cpu(&|_cpu| f());
     }
 
-    /// Runs `f` on each of `cpus` (concurrently where SMP allows) and waits.
+    /// Runs `f` on each of `cpus` concurrently and waits.
     pub fn run_on_cpus(cpus: &[CpuId], f: &(dyn Fn(CpuId) + Sync)) {
-        for &cpu in cpus {
-            if cpu == crate::percpu::cpu_id() {
-                f(cpu);
-            }
-        }
+        crate::smp::run_on_cpus(cpus, f);
     }
 
     /// The CPUs that run code.
     pub fn online_cpus() -> alloc::vec::Vec<CpuId> {
-        (0..crate::percpu::nr_cpus_online())
-            .map(|i| CpuId(i as u16))
-            .collect()
+        crate::smp::online_cpus().to_vec()
     }
 }
 
