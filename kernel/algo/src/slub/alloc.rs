@@ -22,6 +22,8 @@ impl<P: Platform> Cache<P> {
         c.base.store(slab.base(p), Relaxed);
         c.span.store(PAGE_BYTES << slab.order(p), Relaxed);
         c.node.store(slab.node(p).index(), Relaxed);
+        c.objects
+            .store(if self.debug_any { 0 } else { slab.objects(p) }, Relaxed);
         c.freelist.store(freelist, Relaxed);
     }
 
@@ -29,6 +31,8 @@ impl<P: Platform> Cache<P> {
     pub(crate) fn clear_cpu_slab(&self, c: &CpuSlab) {
         c.slab.store(0, Relaxed);
         c.freelist.store(0, Relaxed);
+        c.debug_freelist.store(0, Relaxed);
+        c.objects.store(0, Relaxed);
         c.base.store(0, Relaxed);
         c.span.store(0, Relaxed);
     }
@@ -68,8 +72,23 @@ impl<P: Platform> Cache<P> {
         }
     }
 
-    /// Linux's ___slab_alloc. `node` is already mapped by the memoryless fix.
+    /// Linux's ___slab_alloc. `node` is already mapped by the memoryless fix. Debug caches
+    /// come here for every allocation: their private freelist is swapped in for the
+    /// duration, and the object is checked before it is handed out.
     pub(crate) fn alloc_slow(&self, c: &CpuSlab, node: Option<NodeId>) -> Option<usize> {
+        if !self.debug_any {
+            return self.alloc_slow_inner(c, node);
+        }
+        c.freelist.store(c.debug_freelist.load(Relaxed), Relaxed);
+        let obj = self.alloc_slow_inner(c, node);
+        c.debug_freelist.store(c.freelist.load(Relaxed), Relaxed);
+        c.freelist.store(0, Relaxed);
+        let obj = obj?;
+        self.debug_alloc_checks(c, obj);
+        Some(obj)
+    }
+
+    fn alloc_slow_inner(&self, c: &CpuSlab, node: Option<NodeId>) -> Option<usize> {
         let p = &self.plat;
         let slab = Slab(c.slab.load(Relaxed));
         if slab.0 != 0 {

@@ -86,6 +86,11 @@ pub(crate) struct CpuSlab {
     /// First slab of the CPU partial list (chained through the descriptors), 0 when none.
     pub partial: AtomicUsize,
     pub partial_slabs: AtomicUsize,
+    /// Objects of the active slab for the fast free path's bound (0: no fast frees, as for
+    /// debug caches).
+    pub objects: AtomicUsize,
+    /// Debug caches keep their private freelist here, out of the fast paths' sight.
+    pub debug_freelist: AtomicUsize,
     pub stats: CpuStats,
 }
 
@@ -268,24 +273,18 @@ impl<P: Platform> Cache<P> {
 
     #[inline(always)]
     pub(crate) fn cpu_slab(&self) -> &CpuSlab {
-        &self.cpus[self.plat.cpu().index()]
+        self.plat.this_cpu(&self.cpus)
     }
 
     /// Allocates one object on the running CPU's memory node (or wherever its CPU slab is).
     #[inline]
     pub fn alloc(&self) -> Option<usize> {
-        if self.debug_any {
-            return self.alloc_debug(None);
-        }
         self.alloc_inner(None)
     }
 
     /// Allocates one object from `node`'s memory (a memoryless node: see
     /// `Tunables::memoryless_fix`).
     pub fn alloc_node(&self, node: NodeId) -> Option<usize> {
-        if self.debug_any {
-            return self.alloc_debug(Some(node));
-        }
         self.alloc_inner(Some(node))
     }
 
@@ -311,21 +310,20 @@ impl<P: Platform> Cache<P> {
     /// Frees an object of this cache. Bad frees (not a slab object, another cache's object,
     /// not at an object boundary, an immediate double free; with debug flags also every
     /// double free and red zone damage) are reported, counted and dropped.
+    ///
+    /// Fast path: `obj` is an object of the CPU's active slab. One multiply tells both:
+    /// for an offset that is a multiple of the stride, `(off * odd_inverse) ror shift` is
+    /// the object index; for any other offset it is larger than any index.
     #[inline]
     pub fn free(&self, obj: usize) {
-        if self.debug_any {
-            return self.free_debug(obj);
-        }
-        self.free_inner(obj)
-    }
-
-    #[inline(always)]
-    pub(crate) fn free_inner(&self, obj: usize) {
         let irq = self.plat.irq_save();
         let c = self.cpu_slab();
         let head = c.freelist.load(Relaxed);
-        let off = obj.wrapping_sub(c.base.load(Relaxed));
-        if off < c.span.load(Relaxed) && self.is_object_offset(off) && obj != head {
+        let index = obj
+            .wrapping_sub(c.base.load(Relaxed))
+            .wrapping_mul(self.odd_inverse)
+            .rotate_right(self.stride_shift);
+        if index < c.objects.load(Relaxed) && obj != head {
             let fp = obj + self.layout.fp_offset;
             self.plat.store(fp, encode(head, self.random, fp));
             c.freelist.store(obj, Relaxed);
@@ -350,17 +348,6 @@ impl<P: Platform> Cache<P> {
 
     /// Allocates up to `out.len()` objects with interrupts off once; returns how many.
     pub fn alloc_bulk(&self, out: &mut [usize]) -> usize {
-        if self.debug_any {
-            let mut n = 0;
-            for slot in out.iter_mut() {
-                let Some(obj) = self.alloc_debug(None) else {
-                    break;
-                };
-                *slot = obj;
-                n += 1;
-            }
-            return n;
-        }
         let irq = self.plat.irq_save();
         let c = self.cpu_slab();
         let mut n = 0;

@@ -4,10 +4,9 @@
 //! checks, and the CPU of the last allocation and free. Every misuse found is reported with
 //! the cache name, the address and the kind, counted, and a bad free is dropped.
 
-use super::cache::Cache;
+use super::cache::{Cache, CpuSlab};
 use super::platform::Platform;
 use super::stats::ErrorKind;
-use crate::topology::NodeId;
 use core::sync::atomic::Ordering::Relaxed;
 
 /// Red zone / state word of an allocated object (Linux's SLUB_RED_ACTIVE byte 0xcc).
@@ -64,10 +63,11 @@ impl<P: Platform> Cache<P> {
         }
     }
 
-    /// Allocation with checks: the object must be free-state, its red zone intact, its poison
-    /// intact, the next free pointer inside the CPU slab.
-    pub(crate) fn alloc_debug(&self, node: Option<NodeId>) -> Option<usize> {
-        let obj = self.alloc_inner(node)?;
+    /// Checks an object a debug cache is about to hand out: it must be in the free state
+    /// with its red zone intact and its poison intact, and the next free pointer must stay
+    /// inside the CPU slab. Misuse is reported (the object is still handed out, marked
+    /// allocated; a corrupt private freelist is dropped).
+    pub(crate) fn debug_alloc_checks(&self, c: &CpuSlab, obj: usize) {
         let p = &self.plat;
         if let Some(red) = self.layout.red_offset {
             if !p.cas(obj + red, RED_INACTIVE, RED_ACTIVE) {
@@ -87,36 +87,24 @@ impl<P: Platform> Cache<P> {
             }
         }
         if self.debug.sanity {
-            let irq = p.irq_save();
-            let c = self.cpu_slab();
-            let next = c.freelist.load(Relaxed);
-            let ok = next == 0 || next.wrapping_sub(c.base.load(Relaxed)) < c.span.load(Relaxed);
-            if !ok {
-                // Drop the corrupt freelist rather than follow it.
-                c.freelist.store(0, Relaxed);
-            }
-            p.irq_restore(irq);
-            if !ok {
+            let next = c.debug_freelist.load(Relaxed);
+            if next != 0 && next.wrapping_sub(c.base.load(Relaxed)) >= c.span.load(Relaxed) {
+                c.debug_freelist.store(0, Relaxed);
                 self.report_error(next, ErrorKind::FreelistCorrupt, None);
             }
         }
         self.set_track(obj, true);
-        Some(obj)
     }
 
-    /// Free with checks: a slab object of this cache at an object boundary, allocated (not
-    /// already free), red zone intact; then poisoned and freed.
-    pub(crate) fn free_debug(&self, obj: usize) {
+    /// Checks a free to a debug cache (the object is already known to be one of its slab
+    /// objects): it must be allocated (else: double free, dropped) with its red zone intact
+    /// (else reported, repaired, and the free goes on); then it is poisoned.
+    pub(crate) fn debug_free_checks(&self, obj: usize) -> Result<(), ErrorKind> {
         let p = &self.plat;
-        if let Err(kind) = self.slab_of(obj) {
-            self.report_error(obj, kind, None);
-            return;
-        }
         if let Some(red) = self.layout.red_offset {
             if !p.cas(obj + red, RED_ACTIVE, RED_INACTIVE) {
                 if p.load(obj + red) == RED_INACTIVE {
-                    self.report_error(obj, ErrorKind::DoubleFree, self.track(obj));
-                    return;
+                    return Err(ErrorKind::DoubleFree);
                 }
                 self.report_error(obj + red, ErrorKind::RedZone, self.track(obj));
                 p.store(obj + red, RED_INACTIVE);
@@ -128,6 +116,6 @@ impl<P: Platform> Cache<P> {
             }
         }
         self.set_track(obj, false);
-        self.free_inner(obj);
+        Ok(())
     }
 }

@@ -44,6 +44,11 @@ impl<P: Platform> Cache<P> {
         if obj == c.freelist.load(Relaxed) {
             return Some(ErrorKind::DoubleFree);
         }
+        if self.debug_any {
+            if let Err(kind) = self.debug_free_checks(obj) {
+                return Some(kind);
+            }
+        }
         let base = slab.base(p);
         let fp = obj + self.layout.fp_offset;
         let n = &self.nodes[slab.node(p).index()];
@@ -171,7 +176,8 @@ impl<P: Platform> Cache<P> {
     pub(crate) fn deactivate_cpu_slab(&self, c: &CpuSlab) {
         let p = &self.plat;
         let slab = Slab(c.slab.load(Relaxed));
-        let fl = c.freelist.load(Relaxed);
+        // One of the two is always 0 (debug caches use the second).
+        let fl = c.freelist.load(Relaxed) | c.debug_freelist.load(Relaxed);
         self.clear_cpu_slab(c);
         if slab.0 == 0 {
             return;

@@ -42,6 +42,12 @@ pub trait Platform: Sync {
     fn topology(&self) -> &Topology;
     /// The running CPU.
     fn cpu(&self) -> CpuId;
+    /// The running CPU's entry of `slots`, one entry per CPU of the topology (the core
+    /// always passes exactly that many). The kernel skips the bounds check.
+    #[inline(always)]
+    fn this_cpu<'a, T>(&self, slots: &'a [T]) -> &'a T {
+        &slots[self.cpu().index()]
+    }
     /// Disables interrupts; returns whether they were enabled.
     fn irq_save(&self) -> bool;
     /// Restores the state `irq_save` returned.

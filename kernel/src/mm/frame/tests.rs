@@ -359,7 +359,9 @@ fn heap_large(_o: &Options) -> TestResult {
     drop(v);
     let small: Vec<u8> = alloc::vec![1u8; 64];
     // Small blocks come from the bootstrap heap until SLUB is up, from kmalloc after.
-    kassert!(crate::mm::early::in_bootstrap_heap(small.as_ptr() as u64) != crate::mm::slub::is_ready());
+    kassert!(
+        crate::mm::early::in_bootstrap_heap(small.as_ptr() as u64) != crate::mm::slub::is_ready()
+    );
     drop(small);
     expect_restored(&before)
 }

@@ -121,10 +121,20 @@ impl Peer for Slabmalloc {
                         // SAFETY: a fresh, exclusively owned, zeroed-or-not 2 MiB block, 2 MiB
                         // aligned in the direct map (checked before the run); slabmalloc
                         // initialises the page header on refill.
-                        unsafe { self.zone.refill_large(layout, &mut *(virt as *mut slabmalloc::LargeObjectPage<'static>)) }
+                        unsafe {
+                            self.zone.refill_large(
+                                layout,
+                                &mut *(virt as *mut slabmalloc::LargeObjectPage<'static>),
+                            )
+                        }
                     } else {
                         // SAFETY: as above for a 4 KiB page.
-                        unsafe { self.zone.refill(layout, &mut *(virt as *mut slabmalloc::ObjectPage<'static>)) }
+                        unsafe {
+                            self.zone.refill(
+                                layout,
+                                &mut *(virt as *mut slabmalloc::ObjectPage<'static>),
+                            )
+                        }
                     };
                     r.ok()?;
                 }
@@ -140,7 +150,8 @@ impl Peer for Slabmalloc {
 }
 
 fn arena() -> Result<(usize, usize, u64), TestError> {
-    let pages = frame::alloc_pages(ARENA_ORDER, Policy::Local).map_err(|e| TestError::Fail(alloc::format!("arena: {}", e)))?;
+    let pages = frame::alloc_pages(ARENA_ORDER, Policy::Local)
+        .map_err(|e| TestError::Fail(alloc::format!("arena: {}", e)))?;
     let size = pages.size_bytes();
     let (phys, _) = pages.into_raw();
     Ok((frame::phys_to_virt(phys) as usize, size, phys))
@@ -178,7 +189,8 @@ fn run<P: Peer>(peer: &mut P) -> [Option<f64>; 3] {
             x ^= x << 17;
             x
         };
-        let layout_of = |r: u64| Layout::from_size_align(8 + (r % 4089) as usize, 8).expect("valid layout");
+        let layout_of =
+            |r: u64| Layout::from_size_align(8 + (r % 4089) as usize, 8).expect("valid layout");
         let mut live: Vec<(NonNull<u8>, Layout)> = Vec::with_capacity(RANDOM_LIVE);
         for _ in 0..RANDOM_LIVE {
             let l = layout_of(rnd());
@@ -246,7 +258,11 @@ fn emit(allocator: &str, results: [Option<f64>; 3], clock: Clock) {
             case: &case,
             metric: "instructions_per_pair",
             value: v.unwrap_or(f64::NAN),
-            unit: if clock == Clock::Icount { "instructions" } else { "cycles" },
+            unit: if clock == Clock::Icount {
+                "instructions"
+            } else {
+                "cycles"
+            },
             cpus: 1,
             nodes: topo.nr_nodes() as u32,
             clock,
@@ -254,14 +270,22 @@ fn emit(allocator: &str, results: [Option<f64>; 3], clock: Clock) {
         .line();
         crate::println!("{}", line);
         if v.is_none() {
-            crate::println!("# alloc_peers: {} ran out of memory on {}", allocator, workload);
+            crate::println!(
+                "# alloc_peers: {} ran out of memory on {}",
+                allocator,
+                workload
+            );
         }
     }
 }
 
 /// The alloc_peers experiment (Kind::Bench).
 pub fn alloc_peers(opts: &Options) -> TestResult {
-    let clock = if opts.text("bench.clock") == "icount" { Clock::Icount } else { Clock::Tsc };
+    let clock = if opts.text("bench.clock") == "icount" {
+        Clock::Icount
+    } else {
+        Clock::Tsc
+    };
     let irq = x86_64::instructions::interrupts::are_enabled();
     x86_64::instructions::interrupts::disable();
     let result = alloc_peers_inner(clock);
@@ -275,11 +299,14 @@ fn alloc_peers_inner(clock: Clock) -> TestResult {
     emit("numalab", run(&mut Kmalloc), clock);
     // The kmem_cache fast path alone (a 64-byte cache; random and burst use size 4096/256
     // caches would not be comparable, so the cache peer uses one 4096-byte cache for all).
-    let c64 = KmemCache::create("bench-64", 64, 0, default_tunables("bench-64")).map_err(|e| alloc::format!("{:?}", e))?;
+    let c64 = KmemCache::create("bench-64", 64, 0, default_tunables("bench-64"))
+        .map_err(|e| alloc::format!("{:?}", e))?;
     let mut cp = CachePeer(c64);
     let l64 = Layout::from_size_align(64, 8).expect("valid layout");
     let fast = {
-        let p = cp.alloc(l64).ok_or_else(|| TestError::Fail("bench-64".into()))?;
+        let p = cp
+            .alloc(l64)
+            .ok_or_else(|| TestError::Fail("bench-64".into()))?;
         // SAFETY: p came from the cache.
         unsafe { cp.free(p, l64) };
         let t0 = crate::arch::rdtsc();
@@ -296,14 +323,19 @@ fn alloc_peers_inner(clock: Clock) -> TestResult {
         case: "numalab-kmem_cache/fast64",
         metric: "instructions_per_pair",
         value: fast,
-        unit: if clock == Clock::Icount { "instructions" } else { "cycles" },
+        unit: if clock == Clock::Icount {
+            "instructions"
+        } else {
+            "cycles"
+        },
         cpus: 1,
         nodes: crate::topology::get().nr_nodes() as u32,
         clock,
     }
     .line();
     crate::println!("{}", line);
-    c64.destroy().map_err(|n| alloc::format!("bench-64: {} live", n))?;
+    c64.destroy()
+        .map_err(|n| alloc::format!("bench-64: {} live", n))?;
 
     let (base, size, phys) = arena()?;
     let mut ll = LinkedList(linked_list_allocator::Heap::empty());
@@ -337,7 +369,10 @@ fn alloc_peers_inner(clock: Clock) -> TestResult {
     if crate::mm::early::info().phys_offset % (2 << 20) != 0 {
         crate::println!("# alloc_peers: slabmalloc skipped: direct map not 2 MiB aligned");
     } else {
-        let mut s = Slabmalloc { zone: slabmalloc::ZoneAllocator::new(), pages: Vec::with_capacity(256) };
+        let mut s = Slabmalloc {
+            zone: slabmalloc::ZoneAllocator::new(),
+            pages: Vec::with_capacity(256),
+        };
         let r = run(&mut s);
         emit("slabmalloc", r, clock);
         let pages = core::mem::take(&mut s.pages);

@@ -28,7 +28,10 @@ pub fn print_slabinfo(mode: SlabinfoMode) {
     let (text, max_hold) = slabinfo_text(mode);
     println!("{}", text);
     if mode == SlabinfoMode::Scan {
-        println!("# slabinfo scan: longest list_lock hold {} cycles", max_hold);
+        println!(
+            "# slabinfo scan: longest list_lock hold {} cycles",
+            max_hold
+        );
     }
 }
 

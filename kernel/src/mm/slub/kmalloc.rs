@@ -68,8 +68,8 @@ fn large_alloc(size_bytes: usize, node: Option<NodeId>) -> Option<NonNull<u8>> {
     let pages = frame::alloc_pages(order, node.map_or(Policy::Local, Policy::Preferred)).ok()?;
     LARGE_PAGES_ON[pages.node().index().min(MAX_NODES - 1)].fetch_add(1 << pages.order(), Relaxed);
     let (phys, order) = pages.into_raw();
+    super::slabmap::set(frame::phys_to_virt(phys) as usize, 1, LARGE_OWNER);
     if let Some(meta) = frame::page_meta(phys) {
-        meta.owner.store(LARGE_OWNER, Relaxed);
         meta.private.store(order as usize, Relaxed);
     }
     LARGE_PAGES.fetch_add(1 << order, Relaxed);
@@ -148,8 +148,8 @@ pub unsafe fn kfree(ptr: NonNull<u8>) {
                 bad_kfree(addr);
                 return;
             }
+            super::slabmap::set(addr, 1, 0);
             if let Some(meta) = frame::page_meta(phys) {
-                meta.owner.store(0, Relaxed);
                 meta.private.store(0, Relaxed);
             }
             LARGE_PAGES.fetch_sub(1 << order, Relaxed);

@@ -23,6 +23,7 @@ pub mod bench;
 pub mod info;
 pub mod kmalloc;
 pub mod platform;
+pub mod slabmap;
 pub mod stress;
 pub mod tests;
 
@@ -32,12 +33,12 @@ use alloc::vec::Vec;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use numalab_algo::slub::geometry::MAX_SLAB_ORDER;
-use numalab_algo::slub::{Cache, CreateError, DebugFlags, SlabInfo, SlabinfoMode, StatsSnapshot, Tunables};
+use numalab_algo::slub::{
+    Cache, CreateError, DebugFlags, SlabInfo, SlabinfoMode, StatsSnapshot, Tunables,
+};
 use numalab_algo::topology::NodeId;
 use platform::KernelPlatform;
 use spin::Once;
-
-pub use numalab_algo::slub::{ErrorKind, Stat, STAT_NAMES};
 
 /// A SLUB cache in the kernel.
 #[repr(transparent)]
@@ -71,7 +72,10 @@ fn auto_or_number(key: &str, text: &str) -> Option<usize> {
     match text.parse::<usize>() {
         Ok(v) => Some(v),
         Err(_) => {
-            warn!("option {}: bad value '{}' (valid: auto or an integer); using auto", key, text);
+            warn!(
+                "option {}: bad value '{}' (valid: auto or an integer); using auto",
+                key, text
+            );
             None
         }
     }
@@ -101,7 +105,11 @@ fn boot_tunables() -> BootTunables {
             c, text
         ),
     }
-    debug_caches.extend(parts.filter(|s| !s.is_empty()).map(alloc::string::String::from));
+    debug_caches.extend(
+        parts
+            .filter(|s| !s.is_empty())
+            .map(alloc::string::String::from),
+    );
     BootTunables {
         tunables: t,
         debug_caches,
@@ -151,11 +159,7 @@ pub fn init() {
 /// The owner word of the page holding virtual address `addr` (0: not a slab page).
 #[inline]
 pub(crate) fn owner_of(addr: usize) -> usize {
-    let offset = crate::mm::early::info().phys_offset as usize;
-    let Some(phys) = addr.checked_sub(offset) else {
-        return 0;
-    };
-    crate::mm::frame::page_meta(phys as u64).map_or(0, |m| m.owner.load(Relaxed))
+    slabmap::get(addr)
 }
 
 /// Cross-CPU calls for flushing.
@@ -181,15 +185,35 @@ pub(crate) mod cross_cpu {
 impl KmemCache {
     /// A cache of `size_bytes` objects aligned to `align` (0: 8 bytes), with `tunables`
     /// (start from `default_tunables(name)`). The cache lives until `destroy`.
-    pub fn create(name: &str, size_bytes: usize, align: usize, tunables: Tunables) -> Result<&'static KmemCache, CreateError> {
+    pub fn create(
+        name: &str,
+        size_bytes: usize,
+        align: usize,
+        tunables: Tunables,
+    ) -> Result<&'static KmemCache, CreateError> {
         Self::create_with_ctor(name, size_bytes, align, tunables, None)
     }
 
     /// Like `create`, with a constructor run on every object when its slab is made.
-    pub fn create_with_ctor(name: &str, size_bytes: usize, align: usize, tunables: Tunables, ctor: Option<fn(usize)>) -> Result<&'static KmemCache, CreateError> {
+    pub fn create_with_ctor(
+        name: &str,
+        size_bytes: usize,
+        align: usize,
+        tunables: Tunables,
+        ctor: Option<fn(usize)>,
+    ) -> Result<&'static KmemCache, CreateError> {
         let n = CREATED.fetch_add(1, Relaxed);
-        let random = (crate::arch::rdtsc() as usize).rotate_left(17) ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let core = Cache::new(KernelPlatform, name, size_bytes, align, tunables, random, ctor)?;
+        let random =
+            (crate::arch::rdtsc() as usize).rotate_left(17) ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let core = Cache::new(
+            KernelPlatform,
+            name,
+            size_bytes,
+            align,
+            tunables,
+            random,
+            ctor,
+        )?;
         let cache: &'static KmemCache = Box::leak(Box::new(KmemCache(core)));
         CACHES.lock().push(cache);
         Ok(cache)
@@ -206,7 +230,10 @@ impl KmemCache {
 
     #[inline]
     pub fn alloc(&self) -> Option<NonNull<u8>> {
-        NonNull::new(self.0.alloc()? as *mut u8)
+        // SAFETY: the core hands out object addresses, never 0.
+        self.0
+            .alloc()
+            .map(|a| unsafe { NonNull::new_unchecked(a as *mut u8) })
     }
 
     /// An object from `node`'s memory.
@@ -258,7 +285,11 @@ impl KmemCache {
                 Ok(())
             }
             Err(live) => {
-                warn!("slub: destroy {}: {} objects remaining; cache kept", self.name(), live);
+                warn!(
+                    "slub: destroy {}: {} objects remaining; cache kept",
+                    self.name(),
+                    live
+                );
                 Err(live)
             }
         }
@@ -312,7 +343,9 @@ pub fn caches() -> Vec<&'static KmemCache> {
 /// SLUB holds from the page allocator.
 pub fn held_bytes() -> usize {
     let slabs: usize = caches().iter().map(|c| c.slab_bytes()).sum();
-    slabs + platform::desc_pool_pages() * crate::mm::frame::PAGE_BYTES as usize + kmalloc::large_bytes()
+    slabs
+        + platform::desc_pool_pages() * crate::mm::frame::PAGE_BYTES as usize
+        + kmalloc::large_bytes()
 }
 
 /// What SLUB holds from the page allocator on `node`: slab pages of every cache, descriptor
@@ -329,6 +362,6 @@ pub fn held_bytes_on(node: NodeId) -> u64 {
         .iter()
         .map(|c| c.core().slab_pages_on(node))
         .sum();
-    let pages = slab_pages + platform::desc_pool_pages_on(node);
+    let pages = slab_pages + platform::desc_pool_pages_on(node) + slabmap::chunk_pages_on(node);
     (pages * crate::mm::frame::PAGE_BYTES as usize + kmalloc::large_bytes_on(node)) as u64
 }

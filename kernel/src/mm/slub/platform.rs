@@ -80,6 +80,16 @@ impl Platform for KernelPlatform {
     }
 
     #[inline(always)]
+    fn this_cpu<'a, T>(&self, slots: &'a [T]) -> &'a T {
+        let i = crate::percpu::cpu_id().index();
+        debug_assert!(i < slots.len());
+        // SAFETY: the SLUB core passes one slot per CPU of the topology (Cache::new sizes
+        // its per-CPU array with topology().nr_cpus()), and percpu::cpu_id() is the running
+        // CPU's dense id, below nr_cpus by construction of the topology and SMP bring-up.
+        unsafe { slots.get_unchecked(i) }
+    }
+
+    #[inline(always)]
     fn irq_save(&self) -> bool {
         let were = x86_64::instructions::interrupts::are_enabled();
         if were {
@@ -139,12 +149,7 @@ impl Platform for KernelPlatform {
     }
 
     fn set_owner(&self, base: usize, nr_pages: usize, owner: usize) {
-        let phys = frame::virt_to_phys(base as u64);
-        for i in 0..nr_pages as u64 {
-            if let Some(meta) = frame::page_meta(phys + i * PAGE_BYTES) {
-                meta.owner.store(owner, Relaxed);
-            }
-        }
+        super::slabmap::set(base, nr_pages, owner);
     }
 
     #[inline]

@@ -24,9 +24,15 @@ const MAX_LIVE_PER_CPU: usize = 400;
 const MAGIC: u64 = 0xa11c_0b1e << 32;
 
 fn tag_word(obj: usize) -> &'static AtomicU64 {
-    // SAFETY: `obj` is a live object of at least 16 bytes (every stress size) that this
-    // test owns; its first word is the owner tag and is only accessed atomically.
+    // SAFETY: `obj` is an object of at least 16 bytes (every stress size), either live and
+    // owned by this test or just built by its slab's constructor; its first word is the owner
+    // tag and is only accessed atomically while it is allocated or being constructed.
     unsafe { AtomicU64::from_ptr(obj as *mut u64) }
+}
+
+/// Slab constructor: a new object carries no tag.
+fn clear_tag(obj: usize) {
+    tag_word(obj).store(0, Relaxed);
 }
 
 struct Shared {
@@ -110,12 +116,19 @@ pub fn stress(_o: &Options) -> TestResult {
     let mut caches = Vec::new();
     for &size in &SIZES {
         let name = format!("stress-{}", size);
-        let c = KmemCache::create(&name, size, 0, default_tunables(&name)).map_err(|e| format!("{:?}", e))?;
+        // The constructor clears the tag word of every new object, so a tag found at
+        // allocation can only be a live object's (pages may hold old data).
+        let c =
+            KmemCache::create_with_ctor(&name, size, 0, default_tunables(&name), Some(clear_tag))
+                .map_err(|e| format!("{:?}", e))?;
         caches.push(c);
     }
     let shared = Shared {
         caches,
-        inbox: cpus.iter().map(|_| IrqSpinLock::new(Vec::with_capacity(1024))).collect(),
+        inbox: cpus
+            .iter()
+            .map(|_| IrqSpinLock::new(Vec::with_capacity(1024)))
+            .collect(),
         double_handouts: AtomicUsize::new(0),
         tag_mismatches: AtomicUsize::new(0),
         allocs: AtomicUsize::new(0),
@@ -141,8 +154,14 @@ pub fn stress(_o: &Options) -> TestResult {
         shared.tag_mismatches.load(Relaxed),
         shared.oom.load(Relaxed)
     );
-    super::info::print_slabinfo(SlabinfoMode::Counters);
-    super::info::print_slabinfo(SlabinfoMode::Scan);
+    // The mode slub.slabinfo chose first, then the other one for comparison.
+    let mode = super::boot_slabinfo_mode();
+    super::info::print_slabinfo(mode);
+    super::info::print_slabinfo(if mode == SlabinfoMode::Scan {
+        SlabinfoMode::Counters
+    } else {
+        SlabinfoMode::Scan
+    });
     for c in &shared.caches {
         for line in super::info::stats_lines(c) {
             crate::println!("{}", line);
@@ -154,7 +173,11 @@ pub fn stress(_o: &Options) -> TestResult {
     let mut problems = String::new();
     for c in &shared.caches {
         if c.stats().live_objects() != 0 {
-            problems.push_str(&format!("{}: {} live; ", c.name(), c.stats().live_objects()));
+            problems.push_str(&format!(
+                "{}: {} live; ",
+                c.name(),
+                c.stats().live_objects()
+            ));
         }
         if let Err(e) = c.core().validate() {
             problems.push_str(&e);
@@ -162,7 +185,8 @@ pub fn stress(_o: &Options) -> TestResult {
     }
     kassert!(problems.is_empty(), "{}", problems);
     for c in shared.caches.iter() {
-        c.destroy().map_err(|live| TestError::Fail(format!("{}: {} live at destroy", c.name(), live)))?;
+        c.destroy()
+            .map_err(|live| TestError::Fail(format!("{}: {} live at destroy", c.name(), live)))?;
     }
     drop(shared);
     crate::mm::frame::drain_all();
@@ -171,6 +195,10 @@ pub fn stress(_o: &Options) -> TestResult {
         .iter()
         .map(|n| crate::mm::frame::free_bytes(n.id) + super::held_bytes_on(n.id))
         .collect();
-    kassert_eq!(after, before, "free + slub-held bytes per node after the stress run");
+    kassert_eq!(
+        after,
+        before,
+        "free + slub-held bytes per node after the stress run"
+    );
     Ok(())
 }

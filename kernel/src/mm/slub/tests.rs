@@ -50,9 +50,13 @@ fn node_of(addr: usize) -> Option<NodeId> {
 }
 
 fn destroy(cache: &'static KmemCache) -> TestResult {
-    cache
-        .destroy()
-        .map_err(|live| TestError::Fail(format!("{}: {} objects live at destroy", cache.name(), live)))
+    cache.destroy().map_err(|live| {
+        TestError::Fail(format!(
+            "{}: {} objects live at destroy",
+            cache.name(),
+            live
+        ))
+    })
 }
 
 /// Each kmalloc class has Linux's geometry for this CPU count, and its slabs really have
@@ -66,17 +70,30 @@ fn geometry(_o: &Options) -> TestResult {
     } else {
         None
     };
-    let caches = super::kmalloc::caches().ok_or_else(|| TestError::Fail("no kmalloc caches".into()))?;
+    let caches =
+        super::kmalloc::caches().ok_or_else(|| TestError::Fail("no kmalloc caches".into()))?;
     for (i, c) in caches.iter().enumerate() {
         let oo = c.core().order_objects();
         kassert_eq!(c.name(), KMALLOC_NAMES[i]);
         kassert_eq!(c.core().object_size(), KMALLOC_SIZES[i]);
-        kassert_eq!(oo.objects, (PAGE_BYTES << oo.order) / c.core().size(), "{}", c.name());
+        kassert_eq!(
+            oo.objects,
+            (PAGE_BYTES << oo.order) / c.core().size(),
+            "{}",
+            c.name()
+        );
         if let Some(e) = expected {
-            kassert_eq!(oo.order, e[i], "{} order with min_objects {}", c.name(), min_objects);
+            kassert_eq!(
+                oo.order,
+                e[i],
+                "{} order with min_objects {}",
+                c.name(),
+                min_objects
+            );
         }
         // A fresh cache of this size takes slabs of exactly that many pages.
-        let probe = KmemCache::create("geometry-probe", KMALLOC_SIZES[i], 0, t).map_err(|e| format!("{:?}", e))?;
+        let probe = KmemCache::create("geometry-probe", KMALLOC_SIZES[i], 0, t)
+            .map_err(|e| format!("{:?}", e))?;
         let obj = alloc(probe)?;
         kassert_eq!(probe.slab_bytes(), PAGE_BYTES << oo.order, "{}", c.name());
         kassert_eq!(probe.core().order_objects(), oo);
@@ -89,7 +106,12 @@ fn geometry(_o: &Options) -> TestResult {
         min_objects,
         caches
             .iter()
-            .map(|c| format!("{}:{}/{}", c.name(), c.core().order_objects().order, c.core().order_objects().objects))
+            .map(|c| format!(
+                "{}:{}/{}",
+                c.name(),
+                c.core().order_objects().order,
+                c.core().order_objects().objects
+            ))
             .collect::<Vec<_>>()
             .join(" ")
     );
@@ -124,11 +146,19 @@ fn paths(_o: &Options) -> TestResult {
     for &o in live.iter().step_by(3) {
         free(c, o);
     }
-    live = live.into_iter().enumerate().filter(|(i, _)| i % 3 != 0).map(|(_, o)| o).collect();
+    live = live
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| i % 3 != 0)
+        .map(|(_, o)| o)
+        .collect();
     c.flush_all();
     live.push(alloc(c)?);
     // Remote frees into the CPU slab from other CPUs, then a refill.
-    let others: Vec<CpuId> = online_cpus().into_iter().filter(|&x| x != crate::percpu::cpu_id()).collect();
+    let others: Vec<CpuId> = online_cpus()
+        .into_iter()
+        .filter(|&x| x != crate::percpu::cpu_id())
+        .collect();
     if let Some(&other) = others.first() {
         let mine: Vec<usize> = (0..4).map(|_| alloc(c)).collect::<Result<_, _>>()?;
         run_on_cpus(&[other], &|_| {
@@ -144,9 +174,17 @@ fn paths(_o: &Options) -> TestResult {
         }
     }
     // Node placement: alloc_node on every memory node, a mismatch for the CPU slab.
-    let mem_nodes: Vec<NodeId> = topo.nodes.iter().filter(|n| n.mem_bytes() > 0).map(|n| n.id).collect();
+    let mem_nodes: Vec<NodeId> = topo
+        .nodes
+        .iter()
+        .filter(|n| n.mem_bytes() > 0)
+        .map(|n| n.id)
+        .collect();
     for &n in &mem_nodes {
-        let o = c.alloc_node(n).map(|p| p.as_ptr() as usize).ok_or_else(|| format!("alloc_node({})", n.0))?;
+        let o = c
+            .alloc_node(n)
+            .map(|p| p.as_ptr() as usize)
+            .ok_or_else(|| format!("alloc_node({})", n.0))?;
         kassert_eq!(node_of(o), Some(n), "alloc_node placement");
         live.push(o);
     }
@@ -154,7 +192,11 @@ fn paths(_o: &Options) -> TestResult {
     let local = topo.mem_node(crate::percpu::node_id());
     if let Some(&far) = mem_nodes.iter().find(|&&n| n != local) {
         let far_objs: Vec<usize> = (0..per * 3)
-            .map(|_| c.alloc_node(far).map(|p| p.as_ptr() as usize).ok_or_else(|| TestError::Fail("alloc_node".into())))
+            .map(|_| {
+                c.alloc_node(far)
+                    .map(|p| p.as_ptr() as usize)
+                    .ok_or_else(|| TestError::Fail("alloc_node".into()))
+            })
             .collect::<Result<_, _>>()?;
         for &o in far_objs.iter().step_by(2) {
             free(c, o);
@@ -173,8 +215,12 @@ fn paths(_o: &Options) -> TestResult {
     }
     // Without CPU partials: free into a full slab adds it to the node list; emptying slabs
     // beyond min_partial frees them.
-    let t0 = Tunables { cpu_partial: Some(0), ..t };
-    let d = KmemCache::create("slub-paths-nocpupartial", 512, 0, t0).map_err(|e| format!("{:?}", e))?;
+    let t0 = Tunables {
+        cpu_partial: Some(0),
+        ..t
+    };
+    let d =
+        KmemCache::create("slub-paths-nocpupartial", 512, 0, t0).map_err(|e| format!("{:?}", e))?;
     let per_d = d.core().order_objects().objects;
     let objs: Vec<usize> = (0..per_d * 3).map(|_| alloc(d)).collect::<Result<_, _>>()?;
     for &o in &objs {
@@ -182,8 +228,14 @@ fn paths(_o: &Options) -> TestResult {
     }
     let s = c.stats();
     let sd = d.stats();
-    crate::println!("# slub paths: {}", slabinfo_line(c.name(), &c.slabinfo(SlabinfoMode::Counters)));
-    for line in super::info::stats_lines(c).iter().chain(super::info::stats_lines(d).iter()) {
+    crate::println!(
+        "# slub paths: {}",
+        slabinfo_line(c.name(), &c.slabinfo(SlabinfoMode::Counters))
+    );
+    for line in super::info::stats_lines(c)
+        .iter()
+        .chain(super::info::stats_lines(d).iter())
+    {
         crate::println!("# {}", line);
     }
     let must = [
@@ -201,8 +253,15 @@ fn paths(_o: &Options) -> TestResult {
     for stat in must {
         kassert!(s.get(stat) > 0, "{:?} never counted", stat);
     }
-    kassert!(s.get(Stat::DeactivateToHead) + s.get(Stat::DeactivateToTail) + s.get(Stat::DeactivateFull) > 0);
-    kassert!(sd.get(Stat::FreeAddPartial) > 0 && sd.get(Stat::FreeRemovePartial) > 0 && sd.get(Stat::FreeSlab) > 0);
+    kassert!(
+        s.get(Stat::DeactivateToHead) + s.get(Stat::DeactivateToTail) + s.get(Stat::DeactivateFull)
+            > 0
+    );
+    kassert!(
+        sd.get(Stat::FreeAddPartial) > 0
+            && sd.get(Stat::FreeRemovePartial) > 0
+            && sd.get(Stat::FreeSlab) > 0
+    );
     if !others.is_empty() {
         kassert!(s.get(Stat::AllocRefill) > 0, "no refill after remote frees");
     }
@@ -223,9 +282,12 @@ fn remote_frees(_o: &Options) -> TestResult {
     if cpus.len() < 2 {
         return Err(TestError::Skip("one CPU online".into()));
     }
-    let c = KmemCache::create("slub-remote", 128, 0, default_tunables("slub-remote")).map_err(|e| format!("{:?}", e))?;
+    let c = KmemCache::create("slub-remote", 128, 0, default_tunables("slub-remote"))
+        .map_err(|e| format!("{:?}", e))?;
     let per_cpu = 200;
-    let objs: Vec<usize> = (0..per_cpu * cpus.len()).map(|_| alloc(c)).collect::<Result<_, _>>()?;
+    let objs: Vec<usize> = (0..per_cpu * cpus.len())
+        .map(|_| alloc(c))
+        .collect::<Result<_, _>>()?;
     let done = AtomicUsize::new(0);
     run_on_cpus(&cpus, &|cpu| {
         let i = cpus.iter().position(|&x| x == cpu).unwrap_or(0);
@@ -238,7 +300,12 @@ fn remote_frees(_o: &Options) -> TestResult {
     kassert_eq!(c.stats().live_objects(), 0);
     for &cpu in &cpus {
         let s = c.core().cpu_stats(cpu);
-        kassert!(s.get(Stat::FreeFastpath) + s.get(Stat::FreeSlowpath) == per_cpu as u64, "cpu {} freed {}", cpu.0, s.get(Stat::FreeFastpath) + s.get(Stat::FreeSlowpath));
+        kassert!(
+            s.get(Stat::FreeFastpath) + s.get(Stat::FreeSlowpath) == per_cpu as u64,
+            "cpu {} freed {}",
+            cpu.0,
+            s.get(Stat::FreeFastpath) + s.get(Stat::FreeSlowpath)
+        );
     }
     c.core().validate()?;
     destroy(c)
@@ -247,7 +314,8 @@ fn remote_frees(_o: &Options) -> TestResult {
 /// After a deterministic workload the counters' active_objs equals the live objects; the
 /// old scan counts free objects held by CPUs as active until they are flushed.
 fn slabinfo_exact(_o: &Options) -> TestResult {
-    let c = KmemCache::create("slub-slabinfo", 192, 0, default_tunables("slub-slabinfo")).map_err(|e| format!("{:?}", e))?;
+    let c = KmemCache::create("slub-slabinfo", 192, 0, default_tunables("slub-slabinfo"))
+        .map_err(|e| format!("{:?}", e))?;
     let mut live = Vec::new();
     for i in 0..1000 {
         live.push(alloc(c)?);
@@ -275,16 +343,30 @@ fn slabinfo_exact(_o: &Options) -> TestResult {
 fn memoryless(_o: &Options) -> TestResult {
     let topo = crate::topology::get();
     let me = crate::percpu::node_id();
-    let Some(ml) = topo.nodes.iter().find(|n| n.mem_bytes() == 0 && !n.cpus.is_empty()).map(|n| n.id) else {
+    let Some(ml) = topo
+        .nodes
+        .iter()
+        .find(|n| n.mem_bytes() == 0 && !n.cpus.is_empty())
+        .map(|n| n.id)
+    else {
         return Err(TestError::Skip("no memoryless node with CPUs".into()));
     };
     let cpu = topo.nodes[ml.index()].cpus[0];
     if me != ml && !online_cpus().contains(&cpu) {
-        return Err(TestError::Skip("no online CPU on the memoryless node".into()));
+        return Err(TestError::Skip(
+            "no online CPU on the memoryless node".into(),
+        ));
     }
     let run = |fix: bool| -> Result<(usize, u64, usize), TestError> {
-        let name = if fix { "slub-memoryless-fix" } else { "slub-memoryless-nofix" };
-        let t = Tunables { memoryless_fix: fix, ..default_tunables(name) };
+        let name = if fix {
+            "slub-memoryless-fix"
+        } else {
+            "slub-memoryless-nofix"
+        };
+        let t = Tunables {
+            memoryless_fix: fix,
+            ..default_tunables(name)
+        };
         let c = KmemCache::create(name, 64, 0, t).map_err(|e| format!("{:?}", e))?;
         let out = spin::Mutex::new(Vec::new());
         run_on_cpus(&[cpu], &|_| {
@@ -299,7 +381,11 @@ fn memoryless(_o: &Options) -> TestResult {
             }
         });
         let objs = out.into_inner();
-        let r = (c.slab_bytes(), c.stats().get(Stat::AllocNodeMismatch), objs.len());
+        let r = (
+            c.slab_bytes(),
+            c.stats().get(Stat::AllocNodeMismatch),
+            objs.len(),
+        );
         for o in objs {
             free(c, o);
         }
@@ -316,10 +402,24 @@ fn memoryless(_o: &Options) -> TestResult {
         fixed_mm,
         broken_mm
     );
-    kassert!(n1 == 1000 && n2 == 1000, "allocations failed: {} {}", n1, n2);
+    kassert!(
+        n1 == 1000 && n2 == 1000,
+        "allocations failed: {} {}",
+        n1,
+        n2
+    );
     kassert_eq!(fixed_mm, 0);
-    kassert!(broken_mm >= 499, "without the fix every alloc_node should mismatch: {}", broken_mm);
-    kassert!(broken_bytes > 4 * fixed_bytes, "no bloat without the fix: {} vs {}", broken_bytes, fixed_bytes);
+    kassert!(
+        broken_mm >= 499,
+        "without the fix every alloc_node should mismatch: {}",
+        broken_mm
+    );
+    kassert!(
+        broken_bytes > 4 * fixed_bytes,
+        "no bloat without the fix: {} vs {}",
+        broken_bytes,
+        fixed_bytes
+    );
     Ok(())
 }
 
@@ -327,7 +427,10 @@ fn memoryless(_o: &Options) -> TestResult {
 fn page_balance() -> Vec<u64> {
     let topo = crate::topology::get();
     frame::drain_all();
-    topo.nodes.iter().map(|n| frame::free_bytes(n.id) + super::held_bytes_on(n.id)).collect()
+    topo.nodes
+        .iter()
+        .map(|n| frame::free_bytes(n.id) + super::held_bytes_on(n.id))
+        .collect()
 }
 
 /// After creating caches, a workload on them, destroying them and shrinking, every slab
@@ -361,14 +464,20 @@ fn conservation(_o: &Options) -> TestResult {
     drop(caches);
     let after = page_balance();
     kassert_eq!(after, before, "free + slub-held bytes per node");
-    crate::println!("# slub conservation: {} KiB of slab pages went back", held / 1024);
+    crate::println!(
+        "# slub conservation: {} KiB of slab pages went back",
+        held / 1024
+    );
     Ok(())
 }
 
 /// Debug caches report each misuse (cache, address, kind), count it, drop the bad free and
 /// keep working; a plain cache catches what its paths can see.
 fn debug_reports(_o: &Options) -> TestResult {
-    let t = Tunables { debug: DebugFlags::ALL, ..default_tunables("slub-debug") };
+    let t = Tunables {
+        debug: DebugFlags::ALL,
+        ..default_tunables("slub-debug")
+    };
     let c = KmemCache::create("slub-debug", 40, 0, t).map_err(|e| format!("{:?}", e))?;
     let other = KmemCache::create("slub-debug-other", 40, 0, t).map_err(|e| format!("{:?}", e))?;
     let printed0 = super::platform::reports_printed();
@@ -387,8 +496,19 @@ fn debug_reports(_o: &Options) -> TestResult {
     // SAFETY: y was just freed into a debug cache: its slot stays mapped slab memory; the
     // write models a use after free that poisoning must find at the next allocation.
     unsafe { ((y + 8) as *mut u64).write_volatile(0xdead) };
-    let z = alloc(c)?; // poison
-    kassert_eq!(z, y);
+    // Debug frees go to the slab's own freelist: allocate until y comes back (poison).
+    let mut others = Vec::new();
+    let z = loop {
+        let v = alloc(c)?;
+        if v == y {
+            break v;
+        }
+        others.push(v);
+        kassert!(others.len() < 1000, "freed object never came back");
+    };
+    for v in others {
+        free(c, v);
+    }
     free(c, z + 8); // not an object start
     let o = alloc(other)?;
     free(c, o); // wrong cache
@@ -398,14 +518,22 @@ fn debug_reports(_o: &Options) -> TestResult {
     free(c, z);
     // SAFETY: large came from kmalloc above and is not used again.
     unsafe { kfree(large) };
-    let kinds = [ErrorKind::DoubleFree, ErrorKind::RedZone, ErrorKind::Poison, ErrorKind::NotObjectStart, ErrorKind::WrongCache, ErrorKind::NotSlab];
+    let kinds = [
+        ErrorKind::DoubleFree,
+        ErrorKind::RedZone,
+        ErrorKind::Poison,
+        ErrorKind::NotObjectStart,
+        ErrorKind::WrongCache,
+        ErrorKind::NotSlab,
+    ];
     for k in kinds {
         kassert_eq!(c.core().error_count(k), 1, "{:?}", k);
     }
     kassert_eq!(super::platform::reports_printed() - printed0, kinds.len());
     kassert_eq!(c.stats().live_objects(), 0);
     // A plain cache: immediate double free and wrong cache.
-    let p = KmemCache::create("slub-plain", 64, 0, default_tunables("slub-plain")).map_err(|e| format!("{:?}", e))?;
+    let p = KmemCache::create("slub-plain", 64, 0, default_tunables("slub-plain"))
+        .map_err(|e| format!("{:?}", e))?;
     let q = alloc(p)?;
     free(p, q);
     free(p, q);
@@ -423,21 +551,39 @@ fn debug_reports(_o: &Options) -> TestResult {
 /// kmalloc classes, alignment, ksize, krealloc, kmalloc_node, large blocks, bad kfree, and
 /// the global allocator going through kmalloc.
 fn kmalloc_api(_o: &Options) -> TestResult {
-    for size in [1usize, 8, 9, 64, 65, 96, 97, 129, 192, 193, 1000, 4096, 8192] {
+    for size in [
+        1usize, 8, 9, 64, 65, 96, 97, 129, 192, 193, 1000, 4096, 8192,
+    ] {
         let p = kmalloc(size).ok_or_else(|| TestError::Fail(format!("kmalloc({})", size)))?;
-        let class = KMALLOC_SIZES.iter().copied().find(|&c| c >= size).unwrap_or(0);
+        let class = KMALLOC_SIZES
+            .iter()
+            .copied()
+            .find(|&c| c >= size)
+            .unwrap_or(0);
         kassert_eq!(ksize(p), class, "ksize of kmalloc({})", size);
         // SAFETY: p is a fresh kmalloc block of at least `size` bytes.
         unsafe { core::ptr::write_bytes(p.as_ptr(), 0x5a, size) };
         if class.is_power_of_two() {
-            kassert_eq!(p.as_ptr() as usize % class.min(4096), 0, "kmalloc-{} alignment", class);
+            kassert_eq!(
+                p.as_ptr() as usize % class.min(4096),
+                0,
+                "kmalloc-{} alignment",
+                class
+            );
         }
         // SAFETY: p came from kmalloc and is not used again.
         unsafe { kfree(p) };
     }
     for (size, align) in [(24usize, 64usize), (80, 32), (150, 64), (10, 512)] {
-        let p = kmalloc_aligned(size, align).ok_or_else(|| TestError::Fail("kmalloc_aligned".into()))?;
-        kassert_eq!(p.as_ptr() as usize % align, 0, "size {} align {}", size, align);
+        let p = kmalloc_aligned(size, align)
+            .ok_or_else(|| TestError::Fail("kmalloc_aligned".into()))?;
+        kassert_eq!(
+            p.as_ptr() as usize % align,
+            0,
+            "size {} align {}",
+            size,
+            align
+        );
         // SAFETY: as above.
         unsafe { kfree(p) };
     }
@@ -455,14 +601,24 @@ fn kmalloc_api(_o: &Options) -> TestResult {
     kassert_eq!(ksize(q), 4096);
     // SAFETY: q holds at least 40 bytes copied from p.
     let kept = unsafe { core::slice::from_raw_parts(q.as_ptr(), 40) };
-    kassert!(kept.iter().all(|&b| b == 0x11), "krealloc lost the contents");
+    kassert!(
+        kept.iter().all(|&b| b == 0x11),
+        "krealloc lost the contents"
+    );
     // SAFETY: q came from krealloc.
     unsafe { kfree(q) };
     let topo = crate::topology::get();
     for n in topo.nodes.iter().filter(|n| n.mem_bytes() > 0) {
         for size in [64usize, 16384] {
-            let p = kmalloc_node(size, n.id).ok_or_else(|| TestError::Fail("kmalloc_node".into()))?;
-            kassert_eq!(node_of(p.as_ptr() as usize), Some(n.id), "kmalloc_node({}, {})", size, n.id.0);
+            let p =
+                kmalloc_node(size, n.id).ok_or_else(|| TestError::Fail("kmalloc_node".into()))?;
+            kassert_eq!(
+                node_of(p.as_ptr() as usize),
+                Some(n.id),
+                "kmalloc_node({}, {})",
+                size,
+                n.id.0
+            );
             // SAFETY: p came from kmalloc_node.
             unsafe { kfree(p) };
         }
@@ -474,13 +630,17 @@ fn kmalloc_api(_o: &Options) -> TestResult {
     unsafe { kfree(NonNull::from(&local).cast()) };
     kassert_eq!(super::kmalloc::bad_kfrees(), bad0 + 1);
     let boxed = alloc::boxed::Box::new([1u64; 5]);
-    kassert!(super::owner_of(&*boxed as *const _ as usize) > 1, "Box not from a slab");
+    kassert!(
+        super::owner_of(&*boxed as *const _ as usize) > 1,
+        "Box not from a slab"
+    );
     Ok(())
 }
 
 /// alloc_bulk hands out distinct objects; free_bulk takes them back.
 fn bulk(_o: &Options) -> TestResult {
-    let c = KmemCache::create("slub-bulk", 72, 0, default_tunables("slub-bulk")).map_err(|e| format!("{:?}", e))?;
+    let c = KmemCache::create("slub-bulk", 72, 0, default_tunables("slub-bulk"))
+        .map_err(|e| format!("{:?}", e))?;
     let mut objs = alloc::vec![0usize; 500];
     let n = c.alloc_bulk(&mut objs);
     kassert_eq!(n, 500);
@@ -498,7 +658,8 @@ fn bulk(_o: &Options) -> TestResult {
 
 /// Shrink gives back every empty slab; destroy with live objects is refused and reported.
 fn shrink_and_destroy(_o: &Options) -> TestResult {
-    let c = KmemCache::create("slub-shrink", 1000, 0, default_tunables("slub-shrink")).map_err(|e| format!("{:?}", e))?;
+    let c = KmemCache::create("slub-shrink", 1000, 0, default_tunables("slub-shrink"))
+        .map_err(|e| format!("{:?}", e))?;
     let objs: Vec<usize> = (0..300).map(|_| alloc(c)).collect::<Result<_, _>>()?;
     for &o in &objs[1..] {
         free(c, o);
@@ -506,7 +667,11 @@ fn shrink_and_destroy(_o: &Options) -> TestResult {
     kassert!(c.slab_bytes() > PAGE_BYTES << c.core().order_objects().order);
     let freed = c.shrink();
     kassert!(freed > 0);
-    kassert_eq!(c.slab_bytes(), PAGE_BYTES << c.core().order_objects().order, "one slab left");
+    kassert_eq!(
+        c.slab_bytes(),
+        PAGE_BYTES << c.core().order_objects().order,
+        "one slab left"
+    );
     kassert_eq!(c.destroy(), Err(1));
     free(c, objs[0]);
     destroy(c)?;
@@ -515,16 +680,76 @@ fn shrink_and_destroy(_o: &Options) -> TestResult {
 }
 
 pub const TESTS: &[KTest] = &[
-    KTest { module: "slub", name: "geometry", kind: Kind::Test, func: geometry },
-    KTest { module: "slub", name: "paths", kind: Kind::Test, func: paths },
-    KTest { module: "slub", name: "remote_frees", kind: Kind::Test, func: remote_frees },
-    KTest { module: "slub", name: "slabinfo_exact", kind: Kind::Test, func: slabinfo_exact },
-    KTest { module: "slub", name: "memoryless", kind: Kind::Test, func: memoryless },
-    KTest { module: "slub", name: "debug_reports", kind: Kind::Test, func: debug_reports },
-    KTest { module: "slub", name: "kmalloc", kind: Kind::Test, func: kmalloc_api },
-    KTest { module: "slub", name: "bulk", kind: Kind::Test, func: bulk },
-    KTest { module: "slub", name: "shrink_and_destroy", kind: Kind::Test, func: shrink_and_destroy },
-    KTest { module: "slub", name: "conservation", kind: Kind::Test, func: conservation },
-    KTest { module: "slub", name: "stress", kind: Kind::Stress, func: super::stress::stress },
-    KTest { module: "slub", name: "alloc_peers", kind: Kind::Bench, func: super::bench::alloc_peers },
+    KTest {
+        module: "slub",
+        name: "geometry",
+        kind: Kind::Test,
+        func: geometry,
+    },
+    KTest {
+        module: "slub",
+        name: "paths",
+        kind: Kind::Test,
+        func: paths,
+    },
+    KTest {
+        module: "slub",
+        name: "remote_frees",
+        kind: Kind::Test,
+        func: remote_frees,
+    },
+    KTest {
+        module: "slub",
+        name: "slabinfo_exact",
+        kind: Kind::Test,
+        func: slabinfo_exact,
+    },
+    KTest {
+        module: "slub",
+        name: "memoryless",
+        kind: Kind::Test,
+        func: memoryless,
+    },
+    KTest {
+        module: "slub",
+        name: "debug_reports",
+        kind: Kind::Test,
+        func: debug_reports,
+    },
+    KTest {
+        module: "slub",
+        name: "kmalloc",
+        kind: Kind::Test,
+        func: kmalloc_api,
+    },
+    KTest {
+        module: "slub",
+        name: "bulk",
+        kind: Kind::Test,
+        func: bulk,
+    },
+    KTest {
+        module: "slub",
+        name: "shrink_and_destroy",
+        kind: Kind::Test,
+        func: shrink_and_destroy,
+    },
+    KTest {
+        module: "slub",
+        name: "conservation",
+        kind: Kind::Test,
+        func: conservation,
+    },
+    KTest {
+        module: "slub",
+        name: "stress",
+        kind: Kind::Stress,
+        func: super::stress::stress,
+    },
+    KTest {
+        module: "slub",
+        name: "alloc_peers",
+        kind: Kind::Bench,
+        func: super::bench::alloc_peers,
+    },
 ];
