@@ -11,3 +11,4 @@ pub mod bench;
 pub mod ktap;
 pub mod options;
 pub mod topology;
+pub mod vmalloc;
