@@ -41,6 +41,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     let opts = options::load();
     println!("numalab: options: {}", opts.describe());
     topology::init();
+    mm::vmalloc::init(opts);
     let suite = ktest::Suite::from_name(opts.text("suite"));
     let passed = ktest::run(suite, &opts);
     arch::qemu_exit::exit(if passed {

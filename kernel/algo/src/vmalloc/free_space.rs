@@ -98,8 +98,8 @@ impl FreeSpace {
             .checked_add(size_bytes)
             .ok_or(ReturnError::OutOfRange)?;
         if size_bytes == 0
-            || start % PAGE_BYTES != 0
-            || size_bytes % PAGE_BYTES != 0
+            || !start.is_multiple_of(PAGE_BYTES)
+            || !size_bytes.is_multiple_of(PAGE_BYTES)
             || start < self.range_start
             || end > self.range_end
         {
@@ -175,7 +175,7 @@ pub fn check_request(size_bytes: u64, align_bytes: u64, range_bytes: u64) -> Res
     if !align_bytes.is_power_of_two() {
         return Err(VmError::BadAlign(align_bytes));
     }
-    if size_bytes % PAGE_BYTES != 0 {
+    if !size_bytes.is_multiple_of(PAGE_BYTES) {
         return Err(VmError::Unaligned(size_bytes));
     }
     if size_bytes > range_bytes || align_bytes > range_bytes {

@@ -165,7 +165,10 @@ impl<M: Copy> VmapNode<M> {
     /// MAX_POOL_PAGES or not page granular.
     pub fn pool_put(&mut self, start: u64, size_bytes: u64) -> bool {
         let nr_pages = size_bytes / PAGE_BYTES;
-        if size_bytes % PAGE_BYTES != 0 || nr_pages == 0 || nr_pages as usize > MAX_POOL_PAGES {
+        if !size_bytes.is_multiple_of(PAGE_BYTES)
+            || nr_pages == 0
+            || nr_pages as usize > MAX_POOL_PAGES
+        {
             return false;
         }
         self.pools[nr_pages as usize - 1].starts.push(start);

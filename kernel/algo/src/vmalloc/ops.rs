@@ -31,10 +31,16 @@ pub trait Shards<M: Copy> {
     fn flush_tlb(&self, start: u64, end: u64);
     /// Runs `f` with the purge lock held (one purge at a time).
     fn with_purge<R>(&self, f: impl FnOnce() -> R) -> R;
+    /// Called after every purge with what it did (counters).
+    fn purged(&self, _report: &PurgeReport) {}
 }
 
 /// Runs `f` on node `vn`, inside the free-space lock under `Policy::Global`.
-fn on_node<M: Copy, S: Shards<M>, R>(s: &S, vn: VnId, f: impl FnOnce(&mut VmapNode<M>) -> R) -> R {
+pub fn on_node<M: Copy, S: Shards<M>, R>(
+    s: &S,
+    vn: VnId,
+    f: impl FnOnce(&mut VmapNode<M>) -> R,
+) -> R {
     if s.layout().policy == Policy::Global {
         s.with_free(|_| s.with_node(vn, f))
     } else {
@@ -168,7 +174,7 @@ pub fn detach<M: Copy, S: Shards<M>>(
         return Err(FreeFault::NotInRange);
     }
     let layout = *s.layout();
-    if addr % PAGE_BYTES == 0 {
+    if addr.is_multiple_of(PAGE_BYTES) {
         for i in 0..layout.lookup_len() {
             let vn = layout.lookup_node(addr, hint_numa, i);
             if let Some((size, meta)) = on_node(s, vn, |n| n.busy_remove(addr)) {
@@ -228,7 +234,7 @@ pub fn purge<M: Copy, S: Shards<M>>(s: &S, scope: Scope, full: bool) -> PurgeRep
         Scope::All => 0..layout.nr_nodes,
         Scope::Node(vn) => vn.index()..vn.index() + 1,
     };
-    s.with_purge(|| {
+    let report = s.with_purge(|| {
         let mut report = PurgeReport::default();
         let mut lazy: Vec<LazyArea> = Vec::new();
         let mut cuts: Vec<usize> = Vec::with_capacity(nodes.len() + 1);
@@ -277,7 +283,9 @@ pub fn purge<M: Copy, S: Shards<M>>(s: &S, scope: Scope, full: bool) -> PurgeRep
             });
         }
         report
-    })
+    });
+    s.purged(&report);
+    report
 }
 
 #[cfg(test)]

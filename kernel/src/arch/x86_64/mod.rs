@@ -1,5 +1,6 @@
 //! x86_64: descriptor tables, exceptions, QEMU's exit and fw_cfg devices.
 
+pub mod fixup;
 pub mod fw_cfg;
 pub mod gdt;
 pub mod idt;
