@@ -7,6 +7,7 @@ extern crate alloc;
 
 #[macro_use]
 mod serial;
+mod acpi;
 mod arch;
 mod ktest;
 mod mm;
@@ -41,6 +42,8 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     let opts = options::load();
     println!("numalab: options: {}", opts.describe());
     topology::init();
+    mm::frame::init();
+    topology::print_numactl(&mm::frame::free_bytes);
     mm::vmalloc::init(opts);
     let suite = ktest::Suite::from_name(opts.text("suite"));
     let passed = ktest::run(suite, &opts);

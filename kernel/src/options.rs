@@ -25,6 +25,33 @@ pub const SPECS: &[Spec] = &[
         help: "adds a test that always fails (checks the failure path end to end)",
     },
     Spec {
+        key: "acpi.dump",
+        kind: Kind::Bool,
+        default: "0",
+        help: "print every ACPI table found and every MADT/SRAT/SLIT entry as parsed",
+    },
+    Spec {
+        key: "frame.pcp",
+        kind: Kind::Bool,
+        default: "1",
+        help: "per-CPU page lists in front of the per-node buddy allocators (orders 0-3)",
+    },
+    Spec {
+        key: "frame.pcp_high",
+        kind: Kind::U64 {
+            min: 1,
+            max: 1 << 20,
+        },
+        default: "256",
+        help: "pages a per-CPU list may hold per node before it drains a batch",
+    },
+    Spec {
+        key: "frame.pcp_batch",
+        kind: Kind::U64 { min: 1, max: 4096 },
+        default: "32",
+        help: "pages moved per refill or drain between a per-CPU list and the buddy",
+    },
+    Spec {
         key: "vmalloc.nodes",
         kind: Kind::Choice(&["global", "cpu", "numa"]),
         default: "cpu",

@@ -7,8 +7,11 @@
 
 extern crate alloc;
 
+pub mod acpi;
 pub mod bench;
+pub mod buddy;
 pub mod ktap;
+pub mod memrange;
 pub mod options;
 pub mod topology;
 pub mod vmalloc;

@@ -5,6 +5,7 @@ use super::KTest;
 /// Each subsystem's `TESTS`, lowest layer first (the order they run in).
 const ALL: &[&[KTest]] = &[
     super::selftest::TESTS,
+    crate::mm::frame::tests::TESTS,
     crate::mm::vmalloc::tests::TESTS,
     crate::mm::vmalloc::bench::TESTS,
 ];

@@ -11,4 +11,6 @@
 //! ```
 
 pub mod early;
+pub mod frame;
+pub mod heap;
 pub mod vmalloc;

@@ -1,42 +1,29 @@
 //! What vmalloc needs from the layers below it, in one place: 4 KiB physical pages on a NUMA
 //! node, the calling CPU's identity, a TLB shootdown, and running a function on every CPU.
 //!
-//! Until the page frame allocator (issue 5) and SMP (issue 4) are merged, pages come from the
-//! bootstrap heap (4 KiB-aligned blocks of the direct map) and only the boot CPU runs; this
-//! file is the only one that changes when they land.
+//! Pages come from the page frame allocator (mm::frame). Until SMP (issue 4) is merged only
+//! the boot CPU runs; this file is the only one that changes when it lands.
 
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+use crate::mm::frame;
 use crate::topology::{CpuId, NodeId};
 
 /// Pages currently handed out by `alloc_page` and not yet given back (conservation checks).
 static PAGES_OUT: AtomicU64 = AtomicU64::new(0);
 
-const PAGE: usize = 4096;
-
-fn page_layout() -> core::alloc::Layout {
-    // 4096 is a non-zero power of two and 4096 bytes do not overflow isize.
-    core::alloc::Layout::from_size_align(PAGE, PAGE).unwrap_or(core::alloc::Layout::new::<u8>())
-}
-
-/// A zero-filled or uninitialized 4 KiB page for NUMA node `node` (preferred, not bound):
-/// its physical address and the node it really came from.
+/// A zero-filled or uninitialized 4 KiB page from NUMA node `node` (preferred: the nearest
+/// node with memory when it has none free): its physical address and the node it came from.
+#[inline]
 pub fn alloc_page(node: NodeId, zero: bool) -> Option<(u64, NodeId)> {
-    let layout = page_layout();
-    // SAFETY: the layout has a non-zero size.
-    let ptr = unsafe {
-        if zero {
-            alloc::alloc::alloc_zeroed(layout)
-        } else {
-            alloc::alloc::alloc(layout)
-        }
-    };
-    if ptr.is_null() {
-        return None;
+    let pages = frame::alloc_pages(0, frame::Policy::Preferred(node)).ok()?;
+    if zero {
+        // SAFETY: the page is ours (just allocated) and the direct map covers it.
+        unsafe { core::ptr::write_bytes(pages.virt_ptr(), 0, frame::PAGE_BYTES as usize) };
     }
-    let phys = ptr as u64 - crate::mm::early::info().phys_offset;
+    let got = pages.node();
+    let (phys, _) = pages.into_raw();
     PAGES_OUT.fetch_add(1, Relaxed);
-    let got = crate::topology::get().node_of_phys(phys).unwrap_or(node);
     Some((phys, got))
 }
 
@@ -44,11 +31,12 @@ pub fn alloc_page(node: NodeId, zero: bool) -> Option<(u64, NodeId)> {
 ///
 /// # Safety
 /// `phys` came from `alloc_page`, is not given back twice, and nothing uses it any more.
+#[inline]
 pub unsafe fn free_page(phys: u64) {
-    let ptr = (crate::mm::early::info().phys_offset + phys) as *mut u8;
     PAGES_OUT.fetch_sub(1, Relaxed);
-    // SAFETY: per this function's contract the block came from `alloc` with this layout.
-    unsafe { alloc::alloc::dealloc(ptr, page_layout()) };
+    // SAFETY: per this function's contract, (phys, 0) came from Pages::into_raw in alloc_page
+    // and nothing uses the page any more; dropping the Pages frees it.
+    drop(unsafe { frame::Pages::from_raw(phys, 0) });
 }
 
 /// Pages handed out and not given back.

@@ -438,16 +438,20 @@ fn exhaustion(_: &Options) -> TestResult {
     Ok(())
 }
 
+/// vzalloc, and where the call was (the owner vmalloc records).
+#[track_caller]
+fn vzalloc_here(size_bytes: usize) -> (Result<super::VAddr, VmError>, &'static Location<'static>) {
+    (super::vzalloc(size_bytes), Location::caller())
+}
+
 /// An access to a freed and purged area faults; the fault is caught by the probe's fixup
 /// and reported with the area and its former owner. The guard page faults too.
 fn fault_on_freed_area(_: &Options) -> TestResult {
     let Some(v) = super::active() else {
         return Err(TestError::Skip(String::from("vmalloc not initialized")));
     };
-    let a = super::vzalloc(2 * P as usize)
-        .map_err(|e| format!("{:?}", e))?
-        .0;
-    let site = (file!(), line!() - 1);
+    let (a, site) = vzalloc_here(2 * P as usize);
+    let a = a.map_err(|e| format!("{:?}", e))?.0;
     // SAFETY: a is a live 2-page area we own.
     unsafe { poke(a + 8, 42) };
     kassert_eq!(super::probe_read(a + 8).ok(), Some(42));
@@ -471,7 +475,7 @@ fn fault_on_freed_area(_: &Options) -> TestResult {
                 owner.line()
             );
             kassert_eq!(start, a);
-            kassert_eq!((owner.file(), owner.line()), site);
+            kassert_eq!((owner.file(), owner.line()), (site.file(), site.line()));
         }
     }
     kassert_eq!(crate::arch::fixup::fixed_count(), fixed + 1);
@@ -551,6 +555,7 @@ fn vmallocinfo(_: &Options) -> TestResult {
             .sum();
         kassert_eq!(total, 3, "{}", line);
         free(v, a)?;
+        v.purge(Scope::All, true);
         super::print_counters(v);
     }
     Ok(())
