@@ -14,7 +14,7 @@ pub mod tree;
 pub use free_space::FreeSpace;
 pub use layout::{Layout, Policy, VnId};
 pub use node::{NodeCounts, VmapNode, MAX_POOL_PAGES};
-pub use ops::{FreeFault, PurgeReport, Reserved, Scope, Shards};
+pub use ops::{Busy, Detached, FreeFault, PurgeReport, Reserved, Scope, Shards};
 pub use tree::AreaTree;
 
 /// vmalloc works in 4 KiB pages.

@@ -15,6 +15,15 @@ use super::node::{LazyArea, VmapNode, MAX_POOL_PAGES};
 use super::{VmError, PAGE_BYTES};
 use crate::topology::{CpuId, NodeId};
 
+/// What a busy tree holds per live area: the caller's meta and the vmap node whose lazy list
+/// (and so, after the purge, whose pool) the area goes to when freed. In `cpu` that is the
+/// node of the allocating CPU (Linux's vn_id), while the busy tree is picked by address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Busy<M: Copy> {
+    pub lazy_vn: VnId,
+    pub meta: M,
+}
+
 /// Access to the shared state; the kernel implements it with spin locks, the host tests with
 /// `RefCell`s.
 pub trait Shards<M: Copy> {
@@ -24,7 +33,7 @@ pub trait Shards<M: Copy> {
     /// Runs `f` with the global free space locked.
     fn with_free<R>(&self, f: impl FnOnce(&mut FreeSpace) -> R) -> R;
     /// Runs `f` with vmap node `vn` locked.
-    fn with_node<R>(&self, vn: VnId, f: impl FnOnce(&mut VmapNode<M>) -> R) -> R;
+    fn with_node<R>(&self, vn: VnId, f: impl FnOnce(&mut VmapNode<Busy<M>>) -> R) -> R;
     /// Adds `delta` to the lazy pages of all nodes together; returns the new total.
     fn lazy_add(&self, delta: i64) -> u64;
     /// Flushes [start, end) from every CPU's TLB (one shootdown).
@@ -39,7 +48,7 @@ pub trait Shards<M: Copy> {
 pub fn on_node<M: Copy, S: Shards<M>, R>(
     s: &S,
     vn: VnId,
-    f: impl FnOnce(&mut VmapNode<M>) -> R,
+    f: impl FnOnce(&mut VmapNode<Busy<M>>) -> R,
 ) -> R {
     if s.layout().policy == Policy::Global {
         s.with_free(|_| s.with_node(vn, f))
@@ -54,6 +63,8 @@ pub struct Reserved {
     pub start: u64,
     /// The vmap node whose busy tree holds it.
     pub vn: VnId,
+    /// The vmap node whose lazy list takes it when freed.
+    pub lazy_vn: VnId,
     /// Taken from a pool (no free-space lock).
     pub from_pool: bool,
 }
@@ -95,14 +106,30 @@ pub fn reserve<M: Copy, S: Shards<M>>(
     check_request(size_bytes, align_bytes, s.range_bytes())?;
     let layout = *s.layout();
     let nr_pages = size_bytes / PAGE_BYTES;
+    let lazy_vn = if layout.pools_enabled() {
+        layout.pool_node(cpu, numa)
+    } else {
+        VnId(0)
+    };
+    let busy = Busy { lazy_vn, meta };
     if layout.pools_enabled() && align_bytes <= PAGE_BYTES && nr_pages as usize <= MAX_POOL_PAGES {
-        let pn = layout.pool_node(cpu, numa);
-        if let Some(start) = s.with_node(pn, |n| n.pool_take(nr_pages)) {
+        // One lock when the area's busy node is the pool's node (always in numa).
+        let taken = s.with_node(lazy_vn, |n| {
+            let start = n.pool_take(nr_pages)?;
             let vn = layout.busy_node(start, numa);
-            s.with_node(vn, |n| n.busy_insert(start, size_bytes, meta));
+            if vn == lazy_vn {
+                n.busy_insert(start, size_bytes, busy);
+            }
+            Some((start, vn))
+        });
+        if let Some((start, vn)) = taken {
+            if vn != lazy_vn {
+                s.with_node(vn, |n| n.busy_insert(start, size_bytes, busy));
+            }
             return Ok(Reserved {
                 start,
                 vn,
+                lazy_vn,
                 from_pool: true,
             });
         }
@@ -111,14 +138,14 @@ pub fn reserve<M: Copy, S: Shards<M>>(
         let got = if layout.policy == Policy::Global {
             s.with_free(|fs| {
                 let start = fs.alloc(size_bytes, align_bytes)?;
-                s.with_node(VnId(0), |n| n.busy_insert(start, size_bytes, meta));
+                s.with_node(VnId(0), |n| n.busy_insert(start, size_bytes, busy));
                 Ok(start)
             })
         } else {
             s.with_free(|fs| fs.alloc(size_bytes, align_bytes))
                 .inspect(|&start| {
                     let vn = layout.busy_node(start, numa);
-                    s.with_node(vn, |n| n.busy_insert(start, size_bytes, meta));
+                    s.with_node(vn, |n| n.busy_insert(start, size_bytes, busy));
                 })
         };
         match got {
@@ -126,6 +153,7 @@ pub fn reserve<M: Copy, S: Shards<M>>(
                 return Ok(Reserved {
                     start,
                     vn: layout.busy_node(start, numa),
+                    lazy_vn,
                     from_pool: false,
                 })
             }
@@ -162,14 +190,25 @@ impl FreeFault {
     }
 }
 
-/// Finds the live area starting at `addr` and removes it from its busy tree. Returns its
-/// node, size and meta; the caller unmaps it and then calls [`queue_lazy`].
+/// A live area taken out of its busy tree by [`detach`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Detached<M: Copy> {
+    /// The vmap node whose busy tree held it.
+    pub busy_vn: VnId,
+    /// The vmap node whose lazy list it goes to.
+    pub lazy_vn: VnId,
+    pub size_bytes: u64,
+    pub meta: M,
+}
+
+/// Finds the live area starting at `addr` and removes it from its busy tree. The caller
+/// unmaps it and then calls [`queue_lazy`] with `lazy_vn`.
 pub fn detach<M: Copy, S: Shards<M>>(
     s: &S,
     addr: u64,
     range_start: u64,
     hint_numa: NodeId,
-) -> Result<(VnId, u64, M), FreeFault> {
+) -> Result<Detached<M>, FreeFault> {
     if addr < range_start || addr - range_start >= s.range_bytes() {
         return Err(FreeFault::NotInRange);
     }
@@ -177,8 +216,13 @@ pub fn detach<M: Copy, S: Shards<M>>(
     if addr.is_multiple_of(PAGE_BYTES) {
         for i in 0..layout.lookup_len() {
             let vn = layout.lookup_node(addr, hint_numa, i);
-            if let Some((size, meta)) = on_node(s, vn, |n| n.busy_remove(addr)) {
-                return Ok((vn, size, meta));
+            if let Some((size_bytes, b)) = on_node(s, vn, |n| n.busy_remove(addr)) {
+                return Ok(Detached {
+                    busy_vn: vn,
+                    lazy_vn: b.lazy_vn,
+                    size_bytes,
+                    meta: b.meta,
+                });
             }
         }
     }
@@ -299,7 +343,7 @@ mod tests {
     struct Host {
         layout: Layout,
         free: RefCell<FreeSpace>,
-        nodes: Vec<RefCell<VmapNode<u32>>>,
+        nodes: Vec<RefCell<VmapNode<Busy<u32>>>>,
         lazy: Cell<u64>,
         free_locks: Cell<u64>,
         flushes: Cell<u64>,
@@ -333,7 +377,7 @@ mod tests {
             self.free_locks.set(self.free_locks.get() + 1);
             f(&mut self.free.borrow_mut())
         }
-        fn with_node<R>(&self, vn: VnId, f: impl FnOnce(&mut VmapNode<u32>) -> R) -> R {
+        fn with_node<R>(&self, vn: VnId, f: impl FnOnce(&mut VmapNode<Busy<u32>>) -> R) -> R {
             f(&mut self.nodes[vn.index()].borrow_mut())
         }
         fn lazy_add(&self, delta: i64) -> u64 {
@@ -350,8 +394,9 @@ mod tests {
     }
 
     fn free(h: &Host, addr: u64, numa: NodeId) -> Result<u64, FreeFault> {
-        let (vn, size, _) = detach(h, addr, BASE, numa)?;
-        if let Some(scope) = queue_lazy(h, vn, addr, size) {
+        let d = detach(h, addr, BASE, numa)?;
+        let size = d.size_bytes;
+        if let Some(scope) = queue_lazy(h, d.lazy_vn, addr, size) {
             let r = purge(h, scope, false);
             assert_eq!(r.refused, 0);
             assert_eq!(r.flushes, 1);
@@ -427,6 +472,22 @@ mod tests {
         assert!(per_pair[0] >= 2.0, "{per_pair:?}");
         assert!(per_pair[1] * 10.0 <= per_pair[0], "{per_pair:?}");
         assert!(per_pair[2] * 10.0 <= per_pair[0], "{per_pair:?}");
+    }
+
+    #[test]
+    fn cpu_policy_returns_areas_to_the_allocating_cpus_pool() {
+        // One CPU of 8 running: busy trees by address spread over 8 nodes, but the areas
+        // come back to CPU 0's pool, so after the first purge the pool serves everything.
+        let h = Host::new(Policy::Cpu, 8, 1, 64, 1 << 16);
+        for _ in 0..1000 {
+            let r = reserve(&h, 2 * P, P, CpuId(0), NodeId(0), 0).unwrap();
+            assert_eq!(r.lazy_vn, VnId(0));
+            free(&h, r.start, NodeId(0)).unwrap();
+        }
+        let c = h.nodes[0].borrow().counts();
+        assert!(c.pool_hits > 900, "{c:?}");
+        assert!(h.free_locks.get() < 100, "{}", h.free_locks.get());
+        conserved(&h);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 use core::panic::Location;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use numalab_algo::vmalloc::ops::{self, FreeFault, Scope};
+use numalab_algo::vmalloc::ops::{self, Busy, FreeFault, Reserved, Scope};
 use numalab_algo::vmalloc::{
     FreeSpace, Layout, NodeCounts, Policy, PurgeReport, Shards, VmError, VmapNode, VnId, PAGE_BYTES,
 };
@@ -81,7 +81,7 @@ pub struct Vmalloc {
     pub range_start: u64,
     range_bytes: u64,
     free: IrqSpinLock<FreeSpace>,
-    nodes: Box<[IrqSpinLock<VmapNode<AreaMeta>>]>,
+    nodes: Box<[IrqSpinLock<VmapNode<Busy<AreaMeta>>>]>,
     purge_lock: IrqSpinLock<()>,
     lazy_pages: AtomicU64,
     pub counters: Counters,
@@ -101,7 +101,7 @@ impl Shards<AreaMeta> for Vmalloc {
         f(&mut self.free.lock())
     }
     #[inline]
-    fn with_node<R>(&self, vn: VnId, f: impl FnOnce(&mut VmapNode<AreaMeta>) -> R) -> R {
+    fn with_node<R>(&self, vn: VnId, f: impl FnOnce(&mut VmapNode<Busy<AreaMeta>>) -> R) -> R {
         f(&mut self.nodes[vn.index()].lock())
     }
     #[inline]
@@ -243,7 +243,7 @@ impl Vmalloc {
                 None => false,
             };
             if !ok {
-                self.release(r.start, r.vn, i, AreaKind::Vmalloc);
+                self.release(r, i, AreaKind::Vmalloc);
                 return Err(VmError::NoMemory);
             }
         }
@@ -278,7 +278,7 @@ impl Vmalloc {
             // SAFETY: the area was just reserved for us and is unmapped; the caller lends
             // its pages for as long as the mapping lives (vmap's contract).
             if !unsafe { map::map_page(r.start + i as u64 * PAGE_BYTES, p) } {
-                self.release(r.start, r.vn, i as u64, AreaKind::Vmap);
+                self.release(r, i as u64, AreaKind::Vmap);
                 return Err(VmError::NoMemory);
             }
         }
@@ -286,7 +286,8 @@ impl Vmalloc {
     }
 
     /// Undoes a half-built area: unmaps its first `mapped` pages and frees the VA lazily.
-    fn release(&self, start: u64, vn: VnId, mapped: u64, kind: AreaKind) {
+    fn release(&self, r: Reserved, mapped: u64, kind: AreaKind) {
+        let start = r.start;
         for i in 0..mapped {
             // SAFETY: we own the half-built area; nobody else has its address.
             if let Some(phys) = unsafe { map::unmap_page(start + i * PAGE_BYTES) } {
@@ -296,9 +297,9 @@ impl Vmalloc {
                 }
             }
         }
-        let detached = ops::on_node(self, vn, |n| n.busy_remove(start));
+        let detached = ops::on_node(self, r.vn, |n| n.busy_remove(start));
         if let Some((size, _)) = detached {
-            self.queue(vn, start, size);
+            self.queue(r.lazy_vn, start, size);
         }
     }
 
@@ -311,20 +312,25 @@ impl Vmalloc {
     /// Frees the area starting at `addr`: unmaps it, frees its pages (vmalloc areas) and
     /// queues the virtual range for a lazy purge. A bad address is returned as `BadFree`.
     pub fn free(&self, addr: u64, kind: AreaKind) -> Result<(), BadFree> {
-        let (vn, size, meta) =
-            match ops::detach(self, addr, self.range_start, backing::this_mem_node()) {
-                Ok(x) => x,
-                Err(fault) => {
-                    self.counters.bad_frees.add(1);
-                    return Err(BadFree {
-                        addr,
-                        fault,
-                        wrong_kind: false,
-                    });
-                }
-            };
+        let hint = backing::this_mem_node();
+        let d = match ops::detach(self, addr, self.range_start, hint) {
+            Ok(d) => d,
+            Err(fault) => {
+                self.counters.bad_frees.add(1);
+                return Err(BadFree {
+                    addr,
+                    fault,
+                    wrong_kind: false,
+                });
+            }
+        };
+        let (size, meta) = (d.size_bytes, d.meta);
         if meta.kind != kind {
-            ops::on_node(self, vn, |n| n.busy_insert(addr, size, meta));
+            let busy = Busy {
+                lazy_vn: d.lazy_vn,
+                meta,
+            };
+            ops::on_node(self, d.busy_vn, |n| n.busy_insert(addr, size, busy));
             self.counters.bad_frees.add(1);
             return Err(BadFree {
                 addr,
@@ -344,7 +350,7 @@ impl Vmalloc {
         }
         probe::record_free(backing::this_cpu().index(), addr, addr + size, meta.caller);
         self.counters.frees.add(1);
-        self.queue(vn, addr, size);
+        self.queue(d.lazy_vn, addr, size);
         Ok(())
     }
 
@@ -375,7 +381,7 @@ impl Vmalloc {
         for vn in 0..self.layout.nr_nodes {
             let mut tmp = Vec::new();
             ops::on_node(self, VnId(vn as u16), |n| {
-                n.busy_for_each(|s, z, m| tmp.push((s, z, *m)))
+                n.busy_for_each(|s, z, b| tmp.push((s, z, b.meta)))
             });
             out.append(&mut tmp);
         }
