@@ -25,6 +25,21 @@ pub const SPECS: &[Spec] = &[
         help: "adds a test that always fails (checks the failure path end to end)",
     },
     Spec {
+        key: "smp.verbose",
+        kind: Kind::Bool,
+        default: "0",
+        help: "print each CPU's APIC id, node and time to come online",
+    },
+    Spec {
+        key: "smp.timeout_ms",
+        kind: Kind::U64 {
+            min: 1,
+            max: 600_000,
+        },
+        default: "5000",
+        help: "how long bring-up waits for the APs before going on without the silent ones",
+    },
+    Spec {
         key: "acpi.dump",
         kind: Kind::Bool,
         default: "0",

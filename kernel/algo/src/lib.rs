@@ -13,5 +13,6 @@ pub mod buddy;
 pub mod ktap;
 pub mod memrange;
 pub mod options;
+pub mod smp;
 pub mod topology;
 pub mod vmalloc;

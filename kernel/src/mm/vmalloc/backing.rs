@@ -1,8 +1,9 @@
 //! What vmalloc needs from the layers below it, in one place: 4 KiB physical pages on a NUMA
 //! node, the calling CPU's identity, a TLB shootdown, and running a function on every CPU.
 //!
-//! Pages come from the page frame allocator (mm::frame). Until SMP (issue 4) is merged only
-//! the boot CPU runs; this file is the only one that changes when it lands.
+//! Pages come from the page frame allocator (mm::frame), CPU identity from percpu, shootdowns
+//! and cross-CPU runs from smp; this file is the only one vmalloc needs to change when those
+//! interfaces do.
 
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -63,17 +64,17 @@ pub fn nr_cpus() -> usize {
 
 /// Flushes [start, end) from every online CPU's TLB and waits (one shootdown).
 pub fn tlb_shootdown(start: u64, end: u64) {
-    super::map::flush_local(start, end);
+    crate::smp::tlb_shootdown(start, end);
 }
 
 /// Runs `f` on every online CPU at once and waits for all (the caller runs its share).
 pub fn on_each_cpu(f: &(dyn Fn(CpuId) + Sync)) {
-    f(this_cpu());
+    crate::smp::on_each_cpu(f);
 }
 
-/// The TSC frequency, once calibrated (SMP issue); None before.
+/// The TSC frequency, once calibrated (at SMP bring-up); None before.
 pub fn tsc_hz() -> Option<u64> {
-    None
+    Some(crate::arch::tsc_hz()).filter(|&hz| hz > 0)
 }
 
 /// Whether QEMU runs with `-icount shift=0` (rdtsc counts instructions): a loop of known

@@ -1,6 +1,7 @@
-//! Page tables for the vmalloc range: picks a free PML4 slot of the bootloader's page tables,
-//! maps and unmaps 4 KiB pages there, allocating intermediate tables on demand, and flushes
-//! the local TLB. Self-contained (it only needs the direct map at `early::info().phys_offset`).
+//! Page tables for the vmalloc range: claims a PML4 slot (arch::paging), then maps and unmaps
+//! 4 KiB pages inside it itself, allocating intermediate tables on demand, and flushes the
+//! local TLB. arch::paging serializes every change under one global lock; vmalloc's own
+//! slot is kept off that lock so that the designs under test share no lock on map/unmap.
 //!
 //! Intermediate tables are installed with a compare-and-swap on the parent entry, so two
 //! CPUs mapping neighbouring areas never need a lock; tables are never freed (as in Linux,
@@ -17,7 +18,6 @@ const WRITABLE: u64 = 1 << 1;
 const HUGE: u64 = 1 << 7;
 const NO_EXECUTE: u64 = 1 << 63;
 const ADDR_MASK: u64 = 0x000f_ffff_ffff_f000;
-const PAGE: u64 = 4096;
 
 /// Page-table pages vmalloc allocated (kept for the range's lifetime).
 static TABLE_PAGES: AtomicU64 = AtomicU64::new(0);
@@ -43,15 +43,11 @@ fn pml4_phys() -> u64 {
     Cr3::read().0.start_address().as_u64()
 }
 
-/// The first empty higher-half PML4 slot at or after `from` (bootloader mappings use others).
-pub fn free_pml4_slot(from: usize) -> Option<usize> {
-    let pml4 = pml4_phys();
-    (from.max(256)..511).find(|&i| entry(pml4, i).load(Ordering::Acquire) & PRESENT == 0)
-}
-
-/// The canonical address of the start of PML4 slot `slot` (256..512).
-pub fn slot_base(slot: usize) -> u64 {
-    0xffff_0000_0000_0000 | ((slot as u64) << 39)
+/// Claims a free kernel-half PML4 slot through the shared page-table module (so CPU stacks
+/// and vmalloc never pick the same one) and returns its base and index.
+pub fn claim_slot() -> Option<(u64, usize)> {
+    let base = crate::arch::paging::reserve_pml4_slot().ok()?;
+    Some((base, ((base >> 39) & 511) as usize))
 }
 
 fn leaf_flags() -> u64 {
@@ -89,11 +85,6 @@ fn next_table(e: &AtomicU64) -> Option<u64> {
 
 fn index(virt: u64, level: u32) -> usize {
     ((virt >> (12 + 9 * level)) & 511) as usize
-}
-
-/// Creates the top-level table of PML4 slot `slot` so the slot is visibly in use.
-pub fn claim_slot(slot: usize) -> bool {
-    next_table(entry(pml4_phys(), slot)).is_some()
 }
 
 /// The leaf entry for `virt`, creating tables on the way when `create`.
@@ -145,18 +136,4 @@ pub unsafe fn unmap_page(virt: u64) -> Option<u64> {
 pub fn translate(virt: u64) -> Option<u64> {
     let v = leaf(virt, false)?.load(Ordering::Acquire);
     (v & PRESENT != 0).then_some(v & ADDR_MASK)
-}
-
-/// Flushes [start, end) from the calling CPU's TLB (page by page up to 64 pages, else all
-/// non-global entries).
-pub fn flush_local(start: u64, end: u64) {
-    if end.saturating_sub(start) / PAGE <= 64 {
-        let mut va = start & !(PAGE - 1);
-        while va < end {
-            x86_64::instructions::tlb::flush(x86_64::VirtAddr::new(va));
-            va += PAGE;
-        }
-    } else {
-        x86_64::instructions::tlb::flush_all();
-    }
 }

@@ -83,11 +83,10 @@ pub fn init(opts: &Options) {
     if !probe::init() {
         crate::warn!("vmalloc: exception fixup table full; fault probes will not work");
     }
-    let Some(slot) = map::free_pml4_slot(320).filter(|&s| map::claim_slot(s)) else {
+    let Some((base, slot)) = map::claim_slot() else {
         crate::warn!("vmalloc: no free PML4 slot for the vmalloc range; vmalloc unavailable");
         return;
     };
-    let base = map::slot_base(slot);
     let topo = crate::topology::get();
     let lazy = opts.u64("vmalloc.lazy_max_pages");
     let default = Policy::from_name(opts.text("vmalloc.nodes")).unwrap_or(Policy::Cpu);
