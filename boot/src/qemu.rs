@@ -69,6 +69,16 @@ impl RunConfig {
         words.join(" ")
     }
 
+    /// The command line the kernel gets: `cmdline()`, plus `bench.clock=icount` under
+    /// `--icount` (unless set explicitly), so BENCH lines say how their ticks were counted.
+    pub fn kernel_cmdline(&self) -> String {
+        let mut line = self.cmdline();
+        if self.icount && !self.sets.iter().any(|s| s.starts_with("bench.clock=")) {
+            line.push_str(" bench.clock=icount");
+        }
+        line
+    }
+
     /// The QEMU binary to run.
     pub fn qemu_binary(&self) -> PathBuf {
         self.qemu
@@ -99,7 +109,7 @@ impl RunConfig {
             // fw_cfg's option parser splits on commas; QEMU's escape for a comma is ",,".
             format!(
                 "name=opt/numalab/cmdline,string={}",
-                self.cmdline().replace(',', ",,")
+                self.kernel_cmdline().replace(',', ",,")
             ),
         ];
         if self.firmware == Firmware::Uefi {

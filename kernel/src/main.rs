@@ -8,6 +8,7 @@ extern crate alloc;
 #[macro_use]
 mod serial;
 mod arch;
+mod bench;
 mod ktest;
 mod mm;
 mod options;

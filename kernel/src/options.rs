@@ -24,6 +24,24 @@ pub const SPECS: &[Spec] = &[
         default: "0",
         help: "adds a test that always fails (checks the failure path end to end)",
     },
+    Spec {
+        key: "bench",
+        kind: Kind::Text,
+        default: "",
+        help: "experiments to run, NAME[,NAME] (empty: all); bench.plan lists them",
+    },
+    Spec {
+        key: "bench.smoke",
+        kind: Kind::Bool,
+        default: "0",
+        help: "short variants of the experiments (the main job and CI)",
+    },
+    Spec {
+        key: "bench.clock",
+        kind: Kind::Choice(&["tsc", "icount"]),
+        default: "tsc",
+        help: "how rdtsc is read: set to icount by the host's --icount",
+    },
 ];
 
 static OPTIONS: Once<Options> = Once::new();

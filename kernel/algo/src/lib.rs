@@ -8,6 +8,7 @@
 extern crate alloc;
 
 pub mod bench;
+pub mod bench_plan;
 pub mod ktap;
 pub mod options;
 pub mod topology;

@@ -71,7 +71,11 @@ impl Topology {
     /// Builds the topology and its derived data. `distances` is a full matrix (row = from) or
     /// None for Linux's default (10 to self, 20 to others). `nodes[i].id` must be `NodeId(i)`
     /// and `cpus[i].cpu` must be `CpuId(i)`; node cpu lists are rebuilt from `cpus`.
-    pub fn new(mut nodes: Vec<NodeInfo>, cpus: Vec<CpuInfo>, distances: Option<Vec<Vec<u8>>>) -> Topology {
+    pub fn new(
+        mut nodes: Vec<NodeInfo>,
+        cpus: Vec<CpuInfo>,
+        distances: Option<Vec<Vec<u8>>>,
+    ) -> Topology {
         let n = nodes.len();
         for node in &mut nodes {
             node.cpus.clear();
@@ -88,11 +92,20 @@ impl Topology {
                 let d = distances
                     .as_ref()
                     .and_then(|m| m.get(i).and_then(|row| row.get(j)).copied())
-                    .unwrap_or(if i == j { LOCAL_DISTANCE } else { REMOTE_DISTANCE });
+                    .unwrap_or(if i == j {
+                        LOCAL_DISTANCE
+                    } else {
+                        REMOTE_DISTANCE
+                    });
                 flat.push(d);
             }
         }
-        let mut topo = Topology { nodes, cpus, distances: flat, fallback: Vec::new() };
+        let mut topo = Topology {
+            nodes,
+            cpus,
+            distances: flat,
+            fallback: Vec::new(),
+        };
         topo.fallback = (0..n)
             .map(|i| {
                 let mut order: Vec<NodeId> = topo
@@ -113,9 +126,18 @@ impl Topology {
         let cpus = apic_ids
             .iter()
             .enumerate()
-            .map(|(i, &apic_id)| CpuInfo { cpu: CpuId(i as u16), apic_id, node: NodeId(0) })
+            .map(|(i, &apic_id)| CpuInfo {
+                cpu: CpuId(i as u16),
+                apic_id,
+                node: NodeId(0),
+            })
             .collect();
-        let node = NodeInfo { id: NodeId(0), pxm: 0, mem_ranges, cpus: Vec::new() };
+        let node = NodeInfo {
+            id: NodeId(0),
+            pxm: 0,
+            mem_ranges,
+            cpus: Vec::new(),
+        };
         Topology::new(alloc::vec![node], cpus, None)
     }
 
@@ -170,14 +192,23 @@ mod tests {
     use alloc::vec;
 
     fn node(i: u16, ranges: Vec<(u64, u64)>) -> NodeInfo {
-        NodeInfo { id: NodeId(i), pxm: i as u32, mem_ranges: ranges, cpus: vec![] }
+        NodeInfo {
+            id: NodeId(i),
+            pxm: i as u32,
+            mem_ranges: ranges,
+            cpus: vec![],
+        }
     }
 
     #[test]
     fn memoryless_node_falls_back_to_nearest() {
         let nodes = vec![node(0, vec![]), node(1, vec![(0, 1 << 30)])];
         let cpus = (0..4)
-            .map(|i| CpuInfo { cpu: CpuId(i), apic_id: i as u32, node: NodeId(i / 2) })
+            .map(|i| CpuInfo {
+                cpu: CpuId(i),
+                apic_id: i as u32,
+                node: NodeId(i / 2),
+            })
             .collect();
         let t = Topology::new(nodes, cpus, Some(vec![vec![10, 40], vec![40, 10]]));
         assert!(t.is_memoryless(NodeId(0)));
@@ -189,12 +220,26 @@ mod tests {
 
     #[test]
     fn fallback_sorted_by_distance_then_id() {
-        let nodes = (0..4).map(|i| node(i, vec![(i as u64 * 100, i as u64 * 100 + 50)])).collect();
-        let d = vec![vec![10, 16, 32, 32], vec![16, 10, 32, 32], vec![32, 32, 10, 16], vec![32, 32, 16, 10]];
+        let nodes = (0..4)
+            .map(|i| node(i, vec![(i as u64 * 100, i as u64 * 100 + 50)]))
+            .collect();
+        let d = vec![
+            vec![10, 16, 32, 32],
+            vec![16, 10, 32, 32],
+            vec![32, 32, 10, 16],
+            vec![32, 32, 16, 10],
+        ];
         let t = Topology::new(nodes, vec![], Some(d));
-        assert_eq!(t.fallback_order(NodeId(2)), &[NodeId(2), NodeId(3), NodeId(0), NodeId(1)]);
+        assert_eq!(
+            t.fallback_order(NodeId(2)),
+            &[NodeId(2), NodeId(3), NodeId(0), NodeId(1)]
+        );
         assert!(t.is_cpuless(NodeId(0)));
-        let no_slit = Topology::new(vec![node(0, vec![(0, 1)]), node(1, vec![(1, 2)])], vec![], None);
+        let no_slit = Topology::new(
+            vec![node(0, vec![(0, 1)]), node(1, vec![(1, 2)])],
+            vec![],
+            None,
+        );
         assert_eq!(no_slit.distance(NodeId(0), NodeId(1)), REMOTE_DISTANCE);
     }
 }

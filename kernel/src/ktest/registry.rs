@@ -3,7 +3,7 @@
 use super::KTest;
 
 /// Each subsystem's `TESTS`, lowest layer first (the order they run in).
-const ALL: &[&[KTest]] = &[super::selftest::TESTS];
+const ALL: &[&[KTest]] = &[super::selftest::TESTS, crate::bench::TESTS];
 
 /// Every registered test, in order.
 pub fn all() -> impl Iterator<Item = &'static KTest> {
