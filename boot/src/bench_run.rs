@@ -251,17 +251,19 @@ fn boot_config(args: &BenchArgs, boot: Boot) -> Result<RunConfig, String> {
 }
 
 /// One finished boot.
-struct BootRun {
-    boot: Boot,
-    config: RunConfig,
-    outcome: Outcome,
-    records: Vec<BenchRecord>,
-    violations: Vec<Violation>,
+pub struct BootRun {
+    pub boot: Boot,
+    pub config: RunConfig,
+    pub outcome: Outcome,
+    /// The BENCH lines that keep the contract.
+    pub records: Vec<BenchRecord>,
+    /// The BENCH lines that break it.
+    pub violations: Vec<Violation>,
 }
 
 impl BootRun {
     /// Experiments whose KTest passed without skipping here.
-    fn ran(&self) -> BTreeSet<String> {
+    pub fn ran(&self) -> BTreeSet<String> {
         let registered = bench::registered(&self.outcome.log);
         self.outcome
             .ktap
@@ -344,6 +346,47 @@ fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &str) 
     })
 }
 
+/// Runs the tsc and icount boots of `args` on `img`, then the uma boot when memoryless_node
+/// printed results.
+pub fn run_boots(args: &BenchArgs, img: &Path) -> Result<Vec<BootRun>, String> {
+    let mut runs = Vec::new();
+    for boot in [Boot::Tsc, Boot::Icount] {
+        runs.push(run_boot(args, boot, img)?);
+    }
+    let memoryless_ran = runs
+        .iter()
+        .any(|r| r.records.iter().any(|x| x.bench == "memoryless_node"));
+    if memoryless_ran {
+        runs.push(run_boot(args, Boot::Uma, img)?);
+    }
+    Ok(runs)
+}
+
+/// Every breach of the contract in `runs`: malformed BENCH lines (with boot and line number),
+/// and required measurements missing from a boot whose experiment ran and passed.
+pub fn contract_problems(runs: &[BootRun]) -> Vec<String> {
+    let mut out: Vec<String> = runs
+        .iter()
+        .flat_map(|r| {
+            r.violations
+                .iter()
+                .map(move |v| format!("{} boot, {v}", r.boot.name()))
+        })
+        .collect();
+    let results: Vec<BootResult> = runs
+        .iter()
+        .filter(|r| r.outcome.verdict == Verdict::Pass)
+        .map(|r| BootResult {
+            boot: r.boot,
+            ran: r.ran(),
+            nodes: r.nodes(),
+            records: &r.records,
+        })
+        .collect();
+    out.extend(bench::missing_required(&results));
+    out
+}
+
 fn compare_files(a: &Path, b: &Path) -> i32 {
     let load = |p: &Path| -> Result<Vec<BenchRecord>, String> {
         let text =
@@ -383,62 +426,28 @@ pub fn run(args: &BenchArgs) -> i32 {
             return exit::BUILD;
         }
     };
-    let mut runs: Vec<BootRun> = Vec::new();
-    for boot in [Boot::Tsc, Boot::Icount] {
-        match run_boot(args, boot, &img) {
-            Ok(r) => runs.push(r),
-            Err(e) => {
-                eprintln!("numalab: {e}");
-                return exit::USAGE;
-            }
+    let runs = match run_boots(args, &img) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("numalab: {e}");
+            return exit::USAGE;
         }
-    }
-    let memoryless_ran = runs
-        .iter()
-        .any(|r| r.records.iter().any(|x| x.bench == "memoryless_node"));
-    if memoryless_ran {
-        match run_boot(args, Boot::Uma, &img) {
-            Ok(r) => runs.push(r),
-            Err(e) => eprintln!("numalab: {e}"),
-        }
-    }
+    };
     let mut status = exit::PASS;
-    for r in &runs {
-        if r.outcome.verdict != Verdict::Pass {
-            eprint!("{}", r.outcome.failure_report());
-            eprintln!("numalab: bench: the {} boot failed", r.boot.name());
-            status = match r.outcome.verdict {
-                Verdict::Timeout => exit::TIMEOUT,
-                Verdict::QemuError(_) => exit::QEMU,
-                _ => exit::FAIL,
-            };
-        }
-        if !r.violations.is_empty() {
-            eprintln!(
-                "numalab: bench: BENCH output contract violated in the {} boot:",
-                r.boot.name()
-            );
-            for v in &r.violations {
-                eprintln!("  {v}");
-            }
-            status = status.max(exit::FAIL);
-        }
+    for r in runs.iter().filter(|r| r.outcome.verdict != Verdict::Pass) {
+        eprint!("{}", r.outcome.failure_report());
+        eprintln!("numalab: bench: the {} boot failed", r.boot.name());
+        status = match r.outcome.verdict {
+            Verdict::Timeout => exit::TIMEOUT,
+            Verdict::QemuError(_) => exit::QEMU,
+            _ => exit::FAIL,
+        };
     }
-    let results: Vec<BootResult> = runs
-        .iter()
-        .filter(|r| r.outcome.verdict == Verdict::Pass)
-        .map(|r| BootResult {
-            boot: r.boot,
-            ran: r.ran(),
-            nodes: r.nodes(),
-            records: &r.records,
-        })
-        .collect();
-    let missing = bench::missing_required(&results);
-    if !missing.is_empty() {
-        eprintln!("numalab: bench: required BENCH lines missing:");
-        for m in &missing {
-            eprintln!("  {m}");
+    let problems = contract_problems(&runs);
+    if !problems.is_empty() {
+        eprintln!("numalab: bench: BENCH output contract violated:");
+        for p in &problems {
+            eprintln!("  {p}");
         }
         status = status.max(exit::FAIL);
     }
