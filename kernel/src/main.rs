@@ -7,6 +7,7 @@ extern crate alloc;
 
 #[macro_use]
 mod serial;
+mod acpi;
 mod arch;
 mod bench;
 mod ktest;
@@ -42,6 +43,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     let opts = options::load();
     println!("numalab: options: {}", opts.describe());
     topology::init();
+    topology::print_numactl(&topology::early_free_bytes);
     let suite = ktest::Suite::from_name(opts.text("suite"));
     let passed = ktest::run(suite, &opts);
     arch::qemu_exit::exit(if passed {

@@ -25,6 +25,12 @@ pub const SPECS: &[Spec] = &[
         help: "adds a test that always fails (checks the failure path end to end)",
     },
     Spec {
+        key: "acpi.dump",
+        kind: Kind::Bool,
+        default: "0",
+        help: "print every ACPI table found and every MADT/SRAT/SLIT entry as parsed",
+    },
+    Spec {
         key: "bench",
         kind: Kind::Text,
         default: "",

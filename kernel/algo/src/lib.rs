@@ -7,6 +7,7 @@
 
 extern crate alloc;
 
+pub mod acpi;
 pub mod bench;
 pub mod bench_plan;
 pub mod ktap;

@@ -2,6 +2,8 @@
 //! distances, and what is derived from them (memoryless and CPU-less nodes, the nearest node
 //! with memory, and each node's fallback order). No ACPI type leaks past this value.
 
+use alloc::format;
+use alloc::string::String;
 use alloc::vec::Vec;
 
 /// A logical NUMA node id, dense from 0 (Linux's nid), mapped from a proximity domain.
@@ -186,6 +188,66 @@ impl Topology {
     }
 }
 
+/// `a-b` or `a` (numactl's node range notation).
+fn id_range(first: usize, last: usize) -> String {
+    if first == last {
+        format!("{first}")
+    } else {
+        format!("{first}-{last}")
+    }
+}
+
+impl Topology {
+    /// The lines `numactl -H` prints for this machine (numactl 2.x `hardware()`), with the
+    /// trailing blank numactl leaves after each distance column trimmed. Sizes are usable
+    /// bytes rounded down to MiB ("MB" as numactl says); `free_bytes` gives each node's free
+    /// memory.
+    pub fn numactl_lines(&self, free_bytes: &dyn Fn(NodeId) -> u64) -> Vec<String> {
+        let n = self.nodes.len();
+        let mut out = Vec::with_capacity(3 * n + n + 3);
+        let range = if n == 0 {
+            String::new()
+        } else {
+            id_range(0, n - 1)
+        };
+        out.push(format!("available: {n} nodes ({range})"));
+        for node in &self.nodes {
+            let mut cpus = format!("node {} cpus:", node.id.0);
+            for cpu in &node.cpus {
+                cpus.push_str(&format!(" {}", cpu.0));
+            }
+            out.push(cpus);
+            out.push(format!(
+                "node {} size: {} MB",
+                node.id.0,
+                node.mem_bytes() >> 20
+            ));
+            out.push(format!(
+                "node {} free: {} MB",
+                node.id.0,
+                free_bytes(node.id) >> 20
+            ));
+        }
+        out.push(String::from("node distances:"));
+        let mut head = String::from("node ");
+        for j in 0..n {
+            head.push_str(&format!("{j:>3} "));
+        }
+        out.push(String::from(head.trim_end()));
+        for i in 0..n {
+            let mut row = format!("{i:>3}: ");
+            for j in 0..n {
+                row.push_str(&format!(
+                    "{:>3} ",
+                    self.distance(NodeId(i as u16), NodeId(j as u16))
+                ));
+            }
+            out.push(String::from(row.trim_end()));
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,5 +303,49 @@ mod tests {
             None,
         );
         assert_eq!(no_slit.distance(NodeId(0), NodeId(1)), REMOTE_DISTANCE);
+    }
+
+    #[test]
+    fn numactl_format_matches_numactl() {
+        let nodes = (0..4)
+            .map(|i| {
+                node(
+                    i,
+                    vec![((i as u64 * 512) << 20, ((i as u64 + 1) * 512) << 20)],
+                )
+            })
+            .collect();
+        let d = vec![
+            vec![10, 16, 32, 32],
+            vec![16, 10, 32, 32],
+            vec![32, 32, 10, 16],
+            vec![32, 32, 16, 10],
+        ];
+        let cpus = (0..6)
+            .map(|i| CpuInfo {
+                cpu: CpuId(i),
+                apic_id: i as u32,
+                node: NodeId(i / 2),
+            })
+            .collect();
+        let t = Topology::new(nodes, cpus, Some(d));
+        let lines = t.numactl_lines(&|n| (n.0 as u64 + 1) << 20);
+        let want = "available: 4 nodes (0-3)\n\
+                    node 0 cpus: 0 1\nnode 0 size: 512 MB\nnode 0 free: 1 MB\n\
+                    node 1 cpus: 2 3\nnode 1 size: 512 MB\nnode 1 free: 2 MB\n\
+                    node 2 cpus: 4 5\nnode 2 size: 512 MB\nnode 2 free: 3 MB\n\
+                    node 3 cpus:\nnode 3 size: 512 MB\nnode 3 free: 4 MB\n\
+                    node distances:\n\
+                    node   0   1   2   3\n  \
+                    0:  10  16  32  32\n  \
+                    1:  16  10  32  32\n  \
+                    2:  32  32  10  16\n  \
+                    3:  32  32  16  10";
+        assert_eq!(lines.join("\n"), want);
+        let one = Topology::single_node(&[0], vec![(0, (1 << 20) - 1)]);
+        let lines = one.numactl_lines(&|_| 0);
+        assert_eq!(lines[0], "available: 1 nodes (0)");
+        assert_eq!(lines[2], "node 0 size: 0 MB");
+        assert_eq!(lines[5..], ["node   0", "  0:  10"]);
     }
 }

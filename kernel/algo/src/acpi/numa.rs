@@ -1,0 +1,454 @@
+//! From table bytes to a [`Topology`]: picks the first valid MADT, SRAT and SLIT, keeps or
+//! drops each entry by the documented rules, maps sparse proximity domains to dense node ids
+//! (in increasing proximity-domain order), intersects each node's SRAT ranges with the
+//! usable memory map, and assigns every CPU a node.
+//!
+//! Decisions (each announced by one warning line naming the table and entry):
+//! - no SRAT, or no SRAT that passes its checks, or one without an enabled memory range in
+//!   RAM: a single node 0 with every CPU and all usable memory;
+//! - disabled entries: skipped silently (QEMU pads the SRAT with disabled zero-length ones);
+//! - memory entries that are zero-length, overflow, lie outside the memory map (unless
+//!   hot-pluggable: QEMU describes its hotplug area that way), or overlap another domain's
+//!   range: dropped; non-volatile ranges are not used as RAM (listed by `acpi.dump`);
+//! - usable RAM in no SRAT range: given to the boot CPU's nearest node with memory;
+//! - processor entries for an APIC id the MADT does not list as enabled, or listed twice:
+//!   dropped; CPUs without an entry: placed on the boot CPU's nearest node with memory;
+//! - no SLIT: 10 to self, 20 to others (Linux's default); a SLIT that does not cover every
+//!   node's domain, or with a self-distance other than 10 or a remote one below 10: not used
+//!   (defaults); 255 and asymmetric matrices: kept as given (legal), with a warning.
+//!
+//! [`Topology`]: crate::topology::Topology
+
+use super::madt::{self, Madt};
+use super::slit::{self, Slit};
+use super::srat::{self, Srat};
+use crate::topology::{CpuId, CpuInfo, NodeId, NodeInfo, Topology};
+use alloc::format;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+
+/// Most CPUs the topology holds (CpuId is 16 bits; far above QEMU's 255 under TCG).
+pub const MAX_CPUS: usize = 4096;
+/// Most nodes (Linux's usual MAX_NUMNODES).
+pub const MAX_NODES: usize = 1024;
+
+/// What the kernel found: the boot CPU, the raw tables (every copy of each signature, in
+/// XSDT order) and the bootloader's memory map.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Machine<'a> {
+    /// APIC id of the CPU running this code (CPUID), always CPU 0.
+    pub boot_apic_id: u32,
+    pub madts: &'a [&'a [u8]],
+    pub srats: &'a [&'a [u8]],
+    pub slits: &'a [&'a [u8]],
+    /// Usable RAM, [start, end) ranges.
+    pub usable: &'a [(u64, u64)],
+    /// Every range in the memory map, whatever its kind ("RAM" for the outside-RAM check).
+    pub ram: &'a [(u64, u64)],
+}
+
+/// The topology, the warnings to print, and the dump (`acpi.dump=1`) of the tables used.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub topology: Topology,
+    pub warnings: Vec<String>,
+    pub dump: Vec<String>,
+}
+
+/// Sorts and merges ranges, dropping empty ones.
+pub fn normalize(ranges: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut v: Vec<(u64, u64)> = ranges.iter().copied().filter(|(s, e)| s < e).collect();
+    v.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+    for (s, e) in v {
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
+/// The parts of `ranges` (normalized) inside [start, end).
+pub fn intersect(ranges: &[(u64, u64)], start: u64, end: u64) -> Vec<(u64, u64)> {
+    ranges
+        .iter()
+        .filter_map(|&(s, e)| {
+            let (s, e) = (s.max(start), e.min(end));
+            (s < e).then_some((s, e))
+        })
+        .collect()
+}
+
+/// `ranges` minus `holes` (both normalized).
+pub fn subtract(ranges: &[(u64, u64)], holes: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for &(s, e) in ranges {
+        let mut cur = s;
+        for &(hs, he) in holes {
+            if he <= cur || hs >= e {
+                continue;
+            }
+            if hs > cur {
+                out.push((cur, hs));
+            }
+            cur = cur.max(he);
+        }
+        if cur < e {
+            out.push((cur, e));
+        }
+    }
+    out
+}
+
+/// Parses every copy of a table and keeps the first valid one. Each rejected copy gives one
+/// warning; when none is valid, the last warning carries `fallback` (the decision).
+fn pick<T>(
+    name: &str,
+    tables: &[&[u8]],
+    parse: fn(&[u8]) -> Result<T, String>,
+    fallback: &str,
+    warnings: &mut Vec<String>,
+) -> Option<T> {
+    let mut chosen: Option<T> = None;
+    let mut errors: Vec<String> = Vec::new();
+    for (i, t) in tables.iter().enumerate() {
+        if chosen.is_some() {
+            warnings.push(format!(
+                "{name}: another {name} (table {} of {}) ignored: the first valid one is used",
+                i + 1,
+                tables.len()
+            ));
+            continue;
+        }
+        match parse(t) {
+            Ok(v) => chosen = Some(v),
+            Err(e) => errors.push(e),
+        }
+    }
+    let n = errors.len();
+    for (i, e) in errors.into_iter().enumerate() {
+        let decision = if chosen.is_none() && i + 1 == n {
+            fallback
+        } else {
+            "this table ignored"
+        };
+        warnings.push(format!("{e}: {decision}"));
+    }
+    if tables.is_empty() {
+        warnings.push(format!("{name}: no {name} table: {fallback}"));
+    }
+    chosen
+}
+
+/// Index of the node with memory nearest to `from` (ties by id), if any.
+fn nearest_with_memory(from: usize, dist: &[Vec<u8>], has_mem: &[bool]) -> Option<usize> {
+    (0..has_mem.len())
+        .filter(|&m| has_mem[m])
+        .min_by_key(|&m| (dist[from][m], m))
+}
+
+fn id_list(ids: &[u32]) -> String {
+    let words: Vec<String> = ids.iter().map(|i| format!("{i}")).collect();
+    words.join(" ")
+}
+
+/// The CPUs: boot CPU first, then every enabled MADT processor in table order.
+fn cpu_list(boot: u32, madt: Option<&Madt>, warnings: &mut Vec<String>) -> Vec<u32> {
+    let mut apic_ids = vec![boot];
+    let Some(madt) = madt else { return apic_ids };
+    warnings.extend(madt.warnings.iter().cloned());
+    let enabled = madt.enabled_apic_ids(warnings);
+    if !enabled.iter().any(|&(id, _)| id == boot) {
+        warnings.push(format!(
+            "MADT: the boot CPU's APIC id {boot} is not listed as enabled: kept as CPU 0"
+        ));
+    }
+    for (id, index) in enabled {
+        if id == boot {
+            continue;
+        }
+        if apic_ids.len() == MAX_CPUS {
+            warnings.push(format!(
+                "MADT entry {index}: more than {MAX_CPUS} CPUs: this and later processors dropped"
+            ));
+            break;
+        }
+        apic_ids.push(id);
+    }
+    apic_ids
+}
+
+/// Builds the topology of `m`. Never panics, whatever the bytes.
+pub fn build(m: &Machine) -> Outcome {
+    let mut warnings = Vec::new();
+    let mut dump = Vec::new();
+    let usable = normalize(m.usable);
+    let ram = normalize(m.ram);
+
+    let madt = pick(
+        "MADT",
+        m.madts,
+        madt::parse,
+        "only the boot CPU is used",
+        &mut warnings,
+    );
+    if let Some(t) = &madt {
+        dump.extend(t.dump.iter().cloned());
+    }
+    let apic_ids = cpu_list(m.boot_apic_id, madt.as_ref(), &mut warnings);
+    let single = |warnings: Vec<String>, dump: Vec<String>| Outcome {
+        topology: Topology::single_node(&apic_ids, usable.clone()),
+        warnings,
+        dump,
+    };
+
+    let fallback = "single node holding all memory and CPUs";
+    let Some(srat) = pick("SRAT", m.srats, srat::parse, fallback, &mut warnings) else {
+        return single(warnings, dump);
+    };
+    dump.extend(srat.dump.iter().cloned());
+    warnings.extend(srat.warnings.iter().cloned());
+    let slit = if m.slits.is_empty() {
+        None
+    } else {
+        pick(
+            "SLIT",
+            m.slits,
+            slit::parse,
+            "SLIT not used, default distances 10/20",
+            &mut warnings,
+        )
+    };
+    if let Some(s) = &slit {
+        dump.extend(s.dump.iter().cloned());
+        warnings.extend(s.warnings.iter().cloned());
+    }
+    match place(
+        &srat,
+        slit.as_ref(),
+        &apic_ids,
+        &usable,
+        &ram,
+        m.boot_apic_id,
+        &mut warnings,
+    ) {
+        Some(topology) => Outcome {
+            topology,
+            warnings,
+            dump,
+        },
+        None => single(warnings, dump),
+    }
+}
+
+/// Memory entries kept: (pxm, start, end).
+fn kept_memory(
+    srat: &Srat,
+    ram: &[(u64, u64)],
+    warnings: &mut Vec<String>,
+) -> Vec<(u32, u64, u64, usize)> {
+    let mut kept: Vec<(u32, u64, u64, usize)> = Vec::new();
+    for mem in srat
+        .mems
+        .iter()
+        .filter(|m| m.enabled() && !m.non_volatile())
+    {
+        let what = format!(
+            "SRAT entry {} (memory PXM {} {:#x}+{:#x})",
+            mem.index, mem.pxm, mem.base, mem.length
+        );
+        if mem.length == 0 {
+            warnings.push(format!("{what}: enabled with length 0: entry dropped"));
+            continue;
+        }
+        let Some(end) = mem.base.checked_add(mem.length) else {
+            warnings.push(format!("{what}: range overflows 64 bits: entry dropped"));
+            continue;
+        };
+        if intersect(ram, mem.base, end).is_empty() {
+            if !mem.hotpluggable() {
+                warnings.push(format!(
+                    "{what}: outside RAM (no part of it is in the memory map): entry dropped"
+                ));
+            }
+            continue;
+        }
+        if let Some(other) = kept
+            .iter()
+            .find(|k| k.0 != mem.pxm && k.1 < end && mem.base < k.2)
+        {
+            warnings.push(format!(
+                "{what}: overlaps entry {} of PXM {} ({:#x}-{:#x}): entry dropped",
+                other.3, other.0, other.1, other.2
+            ));
+            continue;
+        }
+        kept.push((mem.pxm, mem.base, end, mem.index));
+    }
+    kept
+}
+
+/// The NUMA placement, or None for the single-node fallback (its warning already pushed).
+fn place(
+    srat: &Srat,
+    slit: Option<&Slit>,
+    apic_ids: &[u32],
+    usable: &[(u64, u64)],
+    ram: &[(u64, u64)],
+    boot_apic_id: u32,
+    warnings: &mut Vec<String>,
+) -> Option<Topology> {
+    let kept = kept_memory(srat, ram, warnings);
+
+    // Processor entries -> proximity domain of each CPU.
+    let mut cpu_pxm: Vec<Option<(u32, usize)>> = vec![None; apic_ids.len()];
+    let mut unknown: Vec<(usize, u32)> = Vec::new();
+    for c in srat.cpus.iter().filter(|c| c.enabled) {
+        match apic_ids.iter().position(|&a| a == c.apic_id) {
+            None => unknown.push((c.index, c.apic_id)),
+            Some(k) => match cpu_pxm[k] {
+                Some((pxm, first)) => warnings.push(format!(
+                    "SRAT entry {} (processor APIC id {}): already placed in PXM {pxm} by entry {first}: entry dropped",
+                    c.index, c.apic_id
+                )),
+                None => cpu_pxm[k] = Some((c.pxm, c.index)),
+            },
+        }
+    }
+    if !unknown.is_empty() {
+        let entries: Vec<u32> = unknown.iter().map(|u| u.0 as u32).collect();
+        let ids: Vec<u32> = unknown.iter().map(|u| u.1).collect();
+        warnings.push(format!(
+            "SRAT entries {} (processor APIC ids {}): APIC id not an enabled MADT processor: entries dropped",
+            id_list(&entries),
+            id_list(&ids)
+        ));
+    }
+
+    // Proximity domains -> dense node ids, in increasing domain order.
+    let mut pxms: Vec<u32> = kept
+        .iter()
+        .map(|k| k.0)
+        .chain(cpu_pxm.iter().flatten().map(|c| c.0))
+        .collect();
+    pxms.sort_unstable();
+    pxms.dedup();
+    if pxms.len() > MAX_NODES {
+        warnings.push(format!(
+            "SRAT: {} proximity domains, more than {MAX_NODES}: domains above {} dropped",
+            pxms.len(),
+            pxms[MAX_NODES - 1]
+        ));
+        pxms.truncate(MAX_NODES);
+    }
+    let node_of = |pxm: u32| pxms.binary_search(&pxm).ok();
+    let n = pxms.len();
+    let mut mem: Vec<Vec<(u64, u64)>> = vec![Vec::new(); n];
+    for &(pxm, s, e, _) in &kept {
+        if let Some(i) = node_of(pxm) {
+            mem[i].extend(intersect(usable, s, e));
+        }
+    }
+    let has_mem: Vec<bool> = mem.iter().map(|r| !r.is_empty()).collect();
+    if !has_mem.iter().any(|&b| b) {
+        warnings.push(format!(
+            "SRAT: no enabled memory affinity entry covers usable RAM ({} memory entries, {} kept): \
+             single node holding all memory and CPUs",
+            srat.mems.len(),
+            kept.len()
+        ));
+        return None;
+    }
+
+    let distances: Vec<Vec<u8>> = match slit.map(|s| s.distances_for(&pxms)) {
+        Some(Ok((d, w))) => {
+            warnings.extend(w);
+            d
+        }
+        Some(Err(w)) => {
+            warnings.push(w);
+            default_distances(n)
+        }
+        None => default_distances(n),
+    };
+
+    // The boot CPU's node; without an entry, the first node with memory.
+    let boot_node = cpu_pxm[0]
+        .and_then(|c| node_of(c.0))
+        .or_else(|| has_mem.iter().position(|&b| b))?;
+    let home = nearest_with_memory(boot_node, &distances, &has_mem).unwrap_or(boot_node);
+
+    // Usable RAM in no SRAT range goes home.
+    let covered = normalize(&kept.iter().map(|k| (k.1, k.2)).collect::<Vec<_>>());
+    let uncovered = subtract(usable, &covered);
+    if !uncovered.is_empty() {
+        let bytes: u64 = uncovered.iter().map(|(s, e)| e - s).sum();
+        warnings.push(format!(
+            "SRAT: usable RAM {:#x}-{:#x} ({} KiB in {} ranges) is in no memory affinity entry: given to node {home}",
+            uncovered[0].0,
+            uncovered[uncovered.len() - 1].1,
+            bytes >> 10,
+            uncovered.len()
+        ));
+        mem[home].extend(uncovered);
+    }
+
+    let mut cpus = Vec::with_capacity(apic_ids.len());
+    let mut homeless: Vec<u32> = Vec::new();
+    for (k, &apic_id) in apic_ids.iter().enumerate() {
+        let node = match cpu_pxm[k].and_then(|c| node_of(c.0)) {
+            Some(i) => i,
+            None => {
+                homeless.push(apic_id);
+                home
+            }
+        };
+        cpus.push(CpuInfo {
+            cpu: CpuId(k as u16),
+            apic_id,
+            node: NodeId(node as u16),
+        });
+    }
+    if !homeless.is_empty() {
+        warnings.push(format!(
+            "SRAT: no processor affinity entry for APIC ids {}: placed on node {home} (nearest node with memory \
+             to the boot CPU, APIC id {boot_apic_id})",
+            id_list(&homeless)
+        ));
+    }
+    let nodes = pxms
+        .iter()
+        .zip(mem)
+        .enumerate()
+        .map(|(i, (&pxm, ranges))| NodeInfo {
+            id: NodeId(i as u16),
+            pxm,
+            mem_ranges: normalize(&ranges),
+            cpus: Vec::new(),
+        })
+        .collect();
+    Some(Topology::new(nodes, cpus, Some(distances)))
+}
+
+fn default_distances(n: usize) -> Vec<Vec<u8>> {
+    use crate::topology::{LOCAL_DISTANCE, REMOTE_DISTANCE};
+    (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| {
+                    if i == j {
+                        LOCAL_DISTANCE
+                    } else {
+                        REMOTE_DISTANCE
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "numa_tests.rs"]
+mod tests;

@@ -1,0 +1,219 @@
+//! SLIT (System Locality Information Table): an N x N matrix of relative distances between
+//! proximity domains (localities), 10 meaning local. Row i is "from locality i".
+//!
+//! `distances_for` checks the matrix for the nodes that exist and decides, as Linux does,
+//! that a SLIT with a self-distance other than 10 or a remote distance below 10 is not used.
+
+use super::sdt;
+use crate::topology::LOCAL_DISTANCE;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+/// Header plus the 8-byte locality count.
+pub const SLIT_FIXED_BYTES: usize = 44;
+/// The distance ACPI reserves for "unreachable".
+pub const UNREACHABLE: u8 = 255;
+
+/// A parsed SLIT.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Slit {
+    pub localities: usize,
+    /// localities x localities, row = from.
+    pub matrix: Vec<u8>,
+    pub dump: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+impl Slit {
+    /// Distance from locality `from` to `to`, if both exist.
+    pub fn get(&self, from: usize, to: usize) -> Option<u8> {
+        if from >= self.localities || to >= self.localities {
+            return None;
+        }
+        self.matrix.get(from * self.localities + to).copied()
+    }
+
+    /// The matrix for the nodes whose proximity domains are `pxms` (node i = pxms[i]).
+    /// `Err` is the warning that explains why the SLIT is not used (default distances then).
+    /// `Ok` carries the matrix and warnings for legal but notable values (255, asymmetry).
+    pub fn distances_for(&self, pxms: &[u32]) -> Result<(Vec<Vec<u8>>, Vec<String>), String> {
+        if let Some(&p) = pxms.iter().find(|&&p| p as usize >= self.localities) {
+            return Err(format!(
+                "SLIT: {} localities, but the SRAT has a node for proximity domain {p}: size does not \
+                 match the nodes: SLIT not used, default distances 10/20",
+                self.localities
+            ));
+        }
+        let n = pxms.len();
+        let mut m = alloc::vec![alloc::vec![0u8; n]; n];
+        let mut unreachable = Vec::new();
+        for (i, &pi) in pxms.iter().enumerate() {
+            for (j, &pj) in pxms.iter().enumerate() {
+                let d = self.get(pi as usize, pj as usize).unwrap_or(0);
+                if i == j && d != LOCAL_DISTANCE {
+                    return Err(format!(
+                        "SLIT entry [{pi}][{pj}]: self-distance {d}, must be 10: SLIT not used, default distances 10/20"
+                    ));
+                }
+                if i != j && d < LOCAL_DISTANCE {
+                    return Err(format!(
+                        "SLIT entry [{pi}][{pj}]: remote distance {d} is below 10: SLIT not used, default distances 10/20"
+                    ));
+                }
+                if i != j && d == UNREACHABLE {
+                    unreachable.push(format!("[{pi}][{pj}]"));
+                }
+                m[i][j] = d;
+            }
+        }
+        let mut warnings = Vec::new();
+        if !unreachable.is_empty() {
+            warnings.push(format!(
+                "SLIT entries {}: distance 255 (unreachable): kept as given; such nodes come last in fallback order",
+                unreachable.join(" ")
+            ));
+        }
+        let asym: Vec<String> = (0..n)
+            .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
+            .filter(|&(i, j)| m[i][j] != m[j][i])
+            .map(|(i, j)| {
+                format!(
+                    "[{}][{}]={} [{}][{}]={}",
+                    pxms[i], pxms[j], m[i][j], pxms[j], pxms[i], m[j][i]
+                )
+            })
+            .collect();
+        if !asym.is_empty() {
+            warnings.push(format!(
+                "SLIT: asymmetric distances {}: kept as given (legal)",
+                asym.join(", ")
+            ));
+        }
+        Ok((m, warnings))
+    }
+}
+
+/// Parses a SLIT. `Err` says why the whole table cannot be used (one warning line).
+pub fn parse(bytes: &[u8]) -> Result<Slit, String> {
+    let table = sdt::check_table(bytes, b"SLIT", SLIT_FIXED_BYTES)?;
+    let count = sdt::u64_at(table, 36).unwrap_or(0);
+    let room = (table.len() - SLIT_FIXED_BYTES) as u64;
+    let needed = count.checked_mul(count).filter(|&n| n <= room);
+    let Some(needed) = needed else {
+        return Err(format!(
+            "SLIT: truncated table ({count} localities need {count}x{count} bytes, {room} present)"
+        ));
+    };
+    if count == 0 {
+        return Err("SLIT: 0 localities".into());
+    }
+    let n = count as usize;
+    let matrix = table[SLIT_FIXED_BYTES..SLIT_FIXED_BYTES + needed as usize].to_vec();
+    let mut slit = Slit {
+        localities: n,
+        matrix,
+        dump: Vec::new(),
+        warnings: Vec::new(),
+    };
+    if room > needed {
+        slit.warnings.push(format!(
+            "SLIT: {} bytes after the {n}x{n} matrix: ignored",
+            room - needed
+        ));
+    }
+    for i in 0..n {
+        let row: Vec<String> = slit.matrix[i * n..(i + 1) * n]
+            .iter()
+            .map(|d| format!("{d}"))
+            .collect();
+        slit.dump
+            .push(format!("SLIT locality {i}: {}", row.join(" ")));
+    }
+    Ok(slit)
+}
+
+/// Test and host-test helpers that write SLIT bytes.
+pub mod build {
+    use alloc::vec::Vec;
+
+    /// A SLIT from a full matrix (row = from).
+    pub fn slit(matrix: &[Vec<u8>]) -> Vec<u8> {
+        let mut body = Vec::new();
+        body.extend_from_slice(&(matrix.len() as u64).to_le_bytes());
+        for row in matrix {
+            body.extend_from_slice(row);
+        }
+        super::sdt::build_table(b"SLIT", 1, &body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::build::slit;
+    use super::*;
+    use alloc::vec;
+
+    fn m4() -> Vec<Vec<u8>> {
+        vec![
+            vec![10, 16, 32, 32],
+            vec![16, 10, 32, 32],
+            vec![32, 32, 10, 16],
+            vec![32, 32, 16, 10],
+        ]
+    }
+
+    #[test]
+    fn valid_matrix() {
+        let s = parse(&slit(&m4())).unwrap();
+        assert_eq!(s.localities, 4);
+        assert_eq!(s.get(2, 0), Some(32));
+        assert_eq!(s.dump[0], "SLIT locality 0: 10 16 32 32");
+        let (m, w) = s.distances_for(&[0, 1, 2, 3]).unwrap();
+        assert_eq!(m, m4());
+        assert!(w.is_empty());
+        let (m, _) = s.distances_for(&[1, 3]).unwrap();
+        assert_eq!(m, vec![vec![10, 32], vec![32, 10]]);
+    }
+
+    #[test]
+    fn size_mismatch_and_truncation() {
+        let s = parse(&slit(&[vec![10, 20], vec![20, 10]])).unwrap();
+        assert!(s
+            .distances_for(&[0, 1, 2])
+            .unwrap_err()
+            .contains("size does not match"));
+        let mut t = slit(&m4());
+        t[36] = 5; // claims 5 localities, holds 16 bytes
+        sdt::fix_checksum(&mut t);
+        assert!(parse(&t).unwrap_err().contains("truncated"));
+        let mut t = slit(&m4());
+        t[36..44].copy_from_slice(&u64::MAX.to_le_bytes());
+        sdt::fix_checksum(&mut t);
+        assert!(parse(&t).unwrap_err().contains("truncated"));
+    }
+
+    #[test]
+    fn bad_self_and_remote_distances_reject_the_slit() {
+        let s = parse(&slit(&[vec![10, 20], vec![20, 12]])).unwrap();
+        assert!(s
+            .distances_for(&[0, 1])
+            .unwrap_err()
+            .contains("SLIT entry [1][1]: self-distance 12"));
+        let s = parse(&slit(&[vec![10, 5], vec![20, 10]])).unwrap();
+        assert!(s
+            .distances_for(&[0, 1])
+            .unwrap_err()
+            .contains("SLIT entry [0][1]: remote distance 5"));
+    }
+
+    #[test]
+    fn unreachable_and_asymmetric_are_kept() {
+        let s = parse(&slit(&[vec![10, 255], vec![25, 10]])).unwrap();
+        let (m, w) = s.distances_for(&[0, 1]).unwrap();
+        assert_eq!(m, vec![vec![10, 255], vec![25, 10]]);
+        assert_eq!(w.len(), 2);
+        assert!(w[0].contains("[0][1]") && w[0].contains("unreachable"));
+        assert!(w[1].contains("asymmetric"));
+    }
+}

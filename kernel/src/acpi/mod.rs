@@ -1,0 +1,120 @@
+//! ACPI table discovery: finds the MADT, SRAT and SLIT from the bootloader's RSDP with the
+//! `acpi` crate and copies their bytes out of firmware memory.
+//!
+//! Interpretation happens in numalab_algo::acpi, pure bounds-checked parsers: the `acpi`
+//! crate's typed tables trust each table's length fields, so a malformed table could make
+//! them read out of bounds. Here each table is copied only after its header length has been
+//! checked against a size limit and the direct map.
+
+mod handler;
+
+use acpi::AcpiTables;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use handler::DirectMap;
+use numalab_algo::acpi::sdt::{self, HEADER_BYTES};
+
+/// Largest table copied; a header claiming more is reported and skipped.
+const MAX_TABLE_BYTES: u32 = 1 << 20;
+/// The bootloader maps at least the first 4 GiB of physical memory.
+const MIN_MAPPED_BYTES: u64 = 1 << 32;
+
+/// Every copy of the tables numalab reads, in RSDT/XSDT order, plus what went wrong.
+#[derive(Default)]
+pub struct RawTables {
+    pub madts: Vec<Vec<u8>>,
+    pub srats: Vec<Vec<u8>>,
+    pub slits: Vec<Vec<u8>>,
+    /// One line per table found: signature, physical address, length (for `acpi.dump=1`).
+    pub found: Vec<String>,
+    /// Problems locating or copying tables (printed as warnings).
+    pub warnings: Vec<String>,
+}
+
+fn direct_map() -> DirectMap {
+    let early = crate::mm::early::info();
+    let map_end = early.regions.iter().map(|r| r.end).max().unwrap_or(0);
+    DirectMap {
+        phys_offset: early.phys_offset,
+        mapped_end: map_end.max(MIN_MAPPED_BYTES),
+    }
+}
+
+/// Copies `len` bytes at physical `phys` out of the direct map.
+fn copy_phys(map: &DirectMap, phys: u64, len: usize) -> Vec<u8> {
+    let mut out = alloc::vec![0u8; len];
+    // SAFETY: the caller checked map.covers(phys, len): the range is mapped (readable) in the
+    // direct map; firmware tables are not written concurrently; `out` has `len` bytes and does
+    // not overlap firmware memory.
+    unsafe {
+        core::ptr::copy_nonoverlapping(map.virt(phys) as *const u8, out.as_mut_ptr(), len);
+    }
+    out
+}
+
+/// Finds and copies the MADT, SRAT and SLIT. Never panics; without an RSDP or with an RSDP
+/// the crate rejects, returns no tables and a warning (the topology falls back to one node).
+pub fn find_tables() -> RawTables {
+    let mut raw = RawTables::default();
+    let map = direct_map();
+    let Some(rsdp) = crate::mm::early::info().rsdp_phys else {
+        raw.warnings
+            .push("ACPI: the bootloader found no RSDP: no ACPI tables".into());
+        return raw;
+    };
+    if !map.covers(rsdp, 36) {
+        raw.warnings.push(format!(
+            "ACPI: RSDP at {rsdp:#x} is outside the direct map: no ACPI tables"
+        ));
+        return raw;
+    }
+    // SAFETY: `rsdp` is the address the bootloader got from the firmware and it lies inside
+    // the direct map (checked above); from_rsdp validates its signature before following it.
+    let tables = match unsafe { AcpiTables::from_rsdp(map, rsdp as usize) } {
+        Ok(t) => t,
+        Err(e) => {
+            raw.warnings.push(format!(
+                "ACPI: RSDP at {rsdp:#x} rejected ({e:?}): no ACPI tables"
+            ));
+            return raw;
+        }
+    };
+    // Only the entry addresses come from the crate: headers are read here, so a signature
+    // that is not text or a length that lies cannot trip the crate's typed accessors.
+    for phys in tables.table_entries() {
+        let phys = phys as u64;
+        if !map.covers(phys, HEADER_BYTES as u64) {
+            raw.warnings.push(format!(
+                "ACPI: table at {phys:#x} is outside the direct map: ignored"
+            ));
+            continue;
+        }
+        let header = copy_phys(&map, phys, HEADER_BYTES);
+        let name = sdt::signature_text(&header[0..4]);
+        let length = sdt::header_length(&header).unwrap_or(0);
+        raw.found
+            .push(format!("table {name} at {phys:#x}, {length} bytes"));
+        let (list, table) = match &header[0..4] {
+            b"APIC" => (&mut raw.madts, "MADT"),
+            b"SRAT" => (&mut raw.srats, "SRAT"),
+            b"SLIT" => (&mut raw.slits, "SLIT"),
+            _ => continue,
+        };
+        if length > MAX_TABLE_BYTES {
+            raw.warnings.push(format!(
+                "{table} at {phys:#x}: length field {length} is over the {MAX_TABLE_BYTES}-byte limit: table ignored"
+            ));
+            continue;
+        }
+        if !map.covers(phys, length as u64) {
+            raw.warnings.push(format!(
+                "{table} at {phys:#x}: runs past mapped memory: table ignored"
+            ));
+            continue;
+        }
+        // A length below a header is copied as a header; the parser reports it as truncated.
+        list.push(copy_phys(&map, phys, (length as usize).max(HEADER_BYTES)));
+    }
+    raw
+}
