@@ -353,9 +353,11 @@ pub fn run_boots(args: &BenchArgs, img: &Path) -> Result<Vec<BootRun>, String> {
     for boot in [Boot::Tsc, Boot::Icount] {
         runs.push(run_boot(args, boot, img)?);
     }
-    let memoryless_ran = runs
-        .iter()
-        .any(|r| r.records.iter().any(|x| x.bench == "memoryless_node"));
+    let memoryless_ran = runs.iter().any(|r| {
+        r.records
+            .iter()
+            .any(|x| x.bench == "memoryless_node" && x.case != "single_node")
+    });
     if memoryless_ran {
         runs.push(run_boot(args, Boot::Uma, img)?);
     }
