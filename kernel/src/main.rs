@@ -43,7 +43,8 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     let opts = options::load();
     println!("numalab: options: {}", opts.describe());
     topology::init();
-    topology::print_numactl(&topology::early_free_bytes);
+    mm::frame::init();
+    topology::print_numactl(&mm::frame::free_bytes);
     let suite = ktest::Suite::from_name(opts.text("suite"));
     let passed = ktest::run(suite, &opts);
     arch::qemu_exit::exit(if passed {

@@ -48,6 +48,27 @@ pub const SPECS: &[Spec] = &[
         default: "tsc",
         help: "how rdtsc is read: set to icount by the host's --icount",
     },
+    Spec {
+        key: "frame.pcp",
+        kind: Kind::Bool,
+        default: "1",
+        help: "per-CPU page lists in front of the per-node buddy allocators (orders 0-3)",
+    },
+    Spec {
+        key: "frame.pcp_high",
+        kind: Kind::U64 {
+            min: 1,
+            max: 1 << 20,
+        },
+        default: "256",
+        help: "pages a per-CPU list may hold per node before it drains a batch",
+    },
+    Spec {
+        key: "frame.pcp_batch",
+        kind: Kind::U64 { min: 1, max: 4096 },
+        default: "32",
+        help: "pages moved per refill or drain between a per-CPU list and the buddy",
+    },
 ];
 
 static OPTIONS: Once<Options> = Once::new();

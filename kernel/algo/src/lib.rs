@@ -10,6 +10,8 @@ extern crate alloc;
 pub mod acpi;
 pub mod bench;
 pub mod bench_plan;
+pub mod buddy;
 pub mod ktap;
+pub mod memrange;
 pub mod options;
 pub mod topology;

@@ -3,7 +3,11 @@
 use super::KTest;
 
 /// Each subsystem's `TESTS`, lowest layer first (the order they run in).
-const ALL: &[&[KTest]] = &[super::selftest::TESTS, crate::bench::TESTS];
+const ALL: &[&[KTest]] = &[
+    super::selftest::TESTS,
+    crate::mm::frame::tests::TESTS,
+    crate::bench::TESTS,
+];
 
 /// Every registered test, in order.
 pub fn all() -> impl Iterator<Item = &'static KTest> {

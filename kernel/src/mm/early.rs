@@ -1,7 +1,8 @@
 //! Early boot memory: the direct map, the boot memory map, and a bootstrap heap
 //! (linked_list_allocator) carved from the largest usable region.
 //!
-//! The bootstrap heap's physical range is recorded so later allocators reserve it.
+//! The bootstrap heap's physical range is recorded so later allocators reserve it. The
+//! `#[global_allocator]` lives in mm/heap.rs and uses this heap for small (and early) requests.
 
 use bootloader_api::info::{MemoryRegionKind, MemoryRegions};
 use bootloader_api::BootInfo;
@@ -12,8 +13,8 @@ use spin::Once;
 const BOOTSTRAP_HEAP_MAX_BYTES: u64 = 32 * 1024 * 1024;
 const PAGE_BYTES: u64 = 4096;
 
-#[global_allocator]
-static HEAP: LockedHeap = LockedHeap::empty();
+/// The bootstrap heap (served through mm::heap's global allocator).
+pub(super) static HEAP: LockedHeap = LockedHeap::empty();
 
 /// What early boot learned about memory, for the subsystems that start later.
 pub struct EarlyMemory {
@@ -71,6 +72,14 @@ pub fn info() -> &'static EarlyMemory {
     EARLY
         .get()
         .expect("mm::early::info() before mm::early::init()")
+}
+
+/// Whether `virt` lies in the bootstrap heap (false before `init`).
+pub fn in_bootstrap_heap(virt: u64) -> bool {
+    EARLY.get().is_some_and(|e| {
+        let (start, end) = e.heap_phys;
+        virt >= e.phys_offset + start && virt < e.phys_offset + end
+    })
 }
 
 /// Bytes used and free in the bootstrap heap.

@@ -10,3 +10,5 @@
 //! ```
 
 pub mod early;
+pub mod frame;
+pub mod heap;

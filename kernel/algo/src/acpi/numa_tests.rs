@@ -3,9 +3,10 @@
 use super::*;
 use crate::acpi::madt::build::{local_apic, madt};
 
+use crate::acpi::sdt;
 use crate::acpi::slit::build::slit;
 use crate::acpi::srat::build::{cpu, mem, srat};
-use crate::acpi::srat::FLAG_ENABLED;
+use crate::acpi::srat::{FLAG_ENABLED, MEM_HOTPLUGGABLE};
 
 const MIB: u64 = 1 << 20;
 
@@ -73,5 +74,493 @@ fn qemu_4node_is_exact() {
     assert_eq!(
         t.fallback_order(NodeId(1)),
         &[NodeId(1), NodeId(0), NodeId(2), NodeId(3)]
+    );
+}
+
+fn one_warning(o: &Outcome, needles: &[&str]) {
+    assert_eq!(o.warnings.len(), 1, "{:#?}", o.warnings);
+    for n in needles {
+        assert!(o.warnings[0].contains(n), "{:?} lacks {n:?}", o.warnings[0]);
+    }
+}
+
+fn is_single_node(o: &Outcome, nr_cpus: usize) {
+    let t = &o.topology;
+    assert_eq!(t.nr_nodes(), 1);
+    assert_eq!(t.nr_cpus(), nr_cpus);
+    assert_eq!(t.nodes[0].mem_ranges, USABLE.to_vec());
+}
+
+fn madt8() -> Vec<u8> {
+    qemu_4node().0
+}
+
+/// A SRAT over the test's RAM: CPUs 0-7 on PXMs by `pxm_of_cpu`, memory split by `mems`.
+fn srat_with(pxm_of_cpu: impl Fn(u8) -> u32, mems: &[(u32, u64, u64, u32)]) -> Vec<u8> {
+    let mut e: Vec<Vec<u8>> = (0..8u8).map(|i| cpu(pxm_of_cpu(i), i, true)).collect();
+    e.extend(mems.iter().map(|&(p, b, l, f)| mem(p, b, l, f)));
+    srat(&e)
+}
+
+#[test]
+fn no_srat_is_one_node() {
+    let o = run(0, &[&madt8()], &[], &[]);
+    one_warning(&o, &["SRAT: no SRAT table", "single node"]);
+    is_single_node(&o, 8);
+}
+
+#[test]
+fn bad_checksum_srat_is_one_node_and_bad_slit_is_default() {
+    let (m, mut s, mut l) = qemu_4node();
+    s[40] ^= 0x55;
+    let o = run(0, &[&m], &[&s], &[]);
+    one_warning(&o, &["SRAT: bad checksum", "single node"]);
+    is_single_node(&o, 8);
+    let (_, s, _) = qemu_4node();
+    l[45] ^= 1;
+    let o = run(0, &[&m], &[&s], &[&l]);
+    one_warning(&o, &["SLIT: bad checksum", "default distances"]);
+    assert_eq!(o.topology.distance(NodeId(0), NodeId(3)), 20);
+}
+
+#[test]
+fn bad_checksum_madt_keeps_only_the_boot_cpu() {
+    let (mut m, s, l) = qemu_4node();
+    m[50] ^= 1;
+    let o = run(3, &[&m], &[&s], &[&l]);
+    assert!(
+        o.warnings[0].contains("MADT: bad checksum") && o.warnings[0].contains("only the boot CPU")
+    );
+    assert_eq!(o.topology.nr_cpus(), 1);
+    assert_eq!(o.topology.cpus[0].apic_id, 3);
+    assert_eq!(o.topology.cpus[0].node, NodeId(1));
+}
+
+#[test]
+fn truncated_srat_is_one_node() {
+    let (m, s, _) = qemu_4node();
+    let o = run(0, &[&m], &[&s[..s.len() - 10]], &[]);
+    one_warning(&o, &["SRAT: truncated table", "single node"]);
+    is_single_node(&o, 8);
+}
+
+#[test]
+fn truncated_entry_is_dropped() {
+    // A memory entry whose length byte says 24 (a memory entry needs 40): dropped; the walk
+    // continues at its stated length, so the remaining 16 bytes are read as the next entry.
+    let mut short = mem(1, 512 * MIB, 512 * MIB, FLAG_ENABLED);
+    short.truncate(24);
+    short[1] = 24;
+    let mut e: Vec<Vec<u8>> = (0..8u8).map(|i| cpu(0, i, true)).collect();
+    e.push(mem(0, 0, 2048 * MIB, FLAG_ENABLED));
+    e.push(short);
+    let o = run(0, &[&madt8()], &[&srat(&e)], &[]);
+    one_warning(
+        &o,
+        &[
+            "SRAT entry 9 (memory affinity): truncated entry (length 24, needs 40)",
+            "dropped",
+        ],
+    );
+    assert_eq!(o.topology.nr_nodes(), 1);
+}
+
+#[test]
+fn entry_running_past_the_table_is_dropped() {
+    let mut s = srat_with(
+        |i| i as u32 / 4,
+        &[(0, 0, 1024 * MIB, 1), (1, 1024 * MIB, 1024 * MIB, 1)],
+    );
+    // Make the last memory entry (entry 9) claim 60 bytes.
+    let last = s.len() - 40;
+    s[last + 1] = 60;
+    sdt::fix_checksum(&mut s);
+    let o = run(0, &[&madt8()], &[&s], &[]);
+    assert!(o.warnings[0].contains("SRAT entry 9") && o.warnings[0].contains("runs past the end"));
+    // Node 1 keeps its CPUs but lost its memory; its usable RAM is given to node 0's... home.
+    assert_eq!(o.topology.nr_nodes(), 2);
+    assert!(o.topology.is_memoryless(NodeId(1)));
+    assert!(
+        o.warnings[1].contains("in no memory affinity entry: given to node 0"),
+        "{:?}",
+        o.warnings
+    );
+}
+
+#[test]
+fn overlapping_ranges_between_nodes_drop_the_later_entry() {
+    let s = srat_with(
+        |i| i as u32 / 4,
+        &[(0, 0, 1280 * MIB, 1), (1, 1024 * MIB, 1024 * MIB, 1)],
+    );
+    let o = run(0, &[&madt8()], &[&s], &[]);
+    assert!(
+        o.warnings[0].contains("SRAT entry 9 (memory PXM 1")
+            && o.warnings[0].contains("overlaps entry 8 of PXM 0")
+    );
+    assert!(o.warnings[1].contains("in no memory affinity entry"));
+    assert_eq!(o.warnings.len(), 2);
+    // Same-domain overlaps are merged silently.
+    let s = srat_with(
+        |_| 0,
+        &[(0, 0, 1280 * MIB, 1), (0, 1024 * MIB, 1024 * MIB, 1)],
+    );
+    assert!(run(0, &[&madt8()], &[&s], &[]).warnings.is_empty());
+}
+
+#[test]
+fn ranges_outside_ram_are_dropped_unless_hotpluggable() {
+    let s = srat_with(
+        |i| i as u32 / 4,
+        &[
+            (0, 0, 1024 * MIB, 1),
+            (1, 1024 * MIB, 1024 * MIB, 1),
+            (1, 64 << 30, 1 << 30, 1),
+            (1, 8 << 30, 8 << 30, FLAG_ENABLED | MEM_HOTPLUGGABLE),
+            (1, u64::MAX - 5, 10, 1),
+            (1, 4 << 30, 0, 1),
+        ],
+    );
+    let o = run(0, &[&madt8()], &[&s], &[]);
+    assert_eq!(o.warnings.len(), 3, "{:#?}", o.warnings);
+    assert!(o.warnings[0].contains("SRAT entry 10") && o.warnings[0].contains("outside RAM"));
+    assert!(o.warnings[1].contains("SRAT entry 12") && o.warnings[1].contains("overflows"));
+    assert!(o.warnings[2].contains("SRAT entry 13") && o.warnings[2].contains("length 0"));
+    assert_eq!(
+        o.topology.nodes[1].mem_ranges,
+        vec![(1024 * MIB, 0x7ffe0000)]
+    );
+}
+
+#[test]
+fn all_entries_disabled_is_one_node() {
+    let mut e: Vec<Vec<u8>> = (0..8u8).map(|i| cpu(i as u32 / 2, i, false)).collect();
+    e.push(mem(0, 0, 1024 * MIB, 0));
+    e.push(mem(1, 1024 * MIB, 1024 * MIB, 0));
+    let o = run(0, &[&madt8()], &[&srat(&e)], &[]);
+    one_warning(
+        &o,
+        &[
+            "SRAT: no enabled memory affinity entry covers usable RAM",
+            "single node",
+        ],
+    );
+    is_single_node(&o, 8);
+}
+
+#[test]
+fn processor_entry_for_unknown_apic_is_dropped() {
+    let mut e: Vec<Vec<u8>> = (0..8u8).map(|i| cpu(i as u32 / 4, i, true)).collect();
+    e.push(cpu(1, 42, true));
+    e.push(mem(0, 0, 1024 * MIB, 1));
+    e.push(mem(1, 1024 * MIB, 1024 * MIB, 1));
+    let o = run(0, &[&madt8()], &[&srat(&e)], &[]);
+    one_warning(
+        &o,
+        &[
+            "SRAT entries 8 (processor APIC ids 42)",
+            "not an enabled MADT processor",
+            "dropped",
+        ],
+    );
+    assert_eq!(o.topology.nr_cpus(), 8);
+}
+
+#[test]
+fn slit_problems() {
+    let (m, s, _) = qemu_4node();
+    let two = slit(&[vec![10, 20], vec![20, 10]]);
+    let o = run(0, &[&m], &[&s], &[&two]);
+    one_warning(
+        &o,
+        &[
+            "SLIT: 2 localities",
+            "size does not match",
+            "default distances",
+        ],
+    );
+    assert_eq!(o.topology.distance(NodeId(3), NodeId(2)), 20);
+    let d = |self_d: u8, remote: u8, far: u8| -> Vec<Vec<u8>> {
+        (0..4)
+            .map(|i| {
+                (0..4)
+                    .map(|j| {
+                        if i == j {
+                            self_d
+                        } else if i == 3 || j == 3 {
+                            far
+                        } else {
+                            remote
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let o = run(0, &[&m], &[&s], &[&slit(&d(11, 20, 20))]);
+    one_warning(
+        &o,
+        &["SLIT entry [0][0]: self-distance 11", "default distances"],
+    );
+    let o = run(0, &[&m], &[&s], &[&slit(&d(10, 9, 20))]);
+    one_warning(
+        &o,
+        &["SLIT entry [0][1]: remote distance 9", "default distances"],
+    );
+    let o = run(0, &[&m], &[&s], &[&slit(&d(10, 20, 255))]);
+    one_warning(&o, &["distance 255 (unreachable): kept"]);
+    assert_eq!(o.topology.distance(NodeId(0), NodeId(3)), 255);
+    assert_eq!(
+        o.topology.fallback_order(NodeId(0)),
+        &[NodeId(0), NodeId(1), NodeId(2), NodeId(3)]
+    );
+    let mut asym = d(10, 20, 20);
+    asym[0][3] = 30;
+    let o = run(0, &[&m], &[&s], &[&slit(&asym)]);
+    one_warning(
+        &o,
+        &["asymmetric distances [0][3]=30 [3][0]=20", "kept as given"],
+    );
+    assert_eq!(
+        (
+            o.topology.distance(NodeId(0), NodeId(3)),
+            o.topology.distance(NodeId(3), NodeId(0))
+        ),
+        (30, 20)
+    );
+}
+
+#[test]
+fn sparse_proximity_domains_are_dense_nodes() {
+    let pxm = [0u32, 7, 200];
+    let s = srat_with(
+        |i| pxm[(i as usize * 3) / 8],
+        &[
+            (200, 1536 * MIB, 512 * MIB, 1),
+            (0, 0, 768 * MIB, 1),
+            (7, 768 * MIB, 768 * MIB, 1),
+        ],
+    );
+    let n = 201;
+    let dist: Vec<Vec<u8>> = (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| {
+                    if i == j {
+                        10
+                    } else if i.min(j) == 0 && i.max(j) == 7 {
+                        17
+                    } else {
+                        30
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let o = run(0, &[&madt8()], &[&s], &[&slit(&dist)]);
+    assert!(o.warnings.is_empty(), "{:#?}", o.warnings);
+    let t = &o.topology;
+    assert_eq!(
+        t.nodes.iter().map(|n| n.pxm).collect::<Vec<_>>(),
+        vec![0, 7, 200]
+    );
+    assert_eq!(t.nodes[2].mem_ranges, vec![(1536 * MIB, 0x7ffe0000)]);
+    assert_eq!(
+        t.nodes.iter().map(|n| n.cpus.len()).collect::<Vec<_>>(),
+        vec![3, 3, 2]
+    );
+    assert_eq!(
+        (
+            t.distance(NodeId(0), NodeId(1)),
+            t.distance(NodeId(1), NodeId(2))
+        ),
+        (17, 30)
+    );
+    let lines = t.numactl_lines(&|_| 0);
+    assert_eq!(lines[0], "available: 3 nodes (0-2)");
+    assert_eq!(lines[1], "node 0 cpus: 0 1 2");
+}
+
+#[test]
+fn memoryless_and_cpuless_nodes() {
+    // seeds.md: node 0 has CPUs 0-3 and no memory, node 1 CPUs 4-7 and all memory.
+    let s = srat_with(
+        |i| i as u32 / 4,
+        &[(1, 0, 0xa0000, 1), (1, MIB, 2047 * MIB, 1)],
+    );
+    let o = run(
+        0,
+        &[&madt8()],
+        &[&s],
+        &[&slit(&[vec![10, 40], vec![40, 10]])],
+    );
+    assert!(o.warnings.is_empty(), "{:#?}", o.warnings);
+    let t = &o.topology;
+    assert!(t.is_memoryless(NodeId(0)) && !t.is_cpuless(NodeId(0)));
+    assert_eq!(t.mem_node(NodeId(0)), NodeId(1));
+    assert_eq!(t.numactl_lines(&|_| 0)[2], "node 0 size: 0 MB");
+    // CPU-less node 2.
+    let s = srat_with(
+        |i| i as u32 / 4,
+        &[
+            (0, 0, 512 * MIB, 1),
+            (1, 512 * MIB, 512 * MIB, 1),
+            (2, 1024 * MIB, 1024 * MIB, 1),
+        ],
+    );
+    let t = run(0, &[&madt8()], &[&s], &[]).topology;
+    assert!(t.is_cpuless(NodeId(2)) && !t.is_memoryless(NodeId(2)));
+    assert_eq!(t.numactl_lines(&|_| 0)[7], "node 2 cpus:");
+}
+
+#[test]
+fn cpus_without_srat_entry_go_to_the_boot_cpus_memory_node() {
+    let mut e: Vec<Vec<u8>> = (0..4u8).map(|i| cpu(0, i, true)).collect();
+    e.push(mem(1, 0, 2048 * MIB, 1));
+    let o = run(0, &[&madt8()], &[&srat(&e)], &[]);
+    one_warning(
+        &o,
+        &["no processor affinity entry for APIC ids 4 5 6 7: placed on node 1"],
+    );
+    assert_eq!(
+        o.topology.nodes[1].cpus,
+        vec![CpuId(4), CpuId(5), CpuId(6), CpuId(7)]
+    );
+}
+
+#[test]
+fn boot_cpu_is_cpu_0_and_disabled_cpus_are_left_out_silently() {
+    let m = madt(&[
+        local_apic(0, 0, 1),
+        local_apic(1, 1, 1),
+        local_apic(2, 2, 1),
+        local_apic(3, 3, 0),
+        local_apic(4, 4, 2),
+    ]);
+    let o = run(2, &[&m], &[], &[]);
+    assert_eq!(o.warnings.len(), 1, "{:#?}", o.warnings); // no SRAT
+    let ids: Vec<u32> = o.topology.cpus.iter().map(|c| c.apic_id).collect();
+    assert_eq!(ids, vec![2, 0, 1]);
+}
+
+#[test]
+fn two_srats_first_valid_wins() {
+    let (m, s, _) = qemu_4node();
+    let other = srat_with(|_| 5, &[(5, 0, 2048 * MIB, 1)]);
+    let o = run(0, &[&m], &[&s, &other], &[]);
+    one_warning(&o, &["SRAT: another SRAT (table 2 of 2) ignored"]);
+    assert_eq!(o.topology.nr_nodes(), 4);
+    let mut bad = s.clone();
+    bad[60] ^= 1;
+    let o = run(0, &[&m], &[&bad, &other], &[]);
+    one_warning(&o, &["SRAT: bad checksum", "this table ignored"]);
+    assert_eq!(o.topology.nodes[0].pxm, 5);
+}
+
+/// xorshift64*: a small deterministic PRNG for the fuzz test.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+fn mutate(rng: &mut Rng, t: &[u8]) -> Vec<u8> {
+    let mut v = t.to_vec();
+    match rng.below(6) {
+        0 => v.truncate(rng.below(v.len() as u64 + 1) as usize),
+        1 => (0..1 + rng.below(8)).for_each(|_| {
+            if !v.is_empty() {
+                let i = rng.below(v.len() as u64) as usize;
+                v[i] = rng.next() as u8;
+            }
+        }),
+        2 => {
+            // a lying length field (table or an entry), checksum fixed so it is believed
+            let i = if rng.below(2) == 0 {
+                4
+            } else {
+                36 + rng.below(v.len().saturating_sub(36) as u64) as usize
+            };
+            if i < v.len() {
+                v[i] = rng.next() as u8;
+            }
+        }
+        3 => (0..rng.below(64)).for_each(|_| v.push(rng.next() as u8)),
+        4 => {
+            let i = rng.below(v.len() as u64) as usize;
+            v.splice(i..i, (0..rng.below(48)).map(|_| rng.next() as u8));
+        }
+        _ => v = (0..rng.below(300)).map(|_| rng.next() as u8).collect(),
+    }
+    if rng.below(4) != 0 {
+        sdt::fix_checksum(&mut v);
+    }
+    v
+}
+
+fn check_invariants(o: &Outcome, boot: u32) {
+    let t = &o.topology;
+    assert!(t.nr_nodes() >= 1 && t.nr_cpus() >= 1);
+    assert_eq!(t.cpus[0].apic_id, boot);
+    for (i, c) in t.cpus.iter().enumerate() {
+        assert_eq!(c.cpu.index(), i);
+        assert!(c.node.index() < t.nr_nodes());
+    }
+    for (i, n) in t.nodes.iter().enumerate() {
+        assert_eq!(n.id.index(), i);
+        let _ = t.mem_node(n.id);
+        let _ = t.fallback_order(n.id);
+    }
+    let _ = t.numactl_lines(&|_| 0);
+    let _ = o.warnings.iter().chain(o.dump.iter()).count();
+}
+
+#[test]
+fn arbitrary_bytes_never_panic() {
+    let (m, s, l) = qemu_4node();
+    let sparse = srat_with(
+        |i| [0u32, 7, 200][i as usize % 3],
+        &[(0, 0, 1024 * MIB, 1), (200, 1024 * MIB, 1024 * MIB, 1)],
+    );
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let (mut numa_outcomes, mut warned, mut entry_warnings) = (0u32, 0u32, 0u32);
+    for round in 0..20_000 {
+        let boot = rng.below(10) as u32;
+        let pick = |rng: &mut Rng, base: &[u8]| -> Vec<Vec<u8>> {
+            (0..rng.below(3))
+                .map(|_| {
+                    if rng.below(5) == 0 {
+                        base.to_vec()
+                    } else {
+                        mutate(rng, base)
+                    }
+                })
+                .collect()
+        };
+        let madts = pick(&mut rng, &m);
+        let srats = pick(&mut rng, if round % 2 == 0 { &s } else { &sparse });
+        let slits = pick(&mut rng, &l);
+        let refs = |v: &[Vec<u8>]| v.iter().map(|t| t.to_vec()).collect::<Vec<_>>();
+        let (madts, srats, slits) = (refs(&madts), refs(&srats), refs(&slits));
+        let a: Vec<&[u8]> = madts.iter().map(|t| t.as_slice()).collect();
+        let b: Vec<&[u8]> = srats.iter().map(|t| t.as_slice()).collect();
+        let c: Vec<&[u8]> = slits.iter().map(|t| t.as_slice()).collect();
+        let o = run(boot, &a, &b, &c);
+        check_invariants(&o, boot);
+        numa_outcomes += (o.topology.nr_nodes() > 1) as u32;
+        warned += !o.warnings.is_empty() as u32;
+        entry_warnings += o.warnings.iter().any(|w| w.contains(" entry ")) as u32;
+    }
+    // The mutations must reach deep: valid NUMA results, rejected tables, and bad entries.
+    assert!(
+        numa_outcomes > 1000 && warned > 1000 && entry_warnings > 500,
+        "{numa_outcomes} {warned} {entry_warnings}"
     );
 }

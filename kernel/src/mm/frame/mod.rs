@@ -1,0 +1,502 @@
+//! The page frame allocator: one buddy allocator per NUMA node with memory, per-CPU page
+//! lists in front of them, and allocation policies that fall back by SLIT distance.
+//!
+//! Lock order (outermost first): the caller's locks (SLUB list_lock, vmalloc locks) > one node
+//! lock (`Node::buddy`) at a time > the serial console lock (never taken while a node lock is
+//! held: warnings are printed after unlocking). Per-CPU lists take no lock: their owner CPU
+//! changes them with interrupts disabled and takes the node lock inside to refill or drain.
+//!
+//! Layering: `numalab_algo::buddy` (pure split/merge) <- `node` (memmap, node lock) <- `pcp`
+//! (per-CPU lists) <- this module (policies, `Pages`, counters) <- `crate::mm::heap`.
+
+mod memmap;
+mod node;
+mod pcp;
+mod stats;
+pub mod tests;
+
+use alloc::vec::Vec;
+use core::fmt;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use numalab_algo::topology::{NodeId, Topology};
+use spin::Once;
+
+pub use memmap::PageMeta;
+pub use node::{PAGE_BYTES, PAGE_SHIFT};
+pub use numalab_algo::buddy::MAX_ORDER;
+pub use stats::{buddyinfo_lines, numastat_lines, pcp_lines, NodeCounters};
+
+use node::{Node, NodeSkip};
+use pcp::{bump, PcpList, PushOutcome, PCP_MAX_ORDER};
+
+/// Where an allocation may come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// The calling CPU's nearest memory node, then by distance (the default).
+    Local,
+    /// The given node, then by distance from it.
+    Preferred(NodeId),
+    /// The given node only.
+    Bind(NodeId),
+    /// Round-robin over the memory nodes (per CPU), then by distance.
+    Interleave,
+}
+
+/// Why an allocation failed. Never a panic: callers decide.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllocError {
+    /// Every node the policy allows is out of blocks of this order.
+    OutOfMemory,
+    /// Order above MAX_ORDER.
+    BadOrder(u8),
+    /// The policy names a node that does not exist, or (Bind) has no memory.
+    BadNode(NodeId),
+    /// Called before `init`, or from a CPU the topology does not list.
+    NotReady,
+}
+
+impl fmt::Display for AllocError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AllocError::OutOfMemory => write!(f, "out of memory"),
+            AllocError::BadOrder(o) => write!(f, "order {} above {}", o, MAX_ORDER),
+            AllocError::BadNode(n) => write!(f, "node {} has no memory or does not exist", n.0),
+            AllocError::NotReady => write!(f, "frame allocator not ready"),
+        }
+    }
+}
+
+/// Per-CPU policy data, fixed at init.
+struct CpuCtx {
+    node: NodeId,
+    mem_node: NodeId,
+    fallback: &'static [NodeId],
+    interleave_next: AtomicU32,
+}
+
+struct FrameAllocator {
+    topo: &'static Topology,
+    nr_nodes: usize,
+    /// Indexed by NodeId; None for nodes without memory.
+    nodes: Vec<Option<Node>>,
+    /// Indexed by cpu * nr_nodes + node.
+    pcp: Vec<PcpList>,
+    cpus: Vec<CpuCtx>,
+    mem_nodes: Vec<NodeId>,
+    pcp_enabled: bool,
+    pcp_high_pages: u32,
+    pcp_batch_pages: u32,
+    /// Frees of addresses outside every node.
+    stray_frees: AtomicU64,
+}
+
+static FRAME: Once<FrameAllocator> = Once::new();
+
+/// Physical memory the allocator never hands out, besides what the bootloader did not mark
+/// usable: the low 1 MiB (real-mode area, the SMP trampoline's page) and the bootstrap heap.
+const LOW_RESERVED_BYTES: u64 = 1 << 20;
+
+/// Builds one buddy per node with memory (from the topology's ranges, intersected with the
+/// bootloader's usable memory, minus reservations) and the per-CPU lists. Once; boot CPU.
+pub fn init() {
+    FRAME.call_once(build);
+    let fa = FRAME.get().expect("just built");
+    for node in fa.nodes.iter().flatten() {
+        println!(
+            "numalab: frame: node {}: {} pages managed in {} ranges, memmap {} KiB at {:#x}",
+            node.id.0,
+            node.managed_pages,
+            node.ranges.len(),
+            (node.memmap_phys.1 - node.memmap_phys.0) / 1024,
+            node.memmap_phys.0
+        );
+    }
+}
+
+fn build() -> FrameAllocator {
+    let topo = crate::topology::get();
+    let early = crate::mm::early::info();
+    let opts = crate::options::load();
+    let usable = crate::topology::usable_ranges();
+    let reserved = [(0, LOW_RESERVED_BYTES), early.heap_phys];
+    let nr_nodes = topo.nr_nodes();
+    let mut nodes = Vec::with_capacity(nr_nodes);
+    for info in &topo.nodes {
+        let ranges = numalab_algo::memrange::intersect(&info.mem_ranges, &usable);
+        let ranges = numalab_algo::memrange::subtract(&ranges, &reserved);
+        let ranges = numalab_algo::memrange::page_align_inward(&ranges, PAGE_BYTES);
+        match Node::build(info.id, &ranges, early.phys_offset) {
+            Ok(node) => nodes.push(Some(node)),
+            Err(NodeSkip::NoMemory) => nodes.push(None),
+            Err(NodeSkip::NoRoomForMemmap(bytes)) => {
+                warn!(
+                    "frame: node {} has no range of {} bytes for its memmap; its memory is not used",
+                    info.id.0, bytes
+                );
+                nodes.push(None);
+            }
+        }
+    }
+    let nr_cpus = topo.nr_cpus().max(1);
+    let pcp = (0..nr_cpus * nr_nodes).map(|_| PcpList::new()).collect();
+    let cpus = (0..nr_cpus)
+        .map(|i| {
+            let node = topo.cpus.get(i).map(|c| c.node).unwrap_or(NodeId(0));
+            CpuCtx {
+                node,
+                mem_node: topo.mem_node(node),
+                fallback: topo.fallback_order(node),
+                interleave_next: AtomicU32::new(i as u32),
+            }
+        })
+        .collect();
+    let mem_nodes = nodes.iter().flatten().map(|n| n.id).collect();
+    let batch = opts.u64("frame.pcp_batch") as u32;
+    FrameAllocator {
+        topo,
+        nr_nodes,
+        nodes,
+        pcp,
+        cpus,
+        mem_nodes,
+        pcp_enabled: opts.bool("frame.pcp"),
+        pcp_high_pages: (opts.u64("frame.pcp_high") as u32).max(batch),
+        pcp_batch_pages: batch,
+        stray_frees: AtomicU64::new(0),
+    }
+}
+
+/// Whether `init` has run (the heap routes large allocations here from then on).
+#[inline]
+pub fn is_ready() -> bool {
+    FRAME.get().is_some()
+}
+
+/// An owned block of 2^order pages; dropping it frees it.
+#[derive(Debug)]
+pub struct Pages {
+    phys: u64,
+    order: u8,
+    node: NodeId,
+}
+
+impl Pages {
+    pub fn phys_addr(&self) -> u64 {
+        self.phys
+    }
+    /// The block in the direct map.
+    pub fn virt_ptr(&self) -> *mut u8 {
+        phys_to_virt(self.phys) as *mut u8
+    }
+    pub fn order(&self) -> u8 {
+        self.order
+    }
+    pub fn nr_pages(&self) -> usize {
+        1 << self.order
+    }
+    pub fn size_bytes(&self) -> usize {
+        (PAGE_BYTES as usize) << self.order
+    }
+    /// The node the pages belong to.
+    pub fn node(&self) -> NodeId {
+        self.node
+    }
+    /// Gives up ownership without freeing; `from_raw` takes it back.
+    pub fn into_raw(self) -> (u64, u8) {
+        let raw = (self.phys, self.order);
+        core::mem::forget(self);
+        raw
+    }
+    /// Takes back ownership of a block `into_raw` gave up.
+    ///
+    /// # Safety
+    /// `(phys, order)` must come from `into_raw`, and nothing may use the block after the
+    /// returned `Pages` is dropped. (A wrong pair is detected and refused when dropped, but
+    /// the block's previous user would still be left with a dangling pointer.)
+    pub unsafe fn from_raw(phys: u64, order: u8) -> Pages {
+        let node = node_of_phys(phys).unwrap_or(NodeId(u16::MAX));
+        Pages { phys, order, node }
+    }
+}
+
+impl Drop for Pages {
+    fn drop(&mut self) {
+        free_block(self.phys, self.order, self.node);
+    }
+}
+
+/// Virtual address of `phys` in the direct map.
+#[inline]
+pub fn phys_to_virt(phys: u64) -> u64 {
+    crate::mm::early::info().phys_offset + phys
+}
+
+/// Physical address of a direct-map address.
+#[inline]
+pub fn virt_to_phys(virt: u64) -> u64 {
+    virt - crate::mm::early::info().phys_offset
+}
+
+/// The node whose managed pages include `phys`.
+pub fn node_of_phys(phys: u64) -> Option<NodeId> {
+    let pfn = phys >> PAGE_SHIFT;
+    FRAME
+        .get()?
+        .nodes
+        .iter()
+        .flatten()
+        .find(|n| n.base_pfn <= pfn && pfn < n.end_pfn)
+        .map(|n| n.id)
+}
+
+/// The metadata (struct page) of the page holding `phys`, if the allocator manages its node.
+pub fn page_meta(phys: u64) -> Option<&'static PageMeta> {
+    let pfn = phys >> PAGE_SHIFT;
+    let fa = FRAME.get()?;
+    let node = fa
+        .nodes
+        .iter()
+        .flatten()
+        .find(|n| n.base_pfn <= pfn && pfn < n.end_pfn)?;
+    node.meta(pfn)
+}
+
+/// Allocates 2^order pages under `policy`.
+#[inline]
+pub fn alloc_pages(order: u8, policy: Policy) -> Result<Pages, AllocError> {
+    let Some(fa) = FRAME.get() else {
+        return Err(AllocError::NotReady);
+    };
+    fa.alloc(order, policy)
+}
+
+/// Frees a block (the `Drop` of `Pages`); invalid frees are reported, counted and dropped.
+fn free_block(phys: u64, order: u8, node: NodeId) {
+    let Some(fa) = FRAME.get() else { return };
+    fa.free(phys, order, node);
+}
+
+/// Runs `f` with interrupts disabled, restoring the previous state.
+#[inline(always)]
+fn irqs_off<R>(f: impl FnOnce() -> R) -> R {
+    let were_enabled = x86_64::instructions::interrupts::are_enabled();
+    if were_enabled {
+        x86_64::instructions::interrupts::disable();
+    }
+    let r = f();
+    if were_enabled {
+        x86_64::instructions::interrupts::enable();
+    }
+    r
+}
+
+impl FrameAllocator {
+    #[inline(always)]
+    fn pcp(&self, cpu: usize, node: NodeId) -> &PcpList {
+        &self.pcp[cpu * self.nr_nodes + node.index()]
+    }
+
+    #[inline]
+    fn alloc(&self, order: u8, policy: Policy) -> Result<Pages, AllocError> {
+        if order > MAX_ORDER {
+            return Err(AllocError::BadOrder(order));
+        }
+        let cpu = crate::percpu::cpu_id().index();
+        let Some(ctx) = self.cpus.get(cpu) else {
+            return Err(AllocError::NotReady);
+        };
+        let (preferred, list): (NodeId, &[NodeId]) = match policy {
+            Policy::Local => (ctx.mem_node, ctx.fallback),
+            Policy::Preferred(n) => {
+                if n.index() >= self.nr_nodes {
+                    return Err(AllocError::BadNode(n));
+                }
+                (self.topo.mem_node(n), self.topo.fallback_order(n))
+            }
+            Policy::Bind(n) => match self.nodes.get(n.index()) {
+                Some(Some(node)) => (n, core::slice::from_ref(&node.id)),
+                _ => return Err(AllocError::BadNode(n)),
+            },
+            Policy::Interleave => {
+                if self.mem_nodes.is_empty() {
+                    return Err(AllocError::OutOfMemory);
+                }
+                let i = ctx.interleave_next.load(Relaxed);
+                ctx.interleave_next.store(i.wrapping_add(1), Relaxed);
+                let n = self.mem_nodes[i as usize % self.mem_nodes.len()];
+                (n, self.topo.fallback_order(n))
+            }
+        };
+        for attempt in 0..2 {
+            for &nid in list {
+                if let Some(pfn) = self.alloc_on(cpu, nid, order) {
+                    self.account(cpu, ctx.node, preferred, nid, policy);
+                    return Ok(Pages {
+                        phys: pfn << PAGE_SHIFT,
+                        order,
+                        node: nid,
+                    });
+                }
+            }
+            // Slow path: give this CPU's cached pages back (they may merge into a block of
+            // this order) and try once more.
+            if attempt == 0 && irqs_off(|| self.drain_cpu(cpu)) == 0 {
+                break;
+            }
+        }
+        Err(AllocError::OutOfMemory)
+    }
+
+    /// One node: its per-CPU list, else its buddy.
+    #[inline(always)]
+    fn alloc_on(&self, cpu: usize, nid: NodeId, order: u8) -> Option<u64> {
+        let node = self.nodes.get(nid.index())?.as_ref()?;
+        if self.pcp_enabled && order <= PCP_MAX_ORDER {
+            let list = self.pcp(cpu, nid);
+            irqs_off(|| {
+                list.pop(node, order)
+                    .or_else(|| list.refill(node, order, self.pcp_batch_pages))
+            })
+        } else {
+            node.buddy.lock().alloc(order)
+        }
+    }
+
+    /// numastat accounting, as Linux's zone_statistics does it.
+    #[inline(always)]
+    fn account(
+        &self,
+        cpu: usize,
+        cpu_node: NodeId,
+        preferred: NodeId,
+        got: NodeId,
+        policy: Policy,
+    ) {
+        let s = &self.pcp(cpu, got).stats;
+        if got == preferred {
+            bump(&s.numa_hit);
+            if policy == Policy::Interleave {
+                bump(&s.interleave_hit);
+            }
+        } else {
+            bump(&s.numa_miss);
+            bump(&self.pcp(cpu, preferred).stats.numa_foreign);
+        }
+        bump(if got == cpu_node {
+            &s.local_node
+        } else {
+            &s.other_node
+        });
+    }
+
+    #[inline]
+    fn free(&self, phys: u64, order: u8, nid: NodeId) {
+        let Some(Some(node)) = self.nodes.get(nid.index()) else {
+            self.stray_frees.fetch_add(1, Relaxed);
+            warn!(
+                "frame: free of {:#x} order {} outside every node: dropped",
+                phys, order
+            );
+            return;
+        };
+        if phys & (PAGE_BYTES - 1) != 0 {
+            node.count_invalid_free();
+            warn!(
+                "frame: invalid free of {:#x} order {} on node {}: not page aligned: dropped",
+                phys, order, nid.0
+            );
+            return;
+        }
+        let pfn = phys >> PAGE_SHIFT;
+        let cpu = crate::percpu::cpu_id().index();
+        if self.pcp_enabled && order <= PCP_MAX_ORDER && cpu < self.cpus.len() {
+            let list = self.pcp(cpu, nid);
+            let bad = irqs_off(|| match list.push(node, pfn, order, self.pcp_high_pages) {
+                PushOutcome::Ok => None,
+                PushOutcome::OverHigh => {
+                    list.drain(node, order, self.pcp_batch_pages);
+                    None
+                }
+                PushOutcome::Invalid(state) => Some(state),
+            });
+            if let Some(state) = bad {
+                node.count_invalid_free();
+                let why = match node.buddy.lock().check_free(pfn, order, false) {
+                    Err(e) => e,
+                    Ok(_) => numalab_algo::buddy::FreeError::NotAllocated(state),
+                };
+                warn!(
+                    "frame: invalid free of {:#x} order {} on node {}: {}: dropped",
+                    phys, order, nid.0, why
+                );
+            }
+            return;
+        }
+        let result = node.buddy.lock().free(pfn, order);
+        if let Err(why) = result {
+            node.count_invalid_free();
+            warn!(
+                "frame: invalid free of {:#x} order {} on node {}: {}: dropped",
+                phys, order, nid.0, why
+            );
+        }
+    }
+
+    /// Gives all of `cpu`'s listed pages back to their buddies. Only on `cpu` itself with
+    /// interrupts off, or while `cpu` is not running. Returns the pages given back.
+    fn drain_cpu(&self, cpu: usize) -> u32 {
+        let mut drained = 0;
+        for node in self.nodes.iter().flatten() {
+            let list = self.pcp(cpu, node.id);
+            drained += list.drain(node, 0, u32::MAX);
+        }
+        drained
+    }
+}
+
+/// Drains the calling CPU's per-CPU lists into the buddies.
+pub fn drain_local() -> u32 {
+    let Some(fa) = FRAME.get() else { return 0 };
+    let cpu = crate::percpu::cpu_id().index();
+    if cpu >= fa.cpus.len() {
+        return 0;
+    }
+    irqs_off(|| fa.drain_cpu(cpu))
+}
+
+/// Drains every CPU's per-CPU lists (Linux's drain_all_pages). With one CPU online the
+/// others are not running and their lists are drained from here; with SMP each CPU drains
+/// its own through a cross-CPU call. Returns the pages given back.
+pub fn drain_all() -> u32 {
+    let Some(fa) = FRAME.get() else { return 0 };
+    if crate::percpu::nr_cpus_online() <= 1 {
+        // The other CPUs are not running: nothing else touches their lists.
+        return irqs_off(|| (0..fa.cpus.len()).map(|cpu| fa.drain_cpu(cpu)).sum());
+    }
+    drain_all_smp()
+}
+
+/// With several CPUs online: each one drains its own lists.
+fn drain_all_smp() -> u32 {
+    // Until the SMP layer provides cross-CPU calls, only the boot CPU runs.
+    drain_local()
+}
+
+/// Pages managed by `node` (0 for a node without memory).
+pub fn total_bytes(node: NodeId) -> u64 {
+    node_counters(node).map_or(0, |c| c.managed_pages as u64 * PAGE_BYTES)
+}
+
+/// Free pages of `node`: in its buddy plus on per-CPU lists.
+pub fn free_bytes(node: NodeId) -> u64 {
+    node_counters(node).map_or(0, |c| {
+        (c.buddy_free_pages + c.pcp_pages) as u64 * PAGE_BYTES
+    })
+}
+
+/// The counters of one node (None without memory or before init).
+pub fn node_counters(node: NodeId) -> Option<NodeCounters> {
+    let fa = FRAME.get()?;
+    let n = fa.nodes.get(node.index())?.as_ref()?;
+    Some(stats::collect(fa, n))
+}

@@ -1,0 +1,490 @@
+//! KTAP tests of the frame allocator: conservation and free-list consistency, placement per
+//! policy, distance-ordered fallback, exhaustion, invalid frees, per-CPU lists, dumps, stress.
+
+use super::*;
+use crate::ktest::{KTest, Kind, TestError, TestResult};
+use crate::{kassert, kassert_eq};
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use numalab_algo::options::Options;
+
+/// Drains every per-CPU list, then checks every node (lists, ranges, conservation); returns
+/// the free bytes per node.
+pub fn check_all() -> Result<Vec<u64>, String> {
+    drain_all();
+    let topo = crate::topology::get();
+    let mut free = Vec::with_capacity(topo.nr_nodes());
+    for info in &topo.nodes {
+        let c = stats::check_node(info.id)?;
+        if c.cached_pages != 0 {
+            return Err(format!(
+                "node {}: {} pages cached after drain_all",
+                info.id.0, c.cached_pages
+            ));
+        }
+        free.push(free_bytes(info.id));
+    }
+    Ok(free)
+}
+
+/// Checks that everything a test took was given back: consistent lists and the same free
+/// bytes per node as before.
+fn expect_restored(before: &[u64]) -> TestResult {
+    let after = check_all()?;
+    kassert_eq!(after, before.to_vec(), "free bytes per node before/after");
+    Ok(())
+}
+
+fn in_node(topo: &Topology, phys: u64, bytes: u64, node: NodeId) -> bool {
+    topo.nodes[node.index()]
+        .mem_ranges
+        .iter()
+        .any(|&(s, e)| s <= phys && phys + bytes <= e)
+}
+
+/// Every node with memory: consistent free lists, conservation, free <= total; memoryless
+/// nodes report zero.
+fn conservation(_o: &Options) -> TestResult {
+    let topo = crate::topology::get();
+    check_all()?;
+    let mut total = 0;
+    for info in &topo.nodes {
+        let (t, f) = (total_bytes(info.id), free_bytes(info.id));
+        kassert!(f <= t, "node {}: free {} > total {}", info.id.0, f, t);
+        if topo.is_memoryless(info.id) {
+            kassert_eq!(t, 0);
+        }
+        total += t;
+    }
+    kassert!(total > 0, "no memory managed");
+    Ok(())
+}
+
+/// One block of every order: aligned, inside its node, writable, and freed back.
+fn orders(_o: &Options) -> TestResult {
+    let before = check_all()?;
+    let topo = crate::topology::get();
+    for order in 0..=MAX_ORDER {
+        let p = alloc_pages(order, Policy::Local).map_err(|e| format!("order {}: {}", order, e))?;
+        let bytes = p.size_bytes() as u64;
+        kassert_eq!(p.phys_addr() % bytes, 0, "order {} alignment", order);
+        kassert!(
+            in_node(topo, p.phys_addr(), bytes, p.node()),
+            "order {} outside node",
+            order
+        );
+        // SAFETY: the block is ours (just allocated) and `bytes` long in the direct map.
+        unsafe {
+            p.virt_ptr().write_bytes(0xa5, bytes as usize);
+            kassert_eq!(p.virt_ptr().add(bytes as usize - 1).read(), 0xa5);
+        }
+    }
+    kassert_eq!(
+        alloc_pages(MAX_ORDER + 1, Policy::Local).err(),
+        Some(AllocError::BadOrder(11))
+    );
+    expect_restored(&before)
+}
+
+/// Bind/Preferred land in the asked node's ranges, Local on the CPU's nearest memory node,
+/// Interleave cycles over the memory nodes; Bind to a memoryless node is an error.
+fn placement(_o: &Options) -> TestResult {
+    let before = check_all()?;
+    let topo = crate::topology::get();
+    let mut held = Vec::new();
+    for info in &topo.nodes {
+        let n = info.id;
+        if topo.is_memoryless(n) {
+            kassert_eq!(
+                alloc_pages(0, Policy::Bind(n)).err(),
+                Some(AllocError::BadNode(n))
+            );
+            let p = alloc_pages(0, Policy::Preferred(n)).map_err(|e| format!("{}", e))?;
+            kassert_eq!(
+                p.node(),
+                topo.mem_node(n),
+                "preferred memoryless node {}",
+                n.0
+            );
+            continue;
+        }
+        for order in [0u8, 3, 9] {
+            for policy in [Policy::Bind(n), Policy::Preferred(n)] {
+                let p = alloc_pages(order, policy).map_err(|e| format!("{:?}: {}", policy, e))?;
+                kassert_eq!(p.node(), n, "{:?} order {}", policy, order);
+                kassert!(
+                    in_node(topo, p.phys_addr(), p.size_bytes() as u64, n),
+                    "{:?}: {:#x} not in node {}'s ranges",
+                    policy,
+                    p.phys_addr(),
+                    n.0
+                );
+                held.push(p);
+            }
+        }
+    }
+    let local = topo.mem_node(crate::percpu::node_id());
+    let p = alloc_pages(0, Policy::Local).map_err(|e| format!("{}", e))?;
+    kassert_eq!(p.node(), local);
+    kassert_eq!(p.order(), 0);
+    kassert!(in_node(topo, p.phys_addr(), 4096, local));
+    held.push(p);
+    let mem_nodes: Vec<NodeId> = topo
+        .nodes
+        .iter()
+        .filter(|n| n.mem_bytes() > 0)
+        .map(|n| n.id)
+        .collect();
+    let mut seen = Vec::new();
+    for _ in 0..mem_nodes.len() {
+        let p = alloc_pages(0, Policy::Interleave).map_err(|e| format!("{}", e))?;
+        kassert!(in_node(topo, p.phys_addr(), 4096, p.node()));
+        seen.push(p.node());
+        held.push(p);
+    }
+    seen.sort_unstable();
+    kassert_eq!(
+        seen,
+        mem_nodes,
+        "interleave visits every memory node once per round"
+    );
+    let bad = NodeId(topo.nr_nodes() as u16);
+    kassert_eq!(
+        alloc_pages(0, Policy::Bind(bad)).err(),
+        Some(AllocError::BadNode(bad))
+    );
+    kassert_eq!(
+        alloc_pages(0, Policy::Preferred(bad)).err(),
+        Some(AllocError::BadNode(bad))
+    );
+    drop(held);
+    expect_restored(&before)
+}
+
+/// Allocates everything `policy` can give, largest blocks first; returns the blocks.
+fn exhaust(policy: Policy, held: &mut Vec<Pages>) -> Result<usize, String> {
+    let mut pages = 0;
+    for order in (0..=MAX_ORDER).rev() {
+        loop {
+            match alloc_pages(order, policy) {
+                Ok(p) => {
+                    pages += p.nr_pages();
+                    held.push(p);
+                }
+                Err(AllocError::OutOfMemory) => break,
+                Err(e) => return Err(format!("{:?} order {}: {}", policy, order, e)),
+            }
+        }
+    }
+    Ok(pages)
+}
+
+/// Exhausts the nodes one by one in the fallback order of the CPU's node: Preferred(first)
+/// must then come from the next node in distance order, counting numa_miss on the node that
+/// served and numa_foreign on the preferred one; then every policy fails with OutOfMemory;
+/// everything is freed back.
+fn fallback_and_exhaustion(_o: &Options) -> TestResult {
+    let mut held: Vec<Pages> = Vec::with_capacity(16384);
+    let before = check_all()?;
+    let topo = crate::topology::get();
+    let order_list = topo.fallback_order(crate::percpu::node_id()).to_vec();
+    kassert!(!order_list.is_empty());
+    let first = order_list[0];
+    let mut report = String::new();
+    for (i, &n) in order_list.iter().enumerate() {
+        exhaust(Policy::Bind(n), &mut held)?;
+        kassert_eq!(free_bytes(n), 0);
+        let held_bytes: u64 = held
+            .iter()
+            .filter(|p| p.node() == n)
+            .map(|p| p.size_bytes() as u64)
+            .sum();
+        kassert_eq!(held_bytes, before[n.index()], "node {} exhausted", n.0);
+        kassert_eq!(
+            alloc_pages(0, Policy::Bind(n)).err(),
+            Some(AllocError::OutOfMemory)
+        );
+        if let Some(&next) = order_list.get(i + 1) {
+            let miss0 = node_counters(next).map_or(0, |c| c.numa_miss);
+            let foreign0 = node_counters(first).map_or(0, |c| c.numa_foreign);
+            let p = alloc_pages(0, Policy::Preferred(first)).map_err(|e| format!("{}", e))?;
+            kassert_eq!(
+                p.node(),
+                next,
+                "fallback after exhausting {:?}",
+                &order_list[..=i]
+            );
+            kassert_eq!(node_counters(next).map_or(0, |c| c.numa_miss), miss0 + 1);
+            kassert_eq!(
+                node_counters(first).map_or(0, |c| c.numa_foreign),
+                foreign0 + 1
+            );
+            report.push_str(&format!(" {}", next.0));
+            held.push(p);
+        }
+    }
+    for policy in [Policy::Local, Policy::Interleave, Policy::Preferred(first)] {
+        kassert_eq!(
+            alloc_pages(0, policy).err(),
+            Some(AllocError::OutOfMemory),
+            "{:?}",
+            policy
+        );
+        kassert_eq!(
+            alloc_pages(MAX_ORDER, policy).err(),
+            Some(AllocError::OutOfMemory)
+        );
+    }
+    let n_blocks = held.len();
+    held.clear();
+    println!(
+        "# frame: exhausted {} nodes ({} blocks); Preferred({}) fell back to:{}",
+        order_list.len(),
+        n_blocks,
+        first.0,
+        report
+    );
+    expect_restored(&before)
+}
+
+/// Invalid frees (tail page, wrong order, double free, unaligned address, outside every
+/// node) are refused, counted and leave the allocator consistent.
+fn invalid_frees(_o: &Options) -> TestResult {
+    let before = check_all()?;
+    let local = crate::percpu::mem_node_id();
+    let invalid = || node_counters(local).map_or(0, |c| c.invalid_frees);
+    let count0 = invalid();
+    let p = alloc_pages(2, Policy::Bind(local)).map_err(|e| format!("{}", e))?;
+    let q = alloc_pages(5, Policy::Bind(local)).map_err(|e| format!("{}", e))?;
+    let (phys, order) = p.into_raw();
+    let (qphys, qorder) = q.into_raw();
+    // SAFETY: both blocks are owned by this test and never touched through these values;
+    // every pair but the two valid ones is refused by the allocator (what is checked here).
+    unsafe {
+        drop(Pages::from_raw(phys + PAGE_BYTES, 0)); // tail page
+        drop(Pages::from_raw(phys, 1)); // wrong order
+        drop(Pages::from_raw(phys + 8, 2)); // unaligned address
+        drop(Pages::from_raw(qphys + 4 * PAGE_BYTES, 2)); // inside a bigger block
+        drop(Pages::from_raw(phys, order)); // valid
+        drop(Pages::from_raw(phys, order)); // double free (on a per-CPU list)
+        drop(Pages::from_raw(qphys, qorder)); // valid
+        drop(Pages::from_raw(qphys, qorder)); // double free (in the buddy)
+    }
+    kassert_eq!(invalid() - count0, 6);
+    let fa = FRAME.get().ok_or_else(|| String::from("not ready"))?;
+    let stray0 = fa.stray_frees.load(Relaxed);
+    // SAFETY: a page below 1 MiB is never managed: the free must be refused.
+    unsafe { drop(Pages::from_raw(0x1000, 0)) };
+    kassert_eq!(fa.stray_frees.load(Relaxed), stray0 + 1);
+    expect_restored(&before)
+}
+
+/// Per-CPU lists: a free then an alloc of order 0 is a list hit on the same page; going past
+/// `high` drains a batch; drain_all empties them.
+fn pcp_lists(o: &Options) -> TestResult {
+    if !o.bool("frame.pcp") {
+        return Err(TestError::Skip(String::from("frame.pcp=0")));
+    }
+    let before = check_all()?;
+    let local = crate::percpu::mem_node_id();
+    let c0 = node_counters(local).ok_or_else(|| String::from("no local node"))?;
+    let p = alloc_pages(0, Policy::Local).map_err(|e| format!("{}", e))?;
+    let phys = p.phys_addr();
+    drop(p);
+    let p = alloc_pages(0, Policy::Local).map_err(|e| format!("{}", e))?;
+    kassert_eq!(p.phys_addr(), phys, "LIFO reuse through the per-CPU list");
+    drop(p);
+    let c1 = node_counters(local).ok_or_else(|| String::from("no local node"))?;
+    kassert!(
+        c1.pcp_refill > c0.pcp_refill,
+        "first alloc after drain refills"
+    );
+    kassert!(c1.pcp_hit > c0.pcp_hit);
+    let high = o.u64("frame.pcp_high") as usize;
+    let held: Vec<Pages> = (0..high + 64)
+        .map(|_| alloc_pages(0, Policy::Local))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("{}", e))?;
+    drop(held);
+    let c2 = node_counters(local).ok_or_else(|| String::from("no local node"))?;
+    kassert!(c2.pcp_drain > c1.pcp_drain, "going past high drains");
+    kassert!(
+        c2.pcp_pages <= high,
+        "{} pages listed, high {}",
+        c2.pcp_pages,
+        high
+    );
+    expect_restored(&before)
+}
+
+/// page_meta: the owner/private words of a head page are the user's; unmanaged addresses
+/// have none.
+fn page_meta_words(_o: &Options) -> TestResult {
+    let p = alloc_pages(1, Policy::Local).map_err(|e| format!("{}", e))?;
+    let meta =
+        page_meta(p.phys_addr()).ok_or_else(|| String::from("no meta for an allocated page"))?;
+    kassert_eq!(meta.owner.load(Relaxed), 0);
+    kassert_eq!(meta.state(), numalab_algo::buddy::ALLOCATED | 1);
+    meta.owner.store(0xdead_0000, Relaxed);
+    meta.private.store(7, Relaxed);
+    kassert_eq!(
+        page_meta(p.phys_addr()).map(|m| m.private.load(Relaxed)),
+        Some(7)
+    );
+    meta.owner.store(0, Relaxed);
+    meta.private.store(0, Relaxed);
+    kassert!(page_meta(0x1000).is_none() || node_of_phys(0x1000).is_some());
+    kassert_eq!(virt_to_phys(phys_to_virt(p.phys_addr())), p.phys_addr());
+    Ok(())
+}
+
+/// Large heap allocations come from pages (outside the bootstrap heap) and go back.
+fn heap_large(_o: &Options) -> TestResult {
+    let before = check_all()?;
+    let v: Vec<u8> = alloc::vec![3u8; 1 << 20];
+    let virt = v.as_ptr() as u64;
+    kassert!(
+        !crate::mm::early::in_bootstrap_heap(virt),
+        "1 MiB Vec in the bootstrap heap"
+    );
+    kassert!(node_of_phys(virt_to_phys(virt)).is_some());
+    kassert_eq!(v.iter().map(|&b| b as u64).sum::<u64>(), 3 << 20);
+    drop(v);
+    let small: Vec<u8> = alloc::vec![1u8; 64];
+    kassert!(crate::mm::early::in_bootstrap_heap(small.as_ptr() as u64));
+    drop(small);
+    expect_restored(&before)
+}
+
+/// Prints /proc/buddyinfo, numastat and the per-CPU list figures; one line per memory node.
+fn dumps(_o: &Options) -> TestResult {
+    let topo = crate::topology::get();
+    let mem_nodes = topo.nodes.iter().filter(|n| n.mem_bytes() > 0).count();
+    let buddyinfo = buddyinfo_lines();
+    let numastat = numastat_lines();
+    let pcp = pcp_lines();
+    for line in buddyinfo.iter().chain(numastat.iter()).chain(pcp.iter()) {
+        println!("{}", line);
+    }
+    kassert_eq!(buddyinfo.len(), mem_nodes);
+    kassert_eq!(numastat.len(), 7);
+    kassert_eq!(pcp.len(), mem_nodes);
+    Ok(())
+}
+
+/// xorshift64*: deterministic pseudo-random numbers.
+pub(super) struct Rng(pub u64);
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+/// Random orders 0..=5 with random lifetimes under every policy, a bounded number of
+/// operations; conservation checked at the end. Runs on the CPUs that are online.
+fn stress(_o: &Options) -> TestResult {
+    let before = check_all()?;
+    let topo = crate::topology::get();
+    let mut rng = Rng(0x5eed_f4a3_0000_0001);
+    let mut live: Vec<Option<Pages>> = (0..512).map(|_| None).collect();
+    let mut ops = 0u64;
+    let mut failures = 0u64;
+    for _ in 0..100_000 {
+        let slot = (rng.next() % live.len() as u64) as usize;
+        if live[slot].take().is_none() {
+            let order = (rng.next() % 6) as u8;
+            let node = NodeId((rng.next() % topo.nr_nodes() as u64) as u16);
+            let policy = match rng.next() % 4 {
+                0 => Policy::Local,
+                1 => Policy::Preferred(node),
+                2 => Policy::Bind(topo.mem_node(node)),
+                _ => Policy::Interleave,
+            };
+            match alloc_pages(order, policy) {
+                Ok(p) => {
+                    // SAFETY: the first byte of a block this test owns.
+                    unsafe { p.virt_ptr().write(slot as u8) };
+                    live[slot] = Some(p);
+                }
+                Err(_) => failures += 1,
+            }
+        }
+        ops += 1;
+    }
+    drop(live);
+    println!(
+        "# frame.stress: {} operations on {} CPU(s), {} failed allocations",
+        ops,
+        crate::percpu::nr_cpus_online(),
+        failures
+    );
+    kassert_eq!(failures, 0);
+    expect_restored(&before)
+}
+
+pub const TESTS: &[KTest] = &[
+    KTest {
+        module: "frame",
+        name: "conservation",
+        kind: Kind::Test,
+        func: conservation,
+    },
+    KTest {
+        module: "frame",
+        name: "orders",
+        kind: Kind::Test,
+        func: orders,
+    },
+    KTest {
+        module: "frame",
+        name: "placement",
+        kind: Kind::Test,
+        func: placement,
+    },
+    KTest {
+        module: "frame",
+        name: "fallback_and_exhaustion",
+        kind: Kind::Test,
+        func: fallback_and_exhaustion,
+    },
+    KTest {
+        module: "frame",
+        name: "invalid_frees",
+        kind: Kind::Test,
+        func: invalid_frees,
+    },
+    KTest {
+        module: "frame",
+        name: "pcp_lists",
+        kind: Kind::Test,
+        func: pcp_lists,
+    },
+    KTest {
+        module: "frame",
+        name: "page_meta",
+        kind: Kind::Test,
+        func: page_meta_words,
+    },
+    KTest {
+        module: "frame",
+        name: "heap_large",
+        kind: Kind::Test,
+        func: heap_large,
+    },
+    KTest {
+        module: "frame",
+        name: "dumps",
+        kind: Kind::Test,
+        func: dumps,
+    },
+    KTest {
+        module: "frame",
+        name: "stress",
+        kind: Kind::Stress,
+        func: stress,
+    },
+];

@@ -1,0 +1,59 @@
+//! The kernel's `#[global_allocator]`: the bootstrap heap (mm::early) for early boot and small
+//! requests, whole pages from the frame allocator for requests of a page or more once it is
+//! up (SLUB's kmalloc takes the small ones when it lands).
+//!
+//! Frees go back to where the block came from, decided by address: inside the bootstrap
+//! heap's range -> the bootstrap heap, anything else -> the frame allocator.
+
+use super::early;
+use super::frame::{self, Pages, Policy, MAX_ORDER, PAGE_BYTES};
+use core::alloc::{GlobalAlloc, Layout};
+
+struct KernelHeap;
+
+#[global_allocator]
+static HEAP: KernelHeap = KernelHeap;
+
+/// The page order for `layout` when it goes to the frame allocator, else None.
+fn page_order(layout: Layout) -> Option<u8> {
+    if layout.size() < PAGE_BYTES as usize || layout.align() > PAGE_BYTES as usize {
+        return None;
+    }
+    let pages = layout.size().div_ceil(PAGE_BYTES as usize);
+    let order = pages.next_power_of_two().trailing_zeros() as u8;
+    (order <= MAX_ORDER).then_some(order)
+}
+
+// SAFETY: alloc returns blocks of at least `layout.size()` bytes aligned to `layout.align()`
+// (pages are 4 KiB aligned and only layouts with align <= 4 KiB go there; the bootstrap heap
+// honours layouts itself), valid until dealloc; dealloc returns a block to the allocator that
+// produced it, decided by its address.
+unsafe impl GlobalAlloc for KernelHeap {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if frame::is_ready() {
+            if let Some(order) = page_order(layout) {
+                if let Ok(pages) = frame::alloc_pages(order, Policy::Local) {
+                    let (phys, _) = pages.into_raw();
+                    return frame::phys_to_virt(phys) as *mut u8;
+                }
+            }
+        }
+        // SAFETY: the caller's layout has non-zero size (GlobalAlloc contract), passed as is.
+        unsafe { early::HEAP.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if early::in_bootstrap_heap(ptr as u64) {
+            // SAFETY: ptr came from the bootstrap heap's alloc with this layout (it lies in
+            // that heap's range, and only early::HEAP hands out addresses there).
+            unsafe { early::HEAP.dealloc(ptr, layout) };
+            return;
+        }
+        if let Some(order) = page_order(layout) {
+            let phys = frame::virt_to_phys(ptr as u64);
+            // SAFETY: a block outside the bootstrap heap came from alloc_pages(order) above,
+            // with the same layout and hence the same order; the caller gives it up.
+            drop(unsafe { Pages::from_raw(phys, order) });
+        }
+    }
+}
