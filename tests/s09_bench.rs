@@ -101,3 +101,55 @@ fn s09_unknown_experiment_fails_naming_the_valid_ones() {
         "no experiment should run"
     );
 }
+
+#[test]
+fn s09_memoryless_node_runs_on_the_seed_topology_with_a_uma_comparison() {
+    let args = smoke_args("--topology memoryless --set bench=memoryless_node");
+    let kernel = numalab_boot::image::build_kernel().expect("kernel builds");
+    let img = numalab_boot::image::build_image(&kernel, args.base.firmware).expect("image builds");
+    let runs = bench_run::run_boots(&args, &img).expect("boots start");
+    for r in &runs {
+        assert!(r.outcome.passed(), "{}", r.outcome.failure_report());
+    }
+    let tsc = &runs[0];
+    if !bench::registered(&tsc.outcome.log).contains("memoryless_node") {
+        eprintln!("memoryless_node is not in this tree; nothing to check");
+        return;
+    }
+    let problems = bench_run::contract_problems(&runs);
+    assert!(
+        problems.is_empty(),
+        "contract violated:\n{}",
+        problems.join("\n")
+    );
+    // The exact numactl -H shape of seeds.md: node 0 has CPUs 0-3 and no memory.
+    assert!(
+        tsc.outcome
+            .log
+            .contains("node 0 cpus: 0 1 2 3\nnode 0 size: 0 MB"),
+        "{}",
+        tsc.outcome.log
+    );
+    let uma = runs
+        .iter()
+        .find(|r| r.boot == Boot::Uma)
+        .expect("the host ran the uma boot");
+    assert!(uma.config.cmdline().contains("bench=memoryless_node"));
+    let kib = |case: &str| {
+        runs.iter()
+            .flat_map(|r| &r.records)
+            .find(|x| x.bench == "memoryless_node" && x.case == case && x.metric == "slab_kib")
+            .unwrap_or_else(|| panic!("no slab_kib for {case}"))
+            .value
+    };
+    for case in ["fixed", "unfixed", "single_node"] {
+        assert!(kib(case) > 0.0, "{case}: slab_kib must be positive");
+    }
+    assert_eq!(
+        uma.records
+            .iter()
+            .filter(|r| r.case == "single_node")
+            .count(),
+        1
+    );
+}

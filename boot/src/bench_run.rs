@@ -244,6 +244,7 @@ fn boot_config(args: &BenchArgs, boot: Boot) -> Result<RunConfig, String> {
             c.smp = Some(cpus);
             c.mem_mib = Some(mem);
             c.extra.clear();
+            c.sets.retain(|s| !s.starts_with("bench="));
             c.sets.push("bench=memoryless_node".into());
         }
     }
@@ -563,6 +564,9 @@ mod tests {
             ("uma", Some(8), Some(2048))
         );
         assert!(u.cmdline().ends_with("bench=memoryless_node"));
+        let only = parse(&args("--topology memoryless --set bench=memoryless_node")).unwrap();
+        let u = boot_config(&only, Boot::Uma).unwrap();
+        assert_eq!(u.cmdline().matches("bench=").count(), 1, "{}", u.cmdline());
         let bad = parse(&args("-- -smp 4,sockets=2")).unwrap();
         assert!(boot_config(&bad, Boot::Icount).is_err());
     }
