@@ -9,6 +9,7 @@ extern crate alloc;
 mod serial;
 mod acpi;
 mod arch;
+mod bench;
 mod ktest;
 mod mm;
 mod options;

@@ -52,6 +52,24 @@ pub const SPECS: &[Spec] = &[
         help: "print every ACPI table found and every MADT/SRAT/SLIT entry as parsed",
     },
     Spec {
+        key: "bench",
+        kind: Kind::Text,
+        default: "",
+        help: "experiments to run, NAME[,NAME] (empty: all); bench.plan lists them",
+    },
+    Spec {
+        key: "bench.smoke",
+        kind: Kind::Bool,
+        default: "0",
+        help: "short variants of the experiments (the main job and CI)",
+    },
+    Spec {
+        key: "bench.clock",
+        kind: Kind::Choice(&["tsc", "icount"]),
+        default: "tsc",
+        help: "how rdtsc is read: set to icount by the host's --icount",
+    },
+    Spec {
         key: "frame.pcp",
         kind: Kind::Bool,
         default: "1",

@@ -9,6 +9,7 @@ extern crate alloc;
 
 pub mod acpi;
 pub mod bench;
+pub mod bench_plan;
 pub mod buddy;
 pub mod ktap;
 pub mod memrange;

@@ -11,6 +11,7 @@ const ALL: &[&[KTest]] = &[
     crate::mm::slub::tests::TESTS,
     crate::mm::vmalloc::tests::TESTS,
     crate::mm::vmalloc::bench::TESTS,
+    crate::bench::TESTS,
 ];
 
 /// Every registered test, in order.
