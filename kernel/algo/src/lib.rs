@@ -13,4 +13,7 @@ pub mod buddy;
 pub mod ktap;
 pub mod memrange;
 pub mod options;
+pub mod slub;
+pub mod smp;
 pub mod topology;
+pub mod vmalloc;

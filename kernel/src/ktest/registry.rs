@@ -6,7 +6,11 @@ use super::KTest;
 const ALL: &[&[KTest]] = &[
     super::selftest::TESTS,
     crate::topology::TESTS,
+    crate::smp::TESTS,
     crate::mm::frame::tests::TESTS,
+    crate::mm::slub::tests::TESTS,
+    crate::mm::vmalloc::tests::TESTS,
+    crate::mm::vmalloc::bench::TESTS,
 ];
 
 /// Every registered test, in order.
