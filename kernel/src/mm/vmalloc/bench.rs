@@ -6,7 +6,8 @@
 //! The all-CPU part runs on a fresh instance per design whose lazy threshold is
 //! `vmalloc.bench_lazy_max_pages` (default 1024 pages instead of Linux's 32768 for 8 CPUs) so
 //! that a short QEMU run spans many purge cycles: the global lock is taken on pool misses and
-//! purges, so what it measures is the steady state. A warm-up cycle fills the pools first.
+//! purges, so what it measures is the steady state, reached by a warm-up of one purge cycle's
+//! worth of pairs per CPU (not measured).
 //! The one-CPU instruction count uses the boot's designs (Linux's threshold).
 
 use alloc::format;
@@ -63,8 +64,10 @@ fn all_cpus(opts: &Options, p: Policy) -> Result<(), TestError> {
     let v = super::scratch(layout, 4 << 30)
         .ok_or_else(|| TestError::Skip("vmalloc not initialized".into()))?;
     let failed = AtomicU64::new(0);
-    // Warm-up: one lazy cycle so the pools hold areas, as in a running system.
-    let warm = (layout.lazy_max_pages / 2 / cpus as u64).max(1);
+    // Warm-up to the steady state: each CPU does one whole purge cycle's worth of pairs
+    // (lazy_max_pages / 2 pairs of 2 pages), so that each pool has grown to what its CPU can
+    // use in one cycle even when it runs alone while others are descheduled.
+    let warm = (layout.lazy_max_pages / 2).max(1);
     backing::on_each_cpu(&|_| {
         if pairs(&v, warm).is_err() {
             failed.fetch_add(1, Relaxed);
@@ -85,6 +88,7 @@ fn all_cpus(opts: &Options, p: Policy) -> Result<(), TestError> {
     let local = v.counters.local_pages.get() - l0;
     let remote = v.counters.remote_pages.get() - r0;
     let total = (per_cpu * cpus as u64).max(1) as f64;
+    super::print_counters(&v);
     v.purge(Scope::All, true);
     if failed.load(Relaxed) > 0 {
         return Err(TestError::Fail(format!(
