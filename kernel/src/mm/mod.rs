@@ -13,4 +13,5 @@
 pub mod early;
 pub mod frame;
 pub mod heap;
+pub mod slub;
 pub mod vmalloc;
