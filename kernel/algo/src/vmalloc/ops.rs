@@ -271,7 +271,8 @@ pub fn queue_lazy<M: Copy, S: Shards<M>>(
 /// Purges the lazy lists of `scope`: one TLB flush for the whole purged range, then areas go
 /// to their node's pools (up to 256 pages, policies with pools) or back to the free space;
 /// pools not used since the last purge decay by a quarter (`full`: pools are emptied and
-/// nothing is pooled, as when the range is exhausted).
+/// nothing is pooled, as when the range is exhausted). A purge that finds every lazy list of
+/// its scope empty (another CPU purged first) does nothing, decay included, and is not counted.
 pub fn purge<M: Copy, S: Shards<M>>(s: &S, scope: Scope, full: bool) -> PurgeReport {
     let layout = *s.layout();
     let nodes = match scope {
@@ -289,6 +290,11 @@ pub fn purge<M: Copy, S: Shards<M>>(s: &S, scope: Scope, full: bool) -> PurgeRep
         }
         cuts.push(lazy.len());
         s.lazy_add(-(pages as i64));
+        if lazy.is_empty() && !full {
+            // Another CPU's purge took the lists first: nothing to flush, and decaying the
+            // pools again right away would punish CPUs for not allocating in between.
+            return None;
+        }
         report.areas = lazy.len() as u64;
         report.pages = pages;
         if let (Some(lo), Some(hi)) = (
@@ -326,10 +332,15 @@ pub fn purge<M: Copy, S: Shards<M>>(s: &S, scope: Scope, full: bool) -> PurgeRep
                 }
             });
         }
-        report
+        Some(report)
     });
-    s.purged(&report);
-    report
+    match report {
+        Some(r) => {
+            s.purged(&r);
+            r
+        }
+        None => PurgeReport::default(),
+    }
 }
 
 #[cfg(test)]

@@ -76,21 +76,3 @@ pub fn on_each_cpu(f: &(dyn Fn(CpuId) + Sync)) {
 pub fn tsc_hz() -> Option<u64> {
     Some(crate::arch::tsc_hz()).filter(|&hz| hz > 0)
 }
-
-/// Whether QEMU runs with `-icount shift=0` (rdtsc counts instructions): a loop of known
-/// instruction count is timed twice; under icount both deltas are exact to a few counts.
-pub fn icount_mode() -> bool {
-    static MODE: spin::Once<bool> = spin::Once::new();
-    *MODE.call_once(|| {
-        let time = |n: u64| {
-            let t0 = crate::arch::rdtsc();
-            // SAFETY: a register-only countdown loop (2 instructions per iteration).
-            unsafe {
-                core::arch::asm!("2:", "dec {n}", "jnz 2b", n = inout(reg) n => _, options(nomem, nostack));
-            }
-            crate::arch::rdtsc() - t0
-        };
-        let (a, b) = (time(10_000), time(20_000));
-        (20_000..20_064).contains(&a) && (40_000..40_064).contains(&b)
-    })
-}

@@ -1,19 +1,20 @@
 //! Benchmark `vmalloc_scaling` (seed 002): 1-page vmalloc+vfree pairs on every CPU at once
 //! under the global, cpu and numa designs, reporting global (free-space) lock acquisitions and
 //! contended acquisitions per pair, throughput (trend only under TCG), the fraction of pages
-//! taken from the allocating CPU's node, and instructions per pair on one CPU under icount.
+//! taken from the allocating CPU's node; in the host's one-CPU `--icount` boot
+//! (`bench.clock=icount`, crate::bench) only instructions per pair.
 //!
 //! The all-CPU part runs on a fresh instance per design whose lazy threshold is
 //! `vmalloc.bench_lazy_max_pages` (default 1024 pages instead of Linux's 32768 for 8 CPUs) so
 //! that a short QEMU run spans many purge cycles: the global lock is taken on pool misses and
-//! purges, so what it measures is the steady state. A warm-up cycle fills the pools first.
+//! purges, so what it measures is the steady state, reached by a warm-up of one purge cycle's
+//! worth of pairs per CPU (not measured).
 //! The one-CPU instruction count uses the boot's designs (Linux's threshold).
 
 use alloc::format;
 use core::panic::Location;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use numalab_algo::bench::{Clock, Record};
 use numalab_algo::options::Options;
 use numalab_algo::vmalloc::{Layout, Policy, Scope, PAGE_BYTES};
 
@@ -34,26 +35,14 @@ fn pairs(v: &Vmalloc, n: u64) -> Result<(), &'static str> {
     Ok(())
 }
 
-fn emit(case: &str, metric: &str, value: f64, unit: &str, cpus: usize, clock: Clock) {
-    let nodes = crate::topology::get().nr_nodes() as u32;
-    let line = Record {
-        bench: BENCH,
-        case,
-        metric,
-        value,
-        unit,
-        cpus: cpus as u32,
-        nodes,
-        clock,
-    }
-    .line();
-    crate::println!("{}", line);
+fn emit(case: &str, metric: &str, value: f64, unit: &str, cpus: usize) {
+    crate::bench::record(BENCH, case, metric, value, unit, cpus as u32);
 }
 
 fn all_cpus(opts: &Options, p: Policy) -> Result<(), TestError> {
     let topo = crate::topology::get();
     let cpus = backing::nr_cpus();
-    let per_cpu = opts.u64("vmalloc.bench_pairs");
+    let per_cpu = crate::bench::scaled(opts.u64("vmalloc.bench_pairs"), 100);
     let layout = Layout::new(
         p,
         topo.nr_cpus(),
@@ -63,8 +52,10 @@ fn all_cpus(opts: &Options, p: Policy) -> Result<(), TestError> {
     let v = super::scratch(layout, 4 << 30)
         .ok_or_else(|| TestError::Skip("vmalloc not initialized".into()))?;
     let failed = AtomicU64::new(0);
-    // Warm-up: one lazy cycle so the pools hold areas, as in a running system.
-    let warm = (layout.lazy_max_pages / 2 / cpus as u64).max(1);
+    // Warm-up to the steady state: each CPU does one whole purge cycle's worth of pairs
+    // (lazy_max_pages / 2 pairs of 2 pages), so that each pool has grown to what its CPU can
+    // use in one cycle even when it runs alone while others are descheduled.
+    let warm = (layout.lazy_max_pages / 2).max(1);
     backing::on_each_cpu(&|_| {
         if pairs(&v, warm).is_err() {
             failed.fetch_add(1, Relaxed);
@@ -85,6 +76,7 @@ fn all_cpus(opts: &Options, p: Policy) -> Result<(), TestError> {
     let local = v.counters.local_pages.get() - l0;
     let remote = v.counters.remote_pages.get() - r0;
     let total = (per_cpu * cpus as u64).max(1) as f64;
+    super::print_counters(&v);
     v.purge(Scope::All, true);
     if failed.load(Relaxed) > 0 {
         return Err(TestError::Fail(format!(
@@ -93,51 +85,27 @@ fn all_cpus(opts: &Options, p: Policy) -> Result<(), TestError> {
         )));
     }
     let name = p.name();
+    let acq = g.acquisitions as f64 / total;
     emit(
         name,
         "global_lock_acquisitions_per_pair",
-        g.acquisitions as f64 / total,
+        acq,
         "acquisitions",
         cpus,
-        Clock::Tsc,
     );
+    let contended = g.contended as f64 / total;
     emit(
         name,
         "contended_acquisitions_per_pair",
-        g.contended as f64 / total,
+        contended,
         "acquisitions",
         cpus,
-        Clock::Tsc,
     );
-    if let Some(hz) = backing::tsc_hz() {
-        let secs = ticks.load(Relaxed) as f64 / hz as f64;
-        emit(
-            name,
-            "ops_per_sec",
-            total / secs.max(1e-9),
-            "pairs/s",
-            cpus,
-            Clock::Tsc,
-        );
-    } else {
-        let per_mcycle = total * 1e6 / ticks.load(Relaxed).max(1) as f64;
-        emit(
-            name,
-            "pairs_per_mcycle",
-            per_mcycle,
-            "pairs/Mcycle",
-            cpus,
-            Clock::Tsc,
-        );
-    }
-    emit(
-        name,
-        "local_page_fraction",
-        local as f64 / (local + remote).max(1) as f64,
-        "fraction",
-        cpus,
-        Clock::Tsc,
-    );
+    let hz = backing::tsc_hz().unwrap_or_else(crate::bench::ticks_per_sec);
+    let secs = ticks.load(Relaxed) as f64 / hz as f64;
+    emit(name, "ops_per_sec", total / secs.max(1e-9), "pairs/s", cpus);
+    let fraction = local as f64 / (local + remote).max(1) as f64;
+    emit(name, "local_page_fraction", fraction, "fraction", cpus);
     crate::println!(
         "# {}[{}]: {} pairs on {} CPUs, purges {}, shootdowns {}, pool allocations {}, global lock spins {}",
         BENCH,
@@ -152,36 +120,32 @@ fn all_cpus(opts: &Options, p: Policy) -> Result<(), TestError> {
     Ok(())
 }
 
+/// instructions_per_pair: only in the host's one-CPU `--icount` boot (`bench.clock=icount`).
 fn one_cpu(opts: &Options, p: Policy) -> Result<(), TestError> {
     let v = super::design(p).ok_or_else(|| TestError::Skip("vmalloc not initialized".into()))?;
-    let n = opts.u64("vmalloc.bench_icount_pairs");
+    let n = crate::bench::scaled(opts.u64("vmalloc.bench_icount_pairs"), 1000);
     pairs(v, n / 4).map_err(|e| TestError::Fail(format!("{}: {}", p.name(), e)))?;
     let t0 = crate::arch::rdtsc();
     pairs(v, n).map_err(|e| TestError::Fail(format!("{}: {}", p.name(), e)))?;
     let per_pair = (crate::arch::rdtsc() - t0) as f64 / n.max(1) as f64;
     v.purge(Scope::All, true);
-    if backing::icount_mode() {
-        emit(
-            p.name(),
-            "instructions_per_pair",
-            per_pair,
-            "instructions",
-            1,
-            Clock::Icount,
-        );
-    } else {
-        emit(p.name(), "tsc_per_pair", per_pair, "cycles", 1, Clock::Tsc);
-    }
+    emit(
+        p.name(),
+        "instructions_per_pair",
+        per_pair,
+        "instructions",
+        1,
+    );
     Ok(())
 }
 
+/// In the icount boot only the instruction count runs; in the others the all-CPU cases.
 fn vmalloc_scaling(opts: &Options) -> TestResult {
     for p in Policy::ALL {
-        if backing::nr_cpus() > 1 || !backing::icount_mode() {
-            all_cpus(opts, p)?;
-        }
-        if backing::nr_cpus() == 1 {
+        if crate::bench::instruction_boot() {
             one_cpu(opts, p)?;
+        } else {
+            all_cpus(opts, p)?;
         }
     }
     Ok(())
@@ -189,7 +153,7 @@ fn vmalloc_scaling(opts: &Options) -> TestResult {
 
 pub const TESTS: &[KTest] = &[KTest {
     module: "vmalloc",
-    name: "vmalloc_scaling",
+    name: BENCH,
     kind: Kind::Bench,
     func: vmalloc_scaling,
 }];

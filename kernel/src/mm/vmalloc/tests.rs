@@ -266,7 +266,7 @@ fn conserved(v: &Vmalloc, data_before: u64) -> Result<(), String> {
 type CaseFn = fn(&Vmalloc, u64, &mut Rng) -> Outcome;
 
 /// Runs `case` on every CPU at once under each design, prints a Summary line per design
-/// (test_vmalloc.c's format, avg in TSC cycles per loop) and checks conservation.
+/// (test_vmalloc.c's format) and checks conservation.
 fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
     let loops = opts.u64("vmalloc.test_loops");
     let mut failures = Vec::new();
@@ -299,15 +299,22 @@ fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
             };
         });
         let runs = (passed.load(Relaxed) + failed.load(Relaxed) + xfailed.load(Relaxed)).max(1);
+        // As test_vmalloc.c: the average time of one thread's whole run, in usec (TCG time:
+        // a trend only); TSC cycles before the TSC is calibrated.
+        let avg_ticks = ticks.load(Relaxed) / runs;
+        let avg = match backing::tsc_hz() {
+            Some(hz) => format!("{} usec", avg_ticks as u128 * 1_000_000 / hz as u128),
+            None => format!("{} cycles", avg_ticks),
+        };
         crate::println!(
-            "# vmalloc[{}] Summary: {} passed: {} failed: {} xfailed: {} repeat: 1 loops: {} avg: {} cycles",
+            "# vmalloc[{}] Summary: {} passed: {} failed: {} xfailed: {} repeat: 1 loops: {} avg: {}",
             p.name(),
             name,
             passed.load(Relaxed),
             failed.load(Relaxed),
             xfailed.load(Relaxed),
             loops,
-            ticks.load(Relaxed) / runs / loops.max(1)
+            avg
         );
         if let Some(e) = first_error.lock().take() {
             failures.push(format!("{}: {}", p.name(), e));
