@@ -373,8 +373,16 @@ fn hammer(per_cpu: u64) -> TestResult {
     kassert_eq!(total, per_cpu * n, "lost increments under the lock");
     kassert_eq!(unlocked.load(Ordering::Relaxed), per_cpu * n);
     kassert!(!lock.is_locked(), "lock still held after the hammer");
+    {
+        let held = lock.try_lock();
+        kassert!(held.is_some(), "try_lock failed on a free lock");
+        kassert!(
+            lock.try_lock().is_none(),
+            "try_lock succeeded on a held lock"
+        );
+    }
     let s = lock.stats.snapshot().since(&LockStatsSnapshot::default());
-    kassert_eq!(s.acquisitions, per_cpu * n + 1, "lock acquisitions counted");
+    kassert_eq!(s.acquisitions, per_cpu * n + 2, "lock acquisitions counted");
     lock.stats.reset();
     kassert_eq!(lock.stats.snapshot(), LockStatsSnapshot::default());
     kassert!(s.contended <= s.acquisitions);
