@@ -8,6 +8,7 @@ const ALL: &[&[KTest]] = &[
     crate::topology::TESTS,
     crate::smp::TESTS,
     crate::mm::frame::tests::TESTS,
+    crate::mm::slub::tests::TESTS,
 ];
 
 /// Every registered test, in order.

@@ -29,7 +29,7 @@ pub use numalab_algo::buddy::MAX_ORDER;
 pub use stats::{buddyinfo_lines, numastat_lines, pcp_lines, NodeCounters};
 
 use node::{Node, NodeSkip};
-use pcp::{bump, PcpList, PushOutcome, PCP_MAX_ORDER};
+use pcp::{bump, PcpList, PCP_MAX_ORDER};
 
 /// Where an allocation may come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -349,17 +349,15 @@ pub fn alloc_pages(order: u8, policy: Policy) -> Result<Pages, AllocError> {
             let cpu = crate::percpu::cpu_id().index();
             if let Some(ctx) = fa.cpus.get(cpu) {
                 let list = ctx.local;
-                if list.enter() {
-                    let pfn = list.pop(order);
-                    if pfn.is_some() {
+                if let Some(pages) = list.enter() {
+                    if let Some((pfn, pages)) = list.pop(pages, order) {
                         bump(&list.stats.fast_hits);
-                    }
-                    list.exit();
-                    if let Some(pfn) = pfn {
+                        list.exit(pages);
                         return Ok(Pages {
                             raw: pfn << PAGE_SHIFT | ctx.local_tag | (order as u64) << ORDER_SHIFT,
                         });
                     }
+                    list.exit(pages);
                 }
             }
         }
@@ -375,40 +373,53 @@ fn alloc_slow(order: u8, policy: Policy) -> Result<Pages, AllocError> {
     fa.alloc(order, policy)
 }
 
-/// Frees a block (the `Drop` of `Pages`). Fast path: orders 0..=3 onto the calling CPU's
-/// list for the block's node; the rest (and invalid frees, which are reported, counted and
-/// dropped) is `free_slow`.
+/// Frees a block (the `Drop` of `Pages`). Fast path: order 0 onto the calling CPU's list
+/// for the block's node (the order known, its constants fold); orders 1..=3 take the same
+/// path out of line; the rest (and invalid frees, which are reported, counted and dropped)
+/// is `free_slow`.
 #[inline(always)]
 fn free_block(raw: u64) {
-    let order = ((raw >> ORDER_SHIFT) & 0xf) as u8;
-    let code = ((raw >> NODE_CODE_SHIFT) & NODE_CODE_MASK) as usize;
-    if order <= PCP_MAX_ORDER {
-        if let Some(fa) = FRAME.get() {
-            let cpu = crate::percpu::cpu_id().index();
-            if let Some(ctx) = fa.cpus.get(cpu) {
-                // Codes REFUSED and LOOKUP are beyond `row`: they take the slow path.
-                if let Some(list) = ctx.row.get(code) {
-                    if list.enter() {
-                        let outcome = list.push(raw >> PAGE_SHIFT, order);
-                        if let PushOutcome::OverHigh = outcome {
-                            fa.drain_batch(list, NodeId(code as u16), order);
-                        }
-                        list.exit();
-                        if let PushOutcome::Invalid(state) = outcome {
-                            fa.report_invalid(
-                                raw & !(PAGE_BYTES - 1),
-                                order,
-                                NodeId(code as u16),
-                                state,
-                            );
-                        }
-                        return;
-                    }
-                }
-            }
+    if raw & (0xf << ORDER_SHIFT) == 0 {
+        if !free_to_pcp(raw, 0) {
+            free_slow(raw);
         }
+    } else {
+        free_small_order(raw);
     }
-    free_slow(raw);
+}
+
+#[inline(never)]
+fn free_small_order(raw: u64) {
+    let order = ((raw >> ORDER_SHIFT) & 0xf) as u8;
+    if order > PCP_MAX_ORDER || !free_to_pcp(raw, order) {
+        free_slow(raw);
+    }
+}
+
+/// Puts the block `raw` of `order` (at most PCP_MAX_ORDER) on this CPU's list for its node;
+/// false when the list cannot take it (not ready, busy, or a node code without a list).
+#[inline(always)]
+fn free_to_pcp(raw: u64, order: u8) -> bool {
+    let code = ((raw >> NODE_CODE_SHIFT) & NODE_CODE_MASK) as usize;
+    let Some(fa) = FRAME.get() else { return false };
+    let cpu = crate::percpu::cpu_id().index();
+    let Some(ctx) = fa.cpus.get(cpu) else {
+        return false;
+    };
+    // Codes REFUSED and LOOKUP are beyond `row`: they take the slow path.
+    let Some(list) = ctx.row.get(code) else {
+        return false;
+    };
+    let Some(pages) = list.enter() else {
+        return false;
+    };
+    let new_pages = list.push(pages, raw >> PAGE_SHIFT, order);
+    if new_pages <= list.high_pages {
+        list.exit(new_pages);
+    } else {
+        fa.push_over_high(list, raw, pages, new_pages);
+    }
+    true
 }
 
 #[inline(never)]
@@ -481,15 +492,15 @@ impl FrameAllocator {
         let node = self.nodes.get(nid.index())?.as_ref()?;
         if self.pcp_enabled && order <= PCP_MAX_ORDER {
             let list = self.pcp(cpu, nid);
-            if list.enter() {
-                let pfn = match list.pop(order) {
-                    Some(pfn) => {
+            if let Some(pages) = list.enter() {
+                let (pfn, pages) = match list.pop(pages, order) {
+                    Some((pfn, pages)) => {
                         bump(&list.stats.pcp_hit);
-                        Some(pfn)
+                        (Some(pfn), pages)
                     }
-                    None => list.refill(node, order, self.pcp_batch_pages),
+                    None => list.refill(node, order, self.pcp_batch_pages, pages),
                 };
-                list.exit();
+                list.exit(pages);
                 pfn
             } else {
                 node.buddy.lock().alloc(order)
@@ -555,11 +566,30 @@ impl FrameAllocator {
         }
     }
 
-    /// A push went over `high`: give a batch back (owner CPU, list entered).
+    /// A push that did not end under `high` (list entered, `pages` before the push): drain a
+    /// batch, or, for a refused block, leave the list as it was and report the free.
+    #[cold]
     #[inline(never)]
-    fn drain_batch(&self, list: &PcpList, nid: NodeId, order: u8) {
-        if let Some(Some(node)) = self.nodes.get(nid.index()) {
-            list.drain(node, order, self.pcp_batch_pages);
+    fn push_over_high(&self, list: &PcpList, raw: u64, pages: u32, new_pages: u32) {
+        let code = ((raw >> NODE_CODE_SHIFT) & NODE_CODE_MASK) as u16;
+        let order = ((raw >> ORDER_SHIFT) & 0xf) as u8;
+        if new_pages == pcp::REFUSED {
+            list.exit(pages);
+            let phys = raw & !(PAGE_BYTES - 1);
+            let state = page_meta(phys).map_or(0, |m| m.state());
+            self.report_invalid(phys, order, NodeId(code), state);
+        } else {
+            list.exit(self.drain_batch(list, NodeId(code), order, new_pages));
+        }
+    }
+
+    /// A push went over `high`: give a batch back (owner CPU, list entered); returns the new
+    /// page count.
+    #[inline(never)]
+    fn drain_batch(&self, list: &PcpList, nid: NodeId, order: u8, pages: u32) -> u32 {
+        match self.nodes.get(nid.index()) {
+            Some(Some(node)) => list.drain(node, order, self.pcp_batch_pages, pages).1,
+            _ => pages,
         }
     }
 
@@ -597,9 +627,10 @@ impl FrameAllocator {
         let mut drained = 0;
         for node in self.nodes.iter().flatten() {
             let list = self.pcp(cpu, node.id);
-            if list.enter() {
-                drained += list.drain(node, 0, u32::MAX);
-                list.exit();
+            if let Some(pages) = list.enter() {
+                let (n, pages) = list.drain(node, 0, u32::MAX, pages);
+                drained += n;
+                list.exit(pages);
             }
         }
         drained
@@ -628,10 +659,14 @@ pub fn drain_all() -> u32 {
     drain_all_smp()
 }
 
-/// With several CPUs online: each one drains its own lists.
+/// With several CPUs online: each one drains its own lists (a cross-CPU call each; the SMP
+/// layer runs it in process context, so it never interrupts a list operation).
 fn drain_all_smp() -> u32 {
-    // Until the SMP layer provides cross-CPU calls, only the boot CPU runs.
-    drain_local()
+    let total = core::sync::atomic::AtomicU32::new(0);
+    crate::smp::on_each_cpu(&|_cpu| {
+        total.fetch_add(drain_local(), Relaxed);
+    });
+    total.load(Relaxed)
 }
 
 /// Pages managed by `node` (0 for a node without memory).

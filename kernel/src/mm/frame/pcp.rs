@@ -14,7 +14,7 @@
 use super::memmap::PageMeta;
 use super::node::Node;
 use core::sync::atomic::Ordering::Relaxed;
-use core::sync::atomic::{compiler_fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{compiler_fence, AtomicU32, AtomicU64, Ordering};
 
 const _: () = assert!(core::mem::size_of::<PcpList>().is_power_of_two());
 use numalab_algo::buddy::{ALLOCATED, CACHED, NIL};
@@ -62,33 +62,26 @@ pub fn bump(c: &AtomicU64) {
 #[repr(align(128))]
 pub struct PcpList {
     heads: [AtomicU32; PCP_ORDERS],
-    /// Pages held, all orders.
-    pages: AtomicU32,
-    /// Set by the owner while it changes the list.
-    busy: AtomicBool,
+    /// Pages held (all orders), with `BUSY` set while the owner changes the list.
+    word: AtomicU32,
     /// Above this many pages a free drains a batch (0: lists disabled, every free drains).
-    high_pages: u32,
+    pub high_pages: u32,
     base_pfn: u64,
     memmap: &'static [PageMeta],
     pub stats: PcpStats,
 }
 
-/// What a push found (reported by the caller once interrupts are back on).
-pub enum PushOutcome {
-    Ok,
-    /// Over `high`: the caller drains a batch.
-    OverHigh,
-    /// Not the head of an allocated block of this order (state byte; 0 also outside the span).
-    Invalid(u8),
-}
+/// The bit of `PcpList::word` that says an operation is in progress.
+const BUSY: u32 = 1 << 31;
+/// What `push` returns for a block it refuses (larger than any page count).
+pub const REFUSED: u32 = u32::MAX;
 
 impl PcpList {
     /// The list of one CPU for `node` (None: a node without memory, never used).
     pub fn new(node: Option<&Node>, high_pages: u32) -> PcpList {
         PcpList {
             heads: [const { AtomicU32::new(NIL) }; PCP_ORDERS],
-            pages: AtomicU32::new(0),
-            busy: AtomicBool::new(false),
+            word: AtomicU32::new(0),
             high_pages,
             base_pfn: node.map_or(0, |n| n.base_pfn),
             memmap: node.map_or(&[], |n| n.memmap.pages),
@@ -98,73 +91,77 @@ impl PcpList {
 
     /// Pages this list holds (all orders).
     pub fn pages(&self) -> u32 {
-        self.pages.load(Relaxed)
+        self.word.load(Relaxed) & !BUSY
     }
 
-    /// Claims the list for an operation by its owner CPU; false when an operation is already
-    /// in progress (we are an interrupt handler that interrupted it): use the buddy then.
+    /// Claims the list for an operation by its owner CPU and returns its page count; None
+    /// when an operation is already in progress (we are an interrupt handler that interrupted
+    /// it): use the buddy then. `exit` ends the operation with the new count.
     #[inline(always)]
-    pub fn enter(&self) -> bool {
-        if self.busy.load(Relaxed) {
-            return false;
+    pub fn enter(&self) -> Option<u32> {
+        let word = self.word.load(Relaxed);
+        if word & BUSY != 0 {
+            return None;
         }
-        self.busy.store(true, Relaxed);
+        self.word.store(word | BUSY, Relaxed);
         // Same-CPU ordering only: an interrupt sees the flag before the list changes.
         compiler_fence(Ordering::SeqCst);
-        true
+        Some(word)
     }
 
-    /// Ends what `enter` began.
+    /// Ends what `enter` began, storing the new page count.
     #[inline(always)]
-    pub fn exit(&self) {
+    pub fn exit(&self, pages: u32) {
         compiler_fence(Ordering::SeqCst);
-        self.busy.store(false, Relaxed);
+        self.word.store(pages, Relaxed);
     }
 
-    /// Takes a block of `order` off the list (between enter and exit). Counts nothing:
-    /// the caller accounts the hit.
+    /// Takes a block of `order` off the list (between enter and exit); returns its pfn and
+    /// the new page count. Counts nothing: the caller accounts the hit.
     #[inline(always)]
-    pub fn pop(&self, order: u8) -> Option<u64> {
+    pub fn pop(&self, pages: u32, order: u8) -> Option<(u64, u32)> {
         let head = &self.heads[order as usize];
         let idx = head.load(Relaxed);
         let meta = self.memmap.get(idx as usize)?;
         head.store(meta.next.load(Relaxed), Relaxed);
-        self.pages
-            .store(self.pages.load(Relaxed) - (1 << order), Relaxed);
         meta.state.store(ALLOCATED | order, Relaxed);
-        Some(self.base_pfn + idx as u64)
+        Some((self.base_pfn + idx as u64, pages - (1 << order)))
     }
 
-    /// Puts the allocated block of `order` at `pfn` on the list (between enter and exit).
+    /// Puts the allocated block of `order` at `pfn` on the list (between enter and exit);
+    /// returns the new page count, or `REFUSED` (above any `high`) when the block is not the
+    /// head of an allocated block of this order or lies outside the node: nothing changed.
     #[inline(always)]
-    pub fn push(&self, pfn: u64, order: u8) -> PushOutcome {
+    pub fn push(&self, pages: u32, pfn: u64, order: u8) -> u32 {
         let idx = pfn.wrapping_sub(self.base_pfn);
         let Some(meta) = self.memmap.get(idx as usize) else {
-            return PushOutcome::Invalid(0);
+            return REFUSED;
         };
-        let state = meta.state.load(Relaxed);
-        if state != ALLOCATED | order {
-            return PushOutcome::Invalid(state);
+        if meta.state.load(Relaxed) != ALLOCATED | order {
+            return REFUSED;
         }
         meta.state.store(CACHED | order, Relaxed);
         let head = &self.heads[order as usize];
         meta.next.store(head.load(Relaxed), Relaxed);
         head.store(idx as u32, Relaxed);
-        let pages = self.pages.load(Relaxed) + (1 << order);
-        self.pages.store(pages, Relaxed);
-        if pages > self.high_pages {
-            PushOutcome::OverHigh
-        } else {
-            PushOutcome::Ok
-        }
+        pages + (1 << order)
     }
 
-    /// Takes `batch_pages` worth of `order` blocks from the node's buddy (one lock hold): one
-    /// is returned allocated, the rest go on the list. None when the node has no such block.
-    pub fn refill(&self, node: &Node, order: u8, batch_pages: u32) -> Option<u64> {
+    /// Takes `batch_pages` worth of `order` blocks from the node's buddy (one lock hold;
+    /// between enter and exit): one is returned allocated, the rest go on the list. Returns
+    /// it (None when the node has no such block) and the new page count.
+    pub fn refill(
+        &self,
+        node: &Node,
+        order: u8,
+        batch_pages: u32,
+        pages: u32,
+    ) -> (Option<u64>, u32) {
         let nr_blocks = (batch_pages >> order).max(1);
         let mut buddy = node.buddy.lock();
-        let first = buddy.alloc(order)?;
+        let Some(first) = buddy.alloc(order) else {
+            return (None, pages);
+        };
         let head = &self.heads[order as usize];
         let mut added = 0u32;
         for _ in 1..nr_blocks {
@@ -178,17 +175,16 @@ impl PcpList {
             added += 1;
         }
         drop(buddy);
-        self.pages
-            .store(self.pages.load(Relaxed) + (added << order), Relaxed);
         bump(&self.stats.pcp_refill);
-        Some(first)
+        (Some(first), pages + (added << order))
     }
 
-    /// Gives at least `nr_pages` pages back to the buddy (one lock hold), from `first_order`'s
-    /// list first, then the others. Returns the pages given back.
-    pub fn drain(&self, node: &Node, first_order: u8, nr_pages: u32) -> u32 {
-        if self.pages.load(Relaxed) == 0 {
-            return 0;
+    /// Gives at least `nr_pages` pages back to the buddy (one lock hold; between enter and
+    /// exit), from `first_order`'s list first, then the others. Returns the pages given back
+    /// and the new page count.
+    pub fn drain(&self, node: &Node, first_order: u8, nr_pages: u32, pages: u32) -> (u32, u32) {
+        if pages == 0 {
+            return (0, 0);
         }
         let mut drained = 0u32;
         let mut buddy = node.buddy.lock();
@@ -208,9 +204,7 @@ impl PcpList {
             }
         }
         drop(buddy);
-        self.pages
-            .store(self.pages.load(Relaxed).saturating_sub(drained), Relaxed);
         bump(&self.stats.pcp_drain);
-        drained
+        (drained, pages.saturating_sub(drained))
     }
 }
