@@ -171,6 +171,10 @@ impl Preset {
             "-m".to_string(),
             format!("{}M", mem_mib),
         ];
+        if self.nodes.is_empty() {
+            // UMA: no -numa at all, so QEMU writes no SRAT (the kernel falls back to one node).
+            return args;
+        }
         for (i, (ids, mem)) in self.layout(cpus, mem_mib).iter().enumerate() {
             let mut numa = format!("node,nodeid={}", i);
             if let (Some(first), Some(last)) = (ids.first(), ids.last()) {
@@ -218,6 +222,11 @@ mod tests {
             "-smp 8 -m 2048M -numa node,nodeid=0,cpus=0-3 -object memory-backend-ram,size=2048M,id=m1 \
              -numa node,nodeid=1,cpus=4-7,memdev=m1 -numa dist,src=0,dst=1,val=40"
         );
+    }
+
+    #[test]
+    fn uma_has_no_numa_arguments() {
+        assert_eq!(find("uma").unwrap().qemu_args(4, 1024).join(" "), "-smp 4 -m 1024M");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! Other entry types (I/O APICs, overrides, NMI sources) are listed in the dump and skipped.
 
 use super::sdt::{self, Entry};
+use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -49,15 +50,19 @@ impl Madt {
     /// The APIC ids of enabled processors, in table order, duplicates dropped (with a
     /// warning pushed to `warnings`).
     pub fn enabled_apic_ids(&self, warnings: &mut Vec<String>) -> Vec<(u32, usize)> {
+        // Entry index of each APIC id's first listing (a map: a hostile table may hold
+        // 100000 entries, so no quadratic search).
+        let mut first: BTreeMap<u32, usize> = BTreeMap::new();
         let mut out: Vec<(u32, usize)> = Vec::new();
         for cpu in self.cpus.iter().filter(|c| c.enabled()) {
-            if let Some(&(_, first)) = out.iter().find(|(id, _)| *id == cpu.apic_id) {
+            if let Some(&earlier) = first.get(&cpu.apic_id) {
                 warnings.push(format!(
-                    "MADT entry {}: APIC id {} already listed by entry {first}: entry dropped",
+                    "MADT entry {}: APIC id {} already listed by entry {earlier}: entry dropped",
                     cpu.index, cpu.apic_id
                 ));
                 continue;
             }
+            first.insert(cpu.apic_id, cpu.index);
             out.push((cpu.apic_id, cpu.index));
         }
         out

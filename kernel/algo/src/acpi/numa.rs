@@ -26,6 +26,7 @@ use super::slit::{self, Slit};
 use super::srat::{self, Srat};
 use crate::memrange::{intersect, normalize, subtract};
 use crate::topology::{CpuId, CpuInfo, NodeId, NodeInfo, Topology};
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec;
@@ -184,7 +185,7 @@ pub fn build(m: &Machine) -> Outcome {
     }
     // Processors the MADT lists but not as enabled (hotplug, `-smp N,maxcpus=M`) may have
     // SRAT entries; those are dropped silently.
-    let absent: Vec<u32> = madt
+    let absent: BTreeSet<u32> = madt
         .iter()
         .flat_map(|t| t.cpus.iter())
         .filter(|c| !c.enabled())
@@ -212,6 +213,7 @@ fn kept_memory(
     warnings: &mut Vec<String>,
 ) -> Vec<(u32, u64, u64, usize)> {
     let mut kept: Vec<(u32, u64, u64, usize)> = Vec::new();
+    let mut claimed = Claimed::default();
     for mem in srat
         .mems
         .iter()
@@ -237,13 +239,9 @@ fn kept_memory(
             }
             continue;
         }
-        if let Some(other) = kept
-            .iter()
-            .find(|k| k.0 != mem.pxm && k.1 < end && mem.base < k.2)
-        {
+        if let Some((s, e, pxm, index)) = claimed.claim(mem.base, end, mem.pxm, mem.index) {
             warnings.push(format!(
-                "{what}: overlaps entry {} of PXM {} ({:#x}-{:#x}): entry dropped",
-                other.3, other.0, other.1, other.2
+                "{what}: overlaps entry {index} of PXM {pxm} ({s:#x}-{e:#x}): entry dropped"
             ));
             continue;
         }
@@ -252,12 +250,56 @@ fn kept_memory(
     kept
 }
 
+/// The address space claimed so far by kept memory entries: disjoint intervals keyed by
+/// start, each (end, pxm, first entry index); overlapping ranges of one domain are merged.
+/// O(log n) per entry, so a table of 25000 entries costs no quadratic scan.
+#[derive(Default)]
+struct Claimed(BTreeMap<u64, (u64, u32, usize)>);
+
+impl Claimed {
+    /// Claims [start, end) for `pxm`, or returns the other domain's interval it overlaps
+    /// (start, end, pxm, entry index) and claims nothing.
+    fn claim(
+        &mut self,
+        start: u64,
+        end: u64,
+        pxm: u32,
+        index: usize,
+    ) -> Option<(u64, u64, u32, usize)> {
+        // Intervals are disjoint, so the ones meeting [start, end) are the last starting at or
+        // before `start` (if it reaches past `start`) and those starting inside.
+        let before = self
+            .0
+            .range(..=start)
+            .next_back()
+            .filter(|(_, v)| v.0 > start);
+        let inside = self.0.range(start..end).filter(|(&s, _)| s != start);
+        let meeting: Vec<(u64, (u64, u32, usize))> = before
+            .into_iter()
+            .chain(inside)
+            .map(|(&s, &v)| (s, v))
+            .collect();
+        if let Some(&(s, (e, p, i))) = meeting.iter().find(|(_, v)| v.1 != pxm) {
+            return Some((s, e, p, i));
+        }
+        let (mut lo, mut hi, mut first) = (start, end, index);
+        for (s, (e, _, i)) in meeting {
+            self.0.remove(&s);
+            lo = lo.min(s);
+            hi = hi.max(e);
+            first = first.min(i);
+        }
+        self.0.insert(lo, (hi, pxm, first));
+        None
+    }
+}
+
 /// The CPUs as the MADT gave them.
 struct Cpus<'a> {
     /// CpuId order: boot CPU, then enabled MADT processors.
     apic_ids: &'a [u32],
     /// MADT processors present but not enabled.
-    absent: &'a [u32],
+    absent: &'a BTreeSet<u32>,
     boot_apic_id: u32,
 }
 
@@ -276,8 +318,9 @@ fn place(
     // Processor entries -> proximity domain of each CPU.
     let mut cpu_pxm: Vec<Option<(u32, usize)>> = vec![None; apic_ids.len()];
     let mut unknown: Vec<(usize, u32)> = Vec::new();
+    let cpu_of: BTreeMap<u32, usize> = apic_ids.iter().enumerate().map(|(k, &a)| (a, k)).collect();
     for c in srat.cpus.iter().filter(|c| c.enabled) {
-        match apic_ids.iter().position(|&a| a == c.apic_id) {
+        match cpu_of.get(&c.apic_id).copied() {
             None if cpus_in.absent.contains(&c.apic_id) => {}
             None => unknown.push((c.index, c.apic_id)),
             Some(k) => match cpu_pxm[k] {

@@ -580,3 +580,32 @@ fn arbitrary_bytes_never_panic() {
         "{numa_outcomes} {warned} {entry_warnings}"
     );
 }
+
+#[test]
+fn claimed_merges_one_domain_and_refuses_overlap_with_another() {
+    let mut c = Claimed::default();
+    assert_eq!(c.claim(100, 200, 0, 1), None);
+    assert_eq!(c.claim(150, 300, 0, 2), None); // same domain: merged into 100-300
+    assert_eq!(c.claim(300, 400, 1, 3), None); // touching is not overlapping
+    assert_eq!(c.claim(50, 101, 2, 4), Some((100, 300, 0, 1)));
+    assert_eq!(c.claim(399, 500, 0, 5), Some((300, 400, 1, 3)));
+    assert_eq!(c.claim(0, 100, 0, 6), None); // touching: a separate interval
+    assert_eq!(c.claim(90, 120, 0, 7), None); // bridges 0-100 and 100-300
+    assert_eq!(c.0.len(), 2);
+    assert_eq!(c.0.get(&0), Some(&(300, 0, 1)));
+}
+
+/// Tables with 100000 MADT entries and 20000 memory ranges: lookups are maps, not scans, so
+/// this finishes quickly (it is not timed; a quadratic walk would make it take minutes).
+#[test]
+fn huge_tables_are_handled() {
+    let cpus: Vec<Vec<u8>> = (0..100_000u32)
+        .map(|i| local_apic(0, (i % 256) as u8, 1))
+        .collect();
+    let m = madt(&cpus);
+    let mut e: Vec<Vec<u8>> = (0..=255u8).map(|i| cpu(i as u32 % 4, i, true)).collect();
+    e.extend((0..20_000u64).map(|i| mem((i % 4) as u32, i * 64 * 1024, 64 * 1024, 1)));
+    let o = run(0, &[&m], &[&srat(&e)], &[]);
+    assert_eq!(o.topology.nr_cpus(), 256);
+    assert_eq!(o.topology.nr_nodes(), 4);
+}
