@@ -171,9 +171,9 @@ fn s02_lock_hammer_stress() {
     assert!(out.ktap.result("smp.lock_hammer_stress").expect("ran").ok);
 }
 
-/// 255 vCPUs (the TCG limit) without NUMA. Ignored by default: on the 2-core host it took
-/// about 95-120 s (see README, SMP bring-up); run by hand with
-/// `cargo test --test s02_smp -- --ignored`.
+/// 255 vCPUs (the TCG limit) without NUMA. Ignored by default: on the 2-core host the boot
+/// took 63.9 s with `--set filter=smp` and 94.3 s with the whole test suite (README, SMP
+/// bring-up); run it by hand with `cargo test --test s02_smp -- --ignored`.
 #[test]
 #[ignore]
 fn s02_uma_255_cpus_online() {

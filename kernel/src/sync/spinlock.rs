@@ -1,6 +1,11 @@
 //! `IrqSpinLock<T>`: a spin lock (on the `spin` crate) that disables interrupts while held and
 //! counts acquisitions, contended acquisitions and spin iterations with relaxed atomics (cheap
 //! enough to leave on for benchmarks).
+//!
+//! A waiter spins with interrupts off, reading the lock (no writes) and executing PAUSE
+//! (`core::hint::spin_loop()`, which also lets QEMU run other vCPUs); it serves queued TLB
+//! shootdowns while it spins (`crate::smp::poll_irq_safe`), so a holder that shoots down
+//! cannot deadlock with it.
 
 use core::ops::{Deref, DerefMut};
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -111,6 +116,31 @@ impl<T> IrqSpinLock<T> {
         IrqSpinLockGuard {
             guard: Some(guard),
             irqs_were_enabled,
+        }
+    }
+
+    /// Takes the lock if it is free (interrupts disabled while held), without spinning;
+    /// counts an acquisition only on success.
+    #[inline]
+    pub fn try_lock(&self) -> Option<IrqSpinLockGuard<'_, T>> {
+        let irqs_were_enabled = x86_64::instructions::interrupts::are_enabled();
+        if irqs_were_enabled {
+            x86_64::instructions::interrupts::disable();
+        }
+        match self.inner.try_lock() {
+            Some(guard) => {
+                self.stats.acquisitions.fetch_add(1, Relaxed);
+                Some(IrqSpinLockGuard {
+                    guard: Some(guard),
+                    irqs_were_enabled,
+                })
+            }
+            None => {
+                if irqs_were_enabled {
+                    x86_64::instructions::interrupts::enable();
+                }
+                None
+            }
         }
     }
 

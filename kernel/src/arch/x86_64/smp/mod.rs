@@ -30,6 +30,8 @@ pub use memory::{alloc_scratch_virt, apic_mmio_virt, node_pages_phys};
 
 /// Kernel stack of each AP.
 pub const KERNEL_STACK_BYTES: u64 = 64 * 1024;
+/// Largest APIC id the start-up table covers (x2APIC ids can be sparse and large).
+const MAX_APIC_ID: u32 = 0xffff;
 /// Each IST stack of each AP.
 pub const IST_BYTES: u64 = 8 * 1024;
 
@@ -145,6 +147,9 @@ pub fn start_aps(
     }
     let slots: &'static [ApSlot] = Vec::leak(slots);
     let max_apic = requests.iter().map(|r| r.apic_id).max().unwrap_or(0);
+    if max_apic > MAX_APIC_ID {
+        return Err("an APIC id above 65535 (the trampoline's lookup table would be too large)");
+    }
     let mut by_apic = alloc::vec![usize::MAX; max_apic as usize + 1];
     let stack_table: &'static mut [u64] = Vec::leak(alloc::vec![0u64; max_apic as usize + 1]);
     for (i, slot) in slots.iter().enumerate() {
