@@ -18,6 +18,7 @@ const BENCH: &str = "page_alloc";
 
 /// The comparison allocator: orders 0..=10 like numalab's buddy.
 static BSA: Mutex<FrameAllocator<11>> = Mutex::new(FrameAllocator::new());
+static BSA_FED: spin::Once<()> = spin::Once::new();
 
 /// How this boot's rdtsc is to be read: the host sets `bench.clock=icount` with `--icount`
 /// (the bench layer's option; unknown keys read as "", i.e. tsc).
@@ -60,12 +61,14 @@ fn bsa_pair(pairs: u64) -> Result<f64, TestError> {
     let local = crate::percpu::mem_node_id();
     let managed = node_counters(local).map_or(0, |c| c.managed_pages);
     let base = super::node_base_pfn(local).unwrap_or(1 << (20 - PAGE_SHIFT)) as usize;
-    {
-        let mut bsa = BSA.lock();
-        if bsa.alloc(1).is_none() {
-            bsa.add_frame(base, base + managed);
-        }
-    }
+    BSA_FED.call_once(|| BSA.lock().add_frame(base, base + managed));
+    // One frame stays allocated during the loop: its buddy is then a free order-0 block, so
+    // the loop measures the steady state (take it, give it back) rather than a split down
+    // from the largest block and a merge back, whose depth depends on the region's alignment.
+    let held = BSA
+        .lock()
+        .alloc(1)
+        .ok_or_else(|| alloc::string::String::from("bsa: empty"))?;
     let warm = BSA
         .lock()
         .alloc(1)
@@ -79,6 +82,7 @@ fn bsa_pair(pairs: u64) -> Result<f64, TestError> {
         }
     }
     let t1 = crate::arch::rdtsc();
+    BSA.lock().dealloc(held, 1);
     Ok((t1 - t0) as f64 / pairs as f64)
 }
 
