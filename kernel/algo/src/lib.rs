@@ -9,9 +9,12 @@ extern crate alloc;
 
 pub mod acpi;
 pub mod bench;
+pub mod bench_plan;
 pub mod buddy;
 pub mod ktap;
 pub mod memrange;
 pub mod options;
+pub mod slub;
 pub mod smp;
 pub mod topology;
+pub mod vmalloc;

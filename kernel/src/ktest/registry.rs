@@ -8,6 +8,10 @@ const ALL: &[&[KTest]] = &[
     crate::topology::TESTS,
     crate::smp::TESTS,
     crate::mm::frame::tests::TESTS,
+    crate::mm::slub::tests::TESTS,
+    crate::mm::vmalloc::tests::TESTS,
+    crate::mm::vmalloc::bench::TESTS,
+    crate::bench::TESTS,
 ];
 
 /// Every registered test, in order.
