@@ -212,7 +212,7 @@ fn s03_page_alloc_bench_lines() {
     c.suite = "bench".into();
     c.icount = true;
     c.smp = Some(1);
-    c.sets.push("filter=page_alloc".into());
+    c.sets.push("bench=page_alloc".into());
     let out = boot_pass(&c);
     let bench = lines_with(&out, "BENCH ");
     for case in ["numalab", "buddy_system_allocator"] {
@@ -225,6 +225,7 @@ fn s03_page_alloc_bench_lines() {
             .unwrap_or_else(|| panic!("no {case} line:\n{}", out.log));
         println!("{line}");
         assert!(!line.contains("\"value\":null"), "{line}");
+        assert!(line.contains("\"clock\":\"icount\""), "{line}");
     }
     let local = bench
         .iter()

@@ -9,6 +9,10 @@
 //!   bootstrap heap      a slice of the direct map (early.rs), early boot only
 //!   vmalloc range       one free higher-half PML4 slot (512 GiB), see vmalloc/mod.rs
 //! ```
+//!
+//! Physical memory: the frame allocator (frame/) owns every usable page above 1 MiB except
+//! the bootstrap heap, one buddy per NUMA node, each node's memmap (struct page array) at the
+//! top of that node's own memory; heap.rs is the `#[global_allocator]` glue.
 
 pub mod early;
 pub mod frame;

@@ -1,16 +1,14 @@
 //! Benchmark `page_alloc`: instructions per order-0 allocate+free pair through numalab's
 //! per-CPU lists and through the `buddy_system_allocator` crate (one global instance behind a
-//! spin lock, fed as many frames as the local node manages), and the local fraction of
-//! `Policy::Local` allocations. Instruction counts mean something only in a one-CPU
-//! `--icount` boot (rdtsc then counts executed instructions).
+//! spin lock, fed as many frames as the local node manages), in the one-CPU `--icount` boot
+//! (rdtsc then counts executed instructions); and the local fraction of `Policy::Local`
+//! allocations on every online CPU.
 
-use super::{alloc_pages, node_counters, Pages, Policy, PAGE_SHIFT};
+use super::{alloc_pages, node_counters, AllocError, Pages, Policy, PAGE_SHIFT};
 use crate::ktest::{TestError, TestResult};
 use alloc::format;
-use alloc::vec::Vec;
 use buddy_system_allocator::FrameAllocator;
 use core::hint::black_box;
-use numalab_algo::bench::{Clock, Record};
 use numalab_algo::options::Options;
 use spin::Mutex;
 
@@ -18,29 +16,7 @@ const BENCH: &str = "page_alloc";
 
 /// The comparison allocator: orders 0..=10 like numalab's buddy.
 static BSA: Mutex<FrameAllocator<11>> = Mutex::new(FrameAllocator::new());
-
-/// How this boot's rdtsc is to be read: the host sets `bench.clock=icount` with `--icount`
-/// (the bench layer's option; unknown keys read as "", i.e. tsc).
-fn clock() -> Clock {
-    match crate::options::load().text("bench.clock") {
-        "icount" => Clock::Icount,
-        _ => Clock::Tsc,
-    }
-}
-
-fn emit(case: &str, metric: &str, value: f64, unit: &str) {
-    let record = Record {
-        bench: BENCH,
-        case,
-        metric,
-        value,
-        unit,
-        cpus: 1,
-        nodes: crate::topology::get().nr_nodes() as u32,
-        clock: clock(),
-    };
-    println!("{}", record.line());
-}
+static BSA_FED: spin::Once<()> = spin::Once::new();
 
 /// Instructions (ticks) per order-0 pair through `alloc_pages(0, Local)` and `Drop`.
 fn numalab_pair(pairs: u64) -> Result<f64, TestError> {
@@ -60,12 +36,14 @@ fn bsa_pair(pairs: u64) -> Result<f64, TestError> {
     let local = crate::percpu::mem_node_id();
     let managed = node_counters(local).map_or(0, |c| c.managed_pages);
     let base = super::node_base_pfn(local).unwrap_or(1 << (20 - PAGE_SHIFT)) as usize;
-    {
-        let mut bsa = BSA.lock();
-        if bsa.alloc(1).is_none() {
-            bsa.add_frame(base, base + managed);
-        }
-    }
+    BSA_FED.call_once(|| BSA.lock().add_frame(base, base + managed));
+    // One frame stays allocated during the loop: its buddy is then a free order-0 block, so
+    // the loop measures the steady state (take it, give it back) rather than a split down
+    // from the largest block and a merge back, whose depth depends on the region's alignment.
+    let held = BSA
+        .lock()
+        .alloc(1)
+        .ok_or_else(|| alloc::string::String::from("bsa: empty"))?;
     let warm = BSA
         .lock()
         .alloc(1)
@@ -79,37 +57,98 @@ fn bsa_pair(pairs: u64) -> Result<f64, TestError> {
         }
     }
     let t1 = crate::arch::rdtsc();
+    BSA.lock().dealloc(held, 1);
     Ok((t1 - t0) as f64 / pairs as f64)
 }
 
-/// Fraction of `Policy::Local` pages that come from the CPU's nearest memory node while it
-/// has free memory (holds `nr` pages at once, then frees them).
-fn local_fraction(nr: usize) -> Result<f64, TestError> {
+/// How many of `nr` `Policy::Local` pages held at once come from the calling CPU's nearest
+/// memory node (which has free memory here); they are freed afterwards. No heap use: the
+/// pages are chained through their own first word.
+fn local_count(nr: usize) -> Result<usize, AllocError> {
     let local = crate::percpu::mem_node_id();
-    let held: Vec<Pages> = (0..nr)
-        .map(|_| alloc_pages(0, Policy::Local))
-        .collect::<Result<_, _>>()
-        .map_err(|e| format!("{}", e))?;
-    let on_local = held.iter().filter(|p| p.node() == local).count();
-    Ok(on_local as f64 / nr as f64)
+    let mut on_local = 0;
+    let mut chain: Option<Pages> = None;
+    let mut result = Ok(());
+    for _ in 0..nr {
+        match alloc_pages(0, Policy::Local) {
+            Ok(p) => {
+                if p.node() == local {
+                    on_local += 1;
+                }
+                let next = chain.take().map_or(0, |c| c.into_raw().0 | 1);
+                // SAFETY: the first word of a page this CPU owns.
+                unsafe { (p.virt_ptr() as *mut u64).write(next) };
+                chain = Some(p);
+            }
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    while let Some(p) = chain.take() {
+        // SAFETY: the first word holds what the loop above wrote: 0, or the next page's
+        // physical address with bit 0 set (an order-0 block given up with into_raw).
+        let next = unsafe { (p.virt_ptr() as *const u64).read() };
+        drop(p);
+        if next != 0 {
+            // SAFETY: (next & !1, 0) came from into_raw of an order-0 block above.
+            chain = Some(unsafe { Pages::from_raw(next & !1, 0) });
+        }
+    }
+    result.map(|()| on_local)
 }
 
-pub fn page_alloc(o: &Options) -> TestResult {
-    let pairs = if o.bool("bench.smoke") {
-        10_000
-    } else {
-        100_000
-    };
-    let numalab = numalab_pair(pairs)?;
-    emit("numalab", "instructions_per_pair", numalab, "instructions");
-    let bsa = bsa_pair(pairs)?;
-    emit(
-        "buddy_system_allocator",
-        "instructions_per_pair",
-        bsa,
-        "instructions",
+/// The experiment: instruction counts in the one-CPU `--icount` boot only (the bench layer's
+/// rule); the local fraction in every boot, measured on every online CPU.
+pub fn page_alloc(_o: &Options) -> TestResult {
+    if crate::bench::instruction_boot() {
+        let pairs = crate::bench::scaled(100_000, 10_000);
+        let numalab = numalab_pair(pairs)?;
+        crate::bench::record(
+            BENCH,
+            "numalab",
+            "instructions_per_pair",
+            numalab,
+            "instructions",
+            1,
+        );
+        let bsa = bsa_pair(pairs)?;
+        crate::bench::record(
+            BENCH,
+            "buddy_system_allocator",
+            "instructions_per_pair",
+            bsa,
+            "instructions",
+            1,
+        );
+    }
+    let local = core::sync::atomic::AtomicU64::new(0);
+    let failed = core::sync::atomic::AtomicU64::new(0);
+    let per_cpu = 1024;
+    crate::smp::on_each_cpu(&|_cpu| match local_count(per_cpu) {
+        Ok(n) => {
+            local.fetch_add(n as u64, core::sync::atomic::Ordering::Relaxed);
+        }
+        Err(_) => {
+            failed.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    let cpus = crate::percpu::nr_cpus_online();
+    if failed.load(core::sync::atomic::Ordering::Relaxed) != 0 {
+        return Err(TestError::Fail(alloc::string::String::from(
+            "local_fraction: an allocation failed",
+        )));
+    }
+    let fraction =
+        local.load(core::sync::atomic::Ordering::Relaxed) as f64 / (per_cpu * cpus) as f64;
+    crate::bench::record(
+        BENCH,
+        "numalab",
+        "local_fraction",
+        fraction,
+        "ratio",
+        cpus as u32,
     );
-    let fraction = local_fraction(4096)?;
-    emit("numalab", "local_fraction", fraction, "ratio");
     Ok(())
 }

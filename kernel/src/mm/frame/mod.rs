@@ -72,12 +72,8 @@ impl fmt::Display for AllocError {
 struct CpuCtx {
     node: NodeId,
     mem_node: NodeId,
-    /// This CPU's list for `mem_node` (the allocation fast path's list).
-    local: &'static PcpList,
     /// This CPU's lists by node (the free fast path), at most `NODE_CODE_REFUSED` of them.
     row: &'static [PcpList],
-    /// `Pages` bits naming `mem_node` (see `Pages`).
-    local_tag: u64,
     fallback: &'static [NodeId],
     interleave_next: AtomicU32,
 }
@@ -89,6 +85,8 @@ struct FrameAllocator {
     nodes: Vec<Option<Node>>,
     /// Indexed by cpu * nr_nodes + node.
     pcp: &'static [PcpList],
+    /// Each CPU's list for its nearest memory node (the allocation fast path's list).
+    local_lists: &'static [&'static PcpList],
     cpus: Vec<CpuCtx>,
     mem_nodes: Vec<NodeId>,
     pcp_enabled: bool,
@@ -153,7 +151,14 @@ fn build() -> FrameAllocator {
         0
     };
     let pcp: &'static [PcpList] = (0..nr_cpus * nr_nodes)
-        .map(|i| PcpList::new(nodes[i % nr_nodes].as_ref(), high))
+        .map(|i| {
+            let node = nodes[i % nr_nodes].as_ref();
+            PcpList::new(
+                node,
+                high,
+                node_code(NodeId((i % nr_nodes) as u16)) << NODE_CODE_SHIFT,
+            )
+        })
         .collect::<Vec<_>>()
         .leak();
     let cpus = (0..nr_cpus)
@@ -162,20 +167,26 @@ fn build() -> FrameAllocator {
             CpuCtx {
                 node,
                 mem_node: topo.mem_node(node),
-                local: &pcp[i * nr_nodes + topo.mem_node(node).index()],
                 row: &pcp[i * nr_nodes..i * nr_nodes + nr_nodes.min(NODE_CODE_REFUSED as usize)],
-                local_tag: node_code(topo.mem_node(node)) << NODE_CODE_SHIFT,
                 fallback: topo.fallback_order(node),
                 interleave_next: AtomicU32::new(i as u32),
             }
         })
         .collect();
     let mem_nodes = nodes.iter().flatten().map(|n| n.id).collect();
+    let local_lists = (0..nr_cpus)
+        .map(|i| {
+            let node = topo.cpus.get(i).map_or(NodeId(0), |c| c.node);
+            &pcp[i * nr_nodes + topo.mem_node(node).index()]
+        })
+        .collect::<Vec<_>>()
+        .leak();
     FrameAllocator {
         topo,
         nr_nodes,
         nodes,
         pcp,
+        local_lists,
         cpus,
         mem_nodes,
         pcp_enabled,
@@ -347,14 +358,13 @@ pub fn alloc_pages(order: u8, policy: Policy) -> Result<Pages, AllocError> {
     if policy == Policy::Local && order <= PCP_MAX_ORDER {
         if let Some(fa) = FRAME.get() {
             let cpu = crate::percpu::cpu_id().index();
-            if let Some(ctx) = fa.cpus.get(cpu) {
-                let list = ctx.local;
+            if let Some(&list) = fa.local_lists.get(cpu) {
                 if let Some(pages) = list.enter() {
-                    if let Some((pfn, pages)) = list.pop(pages, order) {
+                    if let Some((raw, pages)) = list.pop_raw(pages, order) {
                         bump(&list.stats.fast_hits);
                         list.exit(pages);
                         return Ok(Pages {
-                            raw: pfn << PAGE_SHIFT | ctx.local_tag | (order as u64) << ORDER_SHIFT,
+                            raw: raw | (order as u64) << ORDER_SHIFT,
                         });
                     }
                     list.exit(pages);
@@ -413,11 +423,9 @@ fn free_to_pcp(raw: u64, order: u8) -> bool {
     let Some(pages) = list.enter() else {
         return false;
     };
-    let new_pages = list.push(pages, raw >> PAGE_SHIFT, order);
-    if new_pages <= list.high_pages {
-        list.exit(new_pages);
-    } else {
-        fa.push_over_high(list, raw, pages, new_pages);
+    match list.push(pages, raw >> PAGE_SHIFT, order) {
+        Some(new_pages) if new_pages <= list.high_pages => list.exit(new_pages),
+        outcome => fa.push_over_high(list, raw, pages, outcome),
     }
     true
 }
@@ -570,16 +578,17 @@ impl FrameAllocator {
     /// batch, or, for a refused block, leave the list as it was and report the free.
     #[cold]
     #[inline(never)]
-    fn push_over_high(&self, list: &PcpList, raw: u64, pages: u32, new_pages: u32) {
+    fn push_over_high(&self, list: &PcpList, raw: u64, pages: u32, outcome: Option<u32>) {
         let code = ((raw >> NODE_CODE_SHIFT) & NODE_CODE_MASK) as u16;
         let order = ((raw >> ORDER_SHIFT) & 0xf) as u8;
-        if new_pages == pcp::REFUSED {
-            list.exit(pages);
-            let phys = raw & !(PAGE_BYTES - 1);
-            let state = page_meta(phys).map_or(0, |m| m.state());
-            self.report_invalid(phys, order, NodeId(code), state);
-        } else {
-            list.exit(self.drain_batch(list, NodeId(code), order, new_pages));
+        match outcome {
+            Some(new_pages) => list.exit(self.drain_batch(list, NodeId(code), order, new_pages)),
+            None => {
+                list.exit(pages);
+                let phys = raw & !(PAGE_BYTES - 1);
+                let state = page_meta(phys).map_or(0, |m| m.state());
+                self.report_invalid(phys, order, NodeId(code), state);
+            }
         }
     }
 

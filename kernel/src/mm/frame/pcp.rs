@@ -67,23 +67,25 @@ pub struct PcpList {
     /// Above this many pages a free drains a batch (0: lists disabled, every free drains).
     pub high_pages: u32,
     base_pfn: u64,
+    /// `Pages` word of the node's first pfn: base_pfn << 12 | the node's code bits.
+    base_raw: u64,
     memmap: &'static [PageMeta],
     pub stats: PcpStats,
 }
 
 /// The bit of `PcpList::word` that says an operation is in progress.
 const BUSY: u32 = 1 << 31;
-/// What `push` returns for a block it refuses (larger than any page count).
-pub const REFUSED: u32 = u32::MAX;
 
 impl PcpList {
     /// The list of one CPU for `node` (None: a node without memory, never used).
-    pub fn new(node: Option<&Node>, high_pages: u32) -> PcpList {
+    pub fn new(node: Option<&Node>, high_pages: u32, node_bits: u64) -> PcpList {
+        let base_pfn = node.map_or(0, |n| n.base_pfn);
         PcpList {
+            base_raw: base_pfn << super::PAGE_SHIFT | node_bits,
             heads: [const { AtomicU32::new(NIL) }; PCP_ORDERS],
             word: AtomicU32::new(0),
             high_pages,
-            base_pfn: node.map_or(0, |n| n.base_pfn),
+            base_pfn,
             memmap: node.map_or(&[], |n| n.memmap.pages),
             stats: PcpStats::default(),
         }
@@ -120,31 +122,39 @@ impl PcpList {
     /// the new page count. Counts nothing: the caller accounts the hit.
     #[inline(always)]
     pub fn pop(&self, pages: u32, order: u8) -> Option<(u64, u32)> {
+        let (raw, pages) = self.pop_raw(pages, order)?;
+        Some((raw >> super::PAGE_SHIFT, pages))
+    }
+
+    /// `pop`, returning the block's `Pages` word without the order bits.
+    #[inline(always)]
+    pub fn pop_raw(&self, pages: u32, order: u8) -> Option<(u64, u32)> {
         let head = &self.heads[order as usize];
         let idx = head.load(Relaxed);
         let meta = self.memmap.get(idx as usize)?;
         head.store(meta.next.load(Relaxed), Relaxed);
         meta.state.store(ALLOCATED | order, Relaxed);
-        Some((self.base_pfn + idx as u64, pages - (1 << order)))
+        Some((
+            self.base_raw + ((idx as u64) << super::PAGE_SHIFT),
+            pages - (1 << order),
+        ))
     }
 
     /// Puts the allocated block of `order` at `pfn` on the list (between enter and exit);
-    /// returns the new page count, or `REFUSED` (above any `high`) when the block is not the
+    /// returns the new page count, or None when the block is not the
     /// head of an allocated block of this order or lies outside the node: nothing changed.
     #[inline(always)]
-    pub fn push(&self, pages: u32, pfn: u64, order: u8) -> u32 {
+    pub fn push(&self, pages: u32, pfn: u64, order: u8) -> Option<u32> {
         let idx = pfn.wrapping_sub(self.base_pfn);
-        let Some(meta) = self.memmap.get(idx as usize) else {
-            return REFUSED;
-        };
+        let meta = self.memmap.get(idx as usize)?;
         if meta.state.load(Relaxed) != ALLOCATED | order {
-            return REFUSED;
+            return None;
         }
         meta.state.store(CACHED | order, Relaxed);
         let head = &self.heads[order as usize];
         meta.next.store(head.load(Relaxed), Relaxed);
         head.store(idx as u32, Relaxed);
-        pages + (1 << order)
+        Some(pages + (1 << order))
     }
 
     /// Takes `batch_pages` worth of `order` blocks from the node's buddy (one lock hold;
