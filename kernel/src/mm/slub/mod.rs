@@ -144,9 +144,10 @@ pub fn init() {
     READY.store(true, Relaxed);
     let k64 = kmalloc::cache_for(64).map(|c| c.core());
     println!(
-        "numalab: slub: {} kmalloc caches (kmalloc-8 .. kmalloc-8k), max_order {}, min_objects {}, min_partial {}, cpu_partial {}, prefer_local {}, memoryless_fix {}, debug {}",
+        "numalab: slub: {} kmalloc caches (kmalloc-8 .. kmalloc-8k), max_order {}, min_objects {}; kmalloc-64: {} objects per slab, min_partial {}, cpu_partial {}; prefer_local {}, memoryless_fix {}, debug {}",
         numalab_algo::slub::geometry::KMALLOC_SIZES.len(),
         t.max_order,
+        if t.min_objects == 0 { 4 * (numalab_algo::slub::geometry::fls(crate::topology::get().nr_cpus()) as usize + 1) } else { t.min_objects },
         k64.map_or(0, |c| c.order_objects().objects),
         k64.map_or(0, |c| c.min_partial()),
         k64.map_or(0, |c| c.cpu_partial().0),
