@@ -110,7 +110,10 @@ fn s04_memoryless_fix_and_bloat() {
     let r = out.ktap.result("slub.memoryless").unwrap();
     assert!(!r.skipped, "memoryless test skipped: {}", r.reason);
     let (fixed, broken) = memoryless_kib(&out);
-    assert!(broken > 4 * fixed, "fixed {fixed} KiB, unfixed {broken} KiB");
+    assert!(
+        broken > 4 * fixed,
+        "fixed {fixed} KiB, unfixed {broken} KiB"
+    );
     // The boot default can be switched off; the kernel then says so and the tests still pass
     // (they compare both settings on their own caches).
     let mut c = slub_config("memoryless");
