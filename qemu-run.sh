@@ -2,6 +2,8 @@
 # numalab's entry point. Installs what is missing, builds, boots QEMU, prints the results.
 #   ./qemu-run.sh [OPTIONS] [-- QEMU ARGS]   build, boot the default topology, run the suite
 #   ./qemu-run.sh test [CARGO TEST ARGS]     run every test (host unit tests and QEMU boots)
+#   ./qemu-run.sh bench [--smoke] [--topology NAME | -- QEMU ARGS]   benchmarks: tables, JSONL, charts
+#   ./qemu-run.sh bench --compare A.jsonl B.jsonl                    change between two result files
 # All QEMU knowledge lives in boot/ (numalab-boot); this script only sets up and dispatches.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -66,6 +68,11 @@ case "${1:-}" in
         shift
         setup
         exec cargo test --workspace "$@"
+        ;;
+    bench)
+        shift
+        setup
+        exec cargo run --quiet -p numalab-boot -- bench "$@"
         ;;
     setup)
         setup

@@ -136,6 +136,33 @@ fn s02_maxcpus_skips_absent_cpus_silently() {
 }
 
 #[test]
+fn s02_silent_cpu_is_reported_and_left_out() {
+    let mut c = config("uma");
+    c.sets.push("filter=smp".into());
+    c.sets.push("smp.hold_apic=2".into());
+    c.sets.push("smp.timeout_ms=300".into());
+    let out = boot_pass(&c);
+    assert_eq!(
+        lines_with(&out, "numalab: warning: smp"),
+        vec![
+            "numalab: warning: smp: CPU 2 (APIC id 2, node 0) did not answer within 300 ms; \
+             continuing without it"
+        ],
+        "{}",
+        out.log
+    );
+    let (n, m, _) = online_line(&out);
+    assert_eq!((n, m), (3, 4), "{}", out.log);
+    for name in [
+        "smp.cpus_check_in",
+        "smp.call_roundtrip",
+        "smp.shootdown_flushes",
+    ] {
+        assert!(out.ktap.result(name).expect("ran").ok, "{}", out.log);
+    }
+}
+
+#[test]
 fn s02_lock_hammer_stress() {
     let mut c = RunConfig::new("4node", "stress");
     c.timeout = std::time::Duration::from_secs(300);

@@ -25,6 +25,8 @@ pub mod exit {
 pub fn usage() -> String {
     let mut s = String::from(
         "usage: qemu-run.sh [OPTIONS] [-- QEMU ARGS...]
+       qemu-run.sh                   main job: tests, stress and smoke benchmarks on 4node, tables
+       qemu-run.sh bench [...]       benchmarks: tables, JSONL and charts (bench --help)
        qemu-run.sh test              run every test (cargo test: host unit tests and QEMU boots)
 
 Builds the kernel, boots it under QEMU on a NUMA topology and runs an in-kernel suite.

@@ -22,8 +22,17 @@ impl Firmware {
     }
 }
 
-/// The repository root (boot/..).
+/// The repository root: the current directory when it is a numalab checkout (cargo runs
+/// binaries and tests from there), else boot/.. of the checkout this binary was built in.
+/// Checkouts that share one CARGO_TARGET_DIR can reuse each other's runner binary (cargo does
+/// not rebuild a path package whose sources are unchanged), and the compiled-in path would then
+/// build the other checkout's kernel.
 pub fn repo_root() -> PathBuf {
+    if let Ok(cwd) = std::env::current_dir() {
+        if cwd.join("kernel/Cargo.toml").is_file() && cwd.join("boot/Cargo.toml").is_file() {
+            return cwd;
+        }
+    }
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("boot/ has a parent")

@@ -2,6 +2,9 @@
 //! NUMA topology, and reads back what the kernel printed (KTAP, BENCH). `qemu-run.sh` and the
 //! host tests in tests/ both go through this crate.
 
+pub mod bench;
+pub mod bench_run;
+pub mod bench_svg;
 pub mod cli;
 pub mod image;
 pub mod ktap;

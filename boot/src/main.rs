@@ -1,10 +1,29 @@
 //! `numalab-boot`: the runner behind qemu-run.sh (build, boot, report, exit status).
 
 use numalab_boot::cli::{self, exit};
-use numalab_boot::{image, qemu, Verdict};
+use numalab_boot::{bench_run, image, qemu, Verdict};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // No arguments: the main job (every suite with the smoke benchmarks, then the tables).
+    if args.is_empty() {
+        std::process::exit(bench_run::run(&bench_run::main_job_args()));
+    }
+    if args[0] == "bench" {
+        let rest = &args[1..];
+        if rest.iter().any(|a| a == "-h" || a == "--help") && !rest.iter().any(|a| a == "--") {
+            print!("{}", bench_run::usage());
+            std::process::exit(exit::PASS);
+        }
+        match bench_run::parse(rest) {
+            Ok(a) => std::process::exit(bench_run::run(&a)),
+            Err(e) => {
+                eprintln!("qemu-run.sh: {e}\n");
+                eprint!("{}", bench_run::usage());
+                std::process::exit(exit::USAGE);
+            }
+        }
+    }
     if args.iter().any(|a| a == "-h" || a == "--help") && !args.iter().any(|a| a == "--") {
         print!("{}", cli::usage());
         std::process::exit(exit::PASS);

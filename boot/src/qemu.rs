@@ -33,6 +33,8 @@ pub struct RunConfig {
     pub extra: Vec<String>,
     /// Echo the serial console while it runs.
     pub echo: bool,
+    /// Without `echo`: still echo the lines that start with one of these (e.g. progress).
+    pub echo_prefixes: Vec<String>,
 }
 
 impl RunConfig {
@@ -52,6 +54,7 @@ impl RunConfig {
             log: None,
             extra: Vec::new(),
             echo: false,
+            echo_prefixes: Vec::new(),
         }
     }
 
@@ -67,6 +70,16 @@ impl RunConfig {
         let mut words = vec![format!("suite={}", self.suite)];
         words.extend(self.sets.iter().cloned());
         words.join(" ")
+    }
+
+    /// The command line the kernel gets: `cmdline()`, plus `bench.clock=icount` under
+    /// `--icount` (unless set explicitly), so BENCH lines say how their ticks were counted.
+    pub fn kernel_cmdline(&self) -> String {
+        let mut line = self.cmdline();
+        if self.icount && !self.sets.iter().any(|s| s.starts_with("bench.clock=")) {
+            line.push_str(" bench.clock=icount");
+        }
+        line
     }
 
     /// The QEMU binary to run.
@@ -99,7 +112,7 @@ impl RunConfig {
             // fw_cfg's option parser splits on commas; QEMU's escape for a comma is ",,".
             format!(
                 "name=opt/numalab/cmdline,string={}",
-                self.cmdline().replace(',', ",,")
+                self.kernel_cmdline().replace(',', ",,")
             ),
         ];
         if self.firmware == Firmware::Uefi {
@@ -296,6 +309,7 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         .as_ref()
         .and_then(|p| std::fs::File::create(p).ok());
     let echo = config.echo;
+    let echo_prefixes = config.echo_prefixes.clone();
     let reader_log = Arc::clone(&log);
     let reader = std::thread::spawn(move || {
         let mut reader = BufReader::new(stdout);
@@ -305,7 +319,7 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
                 break;
             }
             let line = String::from_utf8_lossy(&raw).replace('\r', "");
-            if echo {
+            if echo || echo_prefixes.iter().any(|p| line.starts_with(p.as_str())) {
                 print!("{line}");
                 let _ = std::io::stdout().flush();
             }

@@ -12,6 +12,7 @@ use alloc::vec::Vec;
 use bootloader_api::info::MemoryRegionKind;
 use core::arch::x86_64::__cpuid;
 use numalab_algo::acpi::numa::{self, Machine};
+use numalab_algo::memrange;
 use numalab_algo::options::Options;
 use numalab_algo::topology::Topology;
 use spin::Once;
@@ -39,7 +40,7 @@ pub fn usable_ranges() -> Vec<(u64, u64)> {
 /// Every range of the memory map, whatever its kind (what "outside RAM" is checked against).
 fn memory_map_ranges() -> Vec<(u64, u64)> {
     let regions = crate::mm::early::info().regions.iter();
-    numa::normalize(&regions.map(|r| (r.start, r.end)).collect::<Vec<_>>())
+    memrange::normalize(&regions.map(|r| (r.start, r.end)).collect::<Vec<_>>())
 }
 
 fn as_slices(tables: &[Vec<u8>]) -> Vec<&[u8]> {
@@ -105,19 +106,6 @@ pub fn print_numactl(free_bytes: &dyn Fn(NodeId) -> u64) {
     }
 }
 
-/// Free bytes before the page allocator exists: the node's usable memory minus the
-/// bootstrap heap (the bootloader already left the kernel image and its own data out of the
-/// usable map).
-pub fn early_free_bytes(node: NodeId) -> u64 {
-    let (heap_start, heap_end) = crate::mm::early::info().heap_phys;
-    let node = &get().nodes[node.index()];
-    let heap: u64 = numa::intersect(&node.mem_ranges, heap_start, heap_end)
-        .iter()
-        .map(|(s, e)| e - s)
-        .sum();
-    node.mem_bytes() - heap
-}
-
 /// Every CPU has a valid node and a distinct APIC id, and CPU 0 is the CPU running this.
 fn test_cpus(_opts: &Options) -> TestResult {
     let t = get();
@@ -149,7 +137,7 @@ fn test_memory(_opts: &Options) -> TestResult {
     for node in &t.nodes {
         for &(s, e) in &node.mem_ranges {
             kassert!(
-                numa::intersect(&usable, s, e)
+                memrange::intersect(&usable, &[(s, e)])
                     .iter()
                     .map(|(a, b)| b - a)
                     .sum::<u64>()
@@ -164,7 +152,7 @@ fn test_memory(_opts: &Options) -> TestResult {
         }
     }
     let total: u64 = all.iter().map(|(s, e)| e - s).sum();
-    kassert_eq!(numa::normalize(&all), numa::normalize(&usable));
+    kassert_eq!(memrange::normalize(&all), memrange::normalize(&usable));
     kassert_eq!(total, usable.iter().map(|(s, e)| e - s).sum::<u64>());
     Ok(())
 }

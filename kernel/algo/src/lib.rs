@@ -9,6 +9,7 @@ extern crate alloc;
 
 pub mod acpi;
 pub mod bench;
+pub mod bench_plan;
 pub mod buddy;
 pub mod ktap;
 pub mod memrange;
@@ -16,3 +17,4 @@ pub mod options;
 pub mod slub;
 pub mod smp;
 pub mod topology;
+pub mod vmalloc;

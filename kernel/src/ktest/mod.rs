@@ -120,6 +120,11 @@ macro_rules! kassert_eq {
     }};
 }
 
+/// Every registered test (the benchmark plan lists the experiments from it).
+pub fn registered() -> impl Iterator<Item = &'static KTest> {
+    registry::all()
+}
+
 /// Runs every registered test of `suite` (and matching `filter=`), printing KTAP.
 /// Returns true when no test failed and at least one ran.
 pub fn run(suite: Suite, opts: &Options) -> bool {
@@ -127,6 +132,7 @@ pub fn run(suite: Suite, opts: &Options) -> bool {
     let tests: Vec<&KTest> = registry::all()
         .filter(|t| suite.includes(t.kind) || (t.module == "options" && suite != Suite::None))
         .filter(|t| filter.is_empty() || t.module.contains(filter) || t.name.contains(filter))
+        .filter(|t| crate::bench::wanted(t))
         .collect();
     crate::println!("KTAP version 1");
     crate::println!("1..{}", tests.len());

@@ -161,11 +161,21 @@ pub fn init() {
         apic::id(),
         timer_hz / 1_000
     );
-    start_all(opts.u64("smp.timeout_ms"), verbose);
+    let hold_apic = match opts.text("smp.hold_apic") {
+        "" | "none" => None,
+        text => match text.parse::<u32>() {
+            Ok(id) => Some(id),
+            Err(_) => {
+                crate::warn!("smp: smp.hold_apic={} is not an APIC id; ignored", text);
+                None
+            }
+        },
+    };
+    start_all(opts.u64("smp.timeout_ms"), hold_apic, verbose);
     x86_64::instructions::interrupts::enable();
 }
 
-fn start_all(timeout_ms: u64, verbose: bool) {
+fn start_all(timeout_ms: u64, hold_apic: Option<u32>, verbose: bool) {
     let topo = topology::get();
     let cpus = &topo.cpus;
     let boot_apic = apic::id();
@@ -204,7 +214,7 @@ fn start_all(timeout_ms: u64, verbose: bool) {
         println!("numalab: smp: 1 of 1 CPUs online (no other CPU to start)");
         return;
     }
-    let report = match arch::smp::start_aps(&requests, timeout_ms * 1000, ap_idle) {
+    let report = match arch::smp::start_aps(&requests, timeout_ms * 1000, hold_apic, ap_idle) {
         Ok(r) => r,
         Err(why) => {
             crate::warn!("smp: {}; running on the boot CPU only", why);

@@ -25,9 +25,12 @@ fn cpus_check_in(_: &Options) -> TestResult {
     let topo = topology::get();
     let expected = &topo.cpus;
     kassert_eq!(percpu::nr_cpus_online(), online_cpus().len());
+    // A CPU held back on purpose (smp.hold_apic) is expected to be missing.
+    let held: Option<u32> = crate::options::load().text("smp.hold_apic").parse().ok();
     let missing: Vec<u16> = expected
         .iter()
         .filter(|c| c.cpu.index() < super::MAX_CPUS && percpu::of(c.cpu).is_none())
+        .filter(|c| Some(c.apic_id) != held)
         .map(|c| c.cpu.0)
         .collect();
     kassert!(missing.is_empty(), "CPUs not online: {:?}", missing);
@@ -50,7 +53,10 @@ fn cpus_check_in(_: &Options) -> TestResult {
             Ordering::Relaxed,
         );
     });
-    for c in expected.iter().filter(|c| c.cpu.index() < super::MAX_CPUS) {
+    for c in expected
+        .iter()
+        .filter(|c| c.cpu.index() < super::MAX_CPUS && percpu::of(c.cpu).is_some())
+    {
         let i = c.cpu.index();
         kassert_eq!(
             seen_cpu[i].load(Ordering::Relaxed),
@@ -391,6 +397,50 @@ fn lock_hammer_stress(_: &Options) -> TestResult {
     hammer(20_000)
 }
 
+/// Cross-CPU call and shootdown latency (BENCH lines, TSC clock: a trend under TCG).
+fn call_latency(_: &Options) -> TestResult {
+    let hz = arch::tsc_hz();
+    if hz == 0 {
+        return Err(TestError::Skip("TSC not calibrated".into()));
+    }
+    let online = online_cpus();
+    let nodes = topology::get().nr_nodes() as u32;
+    let rounds = 200u64;
+    let emit = |case: &str, metric: &str, ticks: u64| {
+        let ns = ticks as f64 * 1e9 / hz as f64 / rounds as f64;
+        let rec = numalab_algo::bench::Record {
+            bench: "smp_calls",
+            case,
+            metric,
+            value: ns,
+            unit: "ns",
+            cpus: online.len() as u32,
+            nodes,
+            clock: numalab_algo::bench::Clock::Tsc,
+        };
+        crate::println!("{}", rec.line());
+    };
+    let t0 = arch::rdtsc();
+    for _ in 0..rounds {
+        on_each_cpu(&|_| {});
+    }
+    emit("on_each_cpu", "round_trip", arch::rdtsc() - t0);
+    if let Some(&far) = online.last().filter(|&&c| c != percpu::cpu_id()) {
+        let t0 = arch::rdtsc();
+        for _ in 0..rounds {
+            let _ = super::call_on_cpu(far, &|_| {});
+        }
+        emit("call_on_cpu", "round_trip", arch::rdtsc() - t0);
+    }
+    let virt = arch::smp::alloc_scratch_virt(1).unwrap_or(0);
+    let t0 = arch::rdtsc();
+    for _ in 0..rounds {
+        super::tlb_shootdown(virt, virt + 4096);
+    }
+    emit("tlb_shootdown_1page", "latency", arch::rdtsc() - t0);
+    Ok(())
+}
+
 /// Counters dump (and a sanity check: the boot CPU sent IPIs if there are other CPUs).
 fn counters(_: &Options) -> TestResult {
     super::dump_stats();
@@ -459,6 +509,12 @@ pub const TESTS: &[KTest] = &[
         name: "lock_hammer_stress",
         kind: Kind::Stress,
         func: lock_hammer_stress,
+    },
+    KTest {
+        module: "smp",
+        name: "call_latency",
+        kind: Kind::Bench,
+        func: call_latency,
     },
     KTest {
         module: "smp",

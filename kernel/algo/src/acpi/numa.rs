@@ -24,6 +24,7 @@
 use super::madt::{self, Madt};
 use super::slit::{self, Slit};
 use super::srat::{self, Srat};
+use crate::memrange::{intersect, normalize, subtract};
 use crate::topology::{CpuId, CpuInfo, NodeId, NodeInfo, Topology};
 use alloc::format;
 use alloc::string::String;
@@ -56,52 +57,6 @@ pub struct Outcome {
     pub topology: Topology,
     pub warnings: Vec<String>,
     pub dump: Vec<String>,
-}
-
-/// Sorts and merges ranges, dropping empty ones.
-pub fn normalize(ranges: &[(u64, u64)]) -> Vec<(u64, u64)> {
-    let mut v: Vec<(u64, u64)> = ranges.iter().copied().filter(|(s, e)| s < e).collect();
-    v.sort_unstable();
-    let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
-    for (s, e) in v {
-        match out.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
-            _ => out.push((s, e)),
-        }
-    }
-    out
-}
-
-/// The parts of `ranges` (normalized) inside [start, end).
-pub fn intersect(ranges: &[(u64, u64)], start: u64, end: u64) -> Vec<(u64, u64)> {
-    ranges
-        .iter()
-        .filter_map(|&(s, e)| {
-            let (s, e) = (s.max(start), e.min(end));
-            (s < e).then_some((s, e))
-        })
-        .collect()
-}
-
-/// `ranges` minus `holes` (both normalized).
-pub fn subtract(ranges: &[(u64, u64)], holes: &[(u64, u64)]) -> Vec<(u64, u64)> {
-    let mut out = Vec::new();
-    for &(s, e) in ranges {
-        let mut cur = s;
-        for &(hs, he) in holes {
-            if he <= cur || hs >= e {
-                continue;
-            }
-            if hs > cur {
-                out.push((cur, hs));
-            }
-            cur = cur.max(he);
-        }
-        if cur < e {
-            out.push((cur, e));
-        }
-    }
-    out
 }
 
 /// Parses every copy of a table and keeps the first valid one. Each rejected copy gives one
@@ -274,7 +229,7 @@ fn kept_memory(
             warnings.push(format!("{what}: range overflows 64 bits: entry dropped"));
             continue;
         };
-        if intersect(ram, mem.base, end).is_empty() {
+        if intersect(ram, &[(mem.base, end)]).is_empty() {
             if !mem.hotpluggable() {
                 warnings.push(format!(
                     "{what}: outside RAM (no part of it is in the memory map): entry dropped"
@@ -365,7 +320,7 @@ fn place(
     let mut mem: Vec<Vec<(u64, u64)>> = vec![Vec::new(); n];
     for &(pxm, s, e, _) in &kept {
         if let Some(i) = node_of(pxm) {
-            mem[i].extend(intersect(usable, s, e));
+            mem[i].extend(intersect(usable, &[(s, e)]));
         }
     }
     let has_mem: Vec<bool> = mem.iter().map(|r| !r.is_empty()).collect();

@@ -2,7 +2,7 @@
 //!
 //! Calibration (boot CPU, once): PIT channel 2 (1.193182 MHz) is gated on through port 0x61
 //! and counts down from 0xffff in mode 0. The counter is read with the latch command, each read
-//! bracketed by two TSC reads; a read counts only when its bracket is at most twice the
+//! bracketed by two TSC reads; a read counts only when its bracket is at most 8 times the
 //! narrowest one seen, so a read during which the vCPU was descheduled (common under QEMU's
 //! TCG on a loaded host) is discarded instead of skewing the result. The TSC rate of a window
 //! is the TSC ticks between a tight read at its start and one `WINDOW_US` later, divided by the
@@ -17,7 +17,7 @@ use x86_64::instructions::port::Port;
 /// PIT input clock.
 const PIT_HZ: u64 = 1_193_182;
 /// Length of one calibration window (the PIT's 16-bit count lasts 54.9 ms).
-const WINDOW_US: u64 = 40_000;
+const WINDOW_US: u64 = 30_000;
 /// Calibration windows; the median is kept.
 const ROUNDS: usize = 5;
 /// Counter reads before giving a window up.
@@ -114,10 +114,10 @@ pub fn calibrate() -> Calibration {
     let mut pit = Pit2::new();
     pit.start();
     let best = (0..64).map(|_| pit.read().2).min().unwrap_or(0);
-    let tight = best * 2 + 16;
+    let tight = best * 8;
     let mut samples = [0u64; ROUNDS];
     let mut n = 0;
-    for _ in 0..ROUNDS * 2 {
+    for _ in 0..ROUNDS * 3 {
         if n == ROUNDS {
             break;
         }

@@ -18,7 +18,7 @@ const GIB: u64 = 1 << 30;
 /// Offset of the per-CPU stack blocks in the region.
 const STACKS_OFFSET: u64 = GIB;
 /// Virtual bytes per CPU stack block.
-const STACK_STRIDE: u64 = 64 * 1024;
+const STACK_STRIDE: u64 = 128 * 1024;
 /// Offset of the test scratch pages.
 const SCRATCH_OFFSET: u64 = 256 * GIB;
 
@@ -156,6 +156,5 @@ pub fn identity_map(phys: u64) -> Result<(), paging::PagingError> {
 pub fn identity_unmap(phys: u64) {
     // SAFETY: every AP is past the trampoline (all online); nothing else uses this page.
     let _ = unsafe { paging::unmap_4k(phys) };
-    // The other CPUs never touched the mapping after leaving the trampoline; their stale TLB
-    // entries are flushed by the next full flush, and no code jumps there.
+    // The APs' stale translations of it are shot down by crate::smp::init.
 }

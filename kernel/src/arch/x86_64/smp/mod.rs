@@ -6,7 +6,7 @@
 //!
 //! ```text
 //!   +0                      xAPIC register page (uncached)
-//!   +1 GiB + i * 64 KiB     CPU i: guard | #DF IST 8K | guard | NMI IST 8K | guard | stack 32K
+//!   +1 GiB + i * 128 KiB    CPU i: guard | #DF IST 8K | guard | NMI IST 8K | guard | stack 64K
 //!   +256 GiB                scratch pages for tests (`alloc_scratch_virt`)
 //! ```
 //!
@@ -29,7 +29,7 @@ use crate::topology::{CpuId, NodeId};
 pub use memory::{alloc_scratch_virt, apic_mmio_virt, node_pages_phys};
 
 /// Kernel stack of each AP.
-pub const KERNEL_STACK_BYTES: u64 = 32 * 1024;
+pub const KERNEL_STACK_BYTES: u64 = 64 * 1024;
 /// Each IST stack of each AP.
 pub const IST_BYTES: u64 = 8 * 1024;
 
@@ -110,9 +110,11 @@ fn boot_efer_bits() -> u32 {
 /// Prepares every AP in `requests`, starts them all in parallel (INIT to all, 10 ms, SIPI to
 /// all, 200 us, SIPI to those not yet arrived) and waits up to `timeout_us` for all of them.
 /// Each AP that arrives runs `entry_hook` with its per-CPU area after marking itself online.
+/// `hold_apic` (debug) names an AP that is prepared but sent no IPI, so it never answers.
 pub fn start_aps(
     requests: &[ApRequest],
     timeout_us: u64,
+    hold_apic: Option<u32>,
     entry_hook: fn(&'static PerCpu) -> !,
 ) -> Result<StartReport, &'static str> {
     let tramp_phys =
@@ -178,17 +180,18 @@ pub fn start_aps(
     core::sync::atomic::fence(Ordering::SeqCst);
 
     // INIT to every AP, then one 10 ms wait for all of them (Intel SDM 8.4.4.1).
-    for slot in slots {
+    let to_start = || slots.iter().filter(|s| Some(s.apic_id) != hold_apic);
+    for slot in to_start() {
         apic::send_init(slot.apic_id);
     }
     tsc::delay_us(10_000);
     let vector = (tramp_phys >> 12) as u8;
     let first_sipi_tsc = super::rdtsc();
-    for slot in slots {
+    for slot in to_start() {
         apic::send_startup(slot.apic_id, vector);
     }
     tsc::delay_us(200);
-    for slot in slots {
+    for slot in to_start() {
         if slot.state() == ApState::Waiting {
             apic::send_startup(slot.apic_id, vector);
         }

@@ -1,0 +1,590 @@
+//! `qemu-run.sh bench`: runs the experiments in the boots they need, collects the BENCH lines,
+//! checks the contract, writes `target/bench/<date>-<rev>.jsonl` (header first) with the serial
+//! logs and SVG charts beside it, and prints the tables. Also the no-argument main job
+//! (`qemu-run.sh`: tests, stress and smoke benchmarks, then the tables) and `--compare`.
+//!
+//! Boots: `tsc` (the machine as given, all CPUs: contention, throughput, memory), `icount`
+//! (the same machine with one CPU online, `-smp 1,maxcpus=N`, under `--icount`: instruction
+//! counts), and `uma` (only when memoryless_node printed results: the `uma` preset with the
+//! same CPUs and memory, for its `single_node` case).
+
+use crate::bench::{self, BenchRecord, Boot, BootResult, Violation};
+use crate::cli::{self, exit};
+use crate::qemu::{self, Outcome, RunConfig, Verdict};
+use crate::{bench_svg, image};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// What `qemu-run.sh bench` was asked to do.
+#[derive(Clone, Debug)]
+pub struct BenchArgs {
+    /// The machine and options of the multi-CPU boot; the others derive from it.
+    pub base: RunConfig,
+    pub smoke: bool,
+    /// Echo whole serial consoles (default: progress lines and failures only).
+    pub verbose: bool,
+    /// The main job: the multi-CPU boot runs every suite (tests, stress, smoke benchmarks).
+    pub main_job: bool,
+    /// Where results go (default `target/bench` in the checkout).
+    pub out_dir: Option<PathBuf>,
+    /// `--compare A B`: no boot, print the change from A to B.
+    pub compare: Option<(PathBuf, PathBuf)>,
+}
+
+pub fn usage() -> &'static str {
+    "usage: qemu-run.sh bench [--smoke] [--verbose] [--out DIR] [--topology NAME] [--smp N]
+                         [--mem SIZE] [--set KEY=VALUE] [--timeout S] [--qemu PATH] [--uefi]
+                         [-- QEMU ARGS]
+       qemu-run.sh bench --compare A.jsonl B.jsonl
+
+Runs the experiments (all, or --set bench=NAME[,NAME]) in a multi-CPU boot (contention,
+throughput, memory; clock tsc) and a one-CPU --icount boot (instruction counts), plus a uma
+boot for memoryless_node's single_node case; checks the BENCH contract; writes
+target/bench/<date>-<rev>.jsonl, the serial logs and SVG charts; prints one table per
+experiment with ratios against its baseline case.
+  --smoke     short variants (bench.smoke=1)
+  --verbose   echo the whole serial console of every boot
+  --compare   print per bench/case/metric the change from A to B (no boot)
+"
+}
+
+/// Parses the arguments after `bench`.
+pub fn parse(args: &[String]) -> Result<BenchArgs, String> {
+    let mut rest = Vec::new();
+    let (mut smoke, mut verbose, mut out_dir, mut compare) = (false, false, None, None);
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--" => {
+                rest.extend_from_slice(&args[i..]);
+                break;
+            }
+            "--smoke" => smoke = true,
+            "--verbose" => verbose = true,
+            "--out" => {
+                i += 1;
+                out_dir = Some(PathBuf::from(args.get(i).ok_or("--out needs a directory")?));
+            }
+            "--compare" => {
+                let (a, b) = (args.get(i + 1), args.get(i + 2));
+                let (Some(a), Some(b)) = (a, b) else {
+                    return Err("--compare needs two files: A.jsonl B.jsonl".into());
+                };
+                compare = Some((PathBuf::from(a), PathBuf::from(b)));
+                i += 2;
+            }
+            "--suite" | "--icount" | "--log" | "--quiet" => {
+                return Err(format!(
+                    "bench: {} is chosen by the bench runner itself (see qemu-run.sh bench --help)",
+                    args[i]
+                ))
+            }
+            _ => rest.push(args[i].clone()),
+        }
+        i += 1;
+    }
+    let mut base = cli::parse_run(&rest)?;
+    base.suite = "bench".into();
+    Ok(BenchArgs {
+        base,
+        smoke,
+        verbose,
+        main_job: false,
+        out_dir,
+        compare,
+    })
+}
+
+/// The no-argument main job: the default topology, every suite in the multi-CPU boot, smoke
+/// benchmarks, then the tables.
+pub fn main_job_args() -> BenchArgs {
+    let mut base = cli::parse_run(&[]).expect("the empty command line parses");
+    base.suite = "all".into();
+    BenchArgs {
+        base,
+        smoke: true,
+        verbose: false,
+        main_job: true,
+        out_dir: None,
+        compare: None,
+    }
+}
+
+/// UTC `YYYYMMDD-HHMMSS` and ISO 8601 forms of now.
+fn utc_now() -> (String, String) {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (hh, mm, ss) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    (
+        format!("{y:04}{m:02}{d:02}-{hh:02}{mm:02}{ss:02}"),
+        format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}Z"),
+    )
+}
+
+fn command_line(program: &str, args: &[&str], dir: &Path) -> Option<String> {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// `git rev-parse --short HEAD`, with `-dirty` when tracked files changed.
+fn git_rev(root: &Path) -> String {
+    let rev = command_line("git", &["rev-parse", "--short", "HEAD"], root)
+        .unwrap_or_else(|| "norev".into());
+    let dirty = command_line(
+        "git",
+        &["status", "--porcelain", "--untracked-files=no"],
+        root,
+    )
+    .is_some_and(|s| !s.is_empty());
+    if dirty {
+        format!("{rev}-dirty")
+    } else {
+        rev
+    }
+}
+
+/// `-smp N` -> `-smp 1,maxcpus=N`: the same machine (every node, every CPU's place in the
+/// SRAT) with only the boot CPU present.
+fn one_cpu(args: &[String]) -> Result<Vec<String>, String> {
+    let mut out = args.to_vec();
+    if let Some(i) = out.iter().position(|a| a == "-smp") {
+        let v = out
+            .get(i + 1)
+            .ok_or("-smp without a value in the QEMU arguments")?;
+        let n: u32 = v.parse().map_err(|_| {
+            format!("bench: the icount boot needs '-smp N' (a plain number), got '-smp {v}'")
+        })?;
+        out[i + 1] = format!("1,maxcpus={n}");
+    }
+    Ok(out)
+}
+
+/// The machine's CPUs and MiB (for the uma comparison boot).
+fn machine_size(base: &RunConfig) -> (u32, u64) {
+    if base.user_describes_machine() {
+        let value = |flag: &str| {
+            base.extra
+                .iter()
+                .position(|a| a == flag)
+                .and_then(|i| base.extra.get(i + 1))
+        };
+        let cpus = value("-smp")
+            .and_then(|v| v.split(',').next()?.parse().ok())
+            .unwrap_or(1);
+        let mem = value("-m")
+            .and_then(|v| cli::parse_mem_mib(v))
+            .unwrap_or(128);
+        (cpus, mem)
+    } else {
+        (
+            base.smp.unwrap_or(base.topology.cpus),
+            base.mem_mib.unwrap_or(base.topology.mem_mib),
+        )
+    }
+}
+
+/// The configuration of one boot.
+fn boot_config(args: &BenchArgs, boot: Boot) -> Result<RunConfig, String> {
+    let mut c = args.base.clone();
+    if boot != Boot::Tsc || !args.main_job {
+        c.suite = "bench".into();
+    }
+    if args.smoke {
+        c.sets.push("bench.smoke=1".into());
+    }
+    c.echo = args.verbose;
+    c.echo_prefixes = [
+        "# bench progress",
+        "not ok",
+        "PANIC",
+        "EXCEPTION",
+        "numalab: warning",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    match boot {
+        Boot::Tsc => {}
+        Boot::Icount => {
+            c.icount = true;
+            if !c.user_describes_machine() {
+                let cpus = c.smp.unwrap_or(c.topology.cpus);
+                let mem = c.mem_mib.unwrap_or(c.topology.mem_mib);
+                let mut machine = c.topology.qemu_args(cpus, mem);
+                machine.append(&mut c.extra);
+                c.extra = machine;
+            }
+            c.extra = one_cpu(&c.extra)?;
+        }
+        Boot::Uma => {
+            let (cpus, mem) = machine_size(&args.base);
+            c.topology = crate::presets::find("uma").ok_or("no uma preset")?;
+            c.smp = Some(cpus);
+            c.mem_mib = Some(mem);
+            c.extra.clear();
+            c.sets.retain(|s| !s.starts_with("bench="));
+            c.sets.push("bench=memoryless_node".into());
+        }
+    }
+    Ok(c)
+}
+
+/// One finished boot.
+pub struct BootRun {
+    pub boot: Boot,
+    pub config: RunConfig,
+    pub outcome: Outcome,
+    /// The BENCH lines that keep the contract.
+    pub records: Vec<BenchRecord>,
+    /// The BENCH lines that break it.
+    pub violations: Vec<Violation>,
+}
+
+impl BootRun {
+    /// Experiments whose KTest passed without skipping here.
+    pub fn ran(&self) -> BTreeSet<String> {
+        let registered = bench::registered(&self.outcome.log);
+        self.outcome
+            .ktap
+            .results
+            .iter()
+            .filter(|r| r.ok && !r.skipped)
+            .filter_map(|r| r.name.split_once('.').map(|(_, n)| n.to_string()))
+            .filter(|n| registered.contains(n))
+            .collect()
+    }
+
+    fn nodes(&self) -> u32 {
+        self.outcome
+            .log
+            .lines()
+            .filter_map(|l| l.strip_prefix("# bench: clock="))
+            .filter_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("nodes=")))
+            .find_map(|n| n.parse().ok())
+            .or_else(|| self.records.first().map(|r| r.nodes))
+            .unwrap_or(1)
+    }
+}
+
+fn run_boot(args: &BenchArgs, boot: Boot, img: &Path) -> Result<BootRun, String> {
+    let config = boot_config(args, boot)?;
+    println!(
+        "numalab: bench: {} boot (suite={}{}): {}",
+        boot.name(),
+        config.suite,
+        if args.smoke { ", smoke" } else { "" },
+        config.qemu_args(img)?.join(" ")
+    );
+    let outcome = qemu::run(&config, img);
+    let (records, violations) = bench::parse_log(&outcome.log, boot);
+    Ok(BootRun {
+        boot,
+        config,
+        outcome,
+        records,
+        violations,
+    })
+}
+
+fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &str) -> Value {
+    let qemu = args.base.qemu_binary();
+    let qemu_version = command_line(&qemu.display().to_string(), &["--version"], Path::new("."))
+        .and_then(|v| v.lines().next().map(String::from))
+        .unwrap_or_else(|| "unknown".into());
+    let host = std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    let boots: Vec<Value> = runs
+        .iter()
+        .map(|r| {
+            json!({
+                "boot": r.boot.name(),
+                "kernel_cmdline": r.config.kernel_cmdline(),
+                "qemu_args": r.config.qemu_args(img).unwrap_or_default(),
+                "verdict": format!("{:?}", r.outcome.verdict),
+                "seconds": r.outcome.elapsed.as_secs_f64(),
+            })
+        })
+        .collect();
+    json!({
+        "record": "header",
+        "date": iso,
+        "git_rev": rev,
+        "host": host,
+        "host_cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        "qemu": qemu_version,
+        "topology": if args.base.user_describes_machine() { "custom (QEMU arguments)" } else { args.base.topology.name },
+        "options": {
+            "smoke": args.smoke,
+            "main_job": args.main_job,
+            "sets": args.base.sets,
+            "firmware": args.base.firmware.name(),
+            "extra_qemu_args": args.base.extra,
+        },
+        "boots": boots,
+    })
+}
+
+/// Runs the tsc and icount boots of `args` on `img`, then the uma boot when memoryless_node
+/// printed results.
+pub fn run_boots(args: &BenchArgs, img: &Path) -> Result<Vec<BootRun>, String> {
+    let mut runs = Vec::new();
+    for boot in [Boot::Tsc, Boot::Icount] {
+        runs.push(run_boot(args, boot, img)?);
+    }
+    let memoryless_ran = runs.iter().any(|r| {
+        r.records
+            .iter()
+            .any(|x| x.bench == "memoryless_node" && x.case != "single_node")
+    });
+    if memoryless_ran {
+        runs.push(run_boot(args, Boot::Uma, img)?);
+    }
+    Ok(runs)
+}
+
+/// Every breach of the contract in `runs`: malformed BENCH lines (with boot and line number),
+/// and required measurements missing from a boot whose experiment ran and passed.
+pub fn contract_problems(runs: &[BootRun]) -> Vec<String> {
+    let mut out: Vec<String> = runs
+        .iter()
+        .flat_map(|r| {
+            r.violations
+                .iter()
+                .map(move |v| format!("{} boot, {v}", r.boot.name()))
+        })
+        .collect();
+    let results: Vec<BootResult> = runs
+        .iter()
+        .filter(|r| r.outcome.verdict == Verdict::Pass)
+        .map(|r| BootResult {
+            boot: r.boot,
+            ran: r.ran(),
+            nodes: r.nodes(),
+            records: &r.records,
+        })
+        .collect();
+    out.extend(bench::missing_required(&results));
+    out
+}
+
+fn compare_files(a: &Path, b: &Path) -> i32 {
+    let load = |p: &Path| -> Result<Vec<BenchRecord>, String> {
+        let text =
+            std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+        bench::read_jsonl(&text).map(|(_, r)| r).map_err(|v| {
+            let lines: Vec<String> = v.iter().map(|v| v.to_string()).collect();
+            format!(
+                "{} is not a numalab result file:\n{}",
+                p.display(),
+                lines.join("\n")
+            )
+        })
+    };
+    match (load(a), load(b)) {
+        (Ok(ra), Ok(rb)) => {
+            println!("numalab: bench: A = {}, B = {}", a.display(), b.display());
+            print!("{}", bench::compare(&ra, &rb));
+            exit::PASS
+        }
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("numalab: bench: {e}");
+            exit::USAGE
+        }
+    }
+}
+
+/// Runs `args` and returns the exit status (0: every boot passed and the contract holds).
+pub fn run(args: &BenchArgs) -> i32 {
+    if let Some((a, b)) = &args.compare {
+        return compare_files(a, b);
+    }
+    let start = Instant::now();
+    let img = match image::build_kernel().and_then(|k| image::build_image(&k, args.base.firmware)) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("numalab: {e}");
+            return exit::BUILD;
+        }
+    };
+    let runs = match run_boots(args, &img) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("numalab: {e}");
+            return exit::USAGE;
+        }
+    };
+    let mut status = exit::PASS;
+    for r in runs.iter().filter(|r| r.outcome.verdict != Verdict::Pass) {
+        eprint!("{}", r.outcome.failure_report());
+        eprintln!("numalab: bench: the {} boot failed", r.boot.name());
+        status = match r.outcome.verdict {
+            Verdict::Timeout => exit::TIMEOUT,
+            Verdict::QemuError(_) => exit::QEMU,
+            _ => exit::FAIL,
+        };
+    }
+    let problems = contract_problems(&runs);
+    if !problems.is_empty() {
+        eprintln!("numalab: bench: BENCH output contract violated:");
+        for p in &problems {
+            eprintln!("  {p}");
+        }
+        status = status.max(exit::FAIL);
+    }
+    let all: Vec<BenchRecord> = runs.iter().flat_map(|r| r.records.clone()).collect();
+    let (stamp, iso) = utc_now();
+    let root = image::repo_root();
+    let rev = git_rev(&root);
+    let dir = args
+        .out_dir
+        .clone()
+        .unwrap_or_else(|| root.join("target").join("bench"));
+    let stem = format!("{stamp}-{rev}");
+    match write_results(args, &runs, &all, &img, &dir, &stem, &iso, &rev) {
+        Ok(files) => {
+            print!("{}", bench::tables(&all));
+            println!();
+            for f in files {
+                println!("numalab: bench: wrote {}", f.display());
+            }
+        }
+        Err(e) => {
+            eprintln!("numalab: bench: {e}");
+            status = status.max(exit::FAIL);
+        }
+    }
+    let t = runs
+        .iter()
+        .find(|r| r.boot == Boot::Tsc)
+        .map(|r| &r.outcome.ktap);
+    println!(
+        "numalab: {}: {} measurements from {} boots{} ({:.1} s)",
+        if status == exit::PASS { "PASS" } else { "FAIL" },
+        all.len(),
+        runs.len(),
+        t.map(|k| format!(", {} tests passed in the multi-CPU boot", k.passed()))
+            .unwrap_or_default(),
+        start.elapsed().as_secs_f64()
+    );
+    status
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_results(
+    args: &BenchArgs,
+    runs: &[BootRun],
+    all: &[BenchRecord],
+    img: &Path,
+    dir: &Path,
+    stem: &str,
+    iso: &str,
+    rev: &str,
+) -> Result<Vec<PathBuf>, String> {
+    let sub = dir.join(stem);
+    std::fs::create_dir_all(&sub).map_err(|e| format!("cannot create {}: {e}", sub.display()))?;
+    let mut text = header(args, runs, img, iso, rev).to_string();
+    text.push('\n');
+    for r in all {
+        text.push_str(&r.to_json().to_string());
+        text.push('\n');
+    }
+    let jsonl = dir.join(format!("{stem}.jsonl"));
+    std::fs::write(&jsonl, text).map_err(|e| format!("cannot write {}: {e}", jsonl.display()))?;
+    let mut files = vec![jsonl];
+    for r in runs {
+        let log = sub.join(format!("{}.log", r.boot.name()));
+        std::fs::write(&log, &r.outcome.log)
+            .map_err(|e| format!("cannot write {}: {e}", log.display()))?;
+    }
+    files.push(sub.clone());
+    files.extend(bench_svg::scaling_charts(all, &sub)?);
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn parses_bench_options() {
+        let a = parse(&args("--smoke --topology snc --set bench=slub_list_lock")).unwrap();
+        assert!(a.smoke && !a.main_job);
+        assert_eq!(a.base.topology.name, "snc");
+        assert_eq!(a.base.suite, "bench");
+        let c = parse(&args("--compare a.jsonl b.jsonl")).unwrap();
+        assert_eq!(c.compare.unwrap().1, PathBuf::from("b.jsonl"));
+        assert!(parse(&args("--compare a.jsonl")).is_err());
+        assert!(parse(&args("--icount")).is_err());
+        assert!(parse(&args("--bogus")).is_err());
+        let u = parse(&args("-- -smp 8 -m 2G")).unwrap();
+        assert_eq!(machine_size(&u.base), (8, 2048));
+    }
+
+    #[test]
+    fn icount_boot_is_the_same_machine_with_one_cpu() {
+        let a = parse(&args("--topology memoryless")).unwrap();
+        let c = boot_config(&a, Boot::Icount).unwrap();
+        assert!(c.icount);
+        assert!(c.kernel_cmdline().contains("bench.clock=icount"));
+        let joined = c.extra.join(" ");
+        assert!(joined.starts_with("-smp 1,maxcpus=8 -m 2048M"), "{joined}");
+        assert!(joined.contains("-numa node,nodeid=1,cpus=4-7,memdev=m1"));
+        let t = boot_config(&a, Boot::Tsc).unwrap();
+        assert!(!t.kernel_cmdline().contains("bench.clock"));
+        let u = boot_config(&a, Boot::Uma).unwrap();
+        assert_eq!(
+            (u.topology.name, u.smp, u.mem_mib),
+            ("uma", Some(8), Some(2048))
+        );
+        assert!(u.cmdline().ends_with("bench=memoryless_node"));
+        let only = parse(&args("--topology memoryless --set bench=memoryless_node")).unwrap();
+        let u = boot_config(&only, Boot::Uma).unwrap();
+        assert_eq!(u.cmdline().matches("bench=").count(), 1, "{}", u.cmdline());
+        let bad = parse(&args("-- -smp 4,sockets=2")).unwrap();
+        assert!(boot_config(&bad, Boot::Icount).is_err());
+    }
+
+    #[test]
+    fn main_job_runs_every_suite_with_smoke_benchmarks() {
+        let a = main_job_args();
+        let t = boot_config(&a, Boot::Tsc).unwrap();
+        assert_eq!(t.cmdline(), "suite=all bench.smoke=1");
+        let i = boot_config(&a, Boot::Icount).unwrap();
+        assert_eq!(i.cmdline(), "suite=bench bench.smoke=1");
+        assert_eq!(t.topology.name, "4node");
+    }
+
+    #[test]
+    fn utc_stamp_shape() {
+        let (stamp, iso) = utc_now();
+        assert_eq!(stamp.len(), 15);
+        assert!(iso.ends_with('Z') && iso.len() == 20);
+    }
+}

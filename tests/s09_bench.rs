@@ -1,0 +1,155 @@
+//! Layer 9: the smoke benchmarks keep the BENCH output contract. Runs `qemu-run.sh bench
+//! --smoke` on the default topology (a multi-CPU boot and a one-CPU --icount boot) and checks
+//! every BENCH line (required fields, lower_snake_case names, finite values) and that every
+//! experiment in the tree that ran printed each of its required bench/case/metric lines.
+//! Never checks speed: the numbers are measurements, not pass/fail criteria.
+
+use numalab_boot::bench::{self, Boot};
+use numalab_boot::bench_run::{self, BenchArgs};
+use std::time::Duration;
+
+fn smoke_args(extra: &str) -> BenchArgs {
+    let mut words: Vec<String> = vec!["--smoke".into()];
+    words.extend(extra.split_whitespace().map(String::from));
+    let mut a = bench_run::parse(&words).expect("bench arguments parse");
+    a.base.timeout = Duration::from_secs(300);
+    a
+}
+
+#[test]
+fn s09_smoke_benchmarks_keep_the_contract() {
+    let args = smoke_args("--topology 4node");
+    let kernel = numalab_boot::image::build_kernel().expect("kernel builds");
+    let img = numalab_boot::image::build_image(&kernel, args.base.firmware).expect("image builds");
+    let runs = bench_run::run_boots(&args, &img).expect("boots start");
+    for r in &runs {
+        assert!(r.outcome.passed(), "{}", r.outcome.failure_report());
+    }
+    let problems = bench_run::contract_problems(&runs);
+    assert!(
+        problems.is_empty(),
+        "contract violated:\n{}",
+        problems.join("\n")
+    );
+    let tsc = runs.iter().find(|r| r.boot == Boot::Tsc).expect("tsc boot");
+    let icount = runs
+        .iter()
+        .find(|r| r.boot == Boot::Icount)
+        .expect("icount boot");
+    // Every experiment in the tree is registered in both boots, and the plan says which clock.
+    let registered = bench::registered(&tsc.outcome.log);
+    assert!(registered.contains("clock_overhead"), "{registered:?}");
+    assert_eq!(registered, bench::registered(&icount.outcome.log));
+    assert!(icount
+        .outcome
+        .log
+        .contains("# bench: clock=icount smoke=1 cpus_online=1"));
+    assert!(tsc.outcome.log.contains("# bench: clock=tsc smoke=1"));
+    // Each boot's lines carry its clock, the 4node machine's node count, finite values.
+    for (run, clock) in [(tsc, "tsc"), (icount, "icount")] {
+        assert!(!run.records.is_empty(), "no BENCH line in the {clock} boot");
+        for rec in &run.records {
+            assert_eq!(rec.clock, clock, "{rec:?}");
+            assert!(rec.value.is_finite() && rec.cpus >= 1, "{rec:?}");
+        }
+    }
+    // No progress line is printed more often than once per guest second: in these short
+    // smoke runs, at most one per experiment and case in each boot.
+    for run in &runs {
+        let mut seen = std::collections::BTreeMap::new();
+        for l in run
+            .outcome
+            .log
+            .lines()
+            .filter(|l| l.starts_with("# bench progress: "))
+        {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(words.len(), 6, "progress line shape: {l}");
+            assert!(words[5].ends_with('%'), "{l}");
+            *seen.entry((words[3], words[4])).or_insert(0) += 1;
+        }
+        assert!(
+            !seen.is_empty(),
+            "no progress line in the {} boot",
+            run.boot.name()
+        );
+    }
+}
+
+#[test]
+fn s09_unknown_experiment_fails_naming_the_valid_ones() {
+    let mut c = numalab::config("uma");
+    c.suite = "bench".into();
+    c.sets.push("bench=no_such_bench".into());
+    c.sets.push("bench.smoke=1".into());
+    let out = numalab::boot(&c);
+    assert_eq!(
+        out.verdict,
+        numalab::Verdict::Fail,
+        "{}",
+        out.failure_report()
+    );
+    let r = out.ktap.result("bench.plan").expect("bench.plan ran");
+    assert!(
+        r.reason.contains("unknown experiment 'no_such_bench'"),
+        "{}",
+        r.reason
+    );
+    assert!(r.reason.contains("clock_overhead"), "{}", r.reason);
+    assert!(
+        bench::parse_log(&out.log, Boot::Tsc).0.is_empty(),
+        "no experiment should run"
+    );
+}
+
+#[test]
+fn s09_memoryless_node_runs_on_the_seed_topology_with_a_uma_comparison() {
+    let args = smoke_args("--topology memoryless --set bench=memoryless_node");
+    let kernel = numalab_boot::image::build_kernel().expect("kernel builds");
+    let img = numalab_boot::image::build_image(&kernel, args.base.firmware).expect("image builds");
+    let runs = bench_run::run_boots(&args, &img).expect("boots start");
+    for r in &runs {
+        assert!(r.outcome.passed(), "{}", r.outcome.failure_report());
+    }
+    let tsc = &runs[0];
+    if !bench::registered(&tsc.outcome.log).contains("memoryless_node") {
+        eprintln!("memoryless_node is not in this tree; nothing to check");
+        return;
+    }
+    let problems = bench_run::contract_problems(&runs);
+    assert!(
+        problems.is_empty(),
+        "contract violated:\n{}",
+        problems.join("\n")
+    );
+    // The exact numactl -H shape of seeds.md: node 0 has CPUs 0-3 and no memory.
+    assert!(
+        tsc.outcome
+            .log
+            .contains("node 0 cpus: 0 1 2 3\nnode 0 size: 0 MB"),
+        "{}",
+        tsc.outcome.log
+    );
+    let uma = runs
+        .iter()
+        .find(|r| r.boot == Boot::Uma)
+        .expect("the host ran the uma boot");
+    assert!(uma.config.cmdline().contains("bench=memoryless_node"));
+    let kib = |case: &str| {
+        runs.iter()
+            .flat_map(|r| &r.records)
+            .find(|x| x.bench == "memoryless_node" && x.case == case && x.metric == "slab_kib")
+            .unwrap_or_else(|| panic!("no slab_kib for {case}"))
+            .value
+    };
+    for case in ["fixed", "unfixed", "single_node"] {
+        assert!(kib(case) > 0.0, "{case}: slab_kib must be positive");
+    }
+    assert_eq!(
+        uma.records
+            .iter()
+            .filter(|r| r.case == "single_node")
+            .count(),
+        1
+    );
+}
