@@ -290,8 +290,7 @@ impl<P: Platform> Cache<P> {
             self.id(),
             pages.base,
             pages.node,
-            oo.order,
-            oo.objects,
+            oo,
             SlabWord::new(None, oo.objects, true),
         );
         p.set_owner(pages.base, oo.nr_pages(), desc);

@@ -116,11 +116,9 @@ pub struct Cache<P: Platform> {
     pub(crate) ctor: Option<fn(usize)>,
     pub(crate) cpus: Box<[CpuSlab]>,
     pub(crate) nodes: Box<[NodeLists<P::Lock>]>,
-    /// Object boundary test without a division: `off` is a multiple of the stride when
-    /// `(off * odd_inverse).rotate_right(stride_shift) <= boundary_limit`.
+    /// Object index without a division (see `object_index`).
     pub(crate) odd_inverse: usize,
     pub(crate) stride_shift: u32,
-    pub(crate) boundary_limit: usize,
     pub(crate) errors: [AtomicU64; NR_ERROR_KINDS],
     pub(crate) dead: AtomicBool,
 }
@@ -194,7 +192,6 @@ impl<P: Platform> Cache<P> {
         Ok(Cache {
             odd_inverse,
             stride_shift,
-            boundary_limit: usize::MAX / layout.size,
             name: String::from(name),
             layout,
             oo,
@@ -319,10 +316,7 @@ impl<P: Platform> Cache<P> {
         let irq = self.plat.irq_save();
         let c = self.cpu_slab();
         let head = c.freelist.load(Relaxed);
-        let index = obj
-            .wrapping_sub(c.base.load(Relaxed))
-            .wrapping_mul(self.odd_inverse)
-            .rotate_right(self.stride_shift);
+        let index = self.object_index(obj.wrapping_sub(c.base.load(Relaxed)));
         if index < c.objects.load(Relaxed) && obj != head {
             let fp = obj + self.layout.fp_offset;
             self.plat.store(fp, encode(head, self.random, fp));
@@ -338,12 +332,13 @@ impl<P: Platform> Cache<P> {
         }
     }
 
-    /// Whether byte offset `off` in a slab is a multiple of the stride (no division).
+    /// The object index of byte offset `off` in a slab when `off` is a multiple of the
+    /// stride; a number above `usize::MAX / stride` (so above any object count) otherwise.
+    /// One multiply by the inverse of the stride's odd part and one rotate, no division.
     #[inline(always)]
-    pub(crate) fn is_object_offset(&self, off: usize) -> bool {
+    pub(crate) fn object_index(&self, off: usize) -> usize {
         off.wrapping_mul(self.odd_inverse)
             .rotate_right(self.stride_shift)
-            <= self.boundary_limit
     }
 
     /// Allocates up to `out.len()` objects with interrupts off once; returns how many.

@@ -105,7 +105,10 @@ impl FakeMachine {
     }
 
     fn word(&self, addr: usize) -> &AtomicUsize {
-        assert!(addr >= BASE && addr % 8 == 0, "bad address {addr:#x}");
+        assert!(
+            addr >= BASE && addr.is_multiple_of(8),
+            "bad address {addr:#x}"
+        );
         &self.words[(addr - BASE) / 8]
     }
 

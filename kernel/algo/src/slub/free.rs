@@ -27,7 +27,9 @@ impl<P: Platform> Cache<P> {
             return Err(ErrorKind::WrongCache);
         }
         let off = obj.wrapping_sub(slab.base(p));
-        if !self.is_object_offset(off) || off / self.layout.size >= slab.objects(p) {
+        // The multiply-rotate gives the object index for offsets on a boundary and a huge
+        // number for any other offset (no division).
+        if self.object_index(off) >= slab.objects(p) {
             return Err(ErrorKind::NotObjectStart);
         }
         Ok((slab, off))

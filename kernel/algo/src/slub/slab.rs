@@ -3,6 +3,7 @@
 //! list_lock; the state word is changed only by compare-and-swap.
 
 use super::freelist::SlabWord;
+use super::geometry::OrderObjects;
 use super::platform::Platform;
 use crate::topology::NodeId;
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -35,10 +36,10 @@ impl Slab {
         cache_id: usize,
         base: usize,
         node: NodeId,
-        order: u8,
-        objects: usize,
+        oo: OrderObjects,
         state: SlabWord,
     ) {
+        let (order, objects) = (oo.order, oo.objects);
         p.store(self.0 + D_CACHE, cache_id);
         p.store(self.0 + D_BASE, base);
         p.store(

@@ -597,11 +597,17 @@ fn object_boundary_test_without_division() {
         let c = cache(m, size, Tunables::default());
         let stride = c.size();
         for off in 0..(stride * 40) {
+            let i = c.object_index(off);
             assert_eq!(
-                c.is_object_offset(off),
+                i <= usize::MAX / stride,
                 off % stride == 0,
                 "size {size} off {off}"
             );
+            if off % stride == 0 {
+                assert_eq!(i, off / stride);
+            }
         }
+        // Offsets below the slab base wrap around to huge numbers: never an index.
+        assert!(c.object_index(0usize.wrapping_sub(stride)) > 1 << 20);
     }
 }

@@ -343,7 +343,7 @@ fn alloc_peers_inner(clock: Clock) -> TestResult {
     // this heap is dropped.
     unsafe { ll.0.init(base as *mut u8, size) };
     emit("linked_list_allocator", run(&mut ll), clock);
-    drop(ll);
+    // The heap is not used past this point; its arena goes back.
     free_arena(phys, ARENA_ORDER);
 
     let (base, size, phys) = arena()?;
@@ -355,7 +355,6 @@ fn alloc_peers_inner(clock: Clock) -> TestResult {
     } else {
         crate::println!("# alloc_peers: talc could not claim its arena");
     }
-    drop(t);
     free_arena(phys, ARENA_ORDER);
 
     let (base, size, phys) = arena()?;
@@ -363,10 +362,9 @@ fn alloc_peers_inner(clock: Clock) -> TestResult {
     // SAFETY: as above.
     unsafe { b.0.init(base, size) };
     emit("buddy_system_allocator", run(&mut b), clock);
-    drop(b);
     free_arena(phys, ARENA_ORDER);
 
-    if crate::mm::early::info().phys_offset % (2 << 20) != 0 {
+    if !crate::mm::early::info().phys_offset.is_multiple_of(2 << 20) {
         crate::println!("# alloc_peers: slabmalloc skipped: direct map not 2 MiB aligned");
     } else {
         let mut s = Slabmalloc {

@@ -69,13 +69,3 @@ pub fn stats_lines(c: &KmemCache) -> Vec<String> {
     }
     lines
 }
-
-/// Prints the stats of every cache that did anything.
-pub fn print_stats() {
-    println!("# slub stats: CACHE STAT TOTAL C<cpu>=n ...");
-    for c in caches() {
-        for line in stats_lines(c) {
-            println!("{}", line);
-        }
-    }
-}

@@ -20,7 +20,6 @@ use super::platform::MAX_NODES;
 const LARGE_OWNER: usize = 1;
 
 static KMALLOC: Once<[&'static KmemCache; 13]> = Once::new();
-static LARGE_PAGES: AtomicUsize = AtomicUsize::new(0);
 static LARGE_PAGES_ON: [AtomicUsize; MAX_NODES] = [const { AtomicUsize::new(0) }; MAX_NODES];
 /// kfree of pointers that are neither slab objects nor large kmallocs.
 static BAD_KFREES: AtomicUsize = AtomicUsize::new(0);
@@ -48,11 +47,6 @@ pub fn caches() -> Option<&'static [&'static KmemCache; 13]> {
     KMALLOC.get()
 }
 
-/// Bytes of large kmallocs outstanding.
-pub fn large_bytes() -> usize {
-    LARGE_PAGES.load(Relaxed) * PAGE_BYTES as usize
-}
-
 /// Bytes of large kmallocs outstanding on `node`.
 pub fn large_bytes_on(node: NodeId) -> usize {
     LARGE_PAGES_ON[node.index().min(MAX_NODES - 1)].load(Relaxed) * PAGE_BYTES as usize
@@ -72,7 +66,6 @@ fn large_alloc(size_bytes: usize, node: Option<NodeId>) -> Option<NonNull<u8>> {
     if let Some(meta) = frame::page_meta(phys) {
         meta.private.store(order as usize, Relaxed);
     }
-    LARGE_PAGES.fetch_add(1 << order, Relaxed);
     NonNull::new(frame::phys_to_virt(phys) as *mut u8)
 }
 
@@ -144,7 +137,7 @@ pub unsafe fn kfree(ptr: NonNull<u8>) {
         Owner::Slab(cache) => cache.free(addr),
         Owner::Large(order) => {
             let phys = frame::virt_to_phys(addr as u64);
-            if phys % PAGE_BYTES != 0 {
+            if !phys.is_multiple_of(PAGE_BYTES) {
                 bad_kfree(addr);
                 return;
             }
@@ -152,7 +145,6 @@ pub unsafe fn kfree(ptr: NonNull<u8>) {
             if let Some(meta) = frame::page_meta(phys) {
                 meta.private.store(0, Relaxed);
             }
-            LARGE_PAGES.fetch_sub(1 << order, Relaxed);
             if let Some(node) = frame::node_of_phys(phys) {
                 LARGE_PAGES_ON[node.index().min(MAX_NODES - 1)].fetch_sub(1 << order, Relaxed);
             }

@@ -17,6 +17,7 @@
 //! 3. one node `list_lock` of one cache (IrqSpinLock, with contention counters);
 //! 4. a slab's state word (compare-and-swap);
 //! 5. the descriptor pool lock, then the frame allocator's node locks (frame's order).
+//!
 //! Nothing is printed while a list_lock is held (reports are printed after release).
 
 pub mod bench;
@@ -144,9 +145,10 @@ pub fn init() {
     READY.store(true, Relaxed);
     let k64 = kmalloc::cache_for(64).map(|c| c.core());
     println!(
-        "numalab: slub: {} kmalloc caches (kmalloc-8 .. kmalloc-8k), max_order {}, min_objects {}, min_partial {}, cpu_partial {}, prefer_local {}, memoryless_fix {}, debug {}",
+        "numalab: slub: {} kmalloc caches (kmalloc-8 .. kmalloc-8k), max_order {}, min_objects {}; kmalloc-64: {} objects per slab, min_partial {}, cpu_partial {}; prefer_local {}, memoryless_fix {}, debug {}",
         numalab_algo::slub::geometry::KMALLOC_SIZES.len(),
         t.max_order,
+        if t.min_objects == 0 { 4 * (numalab_algo::slub::geometry::fls(crate::topology::get().nr_cpus()) as usize + 1) } else { t.min_objects },
         k64.map_or(0, |c| c.order_objects().objects),
         k64.map_or(0, |c| c.min_partial()),
         k64.map_or(0, |c| c.cpu_partial().0),
@@ -342,10 +344,11 @@ pub fn caches() -> Vec<&'static KmemCache> {
 /// Bytes in slab pages of every cache, plus the descriptor pool and large kmallocs: what
 /// SLUB holds from the page allocator.
 pub fn held_bytes() -> usize {
-    let slabs: usize = caches().iter().map(|c| c.slab_bytes()).sum();
-    slabs
-        + platform::desc_pool_pages() * crate::mm::frame::PAGE_BYTES as usize
-        + kmalloc::large_bytes()
+    let topo = crate::topology::get();
+    topo.nodes
+        .iter()
+        .map(|n| held_bytes_on(n.id) as usize)
+        .sum()
 }
 
 /// What SLUB holds from the page allocator on `node`: slab pages of every cache, descriptor

@@ -27,11 +27,6 @@ static DESC_PAGES_ON: [AtomicUsize; MAX_NODES] = [const { AtomicUsize::new(0) };
 /// Nodes tracked per node by SLUB's own counters.
 pub const MAX_NODES: usize = 64;
 
-/// Pages held by the descriptor pool (never given back: like Linux's memmap, metadata).
-pub fn desc_pool_pages() -> usize {
-    DESC_POOL.lock().pages
-}
-
 /// Descriptor pool pages on `node`.
 pub fn desc_pool_pages_on(node: NodeId) -> usize {
     DESC_PAGES_ON[node.index().min(MAX_NODES - 1)].load(Relaxed)

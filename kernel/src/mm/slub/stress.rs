@@ -157,6 +157,10 @@ pub fn stress(_o: &Options) -> TestResult {
     // The mode slub.slabinfo chose first, then the other one for comparison.
     let mode = super::boot_slabinfo_mode();
     super::info::print_slabinfo(mode);
+    crate::println!(
+        "# slub: {} KiB held from the page allocator (slabs, descriptors, owner map, large kmallocs)",
+        super::held_bytes() / 1024
+    );
     super::info::print_slabinfo(if mode == SlabinfoMode::Scan {
         SlabinfoMode::Counters
     } else {

@@ -92,8 +92,13 @@ fn geometry(_o: &Options) -> TestResult {
             );
         }
         // A fresh cache of this size takes slabs of exactly that many pages.
-        let probe = KmemCache::create("geometry-probe", KMALLOC_SIZES[i], 0, t)
-            .map_err(|e| format!("{:?}", e))?;
+        let probe = KmemCache::create(
+            "geometry-probe",
+            KMALLOC_SIZES[i],
+            c.core().layout().align,
+            c.core().tunables(),
+        )
+        .map_err(|e| format!("{:?}", e))?;
         let obj = alloc(probe)?;
         kassert_eq!(probe.slab_bytes(), PAGE_BYTES << oo.order, "{}", c.name());
         kassert_eq!(probe.core().order_objects(), oo);
@@ -127,6 +132,7 @@ fn paths(_o: &Options) -> TestResult {
         ..default_tunables("slub-paths")
     };
     let c = KmemCache::create("slub-paths", 256, 0, t).map_err(|e| format!("{:?}", e))?;
+    c.reset_list_lock_stats();
     let per = c.core().order_objects().objects;
     let mut live: Vec<usize> = Vec::new();
     // New slab, fast path, then the slab runs out (deactivate_bypass) and a second comes.
