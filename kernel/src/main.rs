@@ -15,6 +15,7 @@ mod mm;
 mod options;
 mod panic;
 mod percpu;
+mod smp;
 mod sync;
 mod topology;
 
@@ -43,8 +44,11 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     let opts = options::load();
     println!("numalab: options: {}", opts.describe());
     topology::init();
+    percpu::init_boot_node();
     mm::frame::init();
     topology::print_numactl(&mm::frame::free_bytes);
+    smp::init();
+    mm::slub::init();
     let suite = ktest::Suite::from_name(opts.text("suite"));
     let passed = ktest::run(suite, &opts);
     arch::qemu_exit::exit(if passed {

@@ -25,6 +25,27 @@ pub const SPECS: &[Spec] = &[
         help: "adds a test that always fails (checks the failure path end to end)",
     },
     Spec {
+        key: "smp.verbose",
+        kind: Kind::Bool,
+        default: "0",
+        help: "print each CPU's APIC id, node and time to come online",
+    },
+    Spec {
+        key: "smp.timeout_ms",
+        kind: Kind::U64 {
+            min: 1,
+            max: 600_000,
+        },
+        default: "5000",
+        help: "how long bring-up waits for the APs before going on without the silent ones",
+    },
+    Spec {
+        key: "smp.hold_apic",
+        kind: Kind::Text,
+        default: "none",
+        help: "debug: never start the CPU with this APIC id (exercises the did-not-answer path)",
+    },
+    Spec {
         key: "acpi.dump",
         kind: Kind::Bool,
         default: "0",
@@ -68,6 +89,66 @@ pub const SPECS: &[Spec] = &[
         kind: Kind::U64 { min: 1, max: 4096 },
         default: "32",
         help: "pages moved per refill or drain between a per-CPU list and the buddy",
+    },
+    Spec {
+        key: "slub.max_order",
+        kind: Kind::U64 { min: 0, max: 10 },
+        default: "3",
+        help: "largest slab order calculate_order may choose (Linux slub_max_order)",
+    },
+    Spec {
+        key: "slub.min_objects",
+        kind: Kind::U64 { min: 0, max: 32767 },
+        default: "0",
+        help: "minimum objects per slab; 0: 4 * (fls(nr_cpus) + 1) (Linux slub_min_objects)",
+    },
+    Spec {
+        key: "slub.min_partial",
+        kind: Kind::Text,
+        default: "auto",
+        help: "partial slabs a node keeps before freeing empty ones; auto: ilog2(size)/2 clamped to [5, max_partial]",
+    },
+    Spec {
+        key: "slub.max_partial",
+        kind: Kind::U64 { min: 1, max: 4096 },
+        default: "10",
+        help: "upper clamp of the automatic min_partial (Linux MAX_PARTIAL)",
+    },
+    Spec {
+        key: "slub.cpu_partial",
+        kind: Kind::Text,
+        default: "auto",
+        help: "free objects kept on each CPU's partial list; auto: Linux's table by size; 0: no CPU partials",
+    },
+    Spec {
+        key: "slub.memoryless_fix",
+        kind: Kind::Bool,
+        default: "1",
+        help: "treat a request for a memoryless node as its nearest memory node (seed 003)",
+    },
+    Spec {
+        key: "slub.prefer_local",
+        kind: Kind::Bool,
+        default: "0",
+        help: "take a new local slab instead of a remote partial while the local node has memory (seed 004)",
+    },
+    Spec {
+        key: "slub.remote_node_defrag_ratio",
+        kind: Kind::U64 { min: 0, max: 1000 },
+        default: "1000",
+        help: "per mille of slow paths that may take partial slabs from remote nodes",
+    },
+    Spec {
+        key: "slub.debug",
+        kind: Kind::Text,
+        default: "",
+        help: "debug flags F (sanity) Z (red zone) P (poison) U (user), 1 = all, optionally ,CACHE,... to limit them",
+    },
+    Spec {
+        key: "slub.slabinfo",
+        kind: Kind::Choice(&["counters", "scan"]),
+        default: "counters",
+        help: "how slabinfo counts active objects: counters (exact, no list_lock) or scan (Linux's count_partial under list_lock)",
     },
 ];
 

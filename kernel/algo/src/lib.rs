@@ -14,4 +14,6 @@ pub mod buddy;
 pub mod ktap;
 pub mod memrange;
 pub mod options;
+pub mod slub;
+pub mod smp;
 pub mod topology;

@@ -17,6 +17,8 @@ use numalab_algo::acpi::sdt::{self, HEADER_BYTES};
 
 /// Largest table copied; a header claiming more is reported and skipped.
 const MAX_TABLE_BYTES: u32 = 1 << 20;
+/// Bytes of an ACPI 2.0+ RSDP (a 1.0 RSDP is 20, the rest is read but unused).
+const RSDP_V2_BYTES: usize = 36;
 /// The bootloader maps at least the first 4 GiB of physical memory.
 const MIN_MAPPED_BYTES: u64 = 1 << 32;
 
@@ -41,16 +43,48 @@ fn direct_map() -> DirectMap {
     }
 }
 
-/// Copies `len` bytes at physical `phys` out of the direct map.
-fn copy_phys(map: &DirectMap, phys: u64, len: usize) -> Vec<u8> {
+/// Copies `len` bytes at physical `phys` out of the direct map, or None if they are not all
+/// inside it.
+fn copy_phys(map: &DirectMap, phys: u64, len: usize) -> Option<Vec<u8>> {
+    if !map.covers(phys, len as u64) {
+        return None;
+    }
     let mut out = alloc::vec![0u8; len];
-    // SAFETY: the caller checked map.covers(phys, len): the range is mapped (readable) in the
-    // direct map; firmware tables are not written concurrently; `out` has `len` bytes and does
-    // not overlap firmware memory.
+    // SAFETY: [phys, phys + len) is inside the direct map (checked above), which maps all
+    // physical memory readable; firmware tables are not written concurrently; `out` has
+    // `len` bytes and does not overlap firmware memory.
     unsafe {
         core::ptr::copy_nonoverlapping(map.virt(phys) as *const u8, out.as_mut_ptr(), len);
     }
-    out
+    Some(out)
+}
+
+/// Checks what the `acpi` crate will read without checks: the RSDP's signature and the
+/// RSDT/XSDT it points to (inside the direct map, length within the limit). Returns why not.
+fn check_root(map: &DirectMap, rsdp: u64) -> Result<(), String> {
+    let bytes = copy_phys(map, rsdp, RSDP_V2_BYTES)
+        .ok_or_else(|| format!("ACPI: RSDP at {rsdp:#x} is outside the direct map"))?;
+    if &bytes[0..8] != b"RSD PTR " {
+        return Err(format!("ACPI: no RSDP signature at {rsdp:#x}"));
+    }
+    let revision = bytes[15];
+    let (name, root) = if revision == 0 {
+        ("RSDT", sdt::u32_at(&bytes, 16).unwrap_or(0) as u64)
+    } else {
+        ("XSDT", sdt::u64_at(&bytes, 24).unwrap_or(0))
+    };
+    let header = copy_phys(map, root, HEADER_BYTES)
+        .ok_or_else(|| format!("ACPI: {name} at {root:#x} is outside the direct map"))?;
+    let length = sdt::header_length(&header).unwrap_or(0);
+    if (length as usize) < HEADER_BYTES
+        || length > MAX_TABLE_BYTES
+        || !map.covers(root, length as u64)
+    {
+        return Err(format!(
+            "ACPI: {name} at {root:#x} has a bad length {length}"
+        ));
+    }
+    Ok(())
 }
 
 /// Finds and copies the MADT, SRAT and SLIT. Never panics; without an RSDP or with an RSDP
@@ -63,14 +97,13 @@ pub fn find_tables() -> RawTables {
             .push("ACPI: the bootloader found no RSDP: no ACPI tables".into());
         return raw;
     };
-    if !map.covers(rsdp, 36) {
-        raw.warnings.push(format!(
-            "ACPI: RSDP at {rsdp:#x} is outside the direct map: no ACPI tables"
-        ));
+    if let Err(why) = check_root(&map, rsdp) {
+        raw.warnings.push(format!("{why}: no ACPI tables"));
         return raw;
     }
-    // SAFETY: `rsdp` is the address the bootloader got from the firmware and it lies inside
-    // the direct map (checked above); from_rsdp validates its signature before following it.
+    // SAFETY: `rsdp` is the address the bootloader got from the firmware; check_root found
+    // an RSDP there and a root table (RSDT/XSDT) of sane length inside the direct map, which
+    // is all from_rsdp reads.
     let tables = match unsafe { AcpiTables::from_rsdp(map, rsdp as usize) } {
         Ok(t) => t,
         Err(e) => {
@@ -84,13 +117,12 @@ pub fn find_tables() -> RawTables {
     // that is not text or a length that lies cannot trip the crate's typed accessors.
     for phys in tables.table_entries() {
         let phys = phys as u64;
-        if !map.covers(phys, HEADER_BYTES as u64) {
+        let Some(header) = copy_phys(&map, phys, HEADER_BYTES) else {
             raw.warnings.push(format!(
                 "ACPI: table at {phys:#x} is outside the direct map: ignored"
             ));
             continue;
-        }
-        let header = copy_phys(&map, phys, HEADER_BYTES);
+        };
         let name = sdt::signature_text(&header[0..4]);
         let length = sdt::header_length(&header).unwrap_or(0);
         raw.found
@@ -107,14 +139,13 @@ pub fn find_tables() -> RawTables {
             ));
             continue;
         }
-        if !map.covers(phys, length as u64) {
-            raw.warnings.push(format!(
-                "{table} at {phys:#x}: runs past mapped memory: table ignored"
-            ));
-            continue;
-        }
         // A length below a header is copied as a header; the parser reports it as truncated.
-        list.push(copy_phys(&map, phys, (length as usize).max(HEADER_BYTES)));
+        match copy_phys(&map, phys, (length as usize).max(HEADER_BYTES)) {
+            Some(bytes) => list.push(bytes),
+            None => raw.warnings.push(format!(
+                "{table} at {phys:#x}: runs past mapped memory: table ignored"
+            )),
+        }
     }
     raw
 }

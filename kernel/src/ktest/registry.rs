@@ -5,7 +5,10 @@ use super::KTest;
 /// Each subsystem's `TESTS`, lowest layer first (the order they run in).
 const ALL: &[&[KTest]] = &[
     super::selftest::TESTS,
+    crate::topology::TESTS,
+    crate::smp::TESTS,
     crate::mm::frame::tests::TESTS,
+    crate::mm::slub::tests::TESTS,
     crate::bench::TESTS,
 ];
 

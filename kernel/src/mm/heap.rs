@@ -1,9 +1,10 @@
-//! The kernel's `#[global_allocator]`: the bootstrap heap (mm::early) for early boot and small
-//! requests, whole pages from the frame allocator for requests of a page or more once it is
-//! up (SLUB's kmalloc takes the small ones when it lands).
+//! The kernel's `#[global_allocator]`: the bootstrap heap (mm::early) for early boot, whole
+//! pages from the frame allocator for requests of a page or more once it is up, and SLUB's
+//! kmalloc for smaller requests once SLUB is up (honouring the layout's alignment through
+//! the naturally aligned kmalloc classes).
 //!
-//! Frees go back to where the block came from, decided by address: inside the bootstrap
-//! heap's range -> the bootstrap heap, anything else -> the frame allocator.
+//! Frees go back to where the block came from: inside the bootstrap heap's range -> the
+//! bootstrap heap; a page-sized layout -> the frame allocator; anything else -> kfree.
 
 use super::early;
 use super::frame::{self, Pages, Policy, MAX_ORDER, PAGE_BYTES};
@@ -25,11 +26,18 @@ fn page_order(layout: Layout) -> Option<u8> {
 }
 
 // SAFETY: alloc returns blocks of at least `layout.size()` bytes aligned to `layout.align()`
-// (pages are 4 KiB aligned and only layouts with align <= 4 KiB go there; the bootstrap heap
-// honours layouts itself), valid until dealloc; dealloc returns a block to the allocator that
-// produced it, decided by its address.
+// (pages are 4 KiB aligned and only layouts with align <= 4 KiB go there; kmalloc_aligned
+// picks a class whose objects are aligned to the layout; the bootstrap heap honours layouts
+// itself), valid until dealloc; dealloc returns a block to the allocator that produced it,
+// decided by its address and then its layout (size < 4 KiB outside the bootstrap heap means
+// kmalloc, since page-sized layouts never go to kmalloc).
 unsafe impl GlobalAlloc for KernelHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if layout.size() < PAGE_BYTES as usize && super::slub::is_ready() {
+            if let Some(p) = super::slub::kmalloc::kmalloc_aligned(layout.size(), layout.align()) {
+                return p.as_ptr();
+            }
+        }
         if frame::is_ready() {
             if let Some(order) = page_order(layout) {
                 if let Ok(pages) = frame::alloc_pages(order, Policy::Local) {
@@ -54,6 +62,10 @@ unsafe impl GlobalAlloc for KernelHeap {
             // SAFETY: a block outside the bootstrap heap came from alloc_pages(order) above,
             // with the same layout and hence the same order; the caller gives it up.
             drop(unsafe { Pages::from_raw(phys, order) });
+        } else if let Some(p) = core::ptr::NonNull::new(ptr) {
+            // SAFETY: a small block outside the bootstrap heap came from kmalloc_aligned
+            // above; the caller gives it up.
+            unsafe { super::slub::kmalloc::kfree(p) };
         }
     }
 }

@@ -12,3 +12,4 @@
 pub mod early;
 pub mod frame;
 pub mod heap;
+pub mod slub;

@@ -94,6 +94,9 @@ impl<T> IrqSpinLock<T> {
                 let mut spins = 0u64;
                 let g = loop {
                     while self.inner.is_locked() {
+                        // Serve TLB shootdowns while spinning with interrupts off, so a
+                        // holder that shoots down while we wait cannot deadlock with us.
+                        crate::smp::poll_irq_safe();
                         core::hint::spin_loop();
                         spins += 1;
                     }

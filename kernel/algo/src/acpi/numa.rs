@@ -11,8 +11,10 @@
 //!   hot-pluggable: QEMU describes its hotplug area that way), or overlap another domain's
 //!   range: dropped; non-volatile ranges are not used as RAM (listed by `acpi.dump`);
 //! - usable RAM in no SRAT range: given to the boot CPU's nearest node with memory;
-//! - processor entries for an APIC id the MADT does not list as enabled, or listed twice:
-//!   dropped; CPUs without an entry: placed on the boot CPU's nearest node with memory;
+//! - processor entries for an APIC id the MADT does not list, or listed twice: dropped
+//!   (entries for MADT processors that are present but disabled, as QEMU writes for
+//!   `maxcpus`, are dropped silently); CPUs without an entry: placed on the boot CPU's
+//!   nearest node with memory;
 //! - no SLIT: 10 to self, 20 to others (Linux's default); a SLIT that does not cover every
 //!   node's domain, or with a self-distance other than 10 or a remote one below 10: not used
 //!   (defaults); 255 and asymmetric matrices: kept as given (legal), with a warning.
@@ -22,6 +24,7 @@
 use super::madt::{self, Madt};
 use super::slit::{self, Slit};
 use super::srat::{self, Srat};
+use crate::memrange::{intersect, normalize, subtract};
 use crate::topology::{CpuId, CpuInfo, NodeId, NodeInfo, Topology};
 use alloc::format;
 use alloc::string::String;
@@ -54,52 +57,6 @@ pub struct Outcome {
     pub topology: Topology,
     pub warnings: Vec<String>,
     pub dump: Vec<String>,
-}
-
-/// Sorts and merges ranges, dropping empty ones.
-pub fn normalize(ranges: &[(u64, u64)]) -> Vec<(u64, u64)> {
-    let mut v: Vec<(u64, u64)> = ranges.iter().copied().filter(|(s, e)| s < e).collect();
-    v.sort_unstable();
-    let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
-    for (s, e) in v {
-        match out.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
-            _ => out.push((s, e)),
-        }
-    }
-    out
-}
-
-/// The parts of `ranges` (normalized) inside [start, end).
-pub fn intersect(ranges: &[(u64, u64)], start: u64, end: u64) -> Vec<(u64, u64)> {
-    ranges
-        .iter()
-        .filter_map(|&(s, e)| {
-            let (s, e) = (s.max(start), e.min(end));
-            (s < e).then_some((s, e))
-        })
-        .collect()
-}
-
-/// `ranges` minus `holes` (both normalized).
-pub fn subtract(ranges: &[(u64, u64)], holes: &[(u64, u64)]) -> Vec<(u64, u64)> {
-    let mut out = Vec::new();
-    for &(s, e) in ranges {
-        let mut cur = s;
-        for &(hs, he) in holes {
-            if he <= cur || hs >= e {
-                continue;
-            }
-            if hs > cur {
-                out.push((cur, hs));
-            }
-            cur = cur.max(he);
-        }
-        if cur < e {
-            out.push((cur, e));
-        }
-    }
-    out
 }
 
 /// Parses every copy of a table and keeps the first valid one. Each rejected copy gives one
@@ -225,15 +182,20 @@ pub fn build(m: &Machine) -> Outcome {
         dump.extend(s.dump.iter().cloned());
         warnings.extend(s.warnings.iter().cloned());
     }
-    match place(
-        &srat,
-        slit.as_ref(),
-        &apic_ids,
-        &usable,
-        &ram,
-        m.boot_apic_id,
-        &mut warnings,
-    ) {
+    // Processors the MADT lists but not as enabled (hotplug, `-smp N,maxcpus=M`) may have
+    // SRAT entries; those are dropped silently.
+    let absent: Vec<u32> = madt
+        .iter()
+        .flat_map(|t| t.cpus.iter())
+        .filter(|c| !c.enabled())
+        .map(|c| c.apic_id)
+        .collect();
+    let cpus = Cpus {
+        apic_ids: &apic_ids,
+        absent: &absent,
+        boot_apic_id: m.boot_apic_id,
+    };
+    match place(&srat, slit.as_ref(), &cpus, &usable, &ram, &mut warnings) {
         Some(topology) => Outcome {
             topology,
             warnings,
@@ -267,7 +229,7 @@ fn kept_memory(
             warnings.push(format!("{what}: range overflows 64 bits: entry dropped"));
             continue;
         };
-        if intersect(ram, mem.base, end).is_empty() {
+        if intersect(ram, &[(mem.base, end)]).is_empty() {
             if !mem.hotpluggable() {
                 warnings.push(format!(
                     "{what}: outside RAM (no part of it is in the memory map): entry dropped"
@@ -290,16 +252,25 @@ fn kept_memory(
     kept
 }
 
+/// The CPUs as the MADT gave them.
+struct Cpus<'a> {
+    /// CpuId order: boot CPU, then enabled MADT processors.
+    apic_ids: &'a [u32],
+    /// MADT processors present but not enabled.
+    absent: &'a [u32],
+    boot_apic_id: u32,
+}
+
 /// The NUMA placement, or None for the single-node fallback (its warning already pushed).
 fn place(
     srat: &Srat,
     slit: Option<&Slit>,
-    apic_ids: &[u32],
+    cpus_in: &Cpus,
     usable: &[(u64, u64)],
     ram: &[(u64, u64)],
-    boot_apic_id: u32,
     warnings: &mut Vec<String>,
 ) -> Option<Topology> {
+    let (apic_ids, boot_apic_id) = (cpus_in.apic_ids, cpus_in.boot_apic_id);
     let kept = kept_memory(srat, ram, warnings);
 
     // Processor entries -> proximity domain of each CPU.
@@ -307,6 +278,7 @@ fn place(
     let mut unknown: Vec<(usize, u32)> = Vec::new();
     for c in srat.cpus.iter().filter(|c| c.enabled) {
         match apic_ids.iter().position(|&a| a == c.apic_id) {
+            None if cpus_in.absent.contains(&c.apic_id) => {}
             None => unknown.push((c.index, c.apic_id)),
             Some(k) => match cpu_pxm[k] {
                 Some((pxm, first)) => warnings.push(format!(
@@ -321,7 +293,7 @@ fn place(
         let entries: Vec<u32> = unknown.iter().map(|u| u.0 as u32).collect();
         let ids: Vec<u32> = unknown.iter().map(|u| u.1).collect();
         warnings.push(format!(
-            "SRAT entries {} (processor APIC ids {}): APIC id not an enabled MADT processor: entries dropped",
+            "SRAT entries {} (processor APIC ids {}): APIC id not in the MADT: entries dropped",
             id_list(&entries),
             id_list(&ids)
         ));
@@ -348,7 +320,7 @@ fn place(
     let mut mem: Vec<Vec<(u64, u64)>> = vec![Vec::new(); n];
     for &(pxm, s, e, _) in &kept {
         if let Some(i) = node_of(pxm) {
-            mem[i].extend(intersect(usable, s, e));
+            mem[i].extend(intersect(usable, &[(s, e)]));
         }
     }
     let has_mem: Vec<bool> = mem.iter().map(|r| !r.is_empty()).collect();

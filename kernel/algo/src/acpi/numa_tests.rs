@@ -259,7 +259,7 @@ fn processor_entry_for_unknown_apic_is_dropped() {
         &o,
         &[
             "SRAT entries 8 (processor APIC ids 42)",
-            "not an enabled MADT processor",
+            "APIC id not in the MADT",
             "dropped",
         ],
     );
@@ -441,6 +441,22 @@ fn boot_cpu_is_cpu_0_and_disabled_cpus_are_left_out_silently() {
     assert_eq!(o.warnings.len(), 1, "{:#?}", o.warnings); // no SRAT
     let ids: Vec<u32> = o.topology.cpus.iter().map(|c| c.apic_id).collect();
     assert_eq!(ids, vec![2, 0, 1]);
+    // SRAT entries for the disabled (hot-pluggable) processors 3 and 4: no warning.
+    let s = srat(&[
+        cpu(0, 0, true),
+        cpu(0, 1, true),
+        cpu(1, 2, true),
+        cpu(0, 3, true),
+        cpu(1, 4, true),
+        mem(0, 0, 1 << 30, 1),
+        mem(1, 1 << 30, 1 << 30, 1),
+    ]);
+    let o = run(2, &[&m], &[&s], &[]);
+    assert!(o.warnings.is_empty(), "{:#?}", o.warnings);
+    assert_eq!(
+        o.topology.cpus.iter().map(|c| c.node.0).collect::<Vec<_>>(),
+        vec![1, 0, 0]
+    );
 }
 
 #[test]

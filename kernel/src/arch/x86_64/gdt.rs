@@ -70,6 +70,7 @@ impl CpuTables {
 }
 
 #[repr(align(16))]
+#[allow(dead_code)] // only its memory is used, through raw pointers
 struct IstStack([u8; IST_STACK_BYTES]);
 
 static BOOT_CPU_TABLES: Once<&'static CpuTables> = Once::new();
@@ -86,9 +87,10 @@ pub fn init_boot_cpu() {
         // can hold a reference to SLOT or STACKS.
         let (slot, tops) = unsafe {
             let stacks = &raw mut STACKS;
+            let slot = &raw mut SLOT;
             let base = stacks as *mut u8;
             (
-                &mut *(&raw mut SLOT),
+                &mut *slot,
                 [
                     VirtAddr::from_ptr(base.add(IST_STACK_BYTES)),
                     VirtAddr::from_ptr(base.add(2 * IST_STACK_BYTES)),

@@ -1,5 +1,6 @@
 //! The IDT shared by all CPUs: every exception prints vector, error code, RIP and CR2 and
-//! exits QEMU with failure (a kernel that faulted has no results worth trusting).
+//! exits QEMU with failure (a kernel that faulted has no results worth trusting); the APIC
+//! vectors (cross-CPU call IPI, LAPIC timer, spurious) go to kernel/src/smp.
 
 use spin::Once;
 use x86_64::registers::control::Cr2;
@@ -9,6 +10,11 @@ use super::gdt::{DOUBLE_FAULT_IST_INDEX, NMI_IST_INDEX};
 use super::qemu_exit::{exit, ExitCode};
 
 static IDT: Once<InterruptDescriptorTable> = Once::new();
+
+/// Vector of the cross-CPU call / TLB shootdown IPI (kernel/src/smp).
+pub const CALL_VECTOR: u8 = 0xf0;
+/// Vector of the local APIC timer.
+pub const TIMER_VECTOR: u8 = 0xec;
 
 fn report(vector: u8, name: &str, error_code: Option<u64>, frame: &InterruptStackFrame) -> ! {
     crate::serial::force_unlock();
@@ -76,6 +82,17 @@ extern "x86-interrupt" fn page_fault(frame: InterruptStackFrame, code: PageFault
     report(14, "#PF page fault", Some(code.bits()), &frame)
 }
 
+extern "x86-interrupt" fn call_ipi(_frame: InterruptStackFrame) {
+    crate::smp::handle_call_ipi();
+}
+
+extern "x86-interrupt" fn apic_timer(_frame: InterruptStackFrame) {
+    crate::smp::handle_timer();
+}
+
+/// Spurious APIC interrupts need no EOI and are ignored.
+extern "x86-interrupt" fn spurious(_frame: InterruptStackFrame) {}
+
 fn build() -> InterruptDescriptorTable {
     let mut idt = InterruptDescriptorTable::new();
     idt.divide_error.set_handler_fn(divide_error);
@@ -96,6 +113,9 @@ fn build() -> InterruptDescriptorTable {
     idt.alignment_check.set_handler_fn(alignment_check);
     idt.machine_check.set_handler_fn(machine_check);
     idt.simd_floating_point.set_handler_fn(simd_fp);
+    idt[CALL_VECTOR].set_handler_fn(call_ipi);
+    idt[TIMER_VECTOR].set_handler_fn(apic_timer);
+    idt[super::apic::SPURIOUS_VECTOR].set_handler_fn(spurious);
     // SAFETY: the IST indices name stacks that every CPU's TSS sets up (gdt.rs) before it
     // loads this IDT.
     unsafe {

@@ -3,12 +3,14 @@
 //!
 //! Lock order (outermost first): the caller's locks (SLUB list_lock, vmalloc locks) > one node
 //! lock (`Node::buddy`) at a time > the serial console lock (never taken while a node lock is
-//! held: warnings are printed after unlocking). Per-CPU lists take no lock: their owner CPU
-//! changes them with interrupts disabled and takes the node lock inside to refill or drain.
+//! held: warnings are printed after unlocking). Per-CPU lists take no lock: only their owner
+//! CPU changes them (a `busy` flag keeps its own interrupt handlers out, see pcp.rs), and it
+//! takes the node lock inside to refill or drain.
 //!
 //! Layering: `numalab_algo::buddy` (pure split/merge) <- `node` (memmap, node lock) <- `pcp`
 //! (per-CPU lists) <- this module (policies, `Pages`, counters) <- `crate::mm::heap`.
 
+mod bench;
 mod memmap;
 mod node;
 mod pcp;
@@ -27,7 +29,7 @@ pub use numalab_algo::buddy::MAX_ORDER;
 pub use stats::{buddyinfo_lines, numastat_lines, pcp_lines, NodeCounters};
 
 use node::{Node, NodeSkip};
-use pcp::{bump, PcpList, PushOutcome, PCP_MAX_ORDER};
+use pcp::{bump, PcpList, PCP_MAX_ORDER};
 
 /// Where an allocation may come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,6 +72,12 @@ impl fmt::Display for AllocError {
 struct CpuCtx {
     node: NodeId,
     mem_node: NodeId,
+    /// This CPU's list for `mem_node` (the allocation fast path's list).
+    local: &'static PcpList,
+    /// This CPU's lists by node (the free fast path), at most `NODE_CODE_REFUSED` of them.
+    row: &'static [PcpList],
+    /// `Pages` bits naming `mem_node` (see `Pages`).
+    local_tag: u64,
     fallback: &'static [NodeId],
     interleave_next: AtomicU32,
 }
@@ -80,11 +88,10 @@ struct FrameAllocator {
     /// Indexed by NodeId; None for nodes without memory.
     nodes: Vec<Option<Node>>,
     /// Indexed by cpu * nr_nodes + node.
-    pcp: Vec<PcpList>,
+    pcp: &'static [PcpList],
     cpus: Vec<CpuCtx>,
     mem_nodes: Vec<NodeId>,
     pcp_enabled: bool,
-    pcp_high_pages: u32,
     pcp_batch_pages: u32,
     /// Frees of addresses outside every node.
     stray_frees: AtomicU64,
@@ -138,20 +145,32 @@ fn build() -> FrameAllocator {
         }
     }
     let nr_cpus = topo.nr_cpus().max(1);
-    let pcp = (0..nr_cpus * nr_nodes).map(|_| PcpList::new()).collect();
+    let pcp_enabled = opts.bool("frame.pcp");
+    let batch = opts.u64("frame.pcp_batch") as u32;
+    let high = if pcp_enabled {
+        (opts.u64("frame.pcp_high") as u32).max(batch)
+    } else {
+        0
+    };
+    let pcp: &'static [PcpList] = (0..nr_cpus * nr_nodes)
+        .map(|i| PcpList::new(nodes[i % nr_nodes].as_ref(), high))
+        .collect::<Vec<_>>()
+        .leak();
     let cpus = (0..nr_cpus)
         .map(|i| {
             let node = topo.cpus.get(i).map(|c| c.node).unwrap_or(NodeId(0));
             CpuCtx {
                 node,
                 mem_node: topo.mem_node(node),
+                local: &pcp[i * nr_nodes + topo.mem_node(node).index()],
+                row: &pcp[i * nr_nodes..i * nr_nodes + nr_nodes.min(NODE_CODE_REFUSED as usize)],
+                local_tag: node_code(topo.mem_node(node)) << NODE_CODE_SHIFT,
                 fallback: topo.fallback_order(node),
                 interleave_next: AtomicU32::new(i as u32),
             }
         })
         .collect();
     let mem_nodes = nodes.iter().flatten().map(|n| n.id).collect();
-    let batch = opts.u64("frame.pcp_batch") as u32;
     FrameAllocator {
         topo,
         nr_nodes,
@@ -159,8 +178,7 @@ fn build() -> FrameAllocator {
         pcp,
         cpus,
         mem_nodes,
-        pcp_enabled: opts.bool("frame.pcp"),
-        pcp_high_pages: (opts.u64("frame.pcp_high") as u32).max(batch),
+        pcp_enabled,
         pcp_batch_pages: batch,
         stray_frees: AtomicU64::new(0),
     }
@@ -172,38 +190,68 @@ pub fn is_ready() -> bool {
     FRAME.get().is_some()
 }
 
-/// An owned block of 2^order pages; dropping it frees it.
+/// An owned block of 2^order pages; dropping it frees it. One word: the physical address
+/// (page aligned) with a node code in bits 0-7 (the node id, or
+/// `NODE_CODE_LOOKUP` for node ids too large for it, or `NODE_CODE_REFUSED`) and the order in
+/// bits 8-11, so that it travels in a register.
 #[derive(Debug)]
 pub struct Pages {
-    phys: u64,
-    order: u8,
-    node: NodeId,
+    raw: u64,
+}
+
+const NODE_CODE_SHIFT: u32 = 0;
+const ORDER_SHIFT: u32 = 8;
+const NODE_CODE_MASK: u64 = 0xff;
+/// Node code of a block whose node is looked up when needed.
+const NODE_CODE_LOOKUP: u64 = 0xff;
+/// Node code of a `from_raw` already refused and reported (freeing it does nothing).
+const NODE_CODE_REFUSED: u64 = 0xfe;
+
+#[inline(always)]
+fn node_code(node: NodeId) -> u64 {
+    if (node.0 as u64) < NODE_CODE_REFUSED {
+        node.0 as u64
+    } else {
+        NODE_CODE_LOOKUP
+    }
 }
 
 impl Pages {
+    #[inline(always)]
+    fn new(phys: u64, order: u8, node: NodeId) -> Pages {
+        Pages {
+            raw: phys | node_code(node) << NODE_CODE_SHIFT | (order as u64) << ORDER_SHIFT,
+        }
+    }
+    #[inline(always)]
     pub fn phys_addr(&self) -> u64 {
-        self.phys
+        self.raw & !(PAGE_BYTES - 1)
     }
     /// The block in the direct map.
     pub fn virt_ptr(&self) -> *mut u8 {
-        phys_to_virt(self.phys) as *mut u8
+        phys_to_virt(self.phys_addr()) as *mut u8
     }
+    #[inline(always)]
     pub fn order(&self) -> u8 {
-        self.order
+        ((self.raw >> ORDER_SHIFT) & 0xf) as u8
     }
     pub fn nr_pages(&self) -> usize {
-        1 << self.order
+        1 << self.order()
     }
     pub fn size_bytes(&self) -> usize {
-        (PAGE_BYTES as usize) << self.order
+        (PAGE_BYTES as usize) << self.order()
     }
-    /// The node the pages belong to.
+    /// The node the pages belong to (`NodeId(u16::MAX)` for a refused or unmanaged block).
     pub fn node(&self) -> NodeId {
-        self.node
+        match (self.raw >> NODE_CODE_SHIFT) & NODE_CODE_MASK {
+            NODE_CODE_REFUSED => NOT_MANAGED,
+            NODE_CODE_LOOKUP => node_of_phys(self.phys_addr()).unwrap_or(NOT_MANAGED),
+            code => NodeId(code as u16),
+        }
     }
     /// Gives up ownership without freeing; `from_raw` takes it back.
     pub fn into_raw(self) -> (u64, u8) {
-        let raw = (self.phys, self.order);
+        let raw = (self.phys_addr(), self.order());
         core::mem::forget(self);
         raw
     }
@@ -211,18 +259,44 @@ impl Pages {
     ///
     /// # Safety
     /// `(phys, order)` must come from `into_raw`, and nothing may use the block after the
-    /// returned `Pages` is dropped. (A wrong pair is detected and refused when dropped, but
-    /// the block's previous user would still be left with a dangling pointer.)
+    /// returned `Pages` is dropped. (A wrong pair is detected and refused, here or when
+    /// dropped, but the block's previous user would still be left with a dangling pointer.)
     pub unsafe fn from_raw(phys: u64, order: u8) -> Pages {
-        let node = node_of_phys(phys).unwrap_or(NodeId(u16::MAX));
-        Pages { phys, order, node }
+        if phys & (PAGE_BYTES - 1) != 0 || order > MAX_ORDER {
+            // Refused here, so the free fast path need not check alignment.
+            report_unaligned(phys, order);
+            return Pages {
+                raw: NODE_CODE_REFUSED << NODE_CODE_SHIFT,
+            };
+        }
+        Pages::new(phys, order, node_of_phys(phys).unwrap_or(NOT_MANAGED))
     }
 }
 
 impl Drop for Pages {
+    #[inline(always)]
     fn drop(&mut self) {
-        free_block(self.phys, self.order, self.node);
+        free_block(self.raw);
     }
+}
+
+/// The node of a block no node manages.
+const NOT_MANAGED: NodeId = NodeId(u16::MAX);
+
+#[cold]
+fn report_unaligned(phys: u64, order: u8) {
+    match node_of_phys(phys).and_then(|n| FRAME.get()?.nodes.get(n.index())?.as_ref()) {
+        Some(node) => node.count_invalid_free(),
+        None => {
+            if let Some(fa) = FRAME.get() {
+                fa.stray_frees.fetch_add(1, Relaxed);
+            }
+        }
+    }
+    warn!(
+        "frame: invalid free of {:#x} order {}: not page aligned or order above {}: dropped",
+        phys, order, MAX_ORDER
+    );
 }
 
 /// Virtual address of `phys` in the direct map.
@@ -249,6 +323,11 @@ pub fn node_of_phys(phys: u64) -> Option<NodeId> {
         .map(|n| n.id)
 }
 
+/// First pfn of `node`'s memmap span (None without memory).
+pub fn node_base_pfn(node: NodeId) -> Option<u64> {
+    Some(FRAME.get()?.nodes.get(node.index())?.as_ref()?.base_pfn)
+}
+
 /// The metadata (struct page) of the page holding `phys`, if the allocator manages its node.
 pub fn page_meta(phys: u64) -> Option<&'static PageMeta> {
     let pfn = phys >> PAGE_SHIFT;
@@ -261,33 +340,97 @@ pub fn page_meta(phys: u64) -> Option<&'static PageMeta> {
     node.meta(pfn)
 }
 
-/// Allocates 2^order pages under `policy`.
-#[inline]
+/// Allocates 2^order pages under `policy`. The fast path (Local, orders 0..=3, a block on
+/// the CPU's list for its nearest memory node) is inlined; the rest is `alloc_slow`.
+#[inline(always)]
 pub fn alloc_pages(order: u8, policy: Policy) -> Result<Pages, AllocError> {
+    if policy == Policy::Local && order <= PCP_MAX_ORDER {
+        if let Some(fa) = FRAME.get() {
+            let cpu = crate::percpu::cpu_id().index();
+            if let Some(ctx) = fa.cpus.get(cpu) {
+                let list = ctx.local;
+                if let Some(pages) = list.enter() {
+                    if let Some((pfn, pages)) = list.pop(pages, order) {
+                        bump(&list.stats.fast_hits);
+                        list.exit(pages);
+                        return Ok(Pages {
+                            raw: pfn << PAGE_SHIFT | ctx.local_tag | (order as u64) << ORDER_SHIFT,
+                        });
+                    }
+                    list.exit(pages);
+                }
+            }
+        }
+    }
+    alloc_slow(order, policy)
+}
+
+#[inline(never)]
+fn alloc_slow(order: u8, policy: Policy) -> Result<Pages, AllocError> {
     let Some(fa) = FRAME.get() else {
         return Err(AllocError::NotReady);
     };
     fa.alloc(order, policy)
 }
 
-/// Frees a block (the `Drop` of `Pages`); invalid frees are reported, counted and dropped.
-fn free_block(phys: u64, order: u8, node: NodeId) {
-    let Some(fa) = FRAME.get() else { return };
-    fa.free(phys, order, node);
+/// Frees a block (the `Drop` of `Pages`). Fast path: order 0 onto the calling CPU's list
+/// for the block's node (the order known, its constants fold); orders 1..=3 take the same
+/// path out of line; the rest (and invalid frees, which are reported, counted and dropped)
+/// is `free_slow`.
+#[inline(always)]
+fn free_block(raw: u64) {
+    if raw & (0xf << ORDER_SHIFT) == 0 {
+        if !free_to_pcp(raw, 0) {
+            free_slow(raw);
+        }
+    } else {
+        free_small_order(raw);
+    }
 }
 
-/// Runs `f` with interrupts disabled, restoring the previous state.
+#[inline(never)]
+fn free_small_order(raw: u64) {
+    let order = ((raw >> ORDER_SHIFT) & 0xf) as u8;
+    if order > PCP_MAX_ORDER || !free_to_pcp(raw, order) {
+        free_slow(raw);
+    }
+}
+
+/// Puts the block `raw` of `order` (at most PCP_MAX_ORDER) on this CPU's list for its node;
+/// false when the list cannot take it (not ready, busy, or a node code without a list).
 #[inline(always)]
-fn irqs_off<R>(f: impl FnOnce() -> R) -> R {
-    let were_enabled = x86_64::instructions::interrupts::are_enabled();
-    if were_enabled {
-        x86_64::instructions::interrupts::disable();
+fn free_to_pcp(raw: u64, order: u8) -> bool {
+    let code = ((raw >> NODE_CODE_SHIFT) & NODE_CODE_MASK) as usize;
+    let Some(fa) = FRAME.get() else { return false };
+    let cpu = crate::percpu::cpu_id().index();
+    let Some(ctx) = fa.cpus.get(cpu) else {
+        return false;
+    };
+    // Codes REFUSED and LOOKUP are beyond `row`: they take the slow path.
+    let Some(list) = ctx.row.get(code) else {
+        return false;
+    };
+    let Some(pages) = list.enter() else {
+        return false;
+    };
+    let new_pages = list.push(pages, raw >> PAGE_SHIFT, order);
+    if new_pages <= list.high_pages {
+        list.exit(new_pages);
+    } else {
+        fa.push_over_high(list, raw, pages, new_pages);
     }
-    let r = f();
-    if were_enabled {
-        x86_64::instructions::interrupts::enable();
+    true
+}
+
+#[inline(never)]
+fn free_slow(raw: u64) {
+    let Some(fa) = FRAME.get() else { return };
+    let code = (raw >> NODE_CODE_SHIFT) & NODE_CODE_MASK;
+    if code == NODE_CODE_REFUSED {
+        return;
     }
-    r
+    let pages = core::mem::ManuallyDrop::new(Pages { raw });
+    fa.free(pages.phys_addr(), pages.order(), pages.node());
 }
 
 impl FrameAllocator {
@@ -331,16 +474,12 @@ impl FrameAllocator {
             for &nid in list {
                 if let Some(pfn) = self.alloc_on(cpu, nid, order) {
                     self.account(cpu, ctx.node, preferred, nid, policy);
-                    return Ok(Pages {
-                        phys: pfn << PAGE_SHIFT,
-                        order,
-                        node: nid,
-                    });
+                    return Ok(Pages::new(pfn << PAGE_SHIFT, order, nid));
                 }
             }
             // Slow path: give this CPU's cached pages back (they may merge into a block of
             // this order) and try once more.
-            if attempt == 0 && irqs_off(|| self.drain_cpu(cpu)) == 0 {
+            if attempt == 0 && self.drain_cpu(cpu) == 0 {
                 break;
             }
         }
@@ -353,10 +492,19 @@ impl FrameAllocator {
         let node = self.nodes.get(nid.index())?.as_ref()?;
         if self.pcp_enabled && order <= PCP_MAX_ORDER {
             let list = self.pcp(cpu, nid);
-            irqs_off(|| {
-                list.pop(node, order)
-                    .or_else(|| list.refill(node, order, self.pcp_batch_pages))
-            })
+            if let Some(pages) = list.enter() {
+                let (pfn, pages) = match list.pop(pages, order) {
+                    Some((pfn, pages)) => {
+                        bump(&list.stats.pcp_hit);
+                        (Some(pfn), pages)
+                    }
+                    None => list.refill(node, order, self.pcp_batch_pages, pages),
+                };
+                list.exit(pages);
+                pfn
+            } else {
+                node.buddy.lock().alloc(order)
+            }
         } else {
             node.buddy.lock().alloc(order)
         }
@@ -408,30 +556,6 @@ impl FrameAllocator {
             return;
         }
         let pfn = phys >> PAGE_SHIFT;
-        let cpu = crate::percpu::cpu_id().index();
-        if self.pcp_enabled && order <= PCP_MAX_ORDER && cpu < self.cpus.len() {
-            let list = self.pcp(cpu, nid);
-            let bad = irqs_off(|| match list.push(node, pfn, order, self.pcp_high_pages) {
-                PushOutcome::Ok => None,
-                PushOutcome::OverHigh => {
-                    list.drain(node, order, self.pcp_batch_pages);
-                    None
-                }
-                PushOutcome::Invalid(state) => Some(state),
-            });
-            if let Some(state) = bad {
-                node.count_invalid_free();
-                let why = match node.buddy.lock().check_free(pfn, order, false) {
-                    Err(e) => e,
-                    Ok(_) => numalab_algo::buddy::FreeError::NotAllocated(state),
-                };
-                warn!(
-                    "frame: invalid free of {:#x} order {} on node {}: {}: dropped",
-                    phys, order, nid.0, why
-                );
-            }
-            return;
-        }
         let result = node.buddy.lock().free(pfn, order);
         if let Err(why) = result {
             node.count_invalid_free();
@@ -442,13 +566,72 @@ impl FrameAllocator {
         }
     }
 
-    /// Gives all of `cpu`'s listed pages back to their buddies. Only on `cpu` itself with
-    /// interrupts off, or while `cpu` is not running. Returns the pages given back.
+    /// A push that did not end under `high` (list entered, `pages` before the push): drain a
+    /// batch, or, for a refused block, leave the list as it was and report the free.
+    #[cold]
+    #[inline(never)]
+    fn push_over_high(&self, list: &PcpList, raw: u64, pages: u32, new_pages: u32) {
+        let code = ((raw >> NODE_CODE_SHIFT) & NODE_CODE_MASK) as u16;
+        let order = ((raw >> ORDER_SHIFT) & 0xf) as u8;
+        if new_pages == pcp::REFUSED {
+            list.exit(pages);
+            let phys = raw & !(PAGE_BYTES - 1);
+            let state = page_meta(phys).map_or(0, |m| m.state());
+            self.report_invalid(phys, order, NodeId(code), state);
+        } else {
+            list.exit(self.drain_batch(list, NodeId(code), order, new_pages));
+        }
+    }
+
+    /// A push went over `high`: give a batch back (owner CPU, list entered); returns the new
+    /// page count.
+    #[inline(never)]
+    fn drain_batch(&self, list: &PcpList, nid: NodeId, order: u8, pages: u32) -> u32 {
+        match self.nodes.get(nid.index()) {
+            Some(Some(node)) => list.drain(node, order, self.pcp_batch_pages, pages).1,
+            _ => pages,
+        }
+    }
+
+    /// A free the per-CPU list refused: count it and say why (after interrupts are back on;
+    /// no lock is held while printing).
+    #[cold]
+    #[inline(never)]
+    fn report_invalid(&self, phys: u64, order: u8, nid: NodeId, state: u8) {
+        let Some(Some(node)) = self.nodes.get(nid.index()) else {
+            self.stray_frees.fetch_add(1, Relaxed);
+            warn!(
+                "frame: free of {:#x} order {} outside every node: dropped",
+                phys, order
+            );
+            return;
+        };
+        node.count_invalid_free();
+        let why = match node
+            .buddy
+            .lock()
+            .check_free(phys >> PAGE_SHIFT, order, false)
+        {
+            Err(e) => e,
+            Ok(_) => numalab_algo::buddy::FreeError::NotAllocated(state),
+        };
+        warn!(
+            "frame: invalid free of {:#x} order {} on node {}: {}: dropped",
+            phys, order, nid.0, why
+        );
+    }
+
+    /// Gives all of `cpu`'s listed pages back to their buddies. Only on `cpu` itself, or
+    /// while `cpu` is not running. Returns the pages given back.
     fn drain_cpu(&self, cpu: usize) -> u32 {
         let mut drained = 0;
         for node in self.nodes.iter().flatten() {
             let list = self.pcp(cpu, node.id);
-            drained += list.drain(node, 0, u32::MAX);
+            if let Some(pages) = list.enter() {
+                let (n, pages) = list.drain(node, 0, u32::MAX, pages);
+                drained += n;
+                list.exit(pages);
+            }
         }
         drained
     }
@@ -461,7 +644,7 @@ pub fn drain_local() -> u32 {
     if cpu >= fa.cpus.len() {
         return 0;
     }
-    irqs_off(|| fa.drain_cpu(cpu))
+    fa.drain_cpu(cpu)
 }
 
 /// Drains every CPU's per-CPU lists (Linux's drain_all_pages). With one CPU online the
@@ -471,15 +654,19 @@ pub fn drain_all() -> u32 {
     let Some(fa) = FRAME.get() else { return 0 };
     if crate::percpu::nr_cpus_online() <= 1 {
         // The other CPUs are not running: nothing else touches their lists.
-        return irqs_off(|| (0..fa.cpus.len()).map(|cpu| fa.drain_cpu(cpu)).sum());
+        return (0..fa.cpus.len()).map(|cpu| fa.drain_cpu(cpu)).sum();
     }
     drain_all_smp()
 }
 
-/// With several CPUs online: each one drains its own lists.
+/// With several CPUs online: each one drains its own lists (a cross-CPU call each; the SMP
+/// layer runs it in process context, so it never interrupts a list operation).
 fn drain_all_smp() -> u32 {
-    // Until the SMP layer provides cross-CPU calls, only the boot CPU runs.
-    drain_local()
+    let total = core::sync::atomic::AtomicU32::new(0);
+    crate::smp::on_each_cpu(&|_cpu| {
+        total.fetch_add(drain_local(), Relaxed);
+    });
+    total.load(Relaxed)
 }
 
 /// Pages managed by `node` (0 for a node without memory).

@@ -2,14 +2,21 @@
 //! of free blocks of orders 0..=PCP_MAX_ORDER linked through the memmap, refilled from and
 //! drained to the node's buddy in batches under the node lock.
 //!
-//! Ownership rule: a CPU's lists are changed only by that CPU with interrupts disabled, or by
-//! another CPU while the owner is not running (before SMP bring-up). Draining another CPU's
-//! lists therefore goes through a cross-CPU call. The fields are atomics used with plain
-//! loads and stores (no read-modify-write: the owner is the only writer), so the counters
-//! can be read from anywhere.
+//! Ownership rule: a CPU's lists are changed only by that CPU, or by another CPU while the
+//! owner is not running (before SMP bring-up). Draining another CPU's lists therefore goes
+//! through a cross-CPU call (which the SMP layer runs in process context). Instead of
+//! disabling interrupts, each list has a `busy` flag its owner sets around every operation
+//! (Linux 6.1's pcp trylock idea, without the atomic: only the owner CPU and its own interrupt
+//! handlers can race): an interrupt handler that finds it set goes to the buddy allocator
+//! instead. The fields are atomics used with plain loads and stores (no read-modify-write: the
+//! owner is the only writer), so the counters can be read from anywhere.
 
+use super::memmap::PageMeta;
 use super::node::Node;
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::{compiler_fence, AtomicU32, AtomicU64, Ordering};
+
+const _: () = assert!(core::mem::size_of::<PcpList>().is_power_of_two());
 use numalab_algo::buddy::{ALLOCATED, CACHED, NIL};
 
 /// Highest order kept on per-CPU lists (Linux keeps 0..=3 as well).
@@ -37,6 +44,10 @@ pub struct PcpStats {
     pub pcp_refill: AtomicU64,
     /// Batches given back from the list to the buddy.
     pub pcp_drain: AtomicU64,
+    /// Local-policy allocations served by the fast path from this (the CPU's nearest memory
+    /// node's) list: each is also a numa_hit, a pcp_hit and a local_node (or other_node, for a
+    /// CPU of a memoryless node), added when the counters are read.
+    pub fast_hits: AtomicU64,
 }
 
 /// `c += 1` for a counter only its owner CPU writes.
@@ -45,87 +56,112 @@ pub fn bump(c: &AtomicU64) {
     c.store(c.load(Relaxed).wrapping_add(1), Relaxed);
 }
 
-/// The lists of one CPU for one node.
+/// The lists of one CPU for one node. It carries a copy of its node's memmap slice and base
+/// pfn so the fast paths touch nothing else. Cache-line aligned (no false sharing between
+/// CPUs) and a power of two in size (indexing is one shift).
+#[repr(align(128))]
 pub struct PcpList {
     heads: [AtomicU32; PCP_ORDERS],
-    blocks: [AtomicU32; PCP_ORDERS],
-    /// Pages held, all orders.
-    pages: AtomicU32,
+    /// Pages held (all orders), with `BUSY` set while the owner changes the list.
+    word: AtomicU32,
+    /// Above this many pages a free drains a batch (0: lists disabled, every free drains).
+    pub high_pages: u32,
+    base_pfn: u64,
+    memmap: &'static [PageMeta],
     pub stats: PcpStats,
 }
 
-/// What a push found (reported by the caller once interrupts are back on).
-pub enum PushOutcome {
-    Ok,
-    /// Over `high`: the caller drains a batch.
-    OverHigh,
-    /// Not the head of an allocated block of this order (state byte).
-    Invalid(u8),
-}
+/// The bit of `PcpList::word` that says an operation is in progress.
+const BUSY: u32 = 1 << 31;
+/// What `push` returns for a block it refuses (larger than any page count).
+pub const REFUSED: u32 = u32::MAX;
 
 impl PcpList {
-    pub fn new() -> PcpList {
+    /// The list of one CPU for `node` (None: a node without memory, never used).
+    pub fn new(node: Option<&Node>, high_pages: u32) -> PcpList {
         PcpList {
             heads: [const { AtomicU32::new(NIL) }; PCP_ORDERS],
-            blocks: [const { AtomicU32::new(0) }; PCP_ORDERS],
-            pages: AtomicU32::new(0),
+            word: AtomicU32::new(0),
+            high_pages,
+            base_pfn: node.map_or(0, |n| n.base_pfn),
+            memmap: node.map_or(&[], |n| n.memmap.pages),
             stats: PcpStats::default(),
         }
     }
 
     /// Pages this list holds (all orders).
     pub fn pages(&self) -> u32 {
-        self.pages.load(Relaxed)
+        self.word.load(Relaxed) & !BUSY
     }
 
-    /// Takes a block of `order` off the list (owner CPU, interrupts off).
+    /// Claims the list for an operation by its owner CPU and returns its page count; None
+    /// when an operation is already in progress (we are an interrupt handler that interrupted
+    /// it): use the buddy then. `exit` ends the operation with the new count.
     #[inline(always)]
-    pub fn pop(&self, node: &Node, order: u8) -> Option<u64> {
+    pub fn enter(&self) -> Option<u32> {
+        let word = self.word.load(Relaxed);
+        if word & BUSY != 0 {
+            return None;
+        }
+        self.word.store(word | BUSY, Relaxed);
+        // Same-CPU ordering only: an interrupt sees the flag before the list changes.
+        compiler_fence(Ordering::SeqCst);
+        Some(word)
+    }
+
+    /// Ends what `enter` began, storing the new page count.
+    #[inline(always)]
+    pub fn exit(&self, pages: u32) {
+        compiler_fence(Ordering::SeqCst);
+        self.word.store(pages, Relaxed);
+    }
+
+    /// Takes a block of `order` off the list (between enter and exit); returns its pfn and
+    /// the new page count. Counts nothing: the caller accounts the hit.
+    #[inline(always)]
+    pub fn pop(&self, pages: u32, order: u8) -> Option<(u64, u32)> {
         let head = &self.heads[order as usize];
         let idx = head.load(Relaxed);
-        let meta = node.memmap.pages.get(idx as usize)?;
+        let meta = self.memmap.get(idx as usize)?;
         head.store(meta.next.load(Relaxed), Relaxed);
-        let blocks = &self.blocks[order as usize];
-        blocks.store(blocks.load(Relaxed) - 1, Relaxed);
-        self.pages
-            .store(self.pages.load(Relaxed) - (1 << order), Relaxed);
         meta.state.store(ALLOCATED | order, Relaxed);
-        bump(&self.stats.pcp_hit);
-        Some(node.base_pfn + idx as u64)
+        Some((self.base_pfn + idx as u64, pages - (1 << order)))
     }
 
-    /// Puts an allocated block of `order` at `pfn` (in `node`'s span) on the list.
+    /// Puts the allocated block of `order` at `pfn` on the list (between enter and exit);
+    /// returns the new page count, or `REFUSED` (above any `high`) when the block is not the
+    /// head of an allocated block of this order or lies outside the node: nothing changed.
     #[inline(always)]
-    pub fn push(&self, node: &Node, pfn: u64, order: u8, high_pages: u32) -> PushOutcome {
-        let idx = pfn.wrapping_sub(node.base_pfn);
-        let Some(meta) = node.memmap.pages.get(idx as usize) else {
-            return PushOutcome::Invalid(0);
+    pub fn push(&self, pages: u32, pfn: u64, order: u8) -> u32 {
+        let idx = pfn.wrapping_sub(self.base_pfn);
+        let Some(meta) = self.memmap.get(idx as usize) else {
+            return REFUSED;
         };
-        let state = meta.state.load(Relaxed);
-        if state != ALLOCATED | order {
-            return PushOutcome::Invalid(state);
+        if meta.state.load(Relaxed) != ALLOCATED | order {
+            return REFUSED;
         }
         meta.state.store(CACHED | order, Relaxed);
         let head = &self.heads[order as usize];
         meta.next.store(head.load(Relaxed), Relaxed);
         head.store(idx as u32, Relaxed);
-        let blocks = &self.blocks[order as usize];
-        blocks.store(blocks.load(Relaxed) + 1, Relaxed);
-        let pages = self.pages.load(Relaxed) + (1 << order);
-        self.pages.store(pages, Relaxed);
-        if pages > high_pages {
-            PushOutcome::OverHigh
-        } else {
-            PushOutcome::Ok
-        }
+        pages + (1 << order)
     }
 
-    /// Takes `batch_pages` worth of `order` blocks from the node's buddy (one lock hold): one
-    /// is returned allocated, the rest go on the list. None when the node has no such block.
-    pub fn refill(&self, node: &Node, order: u8, batch_pages: u32) -> Option<u64> {
+    /// Takes `batch_pages` worth of `order` blocks from the node's buddy (one lock hold;
+    /// between enter and exit): one is returned allocated, the rest go on the list. Returns
+    /// it (None when the node has no such block) and the new page count.
+    pub fn refill(
+        &self,
+        node: &Node,
+        order: u8,
+        batch_pages: u32,
+        pages: u32,
+    ) -> (Option<u64>, u32) {
         let nr_blocks = (batch_pages >> order).max(1);
         let mut buddy = node.buddy.lock();
-        let first = buddy.alloc(order)?;
+        let Some(first) = buddy.alloc(order) else {
+            return (None, pages);
+        };
         let head = &self.heads[order as usize];
         let mut added = 0u32;
         for _ in 1..nr_blocks {
@@ -139,33 +175,28 @@ impl PcpList {
             added += 1;
         }
         drop(buddy);
-        let blocks = &self.blocks[order as usize];
-        blocks.store(blocks.load(Relaxed) + added, Relaxed);
-        self.pages
-            .store(self.pages.load(Relaxed) + (added << order), Relaxed);
         bump(&self.stats.pcp_refill);
-        Some(first)
+        (Some(first), pages + (added << order))
     }
 
-    /// Gives at least `nr_pages` pages back to the buddy (one lock hold), from `first_order`'s
-    /// list first, then the others. Returns the pages given back.
-    pub fn drain(&self, node: &Node, first_order: u8, nr_pages: u32) -> u32 {
-        if self.pages.load(Relaxed) == 0 {
-            return 0;
+    /// Gives at least `nr_pages` pages back to the buddy (one lock hold; between enter and
+    /// exit), from `first_order`'s list first, then the others. Returns the pages given back
+    /// and the new page count.
+    pub fn drain(&self, node: &Node, first_order: u8, nr_pages: u32, pages: u32) -> (u32, u32) {
+        if pages == 0 {
+            return (0, 0);
         }
         let mut drained = 0u32;
         let mut buddy = node.buddy.lock();
         for k in 0..PCP_ORDERS {
             let order = ((first_order as usize + k) % PCP_ORDERS) as u8;
             let head = &self.heads[order as usize];
-            let blocks = &self.blocks[order as usize];
             while drained < nr_pages {
                 let idx = head.load(Relaxed);
                 let Some(meta) = node.memmap.pages.get(idx as usize) else {
                     break;
                 };
                 head.store(meta.next.load(Relaxed), Relaxed);
-                blocks.store(blocks.load(Relaxed) - 1, Relaxed);
                 // Cannot fail: every block on the list is marked CACHED | order by push or
                 // refill; a failure would be a bug, and leaking the block is then the safe side.
                 let _ = buddy.free_cached(node.base_pfn + idx as u64, order);
@@ -173,9 +204,7 @@ impl PcpList {
             }
         }
         drop(buddy);
-        self.pages
-            .store(self.pages.load(Relaxed).saturating_sub(drained), Relaxed);
         bump(&self.stats.pcp_drain);
-        drained
+        (drained, pages.saturating_sub(drained))
     }
 }

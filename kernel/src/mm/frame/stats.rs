@@ -59,6 +59,16 @@ pub(super) fn collect(fa: &FrameAllocator, node: &Node) -> NodeCounters {
     c.pcp_hit = sum(|s| &s.pcp_hit);
     c.pcp_refill = sum(|s| &s.pcp_refill);
     c.pcp_drain = sum(|s| &s.pcp_drain);
+    for (cpu, ctx) in fa.cpus.iter().enumerate() {
+        let fast = fa.pcp(cpu, node.id).stats.fast_hits.load(Relaxed);
+        c.numa_hit += fast;
+        c.pcp_hit += fast;
+        if ctx.node == node.id {
+            c.local_node += fast;
+        } else {
+            c.other_node += fast;
+        }
+    }
     c
 }
 

@@ -8,6 +8,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use numalab_algo::options::Options;
+use numalab_algo::topology::CpuId;
 
 /// Drains every per-CPU list, then checks every node (lists, ranges, conservation); returns
 /// the free bytes per node.
@@ -23,7 +24,8 @@ pub fn check_all() -> Result<Vec<u64>, String> {
                 info.id.0, c.cached_pages
             ));
         }
-        free.push(free_bytes(info.id));
+        // Pages SLUB took meanwhile (kmalloc behind the global allocator) count as free.
+        free.push(free_bytes(info.id) + crate::mm::slub::held_bytes_on(info.id));
     }
     Ok(free)
 }
@@ -200,7 +202,12 @@ fn fallback_and_exhaustion(_o: &Options) -> TestResult {
             .filter(|p| p.node() == n)
             .map(|p| p.size_bytes() as u64)
             .sum();
-        kassert_eq!(held_bytes, before[n.index()], "node {} exhausted", n.0);
+        kassert_eq!(
+            held_bytes + crate::mm::slub::held_bytes_on(n),
+            before[n.index()],
+            "node {} exhausted",
+            n.0
+        );
         kassert_eq!(
             alloc_pages(0, Policy::Bind(n)).err(),
             Some(AllocError::OutOfMemory)
@@ -352,7 +359,10 @@ fn heap_large(_o: &Options) -> TestResult {
     kassert_eq!(v.iter().map(|&b| b as u64).sum::<u64>(), 3 << 20);
     drop(v);
     let small: Vec<u8> = alloc::vec![1u8; 64];
-    kassert!(crate::mm::early::in_bootstrap_heap(small.as_ptr() as u64));
+    // Small blocks come from the bootstrap heap until SLUB is up, from kmalloc after.
+    kassert!(
+        crate::mm::early::in_bootstrap_heap(small.as_ptr() as u64) != crate::mm::slub::is_ready()
+    );
     drop(small);
     expect_restored(&before)
 }
@@ -384,18 +394,43 @@ impl Rng {
     }
 }
 
-/// Random orders 0..=5 with random lifetimes under every policy, a bounded number of
-/// operations; conservation checked at the end. Runs on the CPUs that are online.
-fn stress(_o: &Options) -> TestResult {
+/// Every online CPU allocates random orders 0..=5 under every policy into a shared pool of
+/// slots and frees whatever it finds in the slot it picks (often another CPU's pages, often a
+/// remote node's), for a bounded number of operations; each block carries a tag checked when
+/// it is freed. Then the pool is emptied, every CPU's lists are drained, and conservation
+/// and the free lists are checked.
+fn stress(o: &Options) -> TestResult {
+    use core::sync::atomic::{AtomicU64, AtomicUsize};
     let before = check_all()?;
     let topo = crate::topology::get();
-    let mut rng = Rng(0x5eed_f4a3_0000_0001);
-    let mut live: Vec<Option<Pages>> = (0..512).map(|_| None).collect();
-    let mut ops = 0u64;
-    let mut failures = 0u64;
-    for _ in 0..100_000 {
-        let slot = (rng.next() % live.len() as u64) as usize;
-        if live[slot].take().is_none() {
+    let nr_slots = 1024;
+    let slots: Vec<AtomicU64> = (0..nr_slots).map(|_| AtomicU64::new(0)).collect();
+    let ops_per_cpu: u64 = if o.bool("bench.smoke") { 2_000 } else { 20_000 };
+    let failures = AtomicU64::new(0);
+    let bad_tags = AtomicU64::new(0);
+    let remote_frees = AtomicU64::new(0);
+    let cpus_ran = AtomicUsize::new(0);
+    let tag_of = |raw: u64| raw ^ 0x5a5a_5a5a_0000_0000;
+    let worker = |cpu: CpuId| {
+        cpus_ran.fetch_add(1, Relaxed);
+        let mut rng = Rng(0x5eed_f4a3_0000_0001 ^ ((cpu.0 as u64 + 1) << 32));
+        for _ in 0..ops_per_cpu {
+            let slot = &slots[(rng.next() % nr_slots as u64) as usize];
+            let old = slot.swap(0, Relaxed);
+            if old != 0 {
+                let p = Pages { raw: old };
+                // SAFETY: the block is ours (taken out of the slot); its first word holds the
+                // tag its allocator wrote.
+                let tag = unsafe { (p.virt_ptr() as *const u64).read_volatile() };
+                if tag != tag_of(old) {
+                    bad_tags.fetch_add(1, Relaxed);
+                }
+                if p.node() != crate::percpu::mem_node_id() {
+                    remote_frees.fetch_add(1, Relaxed);
+                }
+                drop(p);
+                continue;
+            }
             let order = (rng.next() % 6) as u8;
             let node = NodeId((rng.next() % topo.nr_nodes() as u64) as u16);
             let policy = match rng.next() % 4 {
@@ -406,24 +441,69 @@ fn stress(_o: &Options) -> TestResult {
             };
             match alloc_pages(order, policy) {
                 Ok(p) => {
-                    // SAFETY: the first byte of a block this test owns.
-                    unsafe { p.virt_ptr().write(slot as u8) };
-                    live[slot] = Some(p);
+                    // SAFETY: the first word of a block this CPU owns.
+                    unsafe { (p.virt_ptr() as *mut u64).write_volatile(tag_of(p.raw)) };
+                    let raw = p.raw;
+                    core::mem::forget(p);
+                    if let Err(_taken) = slot.compare_exchange(0, raw, Relaxed, Relaxed) {
+                        drop(Pages { raw });
+                    }
                 }
-                Err(_) => failures += 1,
+                Err(_) => {
+                    failures.fetch_add(1, Relaxed);
+                }
             }
         }
-        ops += 1;
+    };
+    crate::smp::on_each_cpu(&worker);
+    for slot in &slots {
+        let raw = slot.swap(0, Relaxed);
+        if raw != 0 {
+            drop(Pages { raw });
+        }
     }
-    drop(live);
+    drop(slots);
+    let ran = cpus_ran.load(Relaxed);
     println!(
-        "# frame.stress: {} operations on {} CPU(s), {} failed allocations",
-        ops,
-        crate::percpu::nr_cpus_online(),
-        failures
+        "# frame.stress: {} operations on {} CPUs, {} frees of another node's pages, {} failed allocations",
+        ops_per_cpu * ran as u64,
+        ran,
+        remote_frees.load(Relaxed),
+        failures.load(Relaxed)
     );
-    kassert_eq!(failures, 0);
+    kassert_eq!(ran, crate::percpu::nr_cpus_online());
+    kassert_eq!(
+        bad_tags.load(Relaxed),
+        0,
+        "blocks whose tag changed while owned"
+    );
+    kassert_eq!(failures.load(Relaxed), 0);
     expect_restored(&before)
+}
+
+/// Every online CPU fills its lists (allocates and frees pages on every memory node), then
+/// `drain_all` empties every CPU's lists through cross-CPU calls.
+fn drain_all_cpus(_o: &Options) -> TestResult {
+    let topo = crate::topology::get();
+    check_all()?;
+    crate::smp::on_each_cpu(&|_cpu| {
+        for info in topo.nodes.iter().filter(|n| n.mem_bytes() > 0) {
+            drop(alloc_pages(0, Policy::Bind(info.id)));
+        }
+    });
+    let listed = |n: NodeId| node_counters(n).map_or(0, |c| c.pcp_pages);
+    let before: usize = topo.nodes.iter().map(|n| listed(n.id)).sum();
+    let drained = drain_all() as usize;
+    let after: usize = topo.nodes.iter().map(|n| listed(n.id)).sum();
+    kassert!(before > 0 || o_pcp_off(), "no page on any per-CPU list");
+    kassert_eq!(after, 0);
+    kassert_eq!(drained, before);
+    check_all()?;
+    Ok(())
+}
+
+fn o_pcp_off() -> bool {
+    !crate::options::load().bool("frame.pcp")
 }
 
 pub const TESTS: &[KTest] = &[
@@ -477,9 +557,21 @@ pub const TESTS: &[KTest] = &[
     },
     KTest {
         module: "frame",
+        name: "drain_all_cpus",
+        kind: Kind::Test,
+        func: drain_all_cpus,
+    },
+    KTest {
+        module: "frame",
         name: "dumps",
         kind: Kind::Test,
         func: dumps,
+    },
+    KTest {
+        module: "frame",
+        name: "page_alloc",
+        kind: Kind::Bench,
+        func: super::bench::page_alloc,
     },
     KTest {
         module: "frame",

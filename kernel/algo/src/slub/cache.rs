@@ -1,0 +1,454 @@
+//! A SLUB cache: per-CPU active slab and partial list, per-node lists, tunables, and the
+//! allocation and free fast paths. The slow paths are in alloc.rs and free.rs.
+//!
+//! Per-CPU state is touched only by its own CPU with interrupts off (`Platform::irq_save`),
+//! so the fast paths are plain loads and stores: no lock prefix, no transaction id. That is
+//! cheaper than Linux's this_cpu_cmpxchg_double loop in instructions, and correct here
+//! because nothing preempts a CPU except interrupts. Other CPUs reach a slab only through
+//! its state word (compare-and-swap) or under its node's list_lock.
+
+use super::freelist::decode;
+use super::freelist::encode;
+use super::geometry::{
+    calculate_layout, calculate_order, cpu_partial_slabs, default_cpu_partial_objects,
+    default_min_partial, DebugFlags, ObjLayout, OrderObjects, MAX_SLAB_ORDER, PAGE_BYTES,
+};
+use super::platform::{Platform, Report};
+use super::slab::NodeLists;
+use super::stats::{CpuStats, ErrorKind, Stat, StatsSnapshot, NR_ERROR_KINDS};
+use crate::topology::NodeId;
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+
+/// Per-cache knobs (Linux's per-cache sysfs files and slub_* boot parameters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tunables {
+    /// Empty slabs a node keeps before giving them back; None: Linux's ilog2(size)/2
+    /// clamped to [5, max_partial].
+    pub min_partial: Option<usize>,
+    /// Upper clamp of the automatic min_partial (Linux's MAX_PARTIAL, 10).
+    pub max_partial: usize,
+    pub max_order: u8,
+    /// Minimum objects per slab; 0: 4 * (fls(nr_cpus) + 1).
+    pub min_objects: usize,
+    /// Free objects kept on each CPU's partial list; None: Linux's table by size; 0: off.
+    pub cpu_partial: Option<usize>,
+    /// Take a new local slab rather than a remote partial while the local node has memory.
+    pub prefer_local: bool,
+    /// Treat a request for a memoryless node as one for its nearest memory node.
+    pub memoryless_fix: bool,
+    /// 0..=1000: how often (per mille) a CPU may take partial slabs from remote nodes
+    /// (Linux's remote_node_defrag_ratio, default 1000 ~ 98%; 1024: always).
+    pub remote_node_defrag_ratio: u32,
+    pub debug: DebugFlags,
+}
+
+impl Default for Tunables {
+    fn default() -> Self {
+        Tunables {
+            min_partial: None,
+            max_partial: super::geometry::MAX_PARTIAL,
+            max_order: 3,
+            min_objects: 0,
+            cpu_partial: None,
+            prefer_local: false,
+            memoryless_fix: true,
+            remote_node_defrag_ratio: 1000,
+            debug: DebugFlags::default(),
+        }
+    }
+}
+
+/// Why a cache could not be created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CreateError {
+    /// Object size 0 or larger than a slab of the largest order.
+    BadSize(usize),
+    /// Alignment not a power of two or above a page.
+    BadAlign(usize),
+}
+
+/// One CPU's slab state for one cache (Linux's kmem_cache_cpu).
+#[repr(align(64))]
+#[derive(Default)]
+pub(crate) struct CpuSlab {
+    /// Next free object of the active slab (private to this CPU), 0 when none.
+    pub freelist: AtomicUsize,
+    /// Descriptor of the active slab, 0 when none.
+    pub slab: AtomicUsize,
+    /// Address range of the active slab's memory: [base, base + span).
+    pub base: AtomicUsize,
+    pub span: AtomicUsize,
+    /// Node of the active slab.
+    pub node: AtomicUsize,
+    /// First slab of the CPU partial list (chained through the descriptors), 0 when none.
+    pub partial: AtomicUsize,
+    pub partial_slabs: AtomicUsize,
+    /// Objects of the active slab for the fast free path's bound (0: no fast frees, as for
+    /// debug caches).
+    pub objects: AtomicUsize,
+    /// Debug caches keep their private freelist here, out of the fast paths' sight.
+    pub debug_freelist: AtomicUsize,
+    pub stats: CpuStats,
+}
+
+/// A slab cache over platform `P`. It must not move after its first allocation (its
+/// address names it in every slab descriptor): keep it boxed or static.
+pub struct Cache<P: Platform> {
+    pub(crate) plat: P,
+    pub(crate) name: String,
+    pub(crate) layout: ObjLayout,
+    pub(crate) oo: OrderObjects,
+    pub(crate) min: OrderObjects,
+    pub(crate) random: usize,
+    pub(crate) debug: DebugFlags,
+    pub(crate) debug_any: bool,
+    pub(crate) min_partial: usize,
+    pub(crate) cpu_partial_objects: usize,
+    pub(crate) cpu_partial_slabs: usize,
+    pub(crate) prefer_local: bool,
+    pub(crate) defrag_ratio: u32,
+    pub(crate) tunables: Tunables,
+    /// For each requested node, the node whose lists serve it (memoryless fix).
+    pub(crate) node_map: Box<[NodeId]>,
+    pub(crate) ctor: Option<fn(usize)>,
+    pub(crate) cpus: Box<[CpuSlab]>,
+    pub(crate) nodes: Box<[NodeLists<P::Lock>]>,
+    /// Object boundary test without a division: `off` is a multiple of the stride when
+    /// `(off * odd_inverse).rotate_right(stride_shift) <= boundary_limit`.
+    pub(crate) odd_inverse: usize,
+    pub(crate) stride_shift: u32,
+    pub(crate) boundary_limit: usize,
+    pub(crate) errors: [AtomicU64; NR_ERROR_KINDS],
+    pub(crate) dead: AtomicBool,
+}
+
+impl<P: Platform> Cache<P> {
+    /// A cache of `object_size` bytes aligned to `align` (0 or a power of two up to a page),
+    /// with slab geometry from Linux's calculate_order. `random` seeds the freelist pointer
+    /// obfuscation; `ctor` runs on each object when its slab is created.
+    pub fn new(
+        plat: P,
+        name: &str,
+        object_size: usize,
+        align: usize,
+        t: Tunables,
+        random: usize,
+        ctor: Option<fn(usize)>,
+    ) -> Result<Self, CreateError> {
+        if align != 0 && (!align.is_power_of_two() || align > PAGE_BYTES) {
+            return Err(CreateError::BadAlign(align));
+        }
+        let max_order = t.max_order.min(MAX_SLAB_ORDER);
+        if object_size == 0 || object_size > PAGE_BYTES << MAX_SLAB_ORDER {
+            return Err(CreateError::BadSize(object_size));
+        }
+        let layout = calculate_layout(object_size, align, t.debug);
+        let topo = plat.topology();
+        let nr_cpus = topo.nr_cpus().max(1);
+        let order = calculate_order(layout.size, t.min_objects, max_order, nr_cpus);
+        if order > MAX_SLAB_ORDER {
+            return Err(CreateError::BadSize(object_size));
+        }
+        let oo = OrderObjects::new(order, layout.size);
+        let min = OrderObjects::new(super::geometry::get_order(layout.size), layout.size);
+        let debug_any = t.debug.any();
+        // Linux: no CPU partial lists for debug caches.
+        let cpu_partial_objects = if debug_any {
+            0
+        } else {
+            t.cpu_partial
+                .unwrap_or_else(|| default_cpu_partial_objects(layout.size))
+        };
+        let cpu_partial_slabs = if cpu_partial_objects == 0 {
+            0
+        } else {
+            cpu_partial_slabs(cpu_partial_objects, oo.objects)
+        };
+        let min_partial = t
+            .min_partial
+            .unwrap_or_else(|| default_min_partial(layout.size, t.max_partial));
+        let node_map: Vec<NodeId> = (0..topo.nr_nodes())
+            .map(|i| {
+                let n = NodeId(i as u16);
+                if t.memoryless_fix && topo.is_memoryless(n) {
+                    topo.mem_node(n)
+                } else {
+                    n
+                }
+            })
+            .collect();
+        let nodes: Vec<NodeLists<P::Lock>> = (0..topo.nr_nodes().max(1))
+            .map(|_| NodeLists::new(plat.new_lock()))
+            .collect();
+        let cpus: Vec<CpuSlab> = (0..nr_cpus).map(|_| CpuSlab::default()).collect();
+        let stride_shift = layout.size.trailing_zeros();
+        let odd = layout.size >> stride_shift;
+        let mut odd_inverse = odd;
+        for _ in 0..6 {
+            odd_inverse =
+                odd_inverse.wrapping_mul(2usize.wrapping_sub(odd.wrapping_mul(odd_inverse)));
+        }
+        Ok(Cache {
+            odd_inverse,
+            stride_shift,
+            boundary_limit: usize::MAX / layout.size,
+            name: String::from(name),
+            layout,
+            oo,
+            min,
+            random: random | 1,
+            debug: t.debug,
+            debug_any,
+            min_partial,
+            cpu_partial_objects,
+            cpu_partial_slabs,
+            prefer_local: t.prefer_local,
+            defrag_ratio: t.remote_node_defrag_ratio.min(1024),
+            tunables: t,
+            node_map: node_map.into_boxed_slice(),
+            ctor,
+            cpus: cpus.into_boxed_slice(),
+            nodes: nodes.into_boxed_slice(),
+            errors: core::array::from_fn(|_| AtomicU64::new(0)),
+            dead: AtomicBool::new(false),
+            plat,
+        })
+    }
+
+    /// The address that names this cache in slab descriptors.
+    #[inline]
+    pub fn id(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn platform(&self) -> &P {
+        &self.plat
+    }
+    /// Bytes the user asked for per object.
+    pub fn object_size(&self) -> usize {
+        self.layout.object_size
+    }
+    /// Stride between objects (object plus debug words, aligned).
+    pub fn size(&self) -> usize {
+        self.layout.size
+    }
+    pub fn layout(&self) -> ObjLayout {
+        self.layout
+    }
+    /// The preferred slab order and objects per slab.
+    pub fn order_objects(&self) -> OrderObjects {
+        self.oo
+    }
+    /// The fallback (minimum) slab order.
+    pub fn min_order_objects(&self) -> OrderObjects {
+        self.min
+    }
+    pub fn min_partial(&self) -> usize {
+        self.min_partial
+    }
+    pub fn cpu_partial(&self) -> (usize, usize) {
+        (self.cpu_partial_objects, self.cpu_partial_slabs)
+    }
+    pub fn tunables(&self) -> Tunables {
+        self.tunables
+    }
+    pub fn debug_flags(&self) -> DebugFlags {
+        self.debug
+    }
+    pub(crate) fn has_cpu_partial(&self) -> bool {
+        self.cpu_partial_slabs != 0
+    }
+
+    /// The node whose lists serve a request for `node`.
+    #[inline]
+    pub fn effective_node(&self, node: NodeId) -> NodeId {
+        self.node_map.get(node.index()).copied().unwrap_or(node)
+    }
+
+    #[inline(always)]
+    pub(crate) fn cpu_slab(&self) -> &CpuSlab {
+        self.plat.this_cpu(&self.cpus)
+    }
+
+    /// Allocates one object on the running CPU's memory node (or wherever its CPU slab is).
+    #[inline]
+    pub fn alloc(&self) -> Option<usize> {
+        self.alloc_inner(None)
+    }
+
+    /// Allocates one object from `node`'s memory (a memoryless node: see
+    /// `Tunables::memoryless_fix`).
+    pub fn alloc_node(&self, node: NodeId) -> Option<usize> {
+        self.alloc_inner(Some(node))
+    }
+
+    #[inline(always)]
+    pub(crate) fn alloc_inner(&self, node: Option<NodeId>) -> Option<usize> {
+        let irq = self.plat.irq_save();
+        let c = self.cpu_slab();
+        let obj = c.freelist.load(Relaxed);
+        let node = node.map(|n| self.effective_node(n));
+        let r = if obj != 0 && node.is_none_or(|n| c.node.load(Relaxed) == n.index()) {
+            let fp = obj + self.layout.fp_offset;
+            c.freelist
+                .store(decode(self.plat.load(fp), self.random, fp), Relaxed);
+            c.stats.inc(Stat::AllocFastpath);
+            Some(obj)
+        } else {
+            self.alloc_slow(c, node)
+        };
+        self.plat.irq_restore(irq);
+        r
+    }
+
+    /// Frees an object of this cache. Bad frees (not a slab object, another cache's object,
+    /// not at an object boundary, an immediate double free; with debug flags also every
+    /// double free and red zone damage) are reported, counted and dropped.
+    ///
+    /// Fast path: `obj` is an object of the CPU's active slab. One multiply tells both:
+    /// for an offset that is a multiple of the stride, `(off * odd_inverse) ror shift` is
+    /// the object index; for any other offset it is larger than any index.
+    #[inline]
+    pub fn free(&self, obj: usize) {
+        let irq = self.plat.irq_save();
+        let c = self.cpu_slab();
+        let head = c.freelist.load(Relaxed);
+        let index = obj
+            .wrapping_sub(c.base.load(Relaxed))
+            .wrapping_mul(self.odd_inverse)
+            .rotate_right(self.stride_shift);
+        if index < c.objects.load(Relaxed) && obj != head {
+            let fp = obj + self.layout.fp_offset;
+            self.plat.store(fp, encode(head, self.random, fp));
+            c.freelist.store(obj, Relaxed);
+            c.stats.inc(Stat::FreeFastpath);
+            self.plat.irq_restore(irq);
+        } else {
+            let bad = self.free_slow(c, obj);
+            self.plat.irq_restore(irq);
+            if let Some(kind) = bad {
+                self.report_error(obj, kind, None);
+            }
+        }
+    }
+
+    /// Whether byte offset `off` in a slab is a multiple of the stride (no division).
+    #[inline(always)]
+    pub(crate) fn is_object_offset(&self, off: usize) -> bool {
+        off.wrapping_mul(self.odd_inverse)
+            .rotate_right(self.stride_shift)
+            <= self.boundary_limit
+    }
+
+    /// Allocates up to `out.len()` objects with interrupts off once; returns how many.
+    pub fn alloc_bulk(&self, out: &mut [usize]) -> usize {
+        let irq = self.plat.irq_save();
+        let c = self.cpu_slab();
+        let mut n = 0;
+        for slot in out.iter_mut() {
+            let obj = c.freelist.load(Relaxed);
+            let got = if obj != 0 {
+                let fp = obj + self.layout.fp_offset;
+                c.freelist
+                    .store(decode(self.plat.load(fp), self.random, fp), Relaxed);
+                c.stats.inc(Stat::AllocFastpath);
+                Some(obj)
+            } else {
+                self.alloc_slow(c, None)
+            };
+            let Some(obj) = got else { break };
+            *slot = obj;
+            n += 1;
+        }
+        c.stats.add(Stat::AllocBulk, n as u64);
+        self.plat.irq_restore(irq);
+        n
+    }
+
+    /// Frees every object in `objs`.
+    pub fn free_bulk(&self, objs: &[usize]) {
+        for &obj in objs {
+            self.free(obj);
+        }
+        let irq = self.plat.irq_save();
+        self.cpu_slab().stats.add(Stat::FreeBulk, objs.len() as u64);
+        self.plat.irq_restore(irq);
+    }
+
+    /// Counts a misuse and reports it (no lock may be held).
+    pub(crate) fn report_error(&self, addr: usize, kind: ErrorKind, track: Option<(u16, u16)>) {
+        self.errors[kind as usize].fetch_add(1, Relaxed);
+        self.plat.report(&Report {
+            cache: &self.name,
+            addr,
+            kind,
+            track,
+        });
+    }
+
+    /// How many misuses of `kind` were detected.
+    pub fn error_count(&self, kind: ErrorKind) -> u64 {
+        self.errors[kind as usize].load(Relaxed)
+    }
+
+    /// Counters summed over CPUs.
+    pub fn stats(&self) -> StatsSnapshot {
+        let mut s = StatsSnapshot::default();
+        for c in self.cpus.iter() {
+            s.add_cpu(&c.stats);
+        }
+        s
+    }
+
+    /// One CPU's counters.
+    pub fn cpu_stats(&self, cpu: crate::topology::CpuId) -> StatsSnapshot {
+        let mut s = StatsSnapshot::default();
+        if let Some(c) = self.cpus.get(cpu.index()) {
+            s.add_cpu(&c.stats);
+        }
+        s
+    }
+
+    /// Slabs held, per node.
+    pub fn nr_slabs(&self, node: NodeId) -> usize {
+        self.nodes
+            .get(node.index())
+            .map_or(0, |n| n.nr_slabs.load(Relaxed))
+    }
+
+    /// Partial slabs on a node's list (a hint unless the cache is quiet).
+    pub fn nr_partial(&self, node: NodeId) -> usize {
+        self.nodes.get(node.index()).map_or(0, |n| n.nr_partial())
+    }
+
+    /// Bytes of memory held in slab pages, all nodes.
+    pub fn slab_bytes(&self) -> usize {
+        self.nodes
+            .iter()
+            .map(|n| n.nr_pages.load(Relaxed) * PAGE_BYTES)
+            .sum()
+    }
+
+    /// Pages held in slabs on `node`.
+    pub fn slab_pages_on(&self, node: NodeId) -> usize {
+        self.nodes
+            .get(node.index())
+            .map_or(0, |n| n.nr_pages.load(Relaxed))
+    }
+
+    /// Whether `destroy` succeeded on this cache.
+    pub fn is_dead(&self) -> bool {
+        self.dead.load(Relaxed)
+    }
+
+    /// The node list lock of `node`, for its contention counters.
+    pub fn list_lock(&self, node: NodeId) -> Option<&P::Lock> {
+        self.nodes.get(node.index()).map(|n| &n.list_lock)
+    }
+}

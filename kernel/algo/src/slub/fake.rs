@@ -1,0 +1,269 @@
+//! A fake machine for the host tests: word-addressed memory in an array, a first-fit page
+//! allocator per node, owner words, a descriptor pool, fake CPUs (one per thread) and a
+//! counting clock. Deterministic, so every SLUB path can be driven and checked.
+
+use super::platform::{Platform, Report, SlabPages, DESC_BYTES};
+use super::stats::ErrorKind;
+use crate::topology::{CpuId, CpuInfo, NodeId, NodeInfo, Topology};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::Mutex;
+use std::vec::Vec;
+
+pub const BASE: usize = 0x1000_0000;
+const PAGE: usize = 4096;
+const NR_DESCS: usize = 1 << 15;
+
+std::thread_local! {
+    static CPU: Cell<u16> = const { Cell::new(0) };
+}
+
+pub struct FakeMachine {
+    pub topo: Topology,
+    words: Vec<AtomicUsize>,
+    owners: Vec<AtomicUsize>,
+    /// Per page: true when allocated.
+    used: Mutex<Vec<bool>>,
+    /// Per node: [first page, end page).
+    node_pages: Vec<(usize, usize)>,
+    descs_free: Mutex<Vec<usize>>,
+    desc_base: usize,
+    clock: AtomicU64,
+    pub reports: Mutex<Vec<(std::string::String, usize, ErrorKind)>>,
+    pub lock_acquisitions: AtomicU64,
+    /// When set, page allocations above this order fail (order fallback tests).
+    pub max_order_ok: AtomicUsize,
+    /// When set, every page allocation fails.
+    pub oom: std::sync::atomic::AtomicBool,
+}
+
+impl FakeMachine {
+    /// A machine with `pages_per_node[i]` pages on node i (0 = memoryless), CPUs given by their
+    /// node, and a distance matrix (None: 10/20).
+    pub fn new(
+        pages_per_node: &[usize],
+        cpu_nodes: &[u16],
+        distances: Option<Vec<Vec<u8>>>,
+    ) -> FakeMachine {
+        let total: usize = pages_per_node.iter().sum();
+        let mut node_pages = Vec::new();
+        let mut nodes = Vec::new();
+        let mut first = 0;
+        for (i, &n) in pages_per_node.iter().enumerate() {
+            node_pages.push((first, first + n));
+            let ranges = if n == 0 {
+                vec![]
+            } else {
+                vec![(
+                    (BASE + first * PAGE) as u64,
+                    (BASE + (first + n) * PAGE) as u64,
+                )]
+            };
+            nodes.push(NodeInfo {
+                id: NodeId(i as u16),
+                pxm: i as u32,
+                mem_ranges: ranges,
+                cpus: vec![],
+            });
+            first += n;
+        }
+        let cpus = cpu_nodes
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| CpuInfo {
+                cpu: CpuId(i as u16),
+                apic_id: i as u32,
+                node: NodeId(n),
+            })
+            .collect();
+        let topo = Topology::new(nodes, cpus, distances);
+        let nr_words = (total * PAGE + NR_DESCS * DESC_BYTES) / 8;
+        let desc_base = BASE + total * PAGE;
+        FakeMachine {
+            topo,
+            words: (0..nr_words).map(|_| AtomicUsize::new(0)).collect(),
+            owners: (0..total).map(|_| AtomicUsize::new(0)).collect(),
+            used: Mutex::new(vec![false; total]),
+            node_pages,
+            descs_free: Mutex::new(
+                (0..NR_DESCS)
+                    .rev()
+                    .map(|i| desc_base + i * DESC_BYTES)
+                    .collect(),
+            ),
+            desc_base,
+            clock: AtomicU64::new(0),
+            reports: Mutex::new(Vec::new()),
+            lock_acquisitions: AtomicU64::new(0),
+            max_order_ok: AtomicUsize::new(usize::MAX),
+            oom: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    pub fn set_cpu(cpu: u16) {
+        CPU.with(|c| c.set(cpu));
+    }
+
+    fn word(&self, addr: usize) -> &AtomicUsize {
+        assert!(addr >= BASE && addr % 8 == 0, "bad address {addr:#x}");
+        &self.words[(addr - BASE) / 8]
+    }
+
+    pub fn free_pages_on(&self, node: usize) -> usize {
+        let (s, e) = self.node_pages[node];
+        let used = self.used.lock().unwrap();
+        (s..e).filter(|&i| !used[i]).count()
+    }
+
+    pub fn free_pages_total(&self) -> usize {
+        (0..self.node_pages.len())
+            .map(|n| self.free_pages_on(n))
+            .sum()
+    }
+
+    pub fn descs_in_use(&self) -> usize {
+        NR_DESCS - self.descs_free.lock().unwrap().len()
+    }
+
+    pub fn node_of_addr(&self, addr: usize) -> usize {
+        let page = (addr - BASE) / PAGE;
+        self.node_pages
+            .iter()
+            .position(|&(s, e)| s <= page && page < e)
+            .unwrap()
+    }
+
+    fn try_node(&self, node: usize, order: u8) -> Option<usize> {
+        let (s, e) = self.node_pages[node];
+        let n = 1usize << order;
+        let mut used = self.used.lock().unwrap();
+        let mut i = s.next_multiple_of(n);
+        while i + n <= e {
+            if used[i..i + n].iter().all(|u| !u) {
+                for u in &mut used[i..i + n] {
+                    *u = true;
+                }
+                return Some(i);
+            }
+            i += n;
+        }
+        None
+    }
+
+    pub fn take_reports(&self) -> Vec<(std::string::String, usize, ErrorKind)> {
+        std::mem::take(&mut *self.reports.lock().unwrap())
+    }
+}
+
+impl Platform for &FakeMachine {
+    type Lock = Mutex<()>;
+
+    fn new_lock(&self) -> Mutex<()> {
+        Mutex::new(())
+    }
+    fn with_lock<R>(&self, lock: &Mutex<()>, f: impl FnOnce() -> R) -> R {
+        let _g = lock.lock().unwrap();
+        self.lock_acquisitions.fetch_add(1, SeqCst);
+        f()
+    }
+    fn topology(&self) -> &Topology {
+        &self.topo
+    }
+    fn cpu(&self) -> CpuId {
+        CpuId(CPU.with(|c| c.get()))
+    }
+    fn irq_save(&self) -> bool {
+        false
+    }
+    fn irq_restore(&self, _were_enabled: bool) {}
+    fn now(&self) -> u64 {
+        self.clock.fetch_add(1, SeqCst)
+    }
+    fn on_each_cpu(&self, f: &(dyn Fn() + Sync)) {
+        let me = CPU.with(|c| c.get());
+        for cpu in 0..self.topo.nr_cpus() {
+            FakeMachine::set_cpu(cpu as u16);
+            f();
+        }
+        FakeMachine::set_cpu(me);
+    }
+    fn load(&self, addr: usize) -> usize {
+        self.word(addr).load(SeqCst)
+    }
+    fn store(&self, addr: usize, value: usize) {
+        self.word(addr).store(value, SeqCst)
+    }
+    fn cas(&self, addr: usize, old: usize, new: usize) -> bool {
+        self.word(addr)
+            .compare_exchange(old, new, SeqCst, SeqCst)
+            .is_ok()
+    }
+    fn alloc_pages(&self, order: u8, node: Option<NodeId>) -> Option<SlabPages> {
+        if self.oom.load(SeqCst) || order as usize > self.max_order_ok.load(SeqCst) {
+            return None;
+        }
+        let want = node.unwrap_or_else(|| self.topo.node_of_cpu(self.cpu()));
+        for &n in self.topo.fallback_order(want) {
+            if let Some(page) = self.try_node(n.index(), order) {
+                return Some(SlabPages {
+                    base: BASE + page * PAGE,
+                    node: n,
+                });
+            }
+        }
+        None
+    }
+    fn free_pages(&self, base: usize, order: u8) {
+        let first = (base - BASE) / PAGE;
+        let mut used = self.used.lock().unwrap();
+        for u in &mut used[first..first + (1 << order)] {
+            assert!(*u, "freeing a free page");
+            *u = false;
+        }
+    }
+    fn set_owner(&self, base: usize, nr_pages: usize, owner: usize) {
+        let first = (base - BASE) / PAGE;
+        for o in &self.owners[first..first + nr_pages] {
+            o.store(owner, SeqCst);
+        }
+    }
+    fn owner(&self, addr: usize) -> usize {
+        if addr < BASE || addr >= self.desc_base {
+            return 0;
+        }
+        self.owners[(addr - BASE) / PAGE].load(SeqCst)
+    }
+    fn node_has_free_memory(&self, node: NodeId) -> bool {
+        self.free_pages_on(node.index()) > 0
+    }
+    fn alloc_desc(&self) -> Option<usize> {
+        let d = self.descs_free.lock().unwrap().pop()?;
+        for w in 0..DESC_BYTES / 8 {
+            self.store(d + w * 8, 0);
+        }
+        Some(d)
+    }
+    fn free_desc(&self, desc: usize) {
+        self.descs_free.lock().unwrap().push(desc);
+    }
+    fn report(&self, r: &Report<'_>) {
+        self.reports
+            .lock()
+            .unwrap()
+            .push((r.cache.into(), r.addr, r.kind));
+    }
+}
+
+impl FakeMachine {
+    /// The tag word tests keep in an object (its first word; 0 means untagged).
+    pub fn store_tag(&self, obj: usize, tag: u64) {
+        self.word(obj).store(tag as usize, SeqCst);
+    }
+    pub fn load_tag(&self, obj: usize) -> u64 {
+        self.word(obj).load(SeqCst) as u64
+    }
+    /// Swaps the tag word; returns the previous tag.
+    pub fn cas_tag(&self, obj: usize, tag: u64) -> u64 {
+        self.word(obj).swap(tag as usize, SeqCst) as u64
+    }
+}

@@ -1,0 +1,34 @@
+//! SLUB, the pure core: Linux's slab allocator written over a small `Platform` trait so the
+//! whole state machine (CPU freelist, CPU slab, CPU partial list, node partial lists, remote
+//! nodes, new slabs; frees to frozen, full, partial and empty slabs) runs both in the kernel
+//! and in host unit tests with a fake machine.
+//!
+//! Lock order (outermost first), as in Linux's slub.c:
+//! 1. interrupts off on the local CPU (protects that CPU's `CpuSlab`);
+//! 2. one node's `list_lock` (protects that node's partial/full lists and `nr_partial`);
+//!    never two list_locks at once;
+//! 3. a slab's state word (freelist head, inuse, frozen): compare-and-swap, no lock.
+//!
+//! Nothing is printed with a list_lock held: misuse reports are made after release.
+
+pub mod alloc;
+pub mod cache;
+pub mod debug;
+pub mod free;
+pub mod freelist;
+pub mod geometry;
+pub mod info;
+pub mod platform;
+mod slab;
+pub mod stats;
+
+#[cfg(test)]
+mod fake;
+#[cfg(test)]
+mod tests;
+
+pub use cache::{Cache, CreateError, Tunables};
+pub use geometry::DebugFlags;
+pub use info::{slabinfo_line, SlabInfo, SlabinfoMode, SLABINFO_HEADER};
+pub use platform::{Platform, Report, SlabPages, DESC_BYTES};
+pub use stats::{ErrorKind, Stat, StatsSnapshot, STAT_NAMES};

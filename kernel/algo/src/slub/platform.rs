@@ -1,0 +1,83 @@
+//! What the SLUB core needs from its machine, as one trait: word access to object and
+//! descriptor memory, pages with an owner word, the running CPU, interrupt masking, a lock,
+//! a clock and cross-CPU calls. The kernel implements it over real memory (kernel/src/mm/
+//! slub/); the host tests implement it over an array with fake CPUs (fake.rs).
+
+use crate::topology::{CpuId, NodeId, Topology};
+
+/// Pages given to a slab.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlabPages {
+    /// Address of the first byte (page aligned).
+    pub base: usize,
+    /// The node whose memory the pages are.
+    pub node: NodeId,
+}
+
+/// Bytes of one slab descriptor (Linux's struct slab), taken from `Platform::alloc_desc`.
+pub const DESC_BYTES: usize = 64;
+
+/// A misuse found by a check, reported by the core after it released its locks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Report<'a> {
+    pub cache: &'a str,
+    pub addr: usize,
+    pub kind: crate::slub::stats::ErrorKind,
+    /// CPU of the last allocation and free of the object (debug flag U), if known.
+    pub track: Option<(u16, u16)>,
+}
+
+/// The machine under the SLUB core.
+///
+/// Memory words are 8-byte aligned addresses the core got from `alloc_pages` or
+/// `alloc_desc`. `load`/`store` are plain (relaxed) accesses; `cas` is a full compare-and-swap.
+pub trait Platform: Sync {
+    /// The per-node list_lock.
+    type Lock: Sync;
+
+    fn new_lock(&self) -> Self::Lock;
+    /// Runs `f` with `lock` held and interrupts off.
+    fn with_lock<R>(&self, lock: &Self::Lock, f: impl FnOnce() -> R) -> R;
+
+    fn topology(&self) -> &Topology;
+    /// The running CPU.
+    fn cpu(&self) -> CpuId;
+    /// The running CPU's entry of `slots`, one entry per CPU of the topology (the core
+    /// always passes exactly that many). The kernel skips the bounds check.
+    #[inline(always)]
+    fn this_cpu<'a, T>(&self, slots: &'a [T]) -> &'a T {
+        &slots[self.cpu().index()]
+    }
+    /// Disables interrupts; returns whether they were enabled.
+    fn irq_save(&self) -> bool;
+    /// Restores the state `irq_save` returned.
+    fn irq_restore(&self, were_enabled: bool);
+    /// A cycle counter (rdtsc): lock hold times and the remote-node gate.
+    fn now(&self) -> u64;
+    /// Runs `f` on every online CPU (each on its own CPU) and waits.
+    fn on_each_cpu(&self, f: &(dyn Fn() + Sync));
+
+    fn load(&self, addr: usize) -> usize;
+    fn store(&self, addr: usize, value: usize);
+    /// Atomically replaces `old` with `new` at `addr`; false if the word was not `old`.
+    fn cas(&self, addr: usize, old: usize, new: usize) -> bool;
+
+    /// `1 << order` contiguous pages, preferably on `node` (None: the running CPU's memory
+    /// node), falling back to other nodes like the page allocator does.
+    fn alloc_pages(&self, order: u8, node: Option<NodeId>) -> Option<SlabPages>;
+    /// Gives back what `alloc_pages` returned.
+    fn free_pages(&self, base: usize, order: u8);
+    /// Writes `owner` into the owner word of each of the `nr_pages` pages at `base`.
+    fn set_owner(&self, base: usize, nr_pages: usize, owner: usize);
+    /// The owner word of the page holding `addr`; 0 when none or not RAM.
+    fn owner(&self, addr: usize) -> usize;
+    /// Whether `node` has free memory (prefer_local asks before taking a remote partial).
+    fn node_has_free_memory(&self, node: NodeId) -> bool;
+
+    /// A zeroed, 8-byte aligned block of `DESC_BYTES`, or None when out of memory.
+    fn alloc_desc(&self) -> Option<usize>;
+    fn free_desc(&self, desc: usize);
+
+    /// Prints a misuse report (called with no lock held).
+    fn report(&self, report: &Report<'_>);
+}

@@ -1,0 +1,247 @@
+//! SLUB statistics with Linux's CONFIG_SLUB_STATS names, counted per CPU by the CPU itself
+//! (a plain load and store, no lock prefix) and summed on demand; and the debug error kinds.
+
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// One counter. The names are Linux's (/sys/kernel/slab/CACHE/NAME), plus three of numalab's
+/// own for paths Linux does not count separately (marked).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Stat {
+    /// Allocation from the CPU freelist.
+    AllocFastpath,
+    /// Allocation that took the slow path (counted when it succeeds).
+    AllocSlowpath,
+    /// Allocation that refilled the CPU freelist from its active slab's own freelist.
+    AllocRefill,
+    /// The CPU took a partial slab from a node list.
+    AllocFromPartial,
+    /// A new slab came from the page allocator.
+    AllocSlab,
+    /// The CPU slab was on the wrong node for alloc_node.
+    AllocNodeMismatch,
+    /// numalab: the partial slab came from another node (also counted in alloc_from_partial).
+    AllocRemotePartial,
+    /// numalab: prefer_local chose a new local slab over remote partials.
+    AllocPreferLocal,
+    FreeFastpath,
+    FreeSlowpath,
+    /// Free into a slab owned by some CPU.
+    FreeFrozen,
+    FreeAddPartial,
+    FreeRemovePartial,
+    /// A slab went back to the page allocator.
+    FreeSlab,
+    /// The active slab was taken from the CPU partial list.
+    CpuPartialAlloc,
+    /// A free froze a full slab onto the CPU partial list.
+    CpuPartialFree,
+    /// A node partial slab moved to the CPU partial list while refilling.
+    CpuPartialNode,
+    /// The CPU partial list was full and drained to the node lists.
+    CpuPartialDrain,
+    DeactivateFull,
+    DeactivateEmpty,
+    DeactivateToHead,
+    DeactivateToTail,
+    DeactivateRemoteFrees,
+    /// The active slab had no free objects left: dropped without list work.
+    DeactivateBypass,
+    /// The page allocator could not give the preferred order; the minimum order was used.
+    OrderFallback,
+    /// A compare-and-swap of a slab word lost a race and was retried (Linux's
+    /// cmpxchg_double_fail).
+    CmpxchgDoubleFail,
+    /// numalab: objects handed out by alloc_bulk.
+    AllocBulk,
+    /// numalab: objects returned by free_bulk.
+    FreeBulk,
+}
+
+/// Number of counters.
+pub const NR_STATS: usize = Stat::FreeBulk as usize + 1;
+
+/// Every counter in order, with its name.
+pub const STAT_NAMES: [(Stat, &str); NR_STATS] = [
+    (Stat::AllocFastpath, "alloc_fastpath"),
+    (Stat::AllocSlowpath, "alloc_slowpath"),
+    (Stat::AllocRefill, "alloc_refill"),
+    (Stat::AllocFromPartial, "alloc_from_partial"),
+    (Stat::AllocSlab, "alloc_slab"),
+    (Stat::AllocNodeMismatch, "alloc_node_mismatch"),
+    (Stat::AllocRemotePartial, "alloc_remote_partial"),
+    (Stat::AllocPreferLocal, "alloc_prefer_local"),
+    (Stat::FreeFastpath, "free_fastpath"),
+    (Stat::FreeSlowpath, "free_slowpath"),
+    (Stat::FreeFrozen, "free_frozen"),
+    (Stat::FreeAddPartial, "free_add_partial"),
+    (Stat::FreeRemovePartial, "free_remove_partial"),
+    (Stat::FreeSlab, "free_slab"),
+    (Stat::CpuPartialAlloc, "cpu_partial_alloc"),
+    (Stat::CpuPartialFree, "cpu_partial_free"),
+    (Stat::CpuPartialNode, "cpu_partial_node"),
+    (Stat::CpuPartialDrain, "cpu_partial_drain"),
+    (Stat::DeactivateFull, "deactivate_full"),
+    (Stat::DeactivateEmpty, "deactivate_empty"),
+    (Stat::DeactivateToHead, "deactivate_to_head"),
+    (Stat::DeactivateToTail, "deactivate_to_tail"),
+    (Stat::DeactivateRemoteFrees, "deactivate_remote_frees"),
+    (Stat::DeactivateBypass, "deactivate_bypass"),
+    (Stat::OrderFallback, "order_fallback"),
+    (Stat::CmpxchgDoubleFail, "cmpxchg_double_fail"),
+    (Stat::AllocBulk, "alloc_bulk"),
+    (Stat::FreeBulk, "free_bulk"),
+];
+
+/// One CPU's counters. Only that CPU writes them (interrupts off); anyone may read.
+pub struct CpuStats {
+    counts: [AtomicU64; NR_STATS],
+}
+
+impl Default for CpuStats {
+    fn default() -> Self {
+        CpuStats {
+            counts: core::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+}
+
+impl CpuStats {
+    /// Adds one. Must run on the owning CPU with interrupts off (load + store, no RMW).
+    #[inline(always)]
+    pub fn inc(&self, stat: Stat) {
+        self.add(stat, 1);
+    }
+
+    #[inline(always)]
+    pub fn add(&self, stat: Stat, n: u64) {
+        let c = &self.counts[stat as usize];
+        c.store(c.load(Relaxed).wrapping_add(n), Relaxed);
+    }
+
+    pub fn get(&self, stat: Stat) -> u64 {
+        self.counts[stat as usize].load(Relaxed)
+    }
+
+    /// Zeroes the counters (only meaningful while the CPU is quiet).
+    pub fn reset(&self) {
+        for c in &self.counts {
+            c.store(0, Relaxed);
+        }
+    }
+}
+
+/// Counters summed over CPUs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatsSnapshot {
+    pub counts: [u64; NR_STATS],
+}
+
+impl Default for StatsSnapshot {
+    fn default() -> Self {
+        StatsSnapshot {
+            counts: [0; NR_STATS],
+        }
+    }
+}
+
+impl StatsSnapshot {
+    pub fn get(&self, stat: Stat) -> u64 {
+        self.counts[stat as usize]
+    }
+
+    pub fn add_cpu(&mut self, cpu: &CpuStats) {
+        for (i, c) in self.counts.iter_mut().enumerate() {
+            *c = c.wrapping_add(cpu.counts[i].load(Relaxed));
+        }
+    }
+
+    /// Differences `self - earlier`.
+    pub fn since(&self, earlier: &StatsSnapshot) -> StatsSnapshot {
+        let mut out = *self;
+        for (o, e) in out.counts.iter_mut().zip(earlier.counts.iter()) {
+            *o = o.wrapping_sub(*e);
+        }
+        out
+    }
+
+    /// Objects handed out minus objects taken back: the exact number of live objects.
+    pub fn live_objects(&self) -> i64 {
+        let allocs = self.get(Stat::AllocFastpath) + self.get(Stat::AllocSlowpath);
+        let frees = self.get(Stat::FreeFastpath) + self.get(Stat::FreeSlowpath);
+        allocs as i64 - frees as i64
+    }
+}
+
+/// Kinds of misuse that debug and hardening checks detect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum ErrorKind {
+    /// The object is already free (state word or freelist says so).
+    DoubleFree,
+    /// The pointer is not inside any slab.
+    NotSlab,
+    /// The pointer is inside a slab of another cache.
+    WrongCache,
+    /// The pointer is inside a slab of this cache but not at an object boundary.
+    NotObjectStart,
+    /// The red zone after the object was overwritten (buffer overflow).
+    RedZone,
+    /// A free object's poison was overwritten (use after free), found at its next allocation.
+    Poison,
+    /// A free pointer decoded to an address outside its slab (freelist corruption).
+    FreelistCorrupt,
+}
+
+pub const NR_ERROR_KINDS: usize = ErrorKind::FreelistCorrupt as usize + 1;
+
+impl ErrorKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::DoubleFree => "double free",
+            ErrorKind::NotSlab => "invalid free: not a slab object",
+            ErrorKind::WrongCache => "invalid free: object of another cache",
+            ErrorKind::NotObjectStart => "invalid free: not at an object boundary",
+            ErrorKind::RedZone => "red zone overwritten",
+            ErrorKind::Poison => "poison overwritten (use after free)",
+            ErrorKind::FreelistCorrupt => "freelist pointer corrupt",
+        }
+    }
+
+    pub const ALL: [ErrorKind; NR_ERROR_KINDS] = [
+        ErrorKind::DoubleFree,
+        ErrorKind::NotSlab,
+        ErrorKind::WrongCache,
+        ErrorKind::NotObjectStart,
+        ErrorKind::RedZone,
+        ErrorKind::Poison,
+        ErrorKind::FreelistCorrupt,
+    ];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_cover_every_stat_in_order() {
+        for (i, (s, name)) in STAT_NAMES.iter().enumerate() {
+            assert_eq!(*s as usize, i, "{name}");
+            assert!(!name.is_empty());
+        }
+    }
+
+    #[test]
+    fn sums_and_live_objects() {
+        let a = CpuStats::default();
+        let b = CpuStats::default();
+        a.add(Stat::AllocFastpath, 10);
+        b.inc(Stat::AllocSlowpath);
+        b.add(Stat::FreeSlowpath, 4);
+        let mut s = StatsSnapshot::default();
+        s.add_cpu(&a);
+        s.add_cpu(&b);
+        assert_eq!(s.live_objects(), 7);
+        assert_eq!(s.since(&s).live_objects(), 0);
+    }
+}

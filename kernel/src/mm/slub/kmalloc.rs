@@ -1,0 +1,198 @@
+//! kmalloc: thirteen size classes (kmalloc-8 .. kmalloc-8k, with 96 and 192), larger
+//! requests straight from the page allocator, and kfree/ksize/krealloc that find the owner
+//! from the page's metadata (a slab descriptor, or LARGE_OWNER for page allocations).
+
+use super::{default_tunables, owner_of, KmemCache};
+use crate::mm::frame::{self, Policy, PAGE_BYTES};
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use numalab_algo::slub::geometry::{
+    get_order, kmalloc_index, kmalloc_index_aligned, natural_align, KMALLOC_MAX_CACHE_BYTES,
+    KMALLOC_NAMES, KMALLOC_SIZES,
+};
+use numalab_algo::slub::{Cache, ErrorKind};
+use numalab_algo::topology::NodeId;
+use spin::Once;
+
+use super::platform::MAX_NODES;
+
+/// Owner word of the head page of a large (page allocator) kmalloc; `private` holds the order.
+const LARGE_OWNER: usize = 1;
+
+static KMALLOC: Once<[&'static KmemCache; 13]> = Once::new();
+static LARGE_PAGES: AtomicUsize = AtomicUsize::new(0);
+static LARGE_PAGES_ON: [AtomicUsize; MAX_NODES] = [const { AtomicUsize::new(0) }; MAX_NODES];
+/// kfree of pointers that are neither slab objects nor large kmallocs.
+static BAD_KFREES: AtomicUsize = AtomicUsize::new(0);
+
+pub(super) fn init() {
+    KMALLOC.call_once(|| {
+        core::array::from_fn(|i| {
+            let name = KMALLOC_NAMES[i];
+            let size = KMALLOC_SIZES[i];
+            match KmemCache::create(name, size, natural_align(size), default_tunables(name)) {
+                Ok(c) => c,
+                Err(e) => panic!("slub: cannot create {}: {:?} (a geometry bug)", name, e),
+            }
+        })
+    });
+}
+
+/// The kmalloc cache serving `size_bytes`, if SLUB is up and the size is a cache size.
+pub fn cache_for(size_bytes: usize) -> Option<&'static KmemCache> {
+    Some(KMALLOC.get()?[kmalloc_index(size_bytes)?])
+}
+
+/// The kmalloc caches, smallest first.
+pub fn caches() -> Option<&'static [&'static KmemCache; 13]> {
+    KMALLOC.get()
+}
+
+/// Bytes of large kmallocs outstanding.
+pub fn large_bytes() -> usize {
+    LARGE_PAGES.load(Relaxed) * PAGE_BYTES as usize
+}
+
+/// Bytes of large kmallocs outstanding on `node`.
+pub fn large_bytes_on(node: NodeId) -> usize {
+    LARGE_PAGES_ON[node.index().min(MAX_NODES - 1)].load(Relaxed) * PAGE_BYTES as usize
+}
+
+/// kfree calls on pointers SLUB does not own.
+pub fn bad_kfrees() -> usize {
+    BAD_KFREES.load(Relaxed)
+}
+
+fn large_alloc(size_bytes: usize, node: Option<NodeId>) -> Option<NonNull<u8>> {
+    let order = get_order(size_bytes);
+    let pages = frame::alloc_pages(order, node.map_or(Policy::Local, Policy::Preferred)).ok()?;
+    LARGE_PAGES_ON[pages.node().index().min(MAX_NODES - 1)].fetch_add(1 << pages.order(), Relaxed);
+    let (phys, order) = pages.into_raw();
+    super::slabmap::set(frame::phys_to_virt(phys) as usize, 1, LARGE_OWNER);
+    if let Some(meta) = frame::page_meta(phys) {
+        meta.private.store(order as usize, Relaxed);
+    }
+    LARGE_PAGES.fetch_add(1 << order, Relaxed);
+    NonNull::new(frame::phys_to_virt(phys) as *mut u8)
+}
+
+/// Allocates `size_bytes` (8-byte aligned; power-of-two sizes naturally aligned).
+#[inline]
+pub fn kmalloc(size_bytes: usize) -> Option<NonNull<u8>> {
+    match kmalloc_index(size_bytes) {
+        Some(i) => KMALLOC.get()?[i].alloc(),
+        None => large_alloc(size_bytes, None),
+    }
+}
+
+/// Allocates `size_bytes` from `node`'s memory.
+pub fn kmalloc_node(size_bytes: usize, node: NodeId) -> Option<NonNull<u8>> {
+    match kmalloc_index(size_bytes) {
+        Some(i) => KMALLOC.get()?[i].alloc_node(node),
+        None => large_alloc(size_bytes, Some(node)),
+    }
+}
+
+/// Allocates `size_bytes` aligned to `align_bytes` (a power of two up to a page).
+pub fn kmalloc_aligned(size_bytes: usize, align_bytes: usize) -> Option<NonNull<u8>> {
+    if size_bytes > KMALLOC_MAX_CACHE_BYTES || align_bytes > PAGE_BYTES as usize {
+        return if align_bytes <= PAGE_BYTES as usize {
+            large_alloc(size_bytes, None)
+        } else {
+            None
+        };
+    }
+    let i = kmalloc_index_aligned(size_bytes, align_bytes)?;
+    KMALLOC.get()?[i].alloc()
+}
+
+enum Owner {
+    Slab(&'static Cache<super::platform::KernelPlatform>),
+    Large(u8),
+    None,
+}
+
+fn owner(ptr: usize) -> Owner {
+    match owner_of(ptr) {
+        0 => Owner::None,
+        LARGE_OWNER => {
+            let phys = frame::virt_to_phys(ptr as u64);
+            let order = frame::page_meta(phys).map_or(0, |m| m.private.load(Relaxed));
+            Owner::Large(order as u8)
+        }
+        desc => {
+            // The first word of a slab descriptor names its cache.
+            let id = <super::platform::KernelPlatform as numalab_algo::slub::Platform>::load(
+                &super::platform::KernelPlatform,
+                desc,
+            );
+            // SAFETY: descriptors are written only by the SLUB core, whose first word is the
+            // address of the owning `Cache`; caches are leaked `'static` boxes never freed
+            // (destroyed caches stay allocated), so the reference is valid forever.
+            Owner::Slab(unsafe { &*(id as *const Cache<super::platform::KernelPlatform>) })
+        }
+    }
+}
+
+/// Frees what kmalloc returned. A pointer SLUB does not own is reported and dropped.
+///
+/// # Safety
+/// `ptr` must not be used after this call.
+pub unsafe fn kfree(ptr: NonNull<u8>) {
+    let addr = ptr.as_ptr() as usize;
+    match owner(addr) {
+        Owner::Slab(cache) => cache.free(addr),
+        Owner::Large(order) => {
+            let phys = frame::virt_to_phys(addr as u64);
+            if phys % PAGE_BYTES != 0 {
+                bad_kfree(addr);
+                return;
+            }
+            super::slabmap::set(addr, 1, 0);
+            if let Some(meta) = frame::page_meta(phys) {
+                meta.private.store(0, Relaxed);
+            }
+            LARGE_PAGES.fetch_sub(1 << order, Relaxed);
+            if let Some(node) = frame::node_of_phys(phys) {
+                LARGE_PAGES_ON[node.index().min(MAX_NODES - 1)].fetch_sub(1 << order, Relaxed);
+            }
+            // SAFETY: the head page's owner word said this block came from large_alloc with
+            // this order (into_raw); the caller gives it up.
+            drop(unsafe { frame::Pages::from_raw(phys, order) });
+        }
+        Owner::None => bad_kfree(addr),
+    }
+}
+
+fn bad_kfree(addr: usize) {
+    BAD_KFREES.fetch_add(1, Relaxed);
+    warn!("slub: kfree: {} at {:#x}", ErrorKind::NotSlab.name(), addr);
+}
+
+/// The usable size of a kmalloc block (0 for a pointer SLUB does not own).
+pub fn ksize(ptr: NonNull<u8>) -> usize {
+    match owner(ptr.as_ptr() as usize) {
+        Owner::Slab(cache) => cache.object_size(),
+        Owner::Large(order) => (PAGE_BYTES as usize) << order,
+        Owner::None => 0,
+    }
+}
+
+/// Resizes a kmalloc block: the same block when it is big enough, else a new one with the
+/// old contents (the old one freed). None (old block untouched) when out of memory.
+///
+/// # Safety
+/// `ptr` must come from kmalloc and not be used after a successful call.
+pub unsafe fn krealloc(ptr: NonNull<u8>, new_size: usize) -> Option<NonNull<u8>> {
+    let old = ksize(ptr);
+    if new_size <= old {
+        return Some(ptr);
+    }
+    let new = kmalloc(new_size)?;
+    // SAFETY: both blocks are valid for `old` bytes (old's usable size; new is larger) and
+    // distinct (new was just allocated while old is live).
+    unsafe { core::ptr::copy_nonoverlapping(ptr.as_ptr(), new.as_ptr(), old) };
+    // SAFETY: the caller gives up `ptr`.
+    unsafe { kfree(ptr) };
+    Some(new)
+}

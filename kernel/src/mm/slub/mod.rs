@@ -1,0 +1,367 @@
+//! SLUB: the kernel's slab allocator (Linux's mm/slub.c design) over the frame allocator.
+//!
+//! The state machine lives in `numalab_algo::slub` (pure, host-tested); this module binds it
+//! to real pages and CPUs (`platform.rs`), keeps the registry of caches, the kmalloc size
+//! classes (`kmalloc.rs`), the slabinfo/stats dumps (`info.rs`), tests and benchmarks.
+//!
+//! Per-CPU scheme: interrupts off on the local CPU around every per-CPU freelist access
+//! (pushfq/cli ... sti), not Linux's transaction id + cmpxchg16b. Nothing preempts a CPU
+//! here except interrupts, so masking them makes the per-CPU slab exclusively ours with plain
+//! loads and stores: fewer instructions than a cmpxchg16b loop (no lock prefix) and no
+//! 16-byte alignment or tid bookkeeping. Cross-CPU work (flush) runs on the owning CPU via a
+//! cross-CPU call, never by touching another CPU's per-CPU slab.
+//!
+//! Lock order (outermost first):
+//! 1. `CACHES` (the registry) - only around cache creation, destruction and dumps;
+//! 2. interrupts off on the local CPU (per-CPU slab, per-CPU partial list, per-CPU stats);
+//! 3. one node `list_lock` of one cache (IrqSpinLock, with contention counters);
+//! 4. a slab's state word (compare-and-swap);
+//! 5. the descriptor pool lock, then the frame allocator's node locks (frame's order).
+//! Nothing is printed while a list_lock is held (reports are printed after release).
+
+pub mod bench;
+pub mod info;
+pub mod kmalloc;
+pub mod platform;
+pub mod slabmap;
+pub mod stress;
+pub mod tests;
+
+use crate::sync::{IrqSpinLock, LockStatsSnapshot};
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use numalab_algo::slub::geometry::MAX_SLAB_ORDER;
+use numalab_algo::slub::{
+    Cache, CreateError, DebugFlags, SlabInfo, SlabinfoMode, StatsSnapshot, Tunables,
+};
+use numalab_algo::topology::NodeId;
+use platform::KernelPlatform;
+use spin::Once;
+
+/// A SLUB cache in the kernel.
+#[repr(transparent)]
+pub struct KmemCache(Cache<KernelPlatform>);
+
+/// Every live cache, in creation order (kmalloc caches first).
+static CACHES: IrqSpinLock<Vec<&'static KmemCache>> = IrqSpinLock::new(Vec::new());
+static DEFAULTS: Once<BootTunables> = Once::new();
+static READY: AtomicBool = AtomicBool::new(false);
+/// Cache ids ever created (feeds the freelist obfuscation seed).
+static CREATED: AtomicUsize = AtomicUsize::new(0);
+
+/// The tunables of the boot command line, and which caches `slub.debug` names.
+struct BootTunables {
+    tunables: Tunables,
+    debug_caches: Vec<alloc::string::String>,
+    slabinfo_scan: bool,
+}
+
+/// Whether SLUB is up (the heap sends small allocations to kmalloc from then on).
+#[inline]
+pub fn is_ready() -> bool {
+    READY.load(Relaxed)
+}
+
+/// Parses a tunable that is `auto` or a number; a bad value is warned about and ignored.
+fn auto_or_number(key: &str, text: &str) -> Option<usize> {
+    if text == "auto" || text.is_empty() {
+        return None;
+    }
+    match text.parse::<usize>() {
+        Ok(v) => Some(v),
+        Err(_) => {
+            warn!(
+                "option {}: bad value '{}' (valid: auto or an integer); using auto",
+                key, text
+            );
+            None
+        }
+    }
+}
+
+fn boot_tunables() -> BootTunables {
+    let opts = crate::options::load();
+    let mut t = Tunables {
+        max_order: (opts.u64("slub.max_order") as u8).min(MAX_SLAB_ORDER),
+        min_objects: opts.u64("slub.min_objects") as usize,
+        max_partial: opts.u64("slub.max_partial") as usize,
+        min_partial: auto_or_number("slub.min_partial", opts.text("slub.min_partial")),
+        cpu_partial: auto_or_number("slub.cpu_partial", opts.text("slub.cpu_partial")),
+        prefer_local: opts.bool("slub.prefer_local"),
+        memoryless_fix: opts.bool("slub.memoryless_fix"),
+        remote_node_defrag_ratio: opts.u64("slub.remote_node_defrag_ratio") as u32,
+        debug: DebugFlags::default(),
+    };
+    let mut debug_caches = Vec::new();
+    let text = opts.text("slub.debug");
+    let mut parts = text.split(',');
+    let letters = parts.next().unwrap_or("");
+    match DebugFlags::parse(letters) {
+        Ok(flags) => t.debug = flags,
+        Err(c) => warn!(
+            "option slub.debug: unknown flag '{}' in '{}' (valid: F, Z, P, U, 1, 0; then ,CACHE...); debug off",
+            c, text
+        ),
+    }
+    debug_caches.extend(
+        parts
+            .filter(|s| !s.is_empty())
+            .map(alloc::string::String::from),
+    );
+    BootTunables {
+        tunables: t,
+        debug_caches,
+        slabinfo_scan: opts.text("slub.slabinfo") == "scan",
+    }
+}
+
+/// The boot defaults (from `slub.*` options) a new cache named `name` gets.
+pub fn default_tunables(name: &str) -> Tunables {
+    let b = DEFAULTS.call_once(boot_tunables);
+    let mut t = b.tunables;
+    if !b.debug_caches.is_empty() && !b.debug_caches.iter().any(|c| c == name) {
+        t.debug = DebugFlags::default();
+    }
+    t
+}
+
+/// The slabinfo counting mode chosen by `slub.slabinfo`.
+pub fn boot_slabinfo_mode() -> SlabinfoMode {
+    if DEFAULTS.call_once(boot_tunables).slabinfo_scan {
+        SlabinfoMode::Scan
+    } else {
+        SlabinfoMode::Counters
+    }
+}
+
+/// Creates the kmalloc caches and opens kmalloc to the heap. Boot CPU, after the frame
+/// allocator.
+pub fn init() {
+    let t = default_tunables("");
+    kmalloc::init();
+    READY.store(true, Relaxed);
+    let k64 = kmalloc::cache_for(64).map(|c| c.core());
+    println!(
+        "numalab: slub: {} kmalloc caches (kmalloc-8 .. kmalloc-8k), max_order {}, min_objects {}, min_partial {}, cpu_partial {}, prefer_local {}, memoryless_fix {}, debug {}",
+        numalab_algo::slub::geometry::KMALLOC_SIZES.len(),
+        t.max_order,
+        k64.map_or(0, |c| c.order_objects().objects),
+        k64.map_or(0, |c| c.min_partial()),
+        k64.map_or(0, |c| c.cpu_partial().0),
+        t.prefer_local as u8,
+        t.memoryless_fix as u8,
+        t.debug.letters()
+    );
+}
+
+/// The owner word of the page holding virtual address `addr` (0: not a slab page).
+#[inline]
+pub(crate) fn owner_of(addr: usize) -> usize {
+    slabmap::get(addr)
+}
+
+/// Cross-CPU calls for flushing.
+pub(crate) mod cross_cpu {
+    use numalab_algo::topology::CpuId;
+
+    /// Runs `f` on every online CPU, each on its own CPU, and waits.
+    pub fn on_each_cpu(f: &(dyn Fn() + Sync)) {
+        crate::smp::on_each_cpu(&|_cpu| f());
+    }
+
+    /// Runs `f` on each of `cpus` concurrently and waits.
+    pub fn run_on_cpus(cpus: &[CpuId], f: &(dyn Fn(CpuId) + Sync)) {
+        crate::smp::run_on_cpus(cpus, f);
+    }
+
+    /// The CPUs that run code.
+    pub fn online_cpus() -> alloc::vec::Vec<CpuId> {
+        crate::smp::online_cpus().to_vec()
+    }
+}
+
+impl KmemCache {
+    /// A cache of `size_bytes` objects aligned to `align` (0: 8 bytes), with `tunables`
+    /// (start from `default_tunables(name)`). The cache lives until `destroy`.
+    pub fn create(
+        name: &str,
+        size_bytes: usize,
+        align: usize,
+        tunables: Tunables,
+    ) -> Result<&'static KmemCache, CreateError> {
+        Self::create_with_ctor(name, size_bytes, align, tunables, None)
+    }
+
+    /// Like `create`, with a constructor run on every object when its slab is made.
+    pub fn create_with_ctor(
+        name: &str,
+        size_bytes: usize,
+        align: usize,
+        tunables: Tunables,
+        ctor: Option<fn(usize)>,
+    ) -> Result<&'static KmemCache, CreateError> {
+        let n = CREATED.fetch_add(1, Relaxed);
+        let random =
+            (crate::arch::rdtsc() as usize).rotate_left(17) ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let core = Cache::new(
+            KernelPlatform,
+            name,
+            size_bytes,
+            align,
+            tunables,
+            random,
+            ctor,
+        )?;
+        let cache: &'static KmemCache = Box::leak(Box::new(KmemCache(core)));
+        CACHES.lock().push(cache);
+        Ok(cache)
+    }
+
+    /// The pure core (stats, geometry, slabinfo).
+    pub fn core(&self) -> &Cache<KernelPlatform> {
+        &self.0
+    }
+
+    pub fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    #[inline]
+    pub fn alloc(&self) -> Option<NonNull<u8>> {
+        // SAFETY: the core hands out object addresses, never 0.
+        self.0
+            .alloc()
+            .map(|a| unsafe { NonNull::new_unchecked(a as *mut u8) })
+    }
+
+    /// An object from `node`'s memory.
+    pub fn alloc_node(&self, node: NodeId) -> Option<NonNull<u8>> {
+        NonNull::new(self.0.alloc_node(node)? as *mut u8)
+    }
+
+    /// Frees an object. Misuse that the checks detect is reported, counted and dropped.
+    ///
+    /// # Safety
+    /// `obj` must not be used after this call; it should come from this cache's `alloc`.
+    #[inline]
+    pub unsafe fn free(&self, obj: NonNull<u8>) {
+        self.0.free(obj.as_ptr() as usize)
+    }
+
+    /// Fills `out` with object addresses; returns how many were allocated.
+    pub fn alloc_bulk(&self, out: &mut [usize]) -> usize {
+        self.0.alloc_bulk(out)
+    }
+
+    /// Frees objects by address.
+    ///
+    /// # Safety
+    /// As for `free`, for every object.
+    pub unsafe fn free_bulk(&self, objs: &[usize]) {
+        self.0.free_bulk(objs)
+    }
+
+    /// Flushes every CPU's slabs and gives back empty slabs; returns slabs given back.
+    pub fn shrink(&self) -> usize {
+        self.0.shrink()
+    }
+
+    /// Flushes every CPU's slabs to the node lists (cross-CPU calls).
+    pub fn flush_all(&self) {
+        self.0.flush_all()
+    }
+
+    /// Destroys the cache if no object is live: every slab page goes back to the page
+    /// allocator and the cache leaves the registry. With live objects it reports them
+    /// (cache and count), stays usable, and returns the count.
+    pub fn destroy(&'static self) -> Result<(), usize> {
+        match self.0.destroy() {
+            Ok(()) => {
+                CACHES
+                    .lock()
+                    .retain(|c| !core::ptr::eq(*c as *const KmemCache, self as *const KmemCache));
+                Ok(())
+            }
+            Err(live) => {
+                warn!(
+                    "slub: destroy {}: {} objects remaining; cache kept",
+                    self.name(),
+                    live
+                );
+                Err(live)
+            }
+        }
+    }
+
+    /// list_lock counters summed over nodes.
+    pub fn list_lock_stats(&self) -> LockStatsSnapshot {
+        let topo = crate::topology::get();
+        let mut s = LockStatsSnapshot::default();
+        for n in 0..topo.nr_nodes() {
+            if let Some(lock) = self.0.list_lock(NodeId(n as u16)) {
+                let x = lock.stats.snapshot();
+                s.acquisitions += x.acquisitions;
+                s.contended += x.contended;
+                s.spins += x.spins;
+            }
+        }
+        s
+    }
+
+    pub fn reset_list_lock_stats(&self) {
+        let topo = crate::topology::get();
+        for n in 0..topo.nr_nodes() {
+            if let Some(lock) = self.0.list_lock(NodeId(n as u16)) {
+                lock.stats.reset();
+            }
+        }
+    }
+
+    /// SLUB_STATS counters summed over CPUs.
+    pub fn stats(&self) -> StatsSnapshot {
+        self.0.stats()
+    }
+
+    /// Bytes held in slab pages.
+    pub fn slab_bytes(&self) -> usize {
+        self.0.slab_bytes()
+    }
+
+    pub fn slabinfo(&self, mode: SlabinfoMode) -> SlabInfo {
+        self.0.slabinfo(mode)
+    }
+}
+
+/// Every live cache (a copy of the registry).
+pub fn caches() -> Vec<&'static KmemCache> {
+    CACHES.lock().clone()
+}
+
+/// Bytes in slab pages of every cache, plus the descriptor pool and large kmallocs: what
+/// SLUB holds from the page allocator.
+pub fn held_bytes() -> usize {
+    let slabs: usize = caches().iter().map(|c| c.slab_bytes()).sum();
+    slabs
+        + platform::desc_pool_pages() * crate::mm::frame::PAGE_BYTES as usize
+        + kmalloc::large_bytes()
+}
+
+/// What SLUB holds from the page allocator on `node`: slab pages of every cache, descriptor
+/// pool pages and large kmallocs. `frame::free_bytes(node) + held_bytes_on(node)` stays
+/// constant while only SLUB allocates pages (the conservation checks use it).
+pub fn held_bytes_on(node: NodeId) -> u64 {
+    if !is_ready() {
+        return 0;
+    }
+    // Summed under the registry lock without allocating (an allocation here could itself
+    // take a page and skew the figure).
+    let slab_pages: usize = CACHES
+        .lock()
+        .iter()
+        .map(|c| c.core().slab_pages_on(node))
+        .sum();
+    let pages = slab_pages + platform::desc_pool_pages_on(node) + slabmap::chunk_pages_on(node);
+    (pages * crate::mm::frame::PAGE_BYTES as usize + kmalloc::large_bytes_on(node)) as u64
+}

@@ -1,0 +1,209 @@
+//! The SLUB core's `Platform` on real hardware: direct-map memory words, pages from the
+//! frame allocator with the slab pointer in their `PageMeta::owner`, IrqSpinLock list_locks,
+//! the running CPU from percpu, interrupts masked with cli, rdtsc, cross-CPU calls, and a
+//! pool of slab descriptors carved from whole pages.
+//!
+//! This is SLUB's only unsafe code: the word accesses.
+
+use crate::mm::frame::{self, Pages, Policy, PAGE_BYTES};
+use crate::sync::IrqSpinLock;
+use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use numalab_algo::slub::{Platform, Report, SlabPages, DESC_BYTES};
+use numalab_algo::topology::{CpuId, NodeId, Topology};
+
+/// The kernel's machine for the SLUB core (a zero-sized handle).
+#[derive(Clone, Copy, Default)]
+pub struct KernelPlatform;
+
+/// Free descriptors (linked through their first word) and the pages carved for them.
+struct DescPool {
+    free: usize,
+    pages: usize,
+}
+
+static DESC_POOL: IrqSpinLock<DescPool> = IrqSpinLock::new(DescPool { free: 0, pages: 0 });
+/// Descriptor pool pages per node (nodes beyond the array are counted in the last slot).
+static DESC_PAGES_ON: [AtomicUsize; MAX_NODES] = [const { AtomicUsize::new(0) }; MAX_NODES];
+/// Nodes tracked per node by SLUB's own counters.
+pub const MAX_NODES: usize = 64;
+
+/// Pages held by the descriptor pool (never given back: like Linux's memmap, metadata).
+pub fn desc_pool_pages() -> usize {
+    DESC_POOL.lock().pages
+}
+
+/// Descriptor pool pages on `node`.
+pub fn desc_pool_pages_on(node: NodeId) -> usize {
+    DESC_PAGES_ON[node.index().min(MAX_NODES - 1)].load(Relaxed)
+}
+
+/// Reports misuses as warnings: `slub: CACHE: KIND at ADDR`.
+static REPORTS: AtomicUsize = AtomicUsize::new(0);
+
+/// Misuse reports printed since boot.
+pub fn reports_printed() -> usize {
+    REPORTS.load(Relaxed)
+}
+
+#[inline(always)]
+fn word(addr: usize) -> &'static AtomicUsize {
+    debug_assert!(addr & 7 == 0);
+    // SAFETY: the SLUB core only passes 8-byte aligned addresses inside memory it owns:
+    // slab pages it got from `alloc_pages` (objects are checked against the CPU slab's range
+    // or their page's owner word before any access) and descriptors from `alloc_desc`. All
+    // of it lies in the direct map, stays mapped for the kernel's life, and is accessed only
+    // through atomics, so a shared reference to an AtomicUsize there is valid.
+    unsafe { AtomicUsize::from_ptr(addr as *mut usize) }
+}
+
+impl Platform for KernelPlatform {
+    type Lock = IrqSpinLock<()>;
+
+    fn new_lock(&self) -> IrqSpinLock<()> {
+        IrqSpinLock::new(())
+    }
+
+    #[inline]
+    fn with_lock<R>(&self, lock: &IrqSpinLock<()>, f: impl FnOnce() -> R) -> R {
+        let _guard = lock.lock();
+        f()
+    }
+
+    #[inline]
+    fn topology(&self) -> &Topology {
+        crate::topology::get()
+    }
+
+    #[inline(always)]
+    fn cpu(&self) -> CpuId {
+        crate::percpu::cpu_id()
+    }
+
+    #[inline(always)]
+    fn this_cpu<'a, T>(&self, slots: &'a [T]) -> &'a T {
+        let i = crate::percpu::cpu_id().index();
+        debug_assert!(i < slots.len());
+        // SAFETY: the SLUB core passes one slot per CPU of the topology (Cache::new sizes
+        // its per-CPU array with topology().nr_cpus()), and percpu::cpu_id() is the running
+        // CPU's dense id, below nr_cpus by construction of the topology and SMP bring-up.
+        unsafe { slots.get_unchecked(i) }
+    }
+
+    #[inline(always)]
+    fn irq_save(&self) -> bool {
+        let were = x86_64::instructions::interrupts::are_enabled();
+        if were {
+            x86_64::instructions::interrupts::disable();
+        }
+        were
+    }
+
+    #[inline(always)]
+    fn irq_restore(&self, were_enabled: bool) {
+        if were_enabled {
+            x86_64::instructions::interrupts::enable();
+        }
+    }
+
+    fn now(&self) -> u64 {
+        crate::arch::rdtsc()
+    }
+
+    fn on_each_cpu(&self, f: &(dyn Fn() + Sync)) {
+        super::cross_cpu::on_each_cpu(f);
+    }
+
+    #[inline(always)]
+    fn load(&self, addr: usize) -> usize {
+        word(addr).load(Relaxed)
+    }
+
+    #[inline(always)]
+    fn store(&self, addr: usize, value: usize) {
+        word(addr).store(value, Relaxed)
+    }
+
+    #[inline]
+    fn cas(&self, addr: usize, old: usize, new: usize) -> bool {
+        word(addr)
+            .compare_exchange(old, new, core::sync::atomic::Ordering::AcqRel, Relaxed)
+            .is_ok()
+    }
+
+    fn alloc_pages(&self, order: u8, node: Option<NodeId>) -> Option<SlabPages> {
+        let policy = node.map_or(Policy::Local, Policy::Preferred);
+        let pages = frame::alloc_pages(order, policy).ok()?;
+        let node = pages.node();
+        let (phys, _) = pages.into_raw();
+        Some(SlabPages {
+            base: frame::phys_to_virt(phys) as usize,
+            node,
+        })
+    }
+
+    fn free_pages(&self, base: usize, order: u8) {
+        let phys = frame::virt_to_phys(base as u64);
+        // SAFETY: `base`/`order` come from `alloc_pages` above (into_raw), and the SLUB core
+        // frees a slab only once, after its last object came back.
+        drop(unsafe { Pages::from_raw(phys, order) });
+    }
+
+    fn set_owner(&self, base: usize, nr_pages: usize, owner: usize) {
+        super::slabmap::set(base, nr_pages, owner);
+    }
+
+    #[inline]
+    fn owner(&self, addr: usize) -> usize {
+        super::owner_of(addr)
+    }
+
+    fn node_has_free_memory(&self, node: NodeId) -> bool {
+        // A node "has free memory" above 1/64 of its size (a low watermark).
+        let total = frame::total_bytes(node);
+        total > 0 && frame::free_bytes(node) > total / 64
+    }
+
+    fn alloc_desc(&self) -> Option<usize> {
+        let mut pool = DESC_POOL.lock();
+        if pool.free == 0 {
+            let pages = frame::alloc_pages(0, Policy::Local).ok()?;
+            DESC_PAGES_ON[pages.node().index().min(MAX_NODES - 1)].fetch_add(1, Relaxed);
+            let (phys, _) = pages.into_raw();
+            let base = frame::phys_to_virt(phys) as usize;
+            pool.pages += 1;
+            for i in (0..PAGE_BYTES as usize / DESC_BYTES).rev() {
+                let d = base + i * DESC_BYTES;
+                self.store(d, pool.free);
+                pool.free = d;
+            }
+        }
+        let d = pool.free;
+        pool.free = self.load(d);
+        drop(pool);
+        for w in 0..DESC_BYTES / 8 {
+            self.store(d + w * 8, 0);
+        }
+        Some(d)
+    }
+
+    fn free_desc(&self, desc: usize) {
+        let mut pool = DESC_POOL.lock();
+        self.store(desc, pool.free);
+        pool.free = desc;
+    }
+
+    fn report(&self, r: &Report<'_>) {
+        REPORTS.fetch_add(1, Relaxed);
+        match r.track {
+            Some((a, f)) => warn!(
+                "slub: {}: {} at {:#x} (last alloc cpu {}, last free cpu {})",
+                r.cache,
+                r.kind.name(),
+                r.addr,
+                a,
+                f
+            ),
+            None => warn!("slub: {}: {} at {:#x}", r.cache, r.kind.name(), r.addr),
+        }
+    }
+}

@@ -1,0 +1,755 @@
+//! SLUB KTAP tests: geometry per kmalloc class, every allocation and free path reached and
+//! counted, remote frees from every CPU, exact slabinfo, memoryless nodes with and without
+//! the fix, conservation of pages, debug reports, kmalloc, bulk, shrink and destroy.
+
+use super::cross_cpu::{online_cpus, run_on_cpus};
+use super::kmalloc::{kfree, kmalloc, kmalloc_aligned, kmalloc_node, krealloc, ksize};
+use super::{default_tunables, KmemCache};
+use crate::ktest::{KTest, Kind, TestError, TestResult};
+use crate::mm::frame;
+use crate::{kassert, kassert_eq};
+use alloc::format;
+use alloc::vec::Vec;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use numalab_algo::options::Options;
+use numalab_algo::slub::geometry::{fls, KMALLOC_NAMES, KMALLOC_SIZES, PAGE_BYTES};
+use numalab_algo::slub::{slabinfo_line, DebugFlags, ErrorKind, SlabinfoMode, Stat, Tunables};
+use numalab_algo::topology::{CpuId, NodeId};
+
+/// Expected slab orders of the kmalloc classes (8 .. 8k) for Linux's default max_order 3, by
+/// min_objects = 4 * (fls(nr_cpus) + 1), worked out by hand from calculate_order.
+fn expected_orders(min_objects: usize) -> Option<[u8; 13]> {
+    match min_objects {
+        8 => Some([0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 3]),
+        12 | 16 => Some([0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 3, 3]),
+        20 => Some([0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 3, 3, 3]),
+        _ => None,
+    }
+}
+
+/// Frees an address this test got from `cache`.
+fn free(cache: &KmemCache, addr: usize) {
+    if let Some(p) = NonNull::new(addr as *mut u8) {
+        // SAFETY: the tests free each object they allocated exactly once and do not touch
+        // it afterwards (bad frees are deliberate only in the debug tests, which the checks
+        // drop without touching memory).
+        unsafe { cache.free(p) };
+    }
+}
+
+fn alloc(cache: &KmemCache) -> Result<usize, TestError> {
+    cache
+        .alloc()
+        .map(|p| p.as_ptr() as usize)
+        .ok_or_else(|| TestError::Fail(format!("{}: out of memory", cache.name())))
+}
+
+fn node_of(addr: usize) -> Option<NodeId> {
+    frame::node_of_phys(frame::virt_to_phys(addr as u64))
+}
+
+fn destroy(cache: &'static KmemCache) -> TestResult {
+    cache.destroy().map_err(|live| {
+        TestError::Fail(format!(
+            "{}: {} objects live at destroy",
+            cache.name(),
+            live
+        ))
+    })
+}
+
+/// Each kmalloc class has Linux's geometry for this CPU count, and its slabs really have
+/// that many pages.
+fn geometry(_o: &Options) -> TestResult {
+    let topo = crate::topology::get();
+    let t = default_tunables("");
+    let min_objects = 4 * (fls(topo.nr_cpus()) as usize + 1);
+    let expected = if t.max_order == 3 && t.min_objects == 0 {
+        expected_orders(min_objects)
+    } else {
+        None
+    };
+    let caches =
+        super::kmalloc::caches().ok_or_else(|| TestError::Fail("no kmalloc caches".into()))?;
+    for (i, c) in caches.iter().enumerate() {
+        let oo = c.core().order_objects();
+        kassert_eq!(c.name(), KMALLOC_NAMES[i]);
+        kassert_eq!(c.core().object_size(), KMALLOC_SIZES[i]);
+        kassert_eq!(
+            oo.objects,
+            (PAGE_BYTES << oo.order) / c.core().size(),
+            "{}",
+            c.name()
+        );
+        if let Some(e) = expected {
+            kassert_eq!(
+                oo.order,
+                e[i],
+                "{} order with min_objects {}",
+                c.name(),
+                min_objects
+            );
+        }
+        // A fresh cache of this size takes slabs of exactly that many pages.
+        let probe = KmemCache::create("geometry-probe", KMALLOC_SIZES[i], 0, t)
+            .map_err(|e| format!("{:?}", e))?;
+        let obj = alloc(probe)?;
+        kassert_eq!(probe.slab_bytes(), PAGE_BYTES << oo.order, "{}", c.name());
+        kassert_eq!(probe.core().order_objects(), oo);
+        free(probe, obj);
+        destroy(probe)?;
+    }
+    crate::println!(
+        "# slub geometry: {} CPUs -> min_objects {}; {}",
+        topo.nr_cpus(),
+        min_objects,
+        caches
+            .iter()
+            .map(|c| format!(
+                "{}:{}/{}",
+                c.name(),
+                c.core().order_objects().order,
+                c.core().order_objects().objects
+            ))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    Ok(())
+}
+
+/// Drives every allocation and free path and checks each counter moved.
+fn paths(_o: &Options) -> TestResult {
+    let topo = crate::topology::get();
+    let t = Tunables {
+        min_partial: Some(0),
+        remote_node_defrag_ratio: 1024,
+        ..default_tunables("slub-paths")
+    };
+    let c = KmemCache::create("slub-paths", 256, 0, t).map_err(|e| format!("{:?}", e))?;
+    let per = c.core().order_objects().objects;
+    let mut live: Vec<usize> = Vec::new();
+    // New slab, fast path, then the slab runs out (deactivate_bypass) and a second comes.
+    let first: Vec<usize> = (0..per).map(|_| alloc(c)).collect::<Result<_, _>>()?;
+    let second = alloc(c)?;
+    // Free into the full first slab: frozen onto this CPU's partial list; then again: the
+    // slab is frozen (free_frozen).
+    free(c, first[0]);
+    free(c, first[1]);
+    // Exhaust the second slab: the CPU partial slab becomes the CPU slab.
+    live.push(second);
+    for _ in 0..per + 1 {
+        live.push(alloc(c)?);
+    }
+    live.extend_from_slice(&first[2..]);
+    // Flush: deactivations; the node list then serves the next allocation.
+    for &o in live.iter().step_by(3) {
+        free(c, o);
+    }
+    live = live
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| i % 3 != 0)
+        .map(|(_, o)| o)
+        .collect();
+    c.flush_all();
+    live.push(alloc(c)?);
+    // Remote frees into the CPU slab from other CPUs, then a refill.
+    let others: Vec<CpuId> = online_cpus()
+        .into_iter()
+        .filter(|&x| x != crate::percpu::cpu_id())
+        .collect();
+    if let Some(&other) = others.first() {
+        let mine: Vec<usize> = (0..4).map(|_| alloc(c)).collect::<Result<_, _>>()?;
+        run_on_cpus(&[other], &|_| {
+            for &o in &mine {
+                free(c, o);
+            }
+        });
+        // Use up the CPU freelist so the slab's own freelist (the remote frees) refills it.
+        let mut guard = 0;
+        while c.stats().get(Stat::AllocRefill) == 0 && guard < 4 * per {
+            live.push(alloc(c)?);
+            guard += 1;
+        }
+    }
+    // Node placement: alloc_node on every memory node, a mismatch for the CPU slab.
+    let mem_nodes: Vec<NodeId> = topo
+        .nodes
+        .iter()
+        .filter(|n| n.mem_bytes() > 0)
+        .map(|n| n.id)
+        .collect();
+    for &n in &mem_nodes {
+        let o = c
+            .alloc_node(n)
+            .map(|p| p.as_ptr() as usize)
+            .ok_or_else(|| format!("alloc_node({})", n.0))?;
+        kassert_eq!(node_of(o), Some(n), "alloc_node placement");
+        live.push(o);
+    }
+    // A remote partial: partial slabs on a far node only, none on ours.
+    let local = topo.mem_node(crate::percpu::node_id());
+    if let Some(&far) = mem_nodes.iter().find(|&&n| n != local) {
+        let far_objs: Vec<usize> = (0..per * 3)
+            .map(|_| {
+                c.alloc_node(far)
+                    .map(|p| p.as_ptr() as usize)
+                    .ok_or_else(|| TestError::Fail("alloc_node".into()))
+            })
+            .collect::<Result<_, _>>()?;
+        for &o in far_objs.iter().step_by(2) {
+            free(c, o);
+        }
+        live.extend(far_objs.iter().skip(1).step_by(2));
+        c.flush_all();
+        // Drain our own node's partials first.
+        let mut guard = 0;
+        while c.stats().get(Stat::AllocRemotePartial) == 0 && guard < 64 * per {
+            live.push(alloc(c)?);
+            guard += 1;
+        }
+    }
+    for o in live.drain(..) {
+        free(c, o);
+    }
+    // Without CPU partials: free into a full slab adds it to the node list; emptying slabs
+    // beyond min_partial frees them.
+    let t0 = Tunables {
+        cpu_partial: Some(0),
+        ..t
+    };
+    let d =
+        KmemCache::create("slub-paths-nocpupartial", 512, 0, t0).map_err(|e| format!("{:?}", e))?;
+    let per_d = d.core().order_objects().objects;
+    let objs: Vec<usize> = (0..per_d * 3).map(|_| alloc(d)).collect::<Result<_, _>>()?;
+    for &o in &objs {
+        free(d, o);
+    }
+    let s = c.stats();
+    let sd = d.stats();
+    crate::println!(
+        "# slub paths: {}",
+        slabinfo_line(c.name(), &c.slabinfo(SlabinfoMode::Counters))
+    );
+    for line in super::info::stats_lines(c)
+        .iter()
+        .chain(super::info::stats_lines(d).iter())
+    {
+        crate::println!("# {}", line);
+    }
+    let must = [
+        Stat::AllocFastpath,
+        Stat::AllocSlowpath,
+        Stat::AllocSlab,
+        Stat::AllocFromPartial,
+        Stat::CpuPartialAlloc,
+        Stat::CpuPartialFree,
+        Stat::FreeFastpath,
+        Stat::FreeSlowpath,
+        Stat::FreeFrozen,
+        Stat::DeactivateBypass,
+    ];
+    for stat in must {
+        kassert!(s.get(stat) > 0, "{:?} never counted", stat);
+    }
+    kassert!(
+        s.get(Stat::DeactivateToHead) + s.get(Stat::DeactivateToTail) + s.get(Stat::DeactivateFull)
+            > 0
+    );
+    kassert!(
+        sd.get(Stat::FreeAddPartial) > 0
+            && sd.get(Stat::FreeRemovePartial) > 0
+            && sd.get(Stat::FreeSlab) > 0
+    );
+    if !others.is_empty() {
+        kassert!(s.get(Stat::AllocRefill) > 0, "no refill after remote frees");
+    }
+    if mem_nodes.len() > 1 {
+        kassert!(s.get(Stat::AllocNodeMismatch) > 0);
+        kassert!(s.get(Stat::AllocRemotePartial) > 0, "no remote partial");
+    }
+    c.core().validate()?;
+    d.core().validate()?;
+    destroy(c)?;
+    destroy(d)?;
+    Ok(())
+}
+
+/// Objects allocated on the boot CPU are freed from every online CPU; all come back.
+fn remote_frees(_o: &Options) -> TestResult {
+    let cpus = online_cpus();
+    if cpus.len() < 2 {
+        return Err(TestError::Skip("one CPU online".into()));
+    }
+    let c = KmemCache::create("slub-remote", 128, 0, default_tunables("slub-remote"))
+        .map_err(|e| format!("{:?}", e))?;
+    let per_cpu = 200;
+    let objs: Vec<usize> = (0..per_cpu * cpus.len())
+        .map(|_| alloc(c))
+        .collect::<Result<_, _>>()?;
+    let done = AtomicUsize::new(0);
+    run_on_cpus(&cpus, &|cpu| {
+        let i = cpus.iter().position(|&x| x == cpu).unwrap_or(0);
+        for &o in &objs[i * per_cpu..(i + 1) * per_cpu] {
+            free(c, o);
+            done.fetch_add(1, Relaxed);
+        }
+    });
+    kassert_eq!(done.load(Relaxed), objs.len());
+    kassert_eq!(c.stats().live_objects(), 0);
+    for &cpu in &cpus {
+        let s = c.core().cpu_stats(cpu);
+        kassert!(
+            s.get(Stat::FreeFastpath) + s.get(Stat::FreeSlowpath) == per_cpu as u64,
+            "cpu {} freed {}",
+            cpu.0,
+            s.get(Stat::FreeFastpath) + s.get(Stat::FreeSlowpath)
+        );
+    }
+    c.core().validate()?;
+    destroy(c)
+}
+
+/// After a deterministic workload the counters' active_objs equals the live objects; the
+/// old scan counts free objects held by CPUs as active until they are flushed.
+fn slabinfo_exact(_o: &Options) -> TestResult {
+    let c = KmemCache::create("slub-slabinfo", 192, 0, default_tunables("slub-slabinfo"))
+        .map_err(|e| format!("{:?}", e))?;
+    let mut live = Vec::new();
+    for i in 0..1000 {
+        live.push(alloc(c)?);
+        if i % 3 == 0 {
+            free(c, live.swap_remove((i * 7) % live.len()));
+        }
+    }
+    let counters = c.slabinfo(SlabinfoMode::Counters);
+    let scan = c.slabinfo(SlabinfoMode::Scan);
+    crate::println!("# {}", slabinfo_line("counters", &counters));
+    crate::println!("# {}", slabinfo_line("scan", &scan));
+    kassert_eq!(counters.active_objs, live.len());
+    kassert_eq!(counters.num_objs, scan.num_objs);
+    kassert!(scan.active_objs >= live.len());
+    c.flush_all();
+    kassert_eq!(c.slabinfo(SlabinfoMode::Scan).active_objs, live.len());
+    for o in live {
+        free(c, o);
+    }
+    kassert_eq!(c.slabinfo(SlabinfoMode::Counters).active_objs, 0);
+    destroy(c)
+}
+
+/// Seed 003 on the memoryless preset: CPUs of a memoryless node asking for their own node.
+fn memoryless(_o: &Options) -> TestResult {
+    let topo = crate::topology::get();
+    let me = crate::percpu::node_id();
+    let Some(ml) = topo
+        .nodes
+        .iter()
+        .find(|n| n.mem_bytes() == 0 && !n.cpus.is_empty())
+        .map(|n| n.id)
+    else {
+        return Err(TestError::Skip("no memoryless node with CPUs".into()));
+    };
+    let cpu = topo.nodes[ml.index()].cpus[0];
+    if me != ml && !online_cpus().contains(&cpu) {
+        return Err(TestError::Skip(
+            "no online CPU on the memoryless node".into(),
+        ));
+    }
+    let run = |fix: bool| -> Result<(usize, u64, usize), TestError> {
+        let name = if fix {
+            "slub-memoryless-fix"
+        } else {
+            "slub-memoryless-nofix"
+        };
+        let t = Tunables {
+            memoryless_fix: fix,
+            ..default_tunables(name)
+        };
+        let c = KmemCache::create(name, 64, 0, t).map_err(|e| format!("{:?}", e))?;
+        let out = spin::Mutex::new(Vec::new());
+        run_on_cpus(&[cpu], &|_| {
+            let mut v = out.lock();
+            for _ in 0..500 {
+                if let Some(p) = c.alloc_node(ml) {
+                    v.push(p.as_ptr() as usize);
+                }
+                if let Some(p) = c.alloc() {
+                    v.push(p.as_ptr() as usize);
+                }
+            }
+        });
+        let objs = out.into_inner();
+        let r = (
+            c.slab_bytes(),
+            c.stats().get(Stat::AllocNodeMismatch),
+            objs.len(),
+        );
+        for o in objs {
+            free(c, o);
+        }
+        destroy(c)?;
+        Ok(r)
+    };
+    let (fixed_bytes, fixed_mm, n1) = run(true)?;
+    let (broken_bytes, broken_mm, n2) = run(false)?;
+    crate::println!(
+        "# slub memoryless: node {} 1000 objects of 64 bytes: slab memory {} KiB with the fix, {} KiB without; node mismatches {} / {}",
+        ml.0,
+        fixed_bytes / 1024,
+        broken_bytes / 1024,
+        fixed_mm,
+        broken_mm
+    );
+    kassert!(
+        n1 == 1000 && n2 == 1000,
+        "allocations failed: {} {}",
+        n1,
+        n2
+    );
+    kassert_eq!(fixed_mm, 0);
+    kassert!(
+        broken_mm >= 499,
+        "without the fix every alloc_node should mismatch: {}",
+        broken_mm
+    );
+    kassert!(
+        broken_bytes > 4 * fixed_bytes,
+        "no bloat without the fix: {} vs {}",
+        broken_bytes,
+        fixed_bytes
+    );
+    Ok(())
+}
+
+/// Per node: frame free bytes + what SLUB holds.
+fn page_balance() -> Vec<u64> {
+    let topo = crate::topology::get();
+    frame::drain_all();
+    topo.nodes
+        .iter()
+        .map(|n| frame::free_bytes(n.id) + super::held_bytes_on(n.id))
+        .collect()
+}
+
+/// After creating caches, a workload on them, destroying them and shrinking, every slab
+/// page is back in the page allocator (free + SLUB-held is unchanged per node).
+fn conservation(_o: &Options) -> TestResult {
+    let mut before = Vec::with_capacity(64);
+    before.extend(page_balance());
+    let sizes = [24usize, 100, 512, 3000, 8192];
+    let mut caches = Vec::with_capacity(8);
+    let mut objs: Vec<(usize, usize)> = Vec::with_capacity(8192);
+    for (i, &s) in sizes.iter().enumerate() {
+        let t = default_tunables("slub-conservation");
+        let c = KmemCache::create("slub-conservation", s, 0, t).map_err(|e| format!("{:?}", e))?;
+        caches.push(c);
+        for _ in 0..600 {
+            objs.push((i, alloc(c)?));
+        }
+    }
+    let held: usize = caches.iter().map(|c| c.slab_bytes()).sum();
+    kassert!(held > 0);
+    for &(i, o) in objs.iter().rev() {
+        free(caches[i], o);
+    }
+    for c in caches.drain(..) {
+        kassert_eq!(c.stats().live_objects(), 0);
+        destroy(c)?;
+        kassert_eq!(c.slab_bytes(), 0, "{} still holds slab pages", c.name());
+    }
+    // The test's own vectors came from whole pages: give them back before comparing.
+    drop(objs);
+    drop(caches);
+    let after = page_balance();
+    kassert_eq!(after, before, "free + slub-held bytes per node");
+    crate::println!(
+        "# slub conservation: {} KiB of slab pages went back",
+        held / 1024
+    );
+    Ok(())
+}
+
+/// Debug caches report each misuse (cache, address, kind), count it, drop the bad free and
+/// keep working; a plain cache catches what its paths can see.
+fn debug_reports(_o: &Options) -> TestResult {
+    let t = Tunables {
+        debug: DebugFlags::ALL,
+        ..default_tunables("slub-debug")
+    };
+    let c = KmemCache::create("slub-debug", 40, 0, t).map_err(|e| format!("{:?}", e))?;
+    let other = KmemCache::create("slub-debug-other", 40, 0, t).map_err(|e| format!("{:?}", e))?;
+    let printed0 = super::platform::reports_printed();
+    let a = alloc(c)?;
+    let b = alloc(c)?;
+    free(c, a);
+    free(c, b);
+    free(c, a); // double free
+    let x = alloc(c)?;
+    // SAFETY: x is a live 40-byte object of a debug cache; byte 40 is its red zone word,
+    // inside the object's slot, written on purpose to provoke the red zone check.
+    unsafe { ((x + 40) as *mut u64).write_volatile(0x4141_4141_4141_4141) };
+    free(c, x); // red zone
+    let y = alloc(c)?;
+    free(c, y);
+    // SAFETY: y was just freed into a debug cache: its slot stays mapped slab memory; the
+    // write models a use after free that poisoning must find at the next allocation.
+    unsafe { ((y + 8) as *mut u64).write_volatile(0xdead) };
+    // Debug frees go to the slab's own freelist: allocate until y comes back (poison).
+    let mut others = Vec::new();
+    let z = loop {
+        let v = alloc(c)?;
+        if v == y {
+            break v;
+        }
+        others.push(v);
+        kassert!(others.len() < 1000, "freed object never came back");
+    };
+    for v in others {
+        free(c, v);
+    }
+    free(c, z + 8); // not an object start
+    let o = alloc(other)?;
+    free(c, o); // wrong cache
+    let large = kmalloc(20000).ok_or_else(|| TestError::Fail("kmalloc".into()))?;
+    free(c, large.as_ptr() as usize); // not a slab object
+    free(other, o);
+    free(c, z);
+    // SAFETY: large came from kmalloc above and is not used again.
+    unsafe { kfree(large) };
+    let kinds = [
+        ErrorKind::DoubleFree,
+        ErrorKind::RedZone,
+        ErrorKind::Poison,
+        ErrorKind::NotObjectStart,
+        ErrorKind::WrongCache,
+        ErrorKind::NotSlab,
+    ];
+    for k in kinds {
+        kassert_eq!(c.core().error_count(k), 1, "{:?}", k);
+    }
+    kassert_eq!(super::platform::reports_printed() - printed0, kinds.len());
+    kassert_eq!(c.stats().live_objects(), 0);
+    // A plain cache: immediate double free and wrong cache.
+    let p = KmemCache::create("slub-plain", 64, 0, default_tunables("slub-plain"))
+        .map_err(|e| format!("{:?}", e))?;
+    let q = alloc(p)?;
+    free(p, q);
+    free(p, q);
+    let r = alloc(other)?;
+    free(p, r);
+    free(other, r);
+    kassert_eq!(p.core().error_count(ErrorKind::DoubleFree), 1);
+    kassert_eq!(p.core().error_count(ErrorKind::WrongCache), 1);
+    kassert_eq!(p.stats().live_objects(), 0);
+    destroy(p)?;
+    destroy(c)?;
+    destroy(other)
+}
+
+/// kmalloc classes, alignment, ksize, krealloc, kmalloc_node, large blocks, bad kfree, and
+/// the global allocator going through kmalloc.
+fn kmalloc_api(_o: &Options) -> TestResult {
+    for size in [
+        1usize, 8, 9, 64, 65, 96, 97, 129, 192, 193, 1000, 4096, 8192,
+    ] {
+        let p = kmalloc(size).ok_or_else(|| TestError::Fail(format!("kmalloc({})", size)))?;
+        let class = KMALLOC_SIZES
+            .iter()
+            .copied()
+            .find(|&c| c >= size)
+            .unwrap_or(0);
+        kassert_eq!(ksize(p), class, "ksize of kmalloc({})", size);
+        // SAFETY: p is a fresh kmalloc block of at least `size` bytes.
+        unsafe { core::ptr::write_bytes(p.as_ptr(), 0x5a, size) };
+        if class.is_power_of_two() {
+            kassert_eq!(
+                p.as_ptr() as usize % class.min(4096),
+                0,
+                "kmalloc-{} alignment",
+                class
+            );
+        }
+        // SAFETY: p came from kmalloc and is not used again.
+        unsafe { kfree(p) };
+    }
+    for (size, align) in [(24usize, 64usize), (80, 32), (150, 64), (10, 512)] {
+        let p = kmalloc_aligned(size, align)
+            .ok_or_else(|| TestError::Fail("kmalloc_aligned".into()))?;
+        kassert_eq!(
+            p.as_ptr() as usize % align,
+            0,
+            "size {} align {}",
+            size,
+            align
+        );
+        // SAFETY: as above.
+        unsafe { kfree(p) };
+    }
+    let big = kmalloc(20000).ok_or_else(|| TestError::Fail("kmalloc(20000)".into()))?;
+    kassert_eq!(ksize(big), 32768);
+    // SAFETY: a fresh 20000-byte block.
+    unsafe { big.as_ptr().write_bytes(7, 20000) };
+    // SAFETY: big came from kmalloc.
+    unsafe { kfree(big) };
+    let p = kmalloc(40).ok_or_else(|| TestError::Fail("kmalloc(40)".into()))?;
+    // SAFETY: p holds 64 bytes (kmalloc-64).
+    unsafe { p.as_ptr().write_bytes(0x11, 40) };
+    // SAFETY: p came from kmalloc; on success it is not used again.
+    let q = unsafe { krealloc(p, 3000) }.ok_or_else(|| TestError::Fail("krealloc".into()))?;
+    kassert_eq!(ksize(q), 4096);
+    // SAFETY: q holds at least 40 bytes copied from p.
+    let kept = unsafe { core::slice::from_raw_parts(q.as_ptr(), 40) };
+    kassert!(
+        kept.iter().all(|&b| b == 0x11),
+        "krealloc lost the contents"
+    );
+    // SAFETY: q came from krealloc.
+    unsafe { kfree(q) };
+    let topo = crate::topology::get();
+    for n in topo.nodes.iter().filter(|n| n.mem_bytes() > 0) {
+        for size in [64usize, 16384] {
+            let p =
+                kmalloc_node(size, n.id).ok_or_else(|| TestError::Fail("kmalloc_node".into()))?;
+            kassert_eq!(
+                node_of(p.as_ptr() as usize),
+                Some(n.id),
+                "kmalloc_node({}, {})",
+                size,
+                n.id.0
+            );
+            // SAFETY: p came from kmalloc_node.
+            unsafe { kfree(p) };
+        }
+    }
+    let bad0 = super::kmalloc::bad_kfrees();
+    let local = 5u64;
+    // SAFETY: a deliberate bad kfree of a stack address: SLUB finds no owner and drops it
+    // without touching the memory.
+    unsafe { kfree(NonNull::from(&local).cast()) };
+    kassert_eq!(super::kmalloc::bad_kfrees(), bad0 + 1);
+    let boxed = alloc::boxed::Box::new([1u64; 5]);
+    kassert!(
+        super::owner_of(&*boxed as *const _ as usize) > 1,
+        "Box not from a slab"
+    );
+    Ok(())
+}
+
+/// alloc_bulk hands out distinct objects; free_bulk takes them back.
+fn bulk(_o: &Options) -> TestResult {
+    let c = KmemCache::create("slub-bulk", 72, 0, default_tunables("slub-bulk"))
+        .map_err(|e| format!("{:?}", e))?;
+    let mut objs = alloc::vec![0usize; 500];
+    let n = c.alloc_bulk(&mut objs);
+    kassert_eq!(n, 500);
+    let mut sorted = objs.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    kassert_eq!(sorted.len(), 500, "duplicate objects from alloc_bulk");
+    // SAFETY: every object came from alloc_bulk and is freed once.
+    unsafe { c.free_bulk(&objs) };
+    let s = c.stats();
+    kassert_eq!((s.get(Stat::AllocBulk), s.get(Stat::FreeBulk)), (500, 500));
+    kassert_eq!(s.live_objects(), 0);
+    destroy(c)
+}
+
+/// Shrink gives back every empty slab; destroy with live objects is refused and reported.
+fn shrink_and_destroy(_o: &Options) -> TestResult {
+    let c = KmemCache::create("slub-shrink", 1000, 0, default_tunables("slub-shrink"))
+        .map_err(|e| format!("{:?}", e))?;
+    let objs: Vec<usize> = (0..300).map(|_| alloc(c)).collect::<Result<_, _>>()?;
+    for &o in &objs[1..] {
+        free(c, o);
+    }
+    kassert!(c.slab_bytes() > PAGE_BYTES << c.core().order_objects().order);
+    let freed = c.shrink();
+    kassert!(freed > 0);
+    kassert_eq!(
+        c.slab_bytes(),
+        PAGE_BYTES << c.core().order_objects().order,
+        "one slab left"
+    );
+    kassert_eq!(c.destroy(), Err(1));
+    free(c, objs[0]);
+    destroy(c)?;
+    kassert!(c.core().is_dead());
+    Ok(())
+}
+
+pub const TESTS: &[KTest] = &[
+    KTest {
+        module: "slub",
+        name: "geometry",
+        kind: Kind::Test,
+        func: geometry,
+    },
+    KTest {
+        module: "slub",
+        name: "paths",
+        kind: Kind::Test,
+        func: paths,
+    },
+    KTest {
+        module: "slub",
+        name: "remote_frees",
+        kind: Kind::Test,
+        func: remote_frees,
+    },
+    KTest {
+        module: "slub",
+        name: "slabinfo_exact",
+        kind: Kind::Test,
+        func: slabinfo_exact,
+    },
+    KTest {
+        module: "slub",
+        name: "memoryless",
+        kind: Kind::Test,
+        func: memoryless,
+    },
+    KTest {
+        module: "slub",
+        name: "debug_reports",
+        kind: Kind::Test,
+        func: debug_reports,
+    },
+    KTest {
+        module: "slub",
+        name: "kmalloc",
+        kind: Kind::Test,
+        func: kmalloc_api,
+    },
+    KTest {
+        module: "slub",
+        name: "bulk",
+        kind: Kind::Test,
+        func: bulk,
+    },
+    KTest {
+        module: "slub",
+        name: "shrink_and_destroy",
+        kind: Kind::Test,
+        func: shrink_and_destroy,
+    },
+    KTest {
+        module: "slub",
+        name: "conservation",
+        kind: Kind::Test,
+        func: conservation,
+    },
+    KTest {
+        module: "slub",
+        name: "stress",
+        kind: Kind::Stress,
+        func: super::stress::stress,
+    },
+    KTest {
+        module: "slub",
+        name: "alloc_peers",
+        kind: Kind::Bench,
+        func: super::bench::alloc_peers,
+    },
+];

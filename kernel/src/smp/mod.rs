@@ -1,0 +1,274 @@
+//! SMP: bring every CPU of the topology online in parallel, then let CPUs ask each other for
+//! work (cross-CPU calls, TLB shootdowns) and count what they did.
+//!
+//! `init` (boot CPU, after the frame allocator) calibrates the TSC, enables the boot CPU's
+//! local APIC, starts all APs at once through `arch::smp` and prints how long it took. APs
+//! then sit in `ap_idle` (hlt with interrupts on) and run what `run_on_cpus` and
+//! `tlb_shootdown` queue for them. The boot CPU runs with interrupts on from then on.
+//!
+//! Lock order: none of its own; `IrqSpinLock` spinners poll the TLB-flush queue.
+
+mod call;
+pub mod stats;
+mod tests;
+mod tlb;
+
+#[allow(unused_imports)] // callers name it when they match on call_on_cpu's error
+pub use call::CallError;
+pub use call::{call_on_cpu, on_each_cpu, run_on_cpus};
+pub use stats::{dump_stats, CpuStats};
+pub use tests::TESTS;
+pub use tlb::tlb_shootdown;
+
+use alloc::vec::Vec;
+use core::ptr;
+use core::sync::atomic::{AtomicPtr, Ordering};
+use spin::Once;
+
+use crate::arch::{self, apic, tsc};
+use crate::percpu::{self, PerCpu};
+use crate::topology::{self, CpuId};
+
+/// Most CPUs the kernel runs (QEMU TCG allows 255).
+pub const MAX_CPUS: usize = 256;
+
+/// The SMP part of each CPU's per-CPU area.
+pub struct PerCpuSmp {
+    pub(crate) calls: AtomicPtr<call::CallNode>,
+    pub(crate) flushes: tlb::FlushQueue,
+    pub stats: CpuStats,
+}
+
+impl PerCpuSmp {
+    pub const fn new() -> PerCpuSmp {
+        PerCpuSmp {
+            calls: AtomicPtr::new(ptr::null_mut()),
+            flushes: AtomicPtr::new(ptr::null_mut()),
+            stats: CpuStats::new(),
+        }
+    }
+}
+
+impl Default for PerCpuSmp {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+static ONLINE: Once<Vec<CpuId>> = Once::new();
+
+/// The online CPUs, by increasing id (only the boot CPU before `init`).
+pub fn online_cpus() -> &'static [CpuId] {
+    match ONLINE.get() {
+        Some(list) => list,
+        None => &[CpuId(0)],
+    }
+}
+
+/// Sends the cross-CPU call IPI to `target` and counts it.
+fn send_call_ipi(target: &PerCpu) {
+    percpu::this()
+        .smp
+        .stats
+        .ipis_sent
+        .fetch_add(1, Ordering::Relaxed);
+    apic::send_ipi(target.apic_id(), arch::idt::CALL_VECTOR);
+}
+
+/// The call IPI's handler (interrupts off): runs queued TLB flushes; queued functions run in
+/// process context (idle loop or the waiting caller), which the IPI has woken up.
+pub fn handle_call_ipi() {
+    percpu::this()
+        .smp
+        .stats
+        .ipis_received
+        .fetch_add(1, Ordering::Relaxed);
+    tlb::run_pending_flushes();
+    apic::eoi();
+}
+
+/// The LAPIC timer's handler: counts the tick.
+pub fn handle_timer() {
+    percpu::this()
+        .smp
+        .stats
+        .timer_ticks
+        .fetch_add(1, Ordering::Relaxed);
+    apic::eoi();
+}
+
+/// Polled by spinning code that may run with interrupts off (IrqSpinLock): serves shootdowns.
+#[inline]
+pub fn poll_irq_safe() {
+    tlb::run_pending_flushes();
+}
+
+/// Where each AP goes once online: run queued work, halt when there is none.
+fn ap_idle(me: &'static PerCpu) -> ! {
+    x86_64::instructions::interrupts::enable();
+    loop {
+        tlb::run_pending_flushes();
+        call::run_pending_calls();
+        x86_64::instructions::interrupts::disable();
+        if me.smp.calls.load(Ordering::Acquire).is_null()
+            && me.smp.flushes.load(Ordering::Acquire).is_null()
+        {
+            // sti; hlt: an IPI arriving after the check still wakes the hlt.
+            x86_64::instructions::interrupts::enable_and_hlt();
+        } else {
+            x86_64::instructions::interrupts::enable();
+        }
+    }
+}
+
+/// The physical range kept for the AP trampoline, [start, end): one page below 1 MiB chosen
+/// from the boot memory map (deterministic, so the frame allocator can exclude it).
+pub fn trampoline_reserved_range() -> Option<(u64, u64)> {
+    let usable = topology::usable_ranges();
+    numalab_algo::smp::pick_trampoline_page(&usable).map(|p| (p, p + 4096))
+}
+
+/// Calibrates the clock, starts every AP of the topology and waits for them (boot CPU, once).
+pub fn init() {
+    let opts = crate::options::load();
+    let verbose = opts.bool("smp.verbose");
+    let cal = tsc::calibrate();
+    debug_assert_eq!(arch::tsc_hz(), cal.hz);
+    if cal.hz == 0 {
+        crate::warn!("tsc: calibration against the PIT failed; delays assume 3 GHz");
+    }
+    println!(
+        "numalab: tsc: {}.{:03} MHz, calibrated against PIT channel 2 ({} x {} ms windows, spread {} ppm, PIT read within {} ns)",
+        cal.hz / 1_000_000,
+        cal.hz / 1_000 % 1_000,
+        cal.rounds,
+        cal.window_us / 1_000,
+        cal.spread_ppm,
+        cal.best_bracket_ticks * 1_000_000_000 / cal.hz.max(1)
+    );
+    let apic_virt = arch::smp::apic_mmio_virt();
+    if let Err(why) = apic_virt
+        .ok_or("no virtual region for the APIC")
+        .and_then(apic::init_boot_cpu)
+    {
+        crate::warn!("smp: {}; running on the boot CPU only", why);
+        return;
+    }
+    let timer_hz = apic::calibrate_timer();
+    println!(
+        "numalab: apic: {} mode, boot CPU APIC id {}, LAPIC timer {} kHz (divide by 16)",
+        if apic::is_x2apic() { "x2APIC" } else { "xAPIC" },
+        apic::id(),
+        timer_hz / 1_000
+    );
+    let hold_apic = match opts.text("smp.hold_apic") {
+        "" | "none" => None,
+        text => match text.parse::<u32>() {
+            Ok(id) => Some(id),
+            Err(_) => {
+                crate::warn!("smp: smp.hold_apic={} is not an APIC id; ignored", text);
+                None
+            }
+        },
+    };
+    start_all(opts.u64("smp.timeout_ms"), hold_apic, verbose);
+    x86_64::instructions::interrupts::enable();
+}
+
+fn start_all(timeout_ms: u64, hold_apic: Option<u32>, verbose: bool) {
+    let topo = topology::get();
+    let cpus = &topo.cpus;
+    let boot_apic = apic::id();
+    let mut requests = Vec::new();
+    for cpu in cpus.iter().skip(1) {
+        if cpu.cpu.index() >= MAX_CPUS {
+            crate::warn!(
+                "smp: CPU {} (APIC id {}) is beyond the {} CPUs supported; left offline",
+                cpu.cpu.0,
+                cpu.apic_id,
+                MAX_CPUS
+            );
+            continue;
+        }
+        if cpu.apic_id == boot_apic {
+            crate::warn!(
+                "smp: CPU {} has the boot CPU's APIC id {}; left offline",
+                cpu.cpu.0,
+                cpu.apic_id
+            );
+            continue;
+        }
+        requests.push(arch::smp::ApRequest {
+            cpu: cpu.cpu,
+            apic_id: cpu.apic_id,
+            node: cpu.node,
+            mem_node: topo.mem_node(cpu.node),
+        });
+    }
+    let total = requests.len() + 1;
+    let mut areas: Vec<Option<&'static PerCpu>> = alloc::vec![None; cpus.len().min(MAX_CPUS)];
+    areas[0] = Some(percpu::boot_cpu());
+    if requests.is_empty() {
+        percpu::publish(areas);
+        ONLINE.call_once(|| alloc::vec![CpuId(0)]);
+        println!("numalab: smp: 1 of 1 CPUs online (no other CPU to start)");
+        return;
+    }
+    let report = match arch::smp::start_aps(&requests, timeout_ms * 1000, hold_apic, ap_idle) {
+        Ok(r) => r,
+        Err(why) => {
+            crate::warn!("smp: {}; running on the boot CPU only", why);
+            percpu::publish(areas);
+            ONLINE.call_once(|| alloc::vec![CpuId(0)]);
+            return;
+        }
+    };
+    let mut online = alloc::vec![CpuId(0)];
+    for slot in report.slots {
+        if slot.state() == arch::smp::ApState::Online {
+            areas[slot.cpu.index()] = Some(slot.percpu);
+            online.push(slot.cpu);
+        } else {
+            crate::warn!(
+                "smp: CPU {} (APIC id {}, node {}) did not answer within {} ms; continuing without it",
+                slot.cpu.0,
+                slot.apic_id,
+                slot.node.0,
+                timeout_ms
+            );
+        }
+    }
+    online.sort_unstable();
+    let nr_online = online.len();
+    percpu::publish(areas);
+    ONLINE.call_once(|| online);
+    let hz = tsc::hz();
+    let us = numalab_algo::smp::ticks_to_us(report.first_sipi_tsc, report.last_online_tsc, hz);
+    println!(
+        "numalab: smp: {} of {} CPUs online in {}.{:03} ms (first SIPI to last CPU online, TSC); trampoline at {:#x}",
+        nr_online,
+        total,
+        us / 1000,
+        us % 1000,
+        report.trampoline_phys
+    );
+    if verbose {
+        for slot in report
+            .slots
+            .iter()
+            .filter(|s| s.state() == arch::smp::ApState::Online)
+        {
+            let at = numalab_algo::smp::ticks_to_us(
+                report.first_sipi_tsc,
+                slot.online_tsc.load(Ordering::Acquire),
+                hz,
+            );
+            println!(
+                "numalab: smp: CPU {} APIC id {} node {} online at +{} us",
+                slot.cpu.0, slot.apic_id, slot.node.0, at
+            );
+        }
+    }
+    // The APs ran the identity-mapped trampoline page; drop their stale translations of it.
+    tlb_shootdown(report.trampoline_phys, report.trampoline_phys + 4096);
+}

@@ -1,0 +1,525 @@
+//! In-kernel SMP tests: CPUs check in on the right node, per-CPU data is private, cross-CPU
+//! calls round-trip, shootdowns really flush, stacks have guard pages, and all CPUs hammering
+//! one lock lose no increment.
+
+use alloc::format;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use numalab_algo::options::Options;
+
+use super::{on_each_cpu, online_cpus, run_on_cpus};
+use crate::arch::{self, apic, paging};
+use crate::ktest::{KTest, Kind, TestError, TestResult};
+use crate::percpu;
+use crate::sync::{IrqSpinLock, LockStatsSnapshot};
+use crate::topology::{self, CpuId};
+use crate::{kassert, kassert_eq};
+
+/// Per-CPU result slots, indexed by CpuId.
+fn slots(init: u64) -> Vec<AtomicU64> {
+    (0..super::MAX_CPUS).map(|_| AtomicU64::new(init)).collect()
+}
+
+/// Every CPU of the topology is online and reports its own id, APIC id and node.
+fn cpus_check_in(_: &Options) -> TestResult {
+    let topo = topology::get();
+    let expected = &topo.cpus;
+    kassert_eq!(percpu::nr_cpus_online(), online_cpus().len());
+    // A CPU held back on purpose (smp.hold_apic) is expected to be missing.
+    let held: Option<u32> = crate::options::load().text("smp.hold_apic").parse().ok();
+    let missing: Vec<u16> = expected
+        .iter()
+        .filter(|c| c.cpu.index() < super::MAX_CPUS && percpu::of(c.cpu).is_none())
+        .filter(|c| Some(c.apic_id) != held)
+        .map(|c| c.cpu.0)
+        .collect();
+    kassert!(missing.is_empty(), "CPUs not online: {:?}", missing);
+    let seen_cpu = slots(u64::MAX);
+    let seen_apic = slots(u64::MAX);
+    let seen_node = slots(u64::MAX);
+    let seen_mem = slots(u64::MAX);
+    on_each_cpu(&|cpu: CpuId| {
+        seen_cpu[cpu.index()].store(percpu::cpu_id().0 as u64, Ordering::Relaxed);
+        seen_apic[cpu.index()].store(apic::id() as u64, Ordering::Relaxed);
+        seen_node[cpu.index()].store(percpu::node_id().0 as u64, Ordering::Relaxed);
+        let mine = percpu::this().mem_node();
+        let gs = percpu::mem_node_id();
+        seen_mem[cpu.index()].store(
+            if mine == gs {
+                gs.0 as u64
+            } else {
+                u64::MAX - 1
+            },
+            Ordering::Relaxed,
+        );
+    });
+    for c in expected
+        .iter()
+        .filter(|c| c.cpu.index() < super::MAX_CPUS && percpu::of(c.cpu).is_some())
+    {
+        let i = c.cpu.index();
+        kassert_eq!(
+            seen_cpu[i].load(Ordering::Relaxed),
+            c.cpu.0 as u64,
+            "cpu_id() on CPU {}",
+            i
+        );
+        kassert_eq!(
+            seen_apic[i].load(Ordering::Relaxed),
+            c.apic_id as u64,
+            "APIC id of CPU {}",
+            i
+        );
+        kassert_eq!(
+            seen_node[i].load(Ordering::Relaxed),
+            c.node.0 as u64,
+            "node of CPU {}",
+            i
+        );
+        kassert_eq!(
+            seen_mem[i].load(Ordering::Relaxed),
+            topo.mem_node(c.node).0 as u64,
+            "memory node of CPU {}",
+            i
+        );
+    }
+    Ok(())
+}
+
+/// Each CPU's GS-based area is its own: distinct addresses, and concurrent writes to the
+/// same field of every area never show another CPU's value.
+fn percpu_private(_: &Options) -> TestResult {
+    let addrs = slots(0);
+    let bad = AtomicU32::new(0);
+    on_each_cpu(&|cpu: CpuId| {
+        let me = percpu::this();
+        addrs[cpu.index()].store(me as *const _ as u64, Ordering::Relaxed);
+        for round in 0..2_000u64 {
+            let value = ((cpu.0 as u64) << 32) | round;
+            me.test_word.store(value, Ordering::Relaxed);
+            core::hint::spin_loop();
+            if percpu::this().test_word.load(Ordering::Relaxed) != value || percpu::cpu_id() != cpu
+            {
+                bad.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+    kassert_eq!(
+        bad.load(Ordering::Relaxed),
+        0,
+        "a CPU saw another CPU's per-CPU value"
+    );
+    let mut seen: Vec<u64> = online_cpus()
+        .iter()
+        .map(|c| addrs[c.index()].load(Ordering::Relaxed))
+        .collect();
+    let n = seen.len();
+    seen.sort_unstable();
+    seen.dedup();
+    kassert_eq!(seen.len(), n, "two CPUs share a per-CPU area");
+    Ok(())
+}
+
+/// Calls reach exactly their target, from the boot CPU to each CPU and from each CPU to its
+/// neighbour (nested), and run exactly once per listed CPU.
+fn call_roundtrip(_: &Options) -> TestResult {
+    let online = online_cpus();
+    let hits = slots(0);
+    for &cpu in online {
+        let r = super::call_on_cpu(cpu, &|here: CpuId| {
+            if percpu::cpu_id() == here {
+                hits[here.index()].fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        kassert!(r.is_ok(), "call_on_cpu({}) failed: {:?}", cpu.0, r);
+    }
+    // Each CPU calls the next one (ring) from inside a call.
+    let ring = slots(0);
+    on_each_cpu(&|here: CpuId| {
+        let pos = online.iter().position(|&c| c == here).unwrap_or(0);
+        let next = online[(pos + 1) % online.len()];
+        let _ = super::call_on_cpu(next, &|there: CpuId| {
+            ring[there.index()].fetch_add(1, Ordering::Relaxed);
+        });
+    });
+    // A list with duplicates runs each CPU once.
+    let dup = slots(0);
+    let twice: Vec<CpuId> = online.iter().chain(online.iter()).copied().collect();
+    run_on_cpus(&twice, &|here: CpuId| {
+        dup[here.index()].fetch_add(1, Ordering::Relaxed);
+    });
+    for &cpu in online {
+        kassert_eq!(
+            hits[cpu.index()].load(Ordering::Relaxed),
+            1,
+            "direct call on CPU {}",
+            cpu.0
+        );
+        kassert_eq!(
+            ring[cpu.index()].load(Ordering::Relaxed),
+            1,
+            "ring call on CPU {}",
+            cpu.0
+        );
+        kassert_eq!(
+            dup[cpu.index()].load(Ordering::Relaxed),
+            1,
+            "duplicate-list call on CPU {}",
+            cpu.0
+        );
+    }
+    let bogus = CpuId(super::MAX_CPUS as u16 + 7);
+    kassert!(
+        super::call_on_cpu(bogus, &|_| {}).is_err(),
+        "a call to a CPU that does not exist succeeded"
+    );
+    Ok(())
+}
+
+/// Reads the first word of the shootdown test's scratch page.
+fn read_scratch(virt: u64) -> u64 {
+    // SAFETY: `shootdown_flushes` keeps `virt` mapped (to frame a, then frame b) while any CPU
+    // runs this; the page is 8-byte aligned.
+    unsafe { (virt as *const u64).read_volatile() }
+}
+
+/// Remaps a page to another frame, shoots it down, and every CPU must see the new frame.
+fn shootdown_flushes(_: &Options) -> TestResult {
+    let virt = arch::smp::alloc_scratch_virt(1)
+        .ok_or_else(|| TestError::Fail("no scratch page".into()))?;
+    let node = percpu::mem_node_id();
+    let (Some(frame_a), Some(frame_b)) = (
+        arch::smp::node_pages_phys(1, node),
+        arch::smp::node_pages_phys(1, node),
+    ) else {
+        return Err(TestError::Fail("out of memory".into()));
+    };
+    let phys_offset = crate::mm::early::info().phys_offset;
+    // SAFETY: both frames were just allocated for this test; writing them via the direct map.
+    unsafe {
+        ((phys_offset + frame_a) as *mut u64).write_volatile(0xaaaa);
+        ((phys_offset + frame_b) as *mut u64).write_volatile(0xbbbb);
+    }
+    let flags = x86_64::structures::paging::PageTableFlags::WRITABLE
+        | x86_64::structures::paging::PageTableFlags::NO_EXECUTE;
+    // SAFETY: `virt` is a fresh scratch page; frame_a is this test's (leaked) memory.
+    unsafe { paging::map_4k(virt, frame_a, flags) }
+        .map_err(|e| TestError::Fail(format!("map: {:?}", e)))?;
+    let before = slots(0);
+    on_each_cpu(&|cpu: CpuId| before[cpu.index()].store(read_scratch(virt), Ordering::Relaxed));
+    // SAFETY: every user of `virt` is this test, which expects the switch.
+    unsafe { paging::remap_4k(virt, frame_b) }
+        .map_err(|e| TestError::Fail(format!("remap: {:?}", e)))?;
+    let received_before: Vec<u64> = online_cpus()
+        .iter()
+        .map(|&c| {
+            percpu::of(c).map_or(0, |a| {
+                a.smp.stats.shootdowns_received.load(Ordering::Relaxed)
+            })
+        })
+        .collect();
+    super::tlb_shootdown(virt, virt + 4096);
+    let after = slots(0);
+    on_each_cpu(&|cpu: CpuId| after[cpu.index()].store(read_scratch(virt), Ordering::Relaxed));
+    let me = percpu::cpu_id();
+    for (i, &cpu) in online_cpus().iter().enumerate() {
+        kassert_eq!(
+            before[cpu.index()].load(Ordering::Relaxed),
+            0xaaaa,
+            "CPU {} before the remap",
+            cpu.0
+        );
+        kassert_eq!(
+            after[cpu.index()].load(Ordering::Relaxed),
+            0xbbbb,
+            "CPU {} still sees the old frame after the shootdown",
+            cpu.0
+        );
+        if cpu != me {
+            let now = percpu::of(cpu).map_or(0, |a| {
+                a.smp.stats.shootdowns_received.load(Ordering::Relaxed)
+            });
+            kassert!(
+                now > received_before[i],
+                "CPU {} did not count the shootdown",
+                cpu.0
+            );
+        }
+    }
+    // SAFETY: nobody uses `virt` any more.
+    let _ = unsafe { paging::unmap_4k(virt) };
+    super::tlb_shootdown(virt, virt + 4096);
+    Ok(())
+}
+
+/// Every AP's kernel stack is mapped and has an unmapped guard page below it.
+fn stack_guard_pages(_: &Options) -> TestResult {
+    let guard_gap = slots(u64::MAX);
+    on_each_cpu(&|cpu: CpuId| {
+        if cpu == CpuId(0) {
+            return;
+        }
+        let rsp: u64;
+        // SAFETY: reads the stack pointer only.
+        unsafe {
+            core::arch::asm!("mov {}, rsp", out(reg) rsp, options(nomem, nostack, preserves_flags))
+        };
+        let mut page = rsp & !4095;
+        let mut mapped = 0;
+        while paging::translate(page).is_some() && mapped < 64 {
+            mapped += 1;
+            page -= 4096;
+        }
+        guard_gap[cpu.index()].store(mapped, Ordering::Relaxed);
+    });
+    let max_pages = arch::smp::KERNEL_STACK_BYTES / 4096;
+    for &cpu in online_cpus().iter().filter(|&&c| c != CpuId(0)) {
+        let mapped = guard_gap[cpu.index()].load(Ordering::Relaxed);
+        kassert!(mapped >= 1 && mapped <= max_pages, "CPU {}: {} mapped pages below its stack pointer before an unmapped one (stack is {} pages)", cpu.0, mapped, max_pages);
+    }
+    Ok(())
+}
+
+/// Each AP's per-CPU area and kernel stack sit on its memory node (the nearest node with
+/// memory for a CPU of a memoryless node).
+fn percpu_on_node(_: &Options) -> TestResult {
+    if !crate::mm::frame::is_ready() {
+        return Err(TestError::Skip(
+            "no frame allocator: per-CPU memory comes from the heap".into(),
+        ));
+    }
+    let area_node = slots(u64::MAX);
+    let stack_node = slots(u64::MAX);
+    on_each_cpu(&|cpu: CpuId| {
+        let rsp: u64;
+        // SAFETY: reads the stack pointer only.
+        unsafe {
+            core::arch::asm!("mov {}, rsp", out(reg) rsp, options(nomem, nostack, preserves_flags))
+        };
+        let node_of = |virt: u64| {
+            paging::translate(virt)
+                .and_then(crate::mm::frame::node_of_phys)
+                .map_or(u64::MAX - 1, |n| n.0 as u64)
+        };
+        area_node[cpu.index()].store(
+            node_of(percpu::this() as *const _ as u64),
+            Ordering::Relaxed,
+        );
+        stack_node[cpu.index()].store(node_of(rsp), Ordering::Relaxed);
+    });
+    let topo = topology::get();
+    for &cpu in online_cpus().iter().filter(|&&c| c != CpuId(0)) {
+        let want = topo.mem_node(topo.node_of_cpu(cpu)).0 as u64;
+        kassert_eq!(
+            area_node[cpu.index()].load(Ordering::Relaxed),
+            want,
+            "per-CPU area of CPU {}",
+            cpu.0
+        );
+        kassert_eq!(
+            stack_node[cpu.index()].load(Ordering::Relaxed),
+            want,
+            "kernel stack of CPU {}",
+            cpu.0
+        );
+    }
+    Ok(())
+}
+
+/// Every CPU's LAPIC timer ticks when started (100 Hz for 50 ms), and stops.
+fn lapic_timer_ticks(_: &Options) -> TestResult {
+    if apic::timer_hz() == 0 {
+        return Err(TestError::Skip("LAPIC timer not calibrated".into()));
+    }
+    let before = slots(0);
+    on_each_cpu(&|cpu: CpuId| {
+        before[cpu.index()].store(
+            percpu::this().smp.stats.timer_ticks.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        apic::timer_periodic(1000);
+    });
+    arch::delay_us(50_000);
+    on_each_cpu(&|_| {
+        apic::timer_periodic(0);
+    });
+    for &cpu in online_cpus() {
+        let after = percpu::of(cpu).map_or(0, |a| a.smp.stats.timer_ticks.load(Ordering::Relaxed));
+        kassert!(
+            after > before[cpu.index()].load(Ordering::Relaxed),
+            "CPU {}: no LAPIC timer tick in 50 ms at 1000 Hz",
+            cpu.0
+        );
+    }
+    Ok(())
+}
+
+/// All CPUs increment one counter under one lock; the total and the lock's count are exact.
+fn hammer(per_cpu: u64) -> TestResult {
+    let lock = IrqSpinLock::new(0u64);
+    let unlocked = AtomicU64::new(0);
+    on_each_cpu(&|_| {
+        for _ in 0..per_cpu {
+            let mut g = lock.lock();
+            // A read-modify-write split in two, so a broken lock loses increments.
+            let v = *g;
+            core::hint::spin_loop();
+            *g = v + 1;
+        }
+        unlocked.fetch_add(per_cpu, Ordering::Relaxed);
+    });
+    let n = online_cpus().len() as u64;
+    let total = *lock.lock();
+    kassert_eq!(total, per_cpu * n, "lost increments under the lock");
+    kassert_eq!(unlocked.load(Ordering::Relaxed), per_cpu * n);
+    kassert!(!lock.is_locked(), "lock still held after the hammer");
+    let s = lock.stats.snapshot().since(&LockStatsSnapshot::default());
+    kassert_eq!(s.acquisitions, per_cpu * n + 1, "lock acquisitions counted");
+    lock.stats.reset();
+    kassert_eq!(lock.stats.snapshot(), LockStatsSnapshot::default());
+    kassert!(s.contended <= s.acquisitions);
+    crate::println!(
+        "# smp: lock hammer: {} CPUs x {} increments: acquisitions {} contended {} spins {}",
+        n,
+        per_cpu,
+        s.acquisitions,
+        s.contended,
+        s.spins
+    );
+    Ok(())
+}
+
+fn lock_hammer(_: &Options) -> TestResult {
+    hammer(200)
+}
+
+fn lock_hammer_stress(_: &Options) -> TestResult {
+    hammer(20_000)
+}
+
+/// Cross-CPU call and shootdown latency (BENCH lines, TSC clock: a trend under TCG).
+fn call_latency(_: &Options) -> TestResult {
+    let hz = arch::tsc_hz();
+    if hz == 0 {
+        return Err(TestError::Skip("TSC not calibrated".into()));
+    }
+    let online = online_cpus();
+    let nodes = topology::get().nr_nodes() as u32;
+    let rounds = 200u64;
+    let emit = |case: &str, metric: &str, ticks: u64| {
+        let ns = ticks as f64 * 1e9 / hz as f64 / rounds as f64;
+        let rec = numalab_algo::bench::Record {
+            bench: "smp_calls",
+            case,
+            metric,
+            value: ns,
+            unit: "ns",
+            cpus: online.len() as u32,
+            nodes,
+            clock: numalab_algo::bench::Clock::Tsc,
+        };
+        crate::println!("{}", rec.line());
+    };
+    let t0 = arch::rdtsc();
+    for _ in 0..rounds {
+        on_each_cpu(&|_| {});
+    }
+    emit("on_each_cpu", "round_trip", arch::rdtsc() - t0);
+    if let Some(&far) = online.last().filter(|&&c| c != percpu::cpu_id()) {
+        let t0 = arch::rdtsc();
+        for _ in 0..rounds {
+            let _ = super::call_on_cpu(far, &|_| {});
+        }
+        emit("call_on_cpu", "round_trip", arch::rdtsc() - t0);
+    }
+    let virt = arch::smp::alloc_scratch_virt(1).unwrap_or(0);
+    let t0 = arch::rdtsc();
+    for _ in 0..rounds {
+        super::tlb_shootdown(virt, virt + 4096);
+    }
+    emit("tlb_shootdown_1page", "latency", arch::rdtsc() - t0);
+    Ok(())
+}
+
+/// Counters dump (and a sanity check: the boot CPU sent IPIs if there are other CPUs).
+fn counters(_: &Options) -> TestResult {
+    super::dump_stats();
+    if online_cpus().len() > 1 {
+        let s = percpu::boot_cpu().smp.stats.snapshot();
+        kassert!(
+            s.ipis_sent > 0 && s.calls_sent > 0,
+            "boot CPU counted no IPIs: {:?}",
+            s
+        );
+    }
+    Ok(())
+}
+
+pub const TESTS: &[KTest] = &[
+    KTest {
+        module: "smp",
+        name: "cpus_check_in",
+        kind: Kind::Test,
+        func: cpus_check_in,
+    },
+    KTest {
+        module: "smp",
+        name: "percpu_private",
+        kind: Kind::Test,
+        func: percpu_private,
+    },
+    KTest {
+        module: "smp",
+        name: "call_roundtrip",
+        kind: Kind::Test,
+        func: call_roundtrip,
+    },
+    KTest {
+        module: "smp",
+        name: "shootdown_flushes",
+        kind: Kind::Test,
+        func: shootdown_flushes,
+    },
+    KTest {
+        module: "smp",
+        name: "percpu_on_node",
+        kind: Kind::Test,
+        func: percpu_on_node,
+    },
+    KTest {
+        module: "smp",
+        name: "stack_guard_pages",
+        kind: Kind::Test,
+        func: stack_guard_pages,
+    },
+    KTest {
+        module: "smp",
+        name: "lapic_timer_ticks",
+        kind: Kind::Test,
+        func: lapic_timer_ticks,
+    },
+    KTest {
+        module: "smp",
+        name: "lock_hammer",
+        kind: Kind::Test,
+        func: lock_hammer,
+    },
+    KTest {
+        module: "smp",
+        name: "lock_hammer_stress",
+        kind: Kind::Stress,
+        func: lock_hammer_stress,
+    },
+    KTest {
+        module: "smp",
+        name: "call_latency",
+        kind: Kind::Bench,
+        func: call_latency,
+    },
+    KTest {
+        module: "smp",
+        name: "counters",
+        kind: Kind::Test,
+        func: counters,
+    },
+];

@@ -1,0 +1,234 @@
+//! Layer 3: the page frame allocator. Each memory node QEMU was given gets a buddy allocator
+//! whose memmap lies in that node's own memory; buddyinfo and numastat show exactly the
+//! memory nodes; fallback follows the SLIT; the in-kernel frame tests pass on UMA, 4-node and
+//! memoryless machines, with and without per-CPU lists; the stress test runs on every CPU.
+
+use numalab::*;
+
+/// The frame tests of the `test` suite, which must all pass.
+const FRAME_TESTS: &[&str] = &[
+    "frame.conservation",
+    "frame.orders",
+    "frame.placement",
+    "frame.fallback_and_exhaustion",
+    "frame.invalid_frees",
+    "frame.pcp_lists",
+    "frame.page_meta",
+    "frame.heap_large",
+    "frame.drain_all_cpus",
+    "frame.dumps",
+];
+
+fn boot_frame(preset: &str, sets: &[&str]) -> Outcome {
+    let mut c = config(preset);
+    c.sets.push("filter=frame".into());
+    c.sets.extend(sets.iter().map(|s| s.to_string()));
+    let out = boot_pass(&c);
+    for name in FRAME_TESTS {
+        let r = out
+            .ktap
+            .result(name)
+            .unwrap_or_else(|| panic!("{name} did not run:\n{}", out.log));
+        assert!(r.ok, "{name} failed:\n{}", out.log);
+    }
+    out
+}
+
+/// (node, managed pages, memmap KiB, memmap address) from the `numalab: frame: node` lines.
+fn node_lines(out: &Outcome) -> Vec<(u32, u64, u64, u64)> {
+    lines_with(out, "numalab: frame: node ")
+        .iter()
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let node = w[3].trim_end_matches(':').parse().unwrap();
+            let pages = w[4].parse().unwrap();
+            let kib = w[w.len() - 4].parse().unwrap();
+            let at = u64::from_str_radix(w[w.len() - 1].trim_start_matches("0x"), 16).unwrap();
+            (node, pages, kib, at)
+        })
+        .collect()
+}
+
+/// The physical [start, end) of each node as QEMU lays out `-numa` memory below 4 GiB: one
+/// after the other, in node order (presets here stay under the 3 GiB PCI hole).
+fn node_ranges(preset: &str) -> Vec<(u64, u64)> {
+    let c = config(preset);
+    let mut start = 0u64;
+    c.topology
+        .layout(c.topology.cpus, c.topology.mem_mib)
+        .iter()
+        .map(|(_, mib)| {
+            let r = (start, start + mib * 1024 * 1024);
+            start = r.1;
+            r
+        })
+        .collect()
+}
+
+/// Every memory node has an allocator with its memmap in its own memory, sized 32 bytes per
+/// page of the node's span, and managing at most the node's memory.
+fn check_nodes(preset: &str, out: &Outcome) {
+    let ranges = node_ranges(preset);
+    let nodes = node_lines(out);
+    let memory_nodes: Vec<u32> = ranges
+        .iter()
+        .enumerate()
+        .filter(|(_, (s, e))| e > s)
+        .map(|(i, _)| i as u32)
+        .collect();
+    let listed: Vec<u32> = nodes.iter().map(|n| n.0).collect();
+    assert_eq!(listed, memory_nodes, "{}", out.log);
+    for &(node, pages, memmap_kib, at) in &nodes {
+        let (start, end) = ranges[node as usize];
+        let bytes = pages * 4096;
+        assert!(
+            bytes <= end - start,
+            "node {node} manages {bytes} bytes of {}",
+            end - start
+        );
+        assert!(
+            bytes + 64 * 1024 * 1024 >= end - start,
+            "node {node} manages only {bytes} of {} bytes",
+            end - start
+        );
+        assert!(
+            start <= at && at + memmap_kib * 1024 <= end,
+            "node {node} memmap at {at:#x}"
+        );
+        let span_pages = (end - start) / 4096;
+        assert!(
+            memmap_kib * 1024 <= span_pages * 32 + 4096,
+            "node {node} memmap {memmap_kib} KiB"
+        );
+    }
+    let buddyinfo = lines_with(out, "Node ");
+    let zones: Vec<&&str> = buddyinfo
+        .iter()
+        .filter(|l| l.contains(", zone   Normal"))
+        .collect();
+    assert_eq!(zones.len(), memory_nodes.len(), "{}", out.log);
+    for (line, node) in zones.iter().zip(&memory_nodes) {
+        assert!(
+            line.starts_with(&format!("Node {node}, zone   Normal ")),
+            "{line}"
+        );
+        let counts = line.split_whitespace().skip(4).count();
+        assert_eq!(counts, 11, "orders 0..=10 in {line}");
+    }
+    let header = lines_with(out, "                ");
+    let want: String = (0..ranges.len())
+        .map(|i| format!("{:>16}", format!("node{i}")))
+        .collect();
+    assert!(
+        header
+            .iter()
+            .any(|l| l.trim_end() == format!("{:16}{want}", "")),
+        "numastat header for {} nodes:\n{}",
+        ranges.len(),
+        out.log
+    );
+    for row in [
+        "numa_hit",
+        "numa_miss",
+        "numa_foreign",
+        "local_node",
+        "other_node",
+    ] {
+        let line = lines_with(out, row);
+        assert_eq!(line.len(), 1, "{row}:\n{}", out.log);
+        assert_eq!(
+            line[0].split_whitespace().count(),
+            1 + ranges.len(),
+            "{}",
+            line[0]
+        );
+    }
+}
+
+#[test]
+fn s03_4node_buddy_per_node_and_fallback_by_distance() {
+    let out = boot_frame("4node", &[]);
+    check_nodes("4node", &out);
+    // SLIT 10/16/32: from node 0, node 1 (16) first, then 2 and 3 (32, by id).
+    assert!(
+        out.log.contains("Preferred(0) fell back to: 1 2 3"),
+        "{}",
+        out.log
+    );
+    let warnings = lines_with(&out, "numalab: warning: frame: ");
+    assert_eq!(
+        warnings.len(),
+        7,
+        "the invalid frees, one line each: {warnings:#?}"
+    );
+}
+
+#[test]
+fn s03_memoryless_node_has_no_allocator() {
+    let out = boot_frame("memoryless", &[]);
+    check_nodes("memoryless", &out);
+    assert!(
+        out.log.contains("# frame: exhausted 1 nodes"),
+        "{}",
+        out.log
+    );
+}
+
+#[test]
+fn s03_uma_one_node() {
+    let out = boot_frame("uma", &[]);
+    check_nodes("uma", &out);
+}
+
+#[test]
+fn s03_without_per_cpu_lists() {
+    let mut c = config("4node");
+    c.sets.push("filter=frame".into());
+    c.sets.push("frame.pcp=0".into());
+    let out = boot_pass(&c);
+    let r = out.ktap.result("frame.pcp_lists").expect("ran");
+    assert!(r.skipped && r.reason.contains("frame.pcp=0"), "{r:?}");
+    assert!(out.ktap.result("frame.fallback_and_exhaustion").unwrap().ok);
+}
+
+#[test]
+fn s03_stress_on_every_cpu() {
+    let mut c = config("4node");
+    c.suite = "stress".into();
+    c.sets.push("filter=frame".into());
+    let out = boot_pass(&c);
+    let line: Vec<&str> = lines_with(&out, "# frame.stress: ")
+        .into_iter()
+        .filter(|l| l.contains(" operations on "))
+        .collect();
+    assert_eq!(line.len(), 1, "{}", out.log);
+    assert!(line[0].contains(" on 8 CPUs,"), "{}", line[0]);
+    assert!(line[0].ends_with(" 0 failed allocations"), "{}", line[0]);
+}
+
+#[test]
+fn s03_page_alloc_bench_lines() {
+    let mut c = config("4node");
+    c.suite = "bench".into();
+    c.icount = true;
+    c.smp = Some(1);
+    c.sets.push("filter=page_alloc".into());
+    let out = boot_pass(&c);
+    let bench = lines_with(&out, "BENCH ");
+    for case in ["numalab", "buddy_system_allocator"] {
+        let line = bench
+            .iter()
+            .find(|l| {
+                l.contains(&format!("\"case\":\"{case}\""))
+                    && l.contains("\"metric\":\"instructions_per_pair\"")
+            })
+            .unwrap_or_else(|| panic!("no {case} line:\n{}", out.log));
+        println!("{line}");
+        assert!(!line.contains("\"value\":null"), "{line}");
+    }
+    let local = bench
+        .iter()
+        .find(|l| l.contains("\"metric\":\"local_fraction\""))
+        .unwrap_or_else(|| panic!("no local_fraction line:\n{}", out.log));
+    println!("{local}");
+}
