@@ -49,6 +49,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     topology::print_numactl(&mm::frame::free_bytes);
     smp::init();
     mm::slub::init();
+    mm::vmalloc::init(opts);
     let suite = ktest::Suite::from_name(opts.text("suite"));
     let passed = ktest::run(suite, &opts);
     arch::qemu_exit::exit(if passed {

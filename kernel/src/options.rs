@@ -150,6 +150,42 @@ pub const SPECS: &[Spec] = &[
         default: "counters",
         help: "how slabinfo counts active objects: counters (exact, no list_lock) or scan (Linux's count_partial under list_lock)",
     },
+    Spec {
+        key: "vmalloc.nodes",
+        kind: Kind::Choice(&["global", "cpu", "numa"]),
+        default: "cpu",
+        help: "vmap node design behind vmalloc(): global lock, CPU-count shards (Linux 6.9), one per NUMA node",
+    },
+    Spec {
+        key: "vmalloc.lazy_max_pages",
+        kind: Kind::U64 { min: 0, max: 1 << 30 },
+        default: "0",
+        help: "lazy vfree pages that trigger a purge (0: Linux's fls(CPUs) * 8192; numa splits it per node)",
+    },
+    Spec {
+        key: "vmalloc.test_loops",
+        kind: Kind::U64 { min: 1, max: 1_000_000 },
+        default: "100",
+        help: "loop count of the test_vmalloc cases (test_loop_count)",
+    },
+    Spec {
+        key: "vmalloc.bench_pairs",
+        kind: Kind::U64 { min: 1, max: 10_000_000 },
+        default: "2000",
+        help: "vmalloc_scaling: 1-page vmalloc+vfree pairs per CPU",
+    },
+    Spec {
+        key: "vmalloc.bench_lazy_max_pages",
+        kind: Kind::U64 { min: 0, max: 1 << 30 },
+        default: "1024",
+        help: "vmalloc_scaling: lazy threshold of the all-CPU instances (0: Linux's)",
+    },
+    Spec {
+        key: "vmalloc.bench_icount_pairs",
+        kind: Kind::U64 { min: 1, max: 10_000_000 },
+        default: "20000",
+        help: "vmalloc_scaling: pairs timed on one CPU for instructions_per_pair",
+    },
 ];
 
 static OPTIONS: Once<Options> = Once::new();

@@ -17,3 +17,4 @@ pub mod options;
 pub mod slub;
 pub mod smp;
 pub mod topology;
+pub mod vmalloc;

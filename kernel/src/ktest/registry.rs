@@ -9,6 +9,8 @@ const ALL: &[&[KTest]] = &[
     crate::smp::TESTS,
     crate::mm::frame::tests::TESTS,
     crate::mm::slub::tests::TESTS,
+    crate::mm::vmalloc::tests::TESTS,
+    crate::mm::vmalloc::bench::TESTS,
     crate::bench::TESTS,
 ];
 

@@ -7,9 +7,11 @@
 //!   direct map          all physical memory at `phys_offset` (Mapping::Dynamic), like
 //!                       Linux's page_offset_base: phys P is at virt phys_offset + P
 //!   bootstrap heap      a slice of the direct map (early.rs), early boot only
+//!   vmalloc range       one free higher-half PML4 slot (512 GiB), see vmalloc/mod.rs
 //! ```
 
 pub mod early;
 pub mod frame;
 pub mod heap;
 pub mod slub;
+pub mod vmalloc;

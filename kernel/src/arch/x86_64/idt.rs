@@ -78,7 +78,17 @@ extern "x86-interrupt" fn machine_check(frame: InterruptStackFrame) -> ! {
     report(18, "#MC machine check", None, &frame)
 }
 
-extern "x86-interrupt" fn page_fault(frame: InterruptStackFrame, code: PageFaultErrorCode) {
+extern "x86-interrupt" fn page_fault(mut frame: InterruptStackFrame, code: PageFaultErrorCode) {
+    if let Some(resume) = super::fixup::search(frame.instruction_pointer.as_u64()) {
+        // SAFETY: `resume` is a landing pad registered for exactly this faulting instruction
+        // (fixup.rs): code that expects the fault and continues there with the same stack.
+        unsafe {
+            frame
+                .as_mut()
+                .update(|f| f.instruction_pointer = x86_64::VirtAddr::new(resume))
+        };
+        return;
+    }
     report(14, "#PF page fault", Some(code.bits()), &frame)
 }
 

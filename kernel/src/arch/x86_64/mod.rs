@@ -2,6 +2,7 @@
 //! exit and fw_cfg devices.
 
 pub mod apic;
+pub mod fixup;
 pub mod fw_cfg;
 pub mod gdt;
 pub mod idt;

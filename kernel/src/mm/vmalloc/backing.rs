@@ -1,0 +1,96 @@
+//! What vmalloc needs from the layers below it, in one place: 4 KiB physical pages on a NUMA
+//! node, the calling CPU's identity, a TLB shootdown, and running a function on every CPU.
+//!
+//! Pages come from the page frame allocator (mm::frame), CPU identity from percpu, shootdowns
+//! and cross-CPU runs from smp; this file is the only one vmalloc needs to change when those
+//! interfaces do.
+
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use crate::mm::frame;
+use crate::topology::{CpuId, NodeId};
+
+/// Pages currently handed out by `alloc_page` and not yet given back (conservation checks).
+static PAGES_OUT: AtomicU64 = AtomicU64::new(0);
+
+/// A zero-filled or uninitialized 4 KiB page from NUMA node `node` (preferred: the nearest
+/// node with memory when it has none free): its physical address and the node it came from.
+#[inline]
+pub fn alloc_page(node: NodeId, zero: bool) -> Option<(u64, NodeId)> {
+    let pages = frame::alloc_pages(0, frame::Policy::Preferred(node)).ok()?;
+    if zero {
+        // SAFETY: the page is ours (just allocated) and the direct map covers it.
+        unsafe { core::ptr::write_bytes(pages.virt_ptr(), 0, frame::PAGE_BYTES as usize) };
+    }
+    let got = pages.node();
+    let (phys, _) = pages.into_raw();
+    PAGES_OUT.fetch_add(1, Relaxed);
+    Some((phys, got))
+}
+
+/// Gives back a page from `alloc_page`.
+///
+/// # Safety
+/// `phys` came from `alloc_page`, is not given back twice, and nothing uses it any more.
+#[inline]
+pub unsafe fn free_page(phys: u64) {
+    PAGES_OUT.fetch_sub(1, Relaxed);
+    // SAFETY: per this function's contract, (phys, 0) came from Pages::into_raw in alloc_page
+    // and nothing uses the page any more; dropping the Pages frees it.
+    drop(unsafe { frame::Pages::from_raw(phys, 0) });
+}
+
+/// Pages handed out and not given back.
+pub fn pages_out() -> u64 {
+    PAGES_OUT.load(Relaxed)
+}
+
+/// The calling CPU.
+#[inline]
+pub fn this_cpu() -> CpuId {
+    crate::percpu::cpu_id()
+}
+
+/// The nearest NUMA node with memory to the calling CPU.
+#[inline]
+pub fn this_mem_node() -> NodeId {
+    crate::percpu::mem_node_id()
+}
+
+/// CPUs that can run vmalloc code.
+pub fn nr_cpus() -> usize {
+    crate::percpu::nr_cpus_online().max(1)
+}
+
+/// Flushes [start, end) from every online CPU's TLB and waits (one shootdown).
+pub fn tlb_shootdown(start: u64, end: u64) {
+    crate::smp::tlb_shootdown(start, end);
+}
+
+/// Runs `f` on every online CPU at once and waits for all (the caller runs its share).
+pub fn on_each_cpu(f: &(dyn Fn(CpuId) + Sync)) {
+    crate::smp::on_each_cpu(f);
+}
+
+/// The TSC frequency, once calibrated (at SMP bring-up); None before.
+pub fn tsc_hz() -> Option<u64> {
+    Some(crate::arch::tsc_hz()).filter(|&hz| hz > 0)
+}
+
+/// Whether QEMU runs with `-icount shift=0` (rdtsc counts instructions): a loop of known
+/// instruction count is timed twice; under icount both deltas are exact to a few counts.
+pub fn icount_mode() -> bool {
+    static MODE: spin::Once<bool> = spin::Once::new();
+    *MODE.call_once(|| {
+        let time = |n: u64| {
+            let t0 = crate::arch::rdtsc();
+            // SAFETY: a register-only countdown loop (2 instructions per iteration).
+            unsafe {
+                core::arch::asm!("2:", "dec {n}", "jnz 2b", n = inout(reg) n => _, options(nomem, nostack));
+            }
+            crate::arch::rdtsc() - t0
+        };
+        let (a, b) = (time(10_000), time(20_000));
+        (20_000..20_064).contains(&a) && (40_000..40_064).contains(&b)
+    })
+}

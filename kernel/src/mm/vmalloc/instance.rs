@@ -1,0 +1,408 @@
+//! One vmalloc allocator over one virtual range with one node policy: the shared state behind
+//! locks (implementing numalab_algo's `Shards`), and the page side of vmalloc/vfree/vmap/vunmap.
+//!
+//! Lock order (outermost first): purge lock > free-space lock ("global lock") > vmap node
+//! lock > page allocator. Pages are allocated, mapped, unmapped and freed with no vmalloc
+//! lock held; nothing prints while holding one.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::panic::Location;
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use numalab_algo::vmalloc::ops::{self, Busy, FreeFault, Reserved, Scope};
+use numalab_algo::vmalloc::{
+    FreeSpace, Layout, NodeCounts, Policy, PurgeReport, Shards, VmError, VmapNode, VnId, PAGE_BYTES,
+};
+
+use super::{backing, map, probe};
+use crate::sync::{IrqSpinLock, LockStatsSnapshot};
+use crate::topology::NodeId;
+
+/// How an area's pages are owned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AreaKind {
+    /// vmalloc: the area owns its pages and vfree frees them.
+    Vmalloc,
+    /// vmap: the caller's pages; vunmap leaves them alone.
+    Vmap,
+}
+
+/// What a busy tree records per live area.
+#[derive(Clone, Copy, Debug)]
+pub struct AreaMeta {
+    pub caller: &'static Location<'static>,
+    pub nr_pages: u32,
+    pub kind: AreaKind,
+}
+
+/// A counter split over 64 cache-line-padded shards picked by CPU id, so the hot path never
+/// bounces one shared line between CPUs.
+pub struct Sharded([Padded; 64]);
+
+#[repr(align(64))]
+struct Padded(AtomicU64);
+
+impl Default for Sharded {
+    fn default() -> Self {
+        Sharded([const { Padded(AtomicU64::new(0)) }; 64])
+    }
+}
+
+impl Sharded {
+    #[inline]
+    pub fn add(&self, n: u64) {
+        self.0[backing::this_cpu().index() % 64]
+            .0
+            .fetch_add(n, Relaxed);
+    }
+    pub fn get(&self) -> u64 {
+        self.0.iter().map(|p| p.0.load(Relaxed)).sum()
+    }
+}
+
+/// Event counters of one instance.
+#[derive(Default)]
+pub struct Counters {
+    pub allocs: Sharded,
+    pub frees: Sharded,
+    pub pool_allocs: Sharded,
+    pub purges: Sharded,
+    pub pages_purged: Sharded,
+    pub shootdowns: Sharded,
+    pub bad_frees: Sharded,
+    pub local_pages: Sharded,
+    pub remote_pages: Sharded,
+}
+
+/// A vmalloc allocator (one per policy; see mod.rs).
+pub struct Vmalloc {
+    pub layout: Layout,
+    pub range_start: u64,
+    range_bytes: u64,
+    free: IrqSpinLock<FreeSpace>,
+    nodes: Box<[IrqSpinLock<VmapNode<Busy<AreaMeta>>>]>,
+    purge_lock: IrqSpinLock<()>,
+    lazy_pages: AtomicU64,
+    pub counters: Counters,
+}
+
+impl Shards<AreaMeta> for Vmalloc {
+    #[inline]
+    fn layout(&self) -> &Layout {
+        &self.layout
+    }
+    #[inline]
+    fn range_bytes(&self) -> u64 {
+        self.range_bytes
+    }
+    #[inline]
+    fn with_free<R>(&self, f: impl FnOnce(&mut FreeSpace) -> R) -> R {
+        f(&mut self.free.lock())
+    }
+    #[inline]
+    fn with_node<R>(&self, vn: VnId, f: impl FnOnce(&mut VmapNode<Busy<AreaMeta>>) -> R) -> R {
+        f(&mut self.nodes[vn.index()].lock())
+    }
+    #[inline]
+    fn lazy_add(&self, delta: i64) -> u64 {
+        if delta >= 0 {
+            self.lazy_pages.fetch_add(delta as u64, Relaxed) + delta as u64
+        } else {
+            self.lazy_pages.fetch_sub(delta.unsigned_abs(), Relaxed) - delta.unsigned_abs()
+        }
+    }
+    fn flush_tlb(&self, start: u64, end: u64) {
+        self.counters.shootdowns.add(1);
+        backing::tlb_shootdown(start, end);
+    }
+    fn with_purge<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _held = self.purge_lock.lock();
+        f()
+    }
+    fn purged(&self, report: &PurgeReport) {
+        self.counters.purges.add(1);
+        self.counters.pages_purged.add(report.pages);
+    }
+}
+
+/// A bad vfree/vunmap: the address and why (already reported and counted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BadFree {
+    pub addr: u64,
+    pub fault: FreeFault,
+    pub wrong_kind: bool,
+}
+
+impl BadFree {
+    pub fn reason(&self) -> &'static str {
+        if self.wrong_kind {
+            "vfree of a vmap area or vunmap of a vmalloc area"
+        } else {
+            self.fault.reason()
+        }
+    }
+}
+
+impl Vmalloc {
+    /// An allocator over [range_start, range_start + range_bytes) with `layout`.
+    pub fn new(layout: Layout, range_start: u64, range_bytes: u64) -> Vmalloc {
+        Vmalloc {
+            layout,
+            range_start,
+            range_bytes,
+            free: IrqSpinLock::new(FreeSpace::new(range_start, range_start + range_bytes)),
+            nodes: (0..layout.nr_nodes)
+                .map(|_| IrqSpinLock::new(VmapNode::new()))
+                .collect(),
+            purge_lock: IrqSpinLock::new(()),
+            lazy_pages: AtomicU64::new(0),
+            counters: Counters::default(),
+        }
+    }
+
+    pub fn contains(&self, addr: u64) -> bool {
+        addr >= self.range_start && addr - self.range_start < self.range_bytes
+    }
+
+    /// Counters of the global free-space lock.
+    pub fn global_lock_stats(&self) -> LockStatsSnapshot {
+        self.free.stats.snapshot()
+    }
+
+    /// Acquisitions and contended acquisitions of all vmap node locks together.
+    pub fn node_lock_stats(&self) -> LockStatsSnapshot {
+        self.nodes
+            .iter()
+            .fold(LockStatsSnapshot::default(), |a, n| {
+                let s = n.stats.snapshot();
+                LockStatsSnapshot {
+                    acquisitions: a.acquisitions + s.acquisitions,
+                    contended: a.contended + s.contended,
+                    spins: a.spins + s.spins,
+                }
+            })
+    }
+
+    /// Allocates `size_bytes` (rounded up to pages) of pages from NUMA node `numa` (or the
+    /// calling CPU's memory node), mapped at `align_bytes`, followed by an unmapped guard page.
+    pub fn alloc(
+        &self,
+        size_bytes: u64,
+        align_bytes: u64,
+        numa: Option<NodeId>,
+        zero: bool,
+        caller: &'static Location<'static>,
+    ) -> Result<u64, VmError> {
+        if size_bytes == 0 {
+            return Err(VmError::ZeroSize);
+        }
+        if size_bytes > self.range_bytes {
+            return Err(VmError::TooLarge(size_bytes));
+        }
+        let nr_pages = size_bytes.div_ceil(PAGE_BYTES);
+        let cpu = backing::this_cpu();
+        let numa = numa.unwrap_or_else(backing::this_mem_node);
+        let meta = AreaMeta {
+            caller,
+            nr_pages: nr_pages as u32,
+            kind: AreaKind::Vmalloc,
+        };
+        let r = ops::reserve(
+            self,
+            (nr_pages + 1) * PAGE_BYTES,
+            align_bytes,
+            cpu,
+            numa,
+            meta,
+        )?;
+        self.counters.allocs.add(1);
+        if r.from_pool {
+            self.counters.pool_allocs.add(1);
+        }
+        let local = backing::this_mem_node();
+        let (mut n_local, mut n_remote) = (0, 0);
+        for i in 0..nr_pages {
+            let va = r.start + i * PAGE_BYTES;
+            let ok = match backing::alloc_page(numa, zero) {
+                Some((phys, got)) => {
+                    // SAFETY: the area [r.start, +nr_pages) was just reserved for us and is
+                    // unmapped (purged areas were unmapped before they reached the free space
+                    // or a pool); `phys` is a page we own from now until vfree.
+                    let mapped = unsafe { map::map_page(va, phys) };
+                    if !mapped {
+                        // SAFETY: not mapped anywhere; we own it.
+                        unsafe { backing::free_page(phys) };
+                    } else if got == local {
+                        n_local += 1;
+                    } else {
+                        n_remote += 1;
+                    }
+                    mapped
+                }
+                None => false,
+            };
+            if !ok {
+                self.release(r, i, AreaKind::Vmalloc);
+                return Err(VmError::NoMemory);
+            }
+        }
+        self.counters.local_pages.add(n_local);
+        self.counters.remote_pages.add(n_remote);
+        Ok(r.start)
+    }
+
+    /// Maps the caller's pages `phys` (page-aligned physical addresses) contiguously.
+    pub fn vmap(&self, phys: &[u64], caller: &'static Location<'static>) -> Result<u64, VmError> {
+        if phys.is_empty() || phys.iter().any(|p| !p.is_multiple_of(PAGE_BYTES)) {
+            return Err(VmError::BadPages);
+        }
+        let nr_pages = phys.len() as u64;
+        let numa = backing::this_mem_node();
+        let meta = AreaMeta {
+            caller,
+            nr_pages: nr_pages as u32,
+            kind: AreaKind::Vmap,
+        };
+        let cpu = backing::this_cpu();
+        let r = ops::reserve(
+            self,
+            (nr_pages + 1) * PAGE_BYTES,
+            PAGE_BYTES,
+            cpu,
+            numa,
+            meta,
+        )?;
+        self.counters.allocs.add(1);
+        for (i, &p) in phys.iter().enumerate() {
+            // SAFETY: the area was just reserved for us and is unmapped; the caller lends
+            // its pages for as long as the mapping lives (vmap's contract).
+            if !unsafe { map::map_page(r.start + i as u64 * PAGE_BYTES, p) } {
+                self.release(r, i as u64, AreaKind::Vmap);
+                return Err(VmError::NoMemory);
+            }
+        }
+        Ok(r.start)
+    }
+
+    /// Undoes a half-built area: unmaps its first `mapped` pages and frees the VA lazily.
+    fn release(&self, r: Reserved, mapped: u64, kind: AreaKind) {
+        let start = r.start;
+        for i in 0..mapped {
+            // SAFETY: we own the half-built area; nobody else has its address.
+            if let Some(phys) = unsafe { map::unmap_page(start + i * PAGE_BYTES) } {
+                if kind == AreaKind::Vmalloc {
+                    // SAFETY: the page was ours and is no longer mapped.
+                    unsafe { backing::free_page(phys) };
+                }
+            }
+        }
+        let detached = ops::on_node(self, r.vn, |n| n.busy_remove(start));
+        if let Some((size, _)) = detached {
+            self.queue(r.lazy_vn, start, size);
+        }
+    }
+
+    fn queue(&self, vn: VnId, start: u64, size_bytes: u64) {
+        if let Some(scope) = ops::queue_lazy(self, vn, start, size_bytes) {
+            self.purge(scope, false);
+        }
+    }
+
+    /// Frees the area starting at `addr`: unmaps it, frees its pages (vmalloc areas) and
+    /// queues the virtual range for a lazy purge. A bad address is returned as `BadFree`.
+    pub fn free(&self, addr: u64, kind: AreaKind) -> Result<(), BadFree> {
+        let hint = backing::this_mem_node();
+        let d = match ops::detach(self, addr, self.range_start, hint) {
+            Ok(d) => d,
+            Err(fault) => {
+                self.counters.bad_frees.add(1);
+                return Err(BadFree {
+                    addr,
+                    fault,
+                    wrong_kind: false,
+                });
+            }
+        };
+        let (size, meta) = (d.size_bytes, d.meta);
+        if meta.kind != kind {
+            let busy = Busy {
+                lazy_vn: d.lazy_vn,
+                meta,
+            };
+            ops::on_node(self, d.busy_vn, |n| n.busy_insert(addr, size, busy));
+            self.counters.bad_frees.add(1);
+            return Err(BadFree {
+                addr,
+                fault: FreeFault::InsideArea { start: addr },
+                wrong_kind: true,
+            });
+        }
+        for i in 0..meta.nr_pages as u64 {
+            // SAFETY: the area left its busy tree above, so we are its only owner; vfree's
+            // contract is that nobody accesses it any more.
+            let phys = unsafe { map::unmap_page(addr + i * PAGE_BYTES) };
+            if let (Some(phys), AreaKind::Vmalloc) = (phys, kind) {
+                // SAFETY: the page belonged to this area and is unmapped on this CPU; other
+                // CPUs may hold stale TLB entries until the purge (Linux's lazy vfree trade).
+                unsafe { backing::free_page(phys) };
+            }
+        }
+        probe::record_free(backing::this_cpu().index(), addr, addr + size, meta.caller);
+        self.counters.frees.add(1);
+        self.queue(d.lazy_vn, addr, size);
+        Ok(())
+    }
+
+    /// Purges the lazy lists of `scope` (one TLB shootdown); `full` also empties the pools.
+    pub fn purge(&self, scope: Scope, full: bool) -> PurgeReport {
+        ops::purge(self, scope, full)
+    }
+
+    /// Lazy pages of all nodes together.
+    pub fn lazy_pages(&self) -> u64 {
+        self.lazy_pages.load(Relaxed)
+    }
+
+    /// Counts of every vmap node.
+    pub fn node_counts(&self) -> Vec<NodeCounts> {
+        self.nodes.iter().map(|n| n.lock().counts()).collect()
+    }
+
+    /// (free bytes, free blocks, whole range free) of the free space.
+    pub fn free_space_state(&self) -> (u64, usize, bool) {
+        let fs = self.free.lock();
+        (fs.free_bytes(), fs.nr_blocks(), fs.is_all_free())
+    }
+
+    /// Live areas (start, size with guard, meta) in address order, copied out of the locks.
+    pub fn busy_areas(&self) -> Vec<(u64, u64, AreaMeta)> {
+        let mut out = Vec::new();
+        for vn in 0..self.layout.nr_nodes {
+            let mut tmp = Vec::new();
+            ops::on_node(self, VnId(vn as u16), |n| {
+                n.busy_for_each(|s, z, b| tmp.push((s, z, b.meta)))
+            });
+            out.append(&mut tmp);
+        }
+        out.sort_unstable_by_key(|a| a.0);
+        out
+    }
+
+    /// Pool lengths per node: (vmap node, nr_pages, areas).
+    pub fn pool_lengths(&self) -> Vec<(u16, u64, u64)> {
+        let mut out = Vec::new();
+        for vn in 0..self.layout.nr_nodes {
+            let mut tmp = Vec::new();
+            self.nodes[vn]
+                .lock()
+                .pool_lengths(|p, n| tmp.push((vn as u16, p, n)));
+            out.append(&mut tmp);
+        }
+        out
+    }
+
+    pub fn policy(&self) -> Policy {
+        self.layout.policy
+    }
+}

@@ -1,0 +1,139 @@
+//! Page tables for the vmalloc range: claims a PML4 slot (arch::paging), then maps and unmaps
+//! 4 KiB pages inside it itself, allocating intermediate tables on demand, and flushes the
+//! local TLB. arch::paging serializes every change under one global lock; vmalloc's own
+//! slot is kept off that lock so that the designs under test share no lock on map/unmap.
+//!
+//! Intermediate tables are installed with a compare-and-swap on the parent entry, so two
+//! CPUs mapping neighbouring areas never need a lock; tables are never freed (as in Linux,
+//! the vmalloc range keeps its page tables). Leaf entries of an area are written only by the
+//! area's owner.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use x86_64::registers::control::Cr3;
+use x86_64::registers::model_specific::{Efer, EferFlags};
+
+const PRESENT: u64 = 1 << 0;
+const WRITABLE: u64 = 1 << 1;
+const HUGE: u64 = 1 << 7;
+const NO_EXECUTE: u64 = 1 << 63;
+const ADDR_MASK: u64 = 0x000f_ffff_ffff_f000;
+
+/// Page-table pages vmalloc allocated (kept for the range's lifetime).
+static TABLE_PAGES: AtomicU64 = AtomicU64::new(0);
+
+pub fn table_pages() -> u64 {
+    TABLE_PAGES.load(Ordering::Relaxed)
+}
+
+fn phys_offset() -> u64 {
+    crate::mm::early::info().phys_offset
+}
+
+/// The entry `index` of the table at physical address `table_phys`.
+fn entry(table_phys: u64, index: usize) -> &'static AtomicU64 {
+    let ptr = (phys_offset() + table_phys) as *const AtomicU64;
+    // SAFETY: `table_phys` is a page-table page (from CR3 or a present non-huge entry), which
+    // the direct map covers; index < 512 keeps the pointer inside that page; page-table
+    // entries are naturally aligned u64 words that the CPU also accesses atomically.
+    unsafe { &*ptr.add(index & 511) }
+}
+
+fn pml4_phys() -> u64 {
+    Cr3::read().0.start_address().as_u64()
+}
+
+/// Claims a free kernel-half PML4 slot through the shared page-table module (so CPU stacks
+/// and vmalloc never pick the same one) and returns its base and index.
+pub fn claim_slot() -> Option<(u64, usize)> {
+    let base = crate::arch::paging::reserve_pml4_slot().ok()?;
+    Some((base, ((base >> 39) & 511) as usize))
+}
+
+fn leaf_flags() -> u64 {
+    if Efer::read().contains(EferFlags::NO_EXECUTE_ENABLE) {
+        PRESENT | WRITABLE | NO_EXECUTE
+    } else {
+        PRESENT | WRITABLE
+    }
+}
+
+/// Returns the next-level table of `e`, installing a zeroed one if it is empty.
+fn next_table(e: &AtomicU64) -> Option<u64> {
+    let cur = e.load(Ordering::Acquire);
+    if cur & PRESENT != 0 {
+        return (cur & HUGE == 0).then_some(cur & ADDR_MASK);
+    }
+    let (phys, _) = super::backing::alloc_page(crate::topology::NodeId(0), true)?;
+    match e.compare_exchange(
+        0,
+        phys | PRESENT | WRITABLE,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
+        Ok(_) => {
+            TABLE_PAGES.fetch_add(1, Ordering::Relaxed);
+            Some(phys)
+        }
+        Err(other) => {
+            // SAFETY: the page came from alloc_page just now and nothing else saw it.
+            unsafe { super::backing::free_page(phys) };
+            (other & PRESENT != 0 && other & HUGE == 0).then_some(other & ADDR_MASK)
+        }
+    }
+}
+
+fn index(virt: u64, level: u32) -> usize {
+    ((virt >> (12 + 9 * level)) & 511) as usize
+}
+
+/// The leaf entry for `virt`, creating tables on the way when `create`.
+fn leaf(virt: u64, create: bool) -> Option<&'static AtomicU64> {
+    let mut table = pml4_phys();
+    for level in (1..=3).rev() {
+        let e = entry(table, index(virt, level));
+        table = if create {
+            next_table(e)?
+        } else {
+            let v = e.load(Ordering::Acquire);
+            if v & PRESENT == 0 || v & HUGE != 0 {
+                return None;
+            }
+            v & ADDR_MASK
+        };
+    }
+    Some(entry(table, index(virt, 0)))
+}
+
+/// Maps the 4 KiB page at `virt` to `phys`. False when a page table could not be allocated.
+///
+/// # Safety
+/// `virt` is a page in a vmalloc area the caller owns and has not mapped yet; `phys` is a
+/// page the caller may expose at `virt`.
+pub unsafe fn map_page(virt: u64, phys: u64) -> bool {
+    match leaf(virt, true) {
+        Some(e) => {
+            e.store((phys & ADDR_MASK) | leaf_flags(), Ordering::Release);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Unmaps the page at `virt` and returns the physical page it mapped; invalidates it in the
+/// calling CPU's TLB only (other CPUs are flushed by the next purge).
+///
+/// # Safety
+/// `virt` is a page of a vmalloc area the caller owns and nobody accesses any more.
+pub unsafe fn unmap_page(virt: u64) -> Option<u64> {
+    let e = leaf(virt, false)?;
+    let old = e.swap(0, Ordering::AcqRel);
+    x86_64::instructions::tlb::flush(x86_64::VirtAddr::new(virt));
+    (old & PRESENT != 0).then_some(old & ADDR_MASK)
+}
+
+/// The physical page mapped at `virt`, if any.
+pub fn translate(virt: u64) -> Option<u64> {
+    let v = leaf(virt, false)?.load(Ordering::Acquire);
+    (v & PRESENT != 0).then_some(v & ADDR_MASK)
+}

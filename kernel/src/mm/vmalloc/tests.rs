@@ -1,0 +1,605 @@
+//! KTAP tests of vmalloc: the cases of Linux's lib/test_vmalloc.c (same names), each run on
+//! every CPU at once under all three designs of one boot, with a `Summary:` line per design
+//! and a conservation check after each; plus bad input, lazy purge, exhaustion, the
+//! fault-on-freed-area probe and the vmallocinfo dump.
+//!
+//! Sizes are scaled down from test_vmalloc.c for QEMU (TCG): full_fit uses fls(CPUs)*64 junk
+//! areas instead of fls(CPUs)*8192, long_busy_list 500 busy areas instead of 15000, pcpu 200
+//! objects instead of 35000; `vmalloc.test_loops` replaces test_loop_count (1000000).
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::panic::Location;
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use numalab_algo::options::Options;
+use numalab_algo::vmalloc::{FreeFault, Layout, Policy, Scope, VmError, PAGE_BYTES};
+
+use super::instance::{AreaKind, Vmalloc};
+use super::{backing, map};
+use crate::ktest::{KTest, Kind, TestError, TestResult};
+use crate::{kassert, kassert_eq};
+
+const P: u64 = PAGE_BYTES;
+
+/// xorshift64*, seeded per CPU.
+struct Rng(u64);
+impl Rng {
+    fn new(cpu: usize) -> Rng {
+        Rng(0x9e37_79b9_7f4a_7c15 ^ ((cpu as u64 + 1) << 17))
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+enum Outcome {
+    Pass,
+    Fail(String),
+    XFail,
+}
+
+/// Writes `val` at `addr`.
+///
+/// # Safety
+/// `addr` is inside a live vmalloc/vmap area owned by the caller.
+unsafe fn poke(addr: u64, val: u8) {
+    // SAFETY: per the contract the byte is mapped, writable and ours.
+    unsafe { core::ptr::write_volatile(addr as *mut u8, val) }
+}
+
+#[track_caller]
+fn va(v: &Vmalloc, size: u64, align: u64) -> Result<u64, VmError> {
+    v.alloc(size, align, None, false, Location::caller())
+}
+
+fn free(v: &Vmalloc, addr: u64) -> Result<(), String> {
+    v.free(addr, AreaKind::Vmalloc)
+        .map_err(|b| format!("vfree({:#x}): {}", b.addr, b.reason()))
+}
+
+macro_rules! tryo {
+    ($e:expr) => {
+        match $e {
+            Ok(x) => x,
+            Err(e) => return Outcome::Fail(format!("{}:{}: {:?}", file!(), line!(), e)),
+        }
+    };
+}
+
+fn fix_size_alloc_test(v: &Vmalloc, loops: u64, _: &mut Rng) -> Outcome {
+    for _ in 0..loops {
+        let p = tryo!(va(v, 3 * P, P));
+        // SAFETY: p is a live 3-page area we own.
+        unsafe { poke(p, 0) };
+        tryo!(free(v, p));
+    }
+    Outcome::Pass
+}
+
+fn full_fit_alloc_test(v: &Vmalloc, loops: u64, _: &mut Rng) -> Outcome {
+    let junk_length = (usize::BITS - backing::nr_cpus().leading_zeros()) as usize * 64;
+    let mut ptr = Vec::with_capacity(junk_length);
+    let mut junk = Vec::with_capacity(junk_length);
+    for _ in 0..junk_length {
+        ptr.push(tryo!(va(v, P, P)));
+        junk.push(tryo!(va(v, P, P)));
+    }
+    for j in junk {
+        tryo!(free(v, j));
+    }
+    for _ in 0..loops {
+        let t = tryo!(va(v, P, P));
+        // SAFETY: t is a live area we own.
+        unsafe { poke(t, 0) };
+        tryo!(free(v, t));
+    }
+    for p in ptr {
+        tryo!(free(v, p));
+    }
+    Outcome::Pass
+}
+
+fn long_busy_list_alloc_test(v: &Vmalloc, loops: u64, _: &mut Rng) -> Outcome {
+    let mut busy = Vec::with_capacity(500);
+    for _ in 0..500 {
+        busy.push(tryo!(va(v, P, P)));
+    }
+    for _ in 0..loops {
+        let t = tryo!(va(v, P, P));
+        // SAFETY: t is a live area we own.
+        unsafe { poke(t, 0) };
+        tryo!(free(v, t));
+    }
+    for p in busy {
+        tryo!(free(v, p));
+    }
+    Outcome::Pass
+}
+
+fn random_size_alloc_test(v: &Vmalloc, loops: u64, rng: &mut Rng) -> Outcome {
+    for _ in 0..loops {
+        let n = rng.next() % 100 + 1;
+        let p = tryo!(va(v, n * P, P));
+        // SAFETY: p is a live n-page area we own; we touch its first and last byte.
+        unsafe {
+            poke(p, 1);
+            poke(p + n * P - 1, 1);
+        }
+        tryo!(free(v, p));
+    }
+    Outcome::Pass
+}
+
+fn fix_align_alloc_test(v: &Vmalloc, loops: u64, _: &mut Rng) -> Outcome {
+    // THREAD_ALIGN << 1 on x86_64 (16 KiB stacks).
+    let align = 32 * 1024;
+    for _ in 0..loops {
+        let p = tryo!(va(v, 5 * P, align));
+        if p % align != 0 {
+            return Outcome::Fail(format!("{:#x} not aligned to {:#x}", p, align));
+        }
+        tryo!(free(v, p));
+    }
+    Outcome::Pass
+}
+
+fn random_size_align_alloc_test(v: &Vmalloc, loops: u64, rng: &mut Rng) -> Outcome {
+    for _ in 0..loops {
+        let rnd = rng.next();
+        let align = 1u64 << (rnd % 20);
+        let size = ((rnd >> 8) % 10 + 1) * P;
+        let p = tryo!(va(v, size, align));
+        if p % align != 0 {
+            return Outcome::Fail(format!("{:#x} not aligned to {:#x}", p, align));
+        }
+        tryo!(free(v, p));
+    }
+    Outcome::Pass
+}
+
+/// As in Linux, alignments up to 2^63 are asked for; the first one the range cannot satisfy
+/// fails, which is the expected failure (xfail). Any other error is a real failure.
+fn align_shift_alloc_test(v: &Vmalloc, _: u64, _: &mut Rng) -> Outcome {
+    for i in 0..64 {
+        let align = 1u64 << i;
+        match va(v, P, align) {
+            Ok(p) => tryo!(free(v, p)),
+            Err(VmError::TooLarge(_)) | Err(VmError::Exhausted) => return Outcome::XFail,
+            Err(e) => return Outcome::Fail(format!("align {:#x}: {:?}", align, e)),
+        }
+    }
+    Outcome::Pass
+}
+
+fn pcpu_alloc_test(v: &Vmalloc, _: u64, rng: &mut Rng) -> Outcome {
+    let mut objs = Vec::with_capacity(200);
+    for _ in 0..200 {
+        let rnd = rng.next();
+        let size = rnd % P + 1;
+        let align = 1u64 << ((rnd >> 16) % 11 + 1);
+        let p = tryo!(va(v, size, align));
+        // SAFETY: p is a live area of at least `size` bytes we own.
+        unsafe { poke(p + size - 1, 0xa5) };
+        objs.push(p);
+    }
+    for p in objs {
+        tryo!(free(v, p));
+    }
+    Outcome::Pass
+}
+
+fn vm_map_ram_test(v: &Vmalloc, loops: u64, _: &mut Rng) -> Outcome {
+    const NR: usize = 16;
+    let mut pages = Vec::with_capacity(NR);
+    for _ in 0..NR {
+        match backing::alloc_page(backing::this_mem_node(), true) {
+            Some((phys, _)) => pages.push(phys),
+            None => break,
+        }
+    }
+    let mut out = Outcome::Pass;
+    if pages.len() == NR {
+        for _ in 0..loops {
+            match v.vmap(&pages, Location::caller()) {
+                Ok(p) => {
+                    // SAFETY: p maps NR of our pages.
+                    unsafe { poke(p + (NR as u64 - 1) * P, b'a') };
+                    if let Err(b) = v.free(p, AreaKind::Vmap) {
+                        out = Outcome::Fail(format!("vunmap({:#x}): {}", p, b.reason()));
+                        break;
+                    }
+                }
+                Err(e) => {
+                    out = Outcome::Fail(format!("vmap: {:?}", e));
+                    break;
+                }
+            }
+        }
+    } else {
+        out = Outcome::Fail(String::from("no pages for vm_map_ram_test"));
+    }
+    for phys in pages {
+        // SAFETY: the page came from alloc_page above and is no longer mapped.
+        unsafe { backing::free_page(phys) };
+    }
+    out
+}
+
+/// Data pages vmalloc holds (pages out of the page allocator minus its page tables).
+fn data_pages() -> u64 {
+    backing::pages_out() - map::table_pages()
+}
+
+/// Purges everything (pools too) and checks that every page and all virtual space are back.
+fn conserved(v: &Vmalloc, data_before: u64) -> Result<(), String> {
+    v.purge(Scope::All, true);
+    for (i, c) in v.node_counts().iter().enumerate() {
+        if c.busy_areas + c.lazy_areas + c.pool_areas != 0 {
+            return Err(format!("vmap node {} not empty after purge: {:?}", i, c));
+        }
+    }
+    let (free_bytes, blocks, all_free) = v.free_space_state();
+    if !all_free {
+        return Err(format!(
+            "virtual space not all free after purge: {} bytes in {} blocks",
+            free_bytes, blocks
+        ));
+    }
+    if v.lazy_pages() != 0 {
+        return Err(format!("lazy pages {} after purge", v.lazy_pages()));
+    }
+    if data_pages() != data_before {
+        return Err(format!(
+            "pages not conserved: {} data pages held before the case, {} after",
+            data_before,
+            data_pages()
+        ));
+    }
+    Ok(())
+}
+
+type CaseFn = fn(&Vmalloc, u64, &mut Rng) -> Outcome;
+
+/// Runs `case` on every CPU at once under each design, prints a Summary line per design
+/// (test_vmalloc.c's format, avg in TSC cycles per loop) and checks conservation.
+fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
+    let loops = opts.u64("vmalloc.test_loops");
+    let mut failures = Vec::new();
+    for p in Policy::ALL {
+        let Some(v) = super::design(p) else {
+            return Err(TestError::Skip(String::from("vmalloc not initialized")));
+        };
+        let data_before = data_pages();
+        let (passed, failed, xfailed, ticks) = (
+            AtomicU64::new(0),
+            AtomicU64::new(0),
+            AtomicU64::new(0),
+            AtomicU64::new(0),
+        );
+        let first_error = spin::Mutex::new(None::<String>);
+        backing::on_each_cpu(&|cpu| {
+            let mut rng = Rng::new(cpu.index());
+            let t0 = crate::arch::rdtsc();
+            let out = case(v, loops, &mut rng);
+            ticks.fetch_add(crate::arch::rdtsc() - t0, Relaxed);
+            match out {
+                Outcome::Pass => passed.fetch_add(1, Relaxed),
+                Outcome::XFail => xfailed.fetch_add(1, Relaxed),
+                Outcome::Fail(e) => {
+                    first_error
+                        .lock()
+                        .get_or_insert(format!("cpu {}: {}", cpu.0, e));
+                    failed.fetch_add(1, Relaxed)
+                }
+            };
+        });
+        let runs = (passed.load(Relaxed) + failed.load(Relaxed) + xfailed.load(Relaxed)).max(1);
+        crate::println!(
+            "# vmalloc[{}] Summary: {} passed: {} failed: {} xfailed: {} repeat: 1 loops: {} avg: {} cycles",
+            p.name(),
+            name,
+            passed.load(Relaxed),
+            failed.load(Relaxed),
+            xfailed.load(Relaxed),
+            loops,
+            ticks.load(Relaxed) / runs / loops.max(1)
+        );
+        if let Some(e) = first_error.lock().take() {
+            failures.push(format!("{}: {}", p.name(), e));
+        }
+        if let Err(e) = conserved(v, data_before) {
+            failures.push(format!("{}: {}", p.name(), e));
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(TestError::Fail(failures.join("; ")))
+    }
+}
+
+/// Every bad input is an error value; bad frees are reported, counted and ignored.
+fn bad_input(_: &Options) -> TestResult {
+    for p in Policy::ALL {
+        let Some(v) = super::design(p) else {
+            return Err(TestError::Skip(String::from("vmalloc not initialized")));
+        };
+        let data_before = data_pages();
+        kassert_eq!(va(v, 0, P), Err(VmError::ZeroSize));
+        kassert_eq!(va(v, 1 << 40, P), Err(VmError::TooLarge(1 << 40)));
+        kassert_eq!(va(v, P, 3 * P), Err(VmError::BadAlign(3 * P)));
+        kassert_eq!(va(v, P, 1 << 40), Err(VmError::TooLarge(2 * P)));
+        kassert_eq!(v.vmap(&[], Location::caller()), Err(VmError::BadPages));
+        kassert_eq!(v.vmap(&[123], Location::caller()), Err(VmError::BadPages));
+        let a = va(v, 3 * P, P).map_err(|e| format!("{:?}", e))?;
+        let bad_before = v.counters.bad_frees.get();
+        let inside = super::vfree(super::VAddr(a + P));
+        kassert_eq!(
+            inside.map_err(|b| b.fault),
+            Err(FreeFault::InsideArea { start: a })
+        );
+        let never = super::vfree(super::VAddr(a + (64 << 20)));
+        kassert_eq!(never.map_err(|b| b.fault), Err(FreeFault::NotAllocated));
+        let kind = super::vunmap(super::VAddr(a));
+        kassert!(
+            kind.is_err_and(|b| b.wrong_kind),
+            "vunmap of a vmalloc area accepted"
+        );
+        kassert!(super::vfree(super::VAddr(a)).is_ok());
+        let twice = super::vfree(super::VAddr(a));
+        kassert_eq!(
+            twice.map_err(|b| b.fault),
+            Err(FreeFault::AlreadyFreed { start: a })
+        );
+        kassert_eq!(v.counters.bad_frees.get() - bad_before, 4);
+        conserved(v, data_before)?;
+    }
+    let outside = super::bad_outside();
+    kassert!(super::vfree(super::VAddr(0x1234)).is_err());
+    kassert_eq!(super::bad_outside(), outside + 1);
+    Ok(())
+}
+
+/// With a tiny lazy threshold, frees trigger purges, each with exactly one shootdown; the
+/// pools then serve allocations (cpu, numa) and everything is conserved.
+fn lazy_purge_shootdown(opts: &Options) -> TestResult {
+    let topo = crate::topology::get();
+    for p in Policy::ALL {
+        let layout = Layout::new(p, topo.nr_cpus(), topo.nr_nodes(), 32);
+        let Some(v) = super::scratch(layout, 1 << 30) else {
+            return Err(TestError::Skip(String::from("vmalloc not initialized")));
+        };
+        let data_before = data_pages();
+        for _ in 0..opts.u64("vmalloc.test_loops").max(100) {
+            let a = va(&v, P, P).map_err(|e| format!("{:?}", e))?;
+            free(&v, a)?;
+        }
+        let purges = v.counters.purges.get();
+        kassert!(purges > 0, "{}: no purge with lazy_max_pages 32", p.name());
+        kassert_eq!(
+            v.counters.shootdowns.get(),
+            purges,
+            "one shootdown per purge"
+        );
+        if p != Policy::Global {
+            kassert!(
+                v.counters.pool_allocs.get() > 0,
+                "{}: pools never used",
+                p.name()
+            );
+        }
+        kassert!(v.global_lock_stats().acquisitions > 0);
+        conserved(&v, data_before)?;
+    }
+    Ok(())
+}
+
+/// A full range fails with Exhausted only after a purge gave back what could be given.
+fn exhaustion(_: &Options) -> TestResult {
+    let topo = crate::topology::get();
+    let layout = Layout::new(Policy::Cpu, topo.nr_cpus(), topo.nr_nodes(), 1 << 20);
+    let Some(v) = super::scratch(layout, 64 * P) else {
+        return Err(TestError::Skip(String::from("vmalloc not initialized")));
+    };
+    let data_before = data_pages();
+    let mut got = Vec::new();
+    while let Ok(a) = va(&v, 3 * P, P) {
+        got.push(a);
+    }
+    kassert_eq!(got.len(), 16, "64 pages hold 16 areas of 3 pages + guard");
+    kassert_eq!(
+        v.counters.purges.get(),
+        1,
+        "the failed allocation purged once"
+    );
+    kassert_eq!(va(&v, P, P), Err(VmError::Exhausted));
+    kassert_eq!(v.counters.purges.get(), 2);
+    for a in got.drain(..) {
+        free(&v, a)?;
+    }
+    kassert_eq!(
+        v.counters.purges.get(),
+        2,
+        "below the lazy threshold: no purge yet"
+    );
+    let big = va(&v, 63 * P, P).map_err(|e| format!("after frees: {:?}", e))?;
+    kassert_eq!(
+        v.counters.purges.get(),
+        3,
+        "a lazy range is reclaimed by a purge"
+    );
+    free(&v, big)?;
+    conserved(&v, data_before)?;
+    Ok(())
+}
+
+/// vzalloc, and where the call was (the owner vmalloc records).
+#[track_caller]
+fn vzalloc_here(size_bytes: usize) -> (Result<super::VAddr, VmError>, &'static Location<'static>) {
+    (super::vzalloc(size_bytes), Location::caller())
+}
+
+/// An access to a freed and purged area faults; the fault is caught by the probe's fixup
+/// and reported with the area and its former owner. The guard page faults too.
+fn fault_on_freed_area(_: &Options) -> TestResult {
+    let Some(v) = super::active() else {
+        return Err(TestError::Skip(String::from("vmalloc not initialized")));
+    };
+    let (a, site) = vzalloc_here(2 * P as usize);
+    let a = a.map_err(|e| format!("{:?}", e))?.0;
+    // SAFETY: a is a live 2-page area we own.
+    unsafe { poke(a + 8, 42) };
+    kassert_eq!(super::probe_read(a + 8).ok(), Some(42));
+    kassert!(
+        super::probe_read(a + 2 * P).is_err(),
+        "guard page is mapped"
+    );
+    let fixed = crate::arch::fixup::fixed_count();
+    super::vfree(super::VAddr(a)).map_err(|b| String::from(b.reason()))?;
+    v.purge(Scope::All, false);
+    match super::probe_read(a + 8) {
+        Ok(val) => return Err(TestError::Fail(format!("read {} from freed area", val))),
+        Err(None) => return Err(TestError::Fail(String::from("fault with no former owner"))),
+        Err(Some((start, end, owner))) => {
+            crate::println!(
+                "# vmalloc: caught fault at {:#x} in freed area {:#x}-{:#x}, former owner {}:{}",
+                a + 8,
+                start,
+                end,
+                owner.file(),
+                owner.line()
+            );
+            kassert_eq!(start, a);
+            kassert_eq!((owner.file(), owner.line()), (site.file(), site.line()));
+        }
+    }
+    kassert_eq!(crate::arch::fixup::fixed_count(), fixed + 1);
+    Ok(())
+}
+
+/// The kernel-wide API (the design chosen by `vmalloc.nodes=`): vmalloc, vmalloc_node,
+/// vzalloc, vmap, vunmap, vfree.
+fn api(_: &Options) -> TestResult {
+    let Some(v) = super::active() else {
+        return Err(TestError::Skip(String::from("vmalloc not initialized")));
+    };
+    let data_before = data_pages();
+    let a = super::vmalloc(10_000).map_err(|e| format!("{:?}", e))?;
+    let z = super::vzalloc(2 * P as usize).map_err(|e| format!("{:?}", e))?;
+    let n = super::vmalloc_node(P as usize, crate::topology::NodeId(0))
+        .map_err(|e| format!("{:?}", e))?;
+    // SAFETY: a is a live area of 10000 bytes (3 pages) that we own.
+    unsafe { poke(a.as_u64() + 9_999, 7) };
+    kassert_eq!(
+        super::probe_read(a.as_u64() + 9_992).ok().map(|w| w >> 56),
+        Some(7)
+    );
+    for off in (0..2 * P).step_by(512) {
+        kassert_eq!(
+            super::probe_read(z.as_u64() + off).ok(),
+            Some(0),
+            "vzalloc not zero at {}",
+            off
+        );
+    }
+    let pages: Vec<u64> = (0..3)
+        .filter_map(|i| map::translate(a.as_u64() + i * P))
+        .collect();
+    kassert_eq!(pages.len(), 3);
+    let m = super::vmap(&pages).map_err(|e| format!("{:?}", e))?;
+    kassert_eq!(
+        super::probe_read(m.as_u64() + 9_992).ok().map(|w| w >> 56),
+        Some(7),
+        "vmap aliases the pages"
+    );
+    kassert!(super::vfree(m).is_err(), "vfree of a vmap area accepted");
+    kassert!(super::vunmap(m).is_ok());
+    for x in [a, z, n] {
+        kassert!(super::vfree(x).is_ok());
+    }
+    conserved(v, data_before)?;
+    kassert!(v.counters.allocs.get() >= 4);
+    let _: Option<*mut u8> = Some(a.as_mut_ptr());
+    let _: super::VmallocError = VmError::NoMemory;
+    Ok(())
+}
+
+/// The dump has the format of /proc/vmallocinfo with per-NUMA-node page counts; the
+/// counters are printed.
+fn vmallocinfo(_: &Options) -> TestResult {
+    for p in Policy::ALL {
+        let Some(v) = super::design(p) else {
+            return Err(TestError::Skip(String::from("vmalloc not initialized")));
+        };
+        let node = backing::this_mem_node();
+        let a = v
+            .alloc(3 * P, P, Some(node), false, Location::caller())
+            .map_err(|e| format!("{:?}", e))?;
+        let lines = super::vmallocinfo(v);
+        for l in &lines {
+            crate::println!("{}", l);
+        }
+        let prefix = format!("{:#x}-{:#x} {:>7} ", a, a + 4 * P, 4 * P);
+        let line = lines.iter().find(|l| l.starts_with(&prefix));
+        kassert!(line.is_some(), "no vmallocinfo line starting {:?}", prefix);
+        let line = line.map(String::as_str).unwrap_or("");
+        kassert!(line.contains(" pages=3 vmalloc N"), "{}", line);
+        let total: u64 = line
+            .split(' ')
+            .filter_map(|w| w.strip_prefix('N')?.split_once('=')?.1.parse::<u64>().ok())
+            .sum();
+        kassert_eq!(total, 3, "{}", line);
+        free(v, a)?;
+        v.purge(Scope::All, true);
+        super::print_counters(v);
+    }
+    Ok(())
+}
+
+macro_rules! vmalloc_tests {
+    ($($case:ident),*; $($other:ident),*) => {
+        /// The test_vmalloc.c cases (each under all three designs), then the other tests.
+        pub const TESTS: &[KTest] = &[
+            $(KTest {
+                module: "vmalloc",
+                name: stringify!($case),
+                kind: Kind::Test,
+                func: {
+                    fn run(opts: &Options) -> TestResult {
+                        run_case(stringify!($case), $case, opts)
+                    }
+                    run
+                },
+            },)*
+            $(KTest {
+                module: "vmalloc",
+                name: stringify!($other),
+                kind: Kind::Test,
+                func: $other,
+            },)*
+        ];
+    };
+}
+
+vmalloc_tests!(
+    fix_size_alloc_test,
+    full_fit_alloc_test,
+    long_busy_list_alloc_test,
+    random_size_alloc_test,
+    fix_align_alloc_test,
+    random_size_align_alloc_test,
+    align_shift_alloc_test,
+    pcpu_alloc_test,
+    vm_map_ram_test;
+    bad_input,
+    api,
+    lazy_purge_shootdown,
+    exhaustion,
+    fault_on_freed_area,
+    vmallocinfo
+);
