@@ -347,11 +347,38 @@ fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &str) 
     })
 }
 
-/// Runs the tsc and icount boots of `args` on `img`, then the uma boot when memoryless_node
-/// printed results.
+/// Experiments that measure only in the multi-CPU boot (they skip the icount one).
+const MULTI_CPU_ONLY: &[&str] = &[
+    "slub_list_lock",
+    "slabinfo_reader",
+    "memoryless_node",
+    "numa_locality",
+];
+
+/// The boots `args` needs: tsc, and icount unless `bench=` names only multi-CPU experiments.
+fn planned_boots(args: &BenchArgs) -> Vec<Boot> {
+    let selected: Vec<&str> = args
+        .base
+        .sets
+        .iter()
+        .filter_map(|s| s.strip_prefix("bench="))
+        .flat_map(|v| v.split(',').map(str::trim).filter(|w| !w.is_empty()))
+        .collect();
+    let icount_useless = !args.main_job
+        && !selected.is_empty()
+        && selected.iter().all(|n| MULTI_CPU_ONLY.contains(n));
+    if icount_useless {
+        vec![Boot::Tsc]
+    } else {
+        vec![Boot::Tsc, Boot::Icount]
+    }
+}
+
+/// Runs the tsc and icount boots of `args` on `img` (icount only when some selected
+/// experiment measures there), then the uma boot when memoryless_node printed results.
 pub fn run_boots(args: &BenchArgs, img: &Path) -> Result<Vec<BootRun>, String> {
     let mut runs = Vec::new();
-    for boot in [Boot::Tsc, Boot::Icount] {
+    for boot in planned_boots(args) {
         runs.push(run_boot(args, boot, img)?);
     }
     let memoryless_ran = runs.iter().any(|r| {
@@ -569,6 +596,16 @@ mod tests {
         assert_eq!(u.cmdline().matches("bench=").count(), 1, "{}", u.cmdline());
         let bad = parse(&args("-- -smp 4,sockets=2")).unwrap();
         assert!(boot_config(&bad, Boot::Icount).is_err());
+    }
+
+    #[test]
+    fn icount_boot_only_when_it_measures_something() {
+        let both = vec![Boot::Tsc, Boot::Icount];
+        assert_eq!(planned_boots(&parse(&args("--smoke")).unwrap()), both);
+        let ml = parse(&args("--set bench=memoryless_node,numa_locality")).unwrap();
+        assert_eq!(planned_boots(&ml), vec![Boot::Tsc]);
+        let mixed = parse(&args("--set bench=memoryless_node,page_alloc")).unwrap();
+        assert_eq!(planned_boots(&mixed), both);
     }
 
     #[test]

@@ -15,6 +15,13 @@
 //! Experiments meant for the multi-CPU boot skip themselves in the one-CPU icount boot
 //! (`instruction_boot`), and instruction-count experiments emit only when it is one.
 
+mod memoryless_node;
+mod numa_locality;
+mod slabinfo_reader;
+mod slub_cache;
+mod slub_list_lock;
+mod workload;
+
 use crate::ktest::{KTest, Kind, TestError, TestResult};
 use numalab_algo::bench::{Clock, Record};
 use numalab_algo::bench_plan::{
@@ -25,8 +32,8 @@ use spin::{Mutex, Once};
 
 /// Guest ticks per second under `-icount shift=0`: one instruction advances virtual time 1 ns.
 const ICOUNT_TICKS_PER_SEC: u64 = 1_000_000_000;
-/// Assumed host TSC rate before the SMP bring-up calibrates one (progress pacing only).
-const TSC_HZ_ASSUMED: u64 = 2_000_000_000;
+/// Assumed TSC rate when calibration failed (arch::tsc_hz() is 0).
+const TSC_HZ_ASSUMED: u64 = 3_000_000_000;
 
 static SELECTION: Once<Selection> = Once::new();
 static PROGRESS: Mutex<Option<ProgressLimiter>> = Mutex::new(None);
@@ -58,6 +65,15 @@ pub fn scaled(full: u64, floor: u64) -> u64 {
     smoke_scaled(full, smoke(), floor)
 }
 
+/// `full` in a normal run, `smoke` under `bench.smoke=1`.
+pub fn pick(full: u64, smoke_value: u64) -> u64 {
+    if smoke() {
+        smoke_value
+    } else {
+        full
+    }
+}
+
 /// Whether `bench=` selects the experiment `name`.
 pub fn selected(name: &str) -> bool {
     selection().includes(name)
@@ -86,7 +102,10 @@ pub fn now() -> u64 {
 pub fn ticks_per_sec() -> u64 {
     match clock() {
         Clock::Icount => ICOUNT_TICKS_PER_SEC,
-        Clock::Tsc => TSC_HZ_ASSUMED,
+        Clock::Tsc => match crate::arch::tsc_hz() {
+            0 => TSC_HZ_ASSUMED,
+            hz => hz,
+        },
     }
 }
 
@@ -144,6 +163,23 @@ pub fn progress(experiment: &str, case: &str, percent: u32) {
             percent.min(100)
         );
     }
+}
+
+/// `Err(Skip)` in the one-CPU instruction boot (contention experiments run in the multi-CPU
+/// boot), or when fewer than `min_cpus` CPUs are online.
+pub fn needs_cpus(experiment: &str, min_cpus: usize) -> TestResult {
+    if instruction_boot() {
+        return Err(TestError::Skip(alloc::format!(
+            "{experiment}: contention experiment, runs in the multi-CPU (tsc) boot"
+        )));
+    }
+    let online = crate::percpu::nr_cpus_online();
+    if online < min_cpus {
+        return Err(TestError::Skip(alloc::format!(
+            "{experiment}: needs {min_cpus} CPUs online, {online} are"
+        )));
+    }
+    Ok(())
 }
 
 /// `bench.plan`: lists the registered experiments and this boot's settings, and fails when
@@ -232,4 +268,8 @@ pub const TESTS: &[KTest] = &[
         kind: Kind::Bench,
         func: clock_overhead,
     },
+    slub_list_lock::TEST,
+    slabinfo_reader::TEST,
+    memoryless_node::TEST,
+    numa_locality::TEST,
 ];

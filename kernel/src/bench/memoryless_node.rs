@@ -1,0 +1,134 @@
+//! `memoryless_node` (seed 003, Bharata B Rao's "Increased mem consumption on cpu,mem-less
+//! node"): a boot-like load (every CPU makes many small allocations from eight caches of 16 to
+//! 1024 bytes, half of them asking for the CPU's own node as kmalloc_node(numa_node_id())
+//! does, and frees one in four), then the memory held in slab pages.
+//!
+//! Cases: on a machine with a memoryless node that has CPUs (`--topology memoryless`),
+//! `fixed` (caches with memoryless_fix: a request for a memoryless node is served as one for
+//! its nearest memory node) and `unfixed` (memoryless_fix off, as `slub.memoryless_fix=0`:
+//! such requests never find that node's partial slabs). On a one-node machine the same load is
+//! `single_node`: `qemu-run.sh bench` boots the `uma` preset with the same CPUs and memory for
+//! it and merges the result. Other machines skip. Both cases use private caches with the same
+//! sizes (kmalloc's caches are shared by the whole kernel, so they cannot be switched per case).
+//!
+//! Metric: `slab_kib`, KiB in slab pages of the eight caches while the objects are live.
+//! Goal: `fixed` within 1.1x of `single_node` (the thread saw 442560 kB vs 195904 kB).
+//!
+//! Lock order: each CPU's pool lock (spin::Mutex, interrupts on) is taken only by that CPU
+//! during the load, around its allocator calls.
+
+use super::slub_cache::{BenchCache, Obj};
+use super::workload::{self, Barrier};
+use crate::ktest::{TestError, TestResult};
+use crate::topology::NodeId;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
+use numalab_algo::options::Options;
+use spin::Mutex;
+
+const NAME: &str = "memoryless_node";
+const SIZES_BYTES: [usize; 8] = [16, 32, 64, 128, 192, 256, 512, 1024];
+
+/// Runs the load against fresh caches with `memoryless_fix`; returns KiB in slab pages.
+fn run_case(case: &str, memoryless_fix: bool, per_cpu: usize) -> Result<u64, String> {
+    let online = workload::online();
+    let mut caches = Vec::new();
+    for size in SIZES_BYTES {
+        let name = format!("bench_ml_{size}");
+        let mut t = BenchCache::default_tunables(&name);
+        t.memoryless_fix = memoryless_fix;
+        caches.push(BenchCache::create(&name, size, t)?);
+    }
+    let pools: Vec<Mutex<Vec<Vec<Obj>>>> = online
+        .iter()
+        .map(|_| {
+            Mutex::new(
+                (0..caches.len())
+                    .map(|_| Vec::with_capacity(per_cpu))
+                    .collect(),
+            )
+        })
+        .collect();
+    let barrier = Barrier::new(online.len());
+    let short = AtomicU64::new(0);
+    crate::smp::run_on_cpus(&online, &|cpu| {
+        let me = online.iter().position(|&c| c == cpu).unwrap_or(0);
+        let node: NodeId = crate::percpu::node_id();
+        let mut pool = pools[me].lock();
+        barrier.wait();
+        for i in 0..per_cpu {
+            for (c, cache) in caches.iter().enumerate() {
+                let obj = if i % 2 == 0 {
+                    cache.alloc_node(node)
+                } else {
+                    cache.alloc()
+                };
+                match obj {
+                    Some(o) if i % 4 == 3 => cache.free(o),
+                    Some(o) => pool[c].push(o),
+                    None => {
+                        short.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            if me == 0 && i % 256 == 0 {
+                super::progress(NAME, case, (i * 100 / per_cpu) as u32);
+            }
+        }
+    });
+    let slab_bytes: u64 = caches.iter().map(|c| c.slab_bytes()).sum();
+    for p in &pools {
+        let mut p = p.lock();
+        for (c, objs) in p.iter_mut().enumerate() {
+            caches[c].free_bulk(objs);
+        }
+    }
+    for c in caches {
+        c.finish()?;
+    }
+    if short.load(Ordering::Relaxed) > 0 {
+        return Err(format!(
+            "{NAME}: {case}: {} allocations failed",
+            short.load(Ordering::Relaxed)
+        ));
+    }
+    Ok(slab_bytes / 1024)
+}
+
+fn memoryless_node(_opts: &Options) -> TestResult {
+    if super::instruction_boot() {
+        return Err(TestError::Skip(format!(
+            "{NAME}: memory experiment, runs in the multi-CPU (tsc) boot"
+        )));
+    }
+    let topo = crate::topology::get();
+    let memoryless_with_cpus = (0..topo.nr_nodes())
+        .map(|n| NodeId(n as u16))
+        .any(|n| topo.is_memoryless(n) && !topo.is_cpuless(n));
+    let per_cpu = super::pick(4000, 400) as usize;
+    let cpus = workload::online().len() as u32;
+    if memoryless_with_cpus {
+        for (case, fix) in [("fixed", true), ("unfixed", false)] {
+            let kib = run_case(case, fix, per_cpu)?;
+            super::record(NAME, case, "slab_kib", kib as f64, "kib", cpus);
+        }
+        Ok(())
+    } else if topo.nr_nodes() == 1 {
+        let kib = run_case("single_node", true, per_cpu)?;
+        super::record(NAME, "single_node", "slab_kib", kib as f64, "kib", cpus);
+        Ok(())
+    } else {
+        Err(TestError::Skip(format!(
+            "{NAME}: needs a memoryless node with CPUs (--topology memoryless) or one node"
+        )))
+    }
+}
+
+pub const TEST: crate::ktest::KTest = crate::ktest::KTest {
+    module: "bench",
+    name: NAME,
+    kind: crate::ktest::Kind::Bench,
+    func: memoryless_node,
+};

@@ -1,0 +1,163 @@
+//! `slabinfo_reader` (seed 001, Xunlei Pang's "Fix count_partial() problem" and its review):
+//! while every CPU but one frees and allocates 256-byte objects at random in a cache with many
+//! partial slabs, the last CPU reads that cache's slabinfo over and over, with `scan` (Linux's
+//! count_partial: walk the partial lists under each node's list_lock) or `counters` (numalab's
+//! per-CPU counters, no list walk).
+//!
+//! Metrics per case: `max_list_lock_hold` (longest list_lock hold of any read, tsc ticks),
+//! `mean_list_lock_hold` (mean over reads of each read's longest hold, tsc ticks; 0 when the
+//! mode takes no list_lock), and `active_objs_error` (|slabinfo active_objs - objects really
+//! live| once the workers stopped: 0 when exact; scan counts free objects of per-CPU slabs as
+//! active, the review's point).
+//!
+//! Lock order: a worker holds its own pool lock (a plain spin::Mutex that leaves interrupts
+//! on, taken by nobody else until the workers are done) around its allocator calls; SLUB's
+//! locks come after it.
+
+use super::slub_cache::{BenchCache, Obj};
+use super::workload::{self, Barrier, Rng};
+use crate::ktest::TestResult;
+use alloc::format;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use numalab_algo::options::Options;
+use numalab_algo::slub::SlabinfoMode;
+use spin::Mutex;
+
+const NAME: &str = "slabinfo_reader";
+const OBJ_BYTES: usize = 256;
+
+struct Sample {
+    max_hold: u64,
+    mean_hold: f64,
+    active_error: u64,
+}
+
+fn run_case(
+    case: &str,
+    mode: SlabinfoMode,
+    pool_objs: usize,
+    reads: u64,
+) -> Result<Sample, alloc::string::String> {
+    let online = workload::online();
+    let (workers, reader) = online.split_at(online.len() - 1);
+    let reader = reader[0];
+    let cache = BenchCache::create(NAME, OBJ_BYTES, BenchCache::default_tunables(NAME))?;
+    let pools: Vec<Mutex<Vec<Option<Obj>>>> = workers
+        .iter()
+        .map(|_| Mutex::new(Vec::with_capacity(pool_objs)))
+        .collect();
+    let stop = AtomicBool::new(false);
+    let barrier = Barrier::new(online.len());
+    let max_hold = AtomicU64::new(0);
+    let sum_hold = AtomicU64::new(0);
+    let short = AtomicU64::new(0);
+    crate::smp::run_on_cpus(&online, &|cpu| {
+        if cpu == reader {
+            barrier.wait();
+            for r in 0..reads {
+                let info = cache.slabinfo(mode);
+                workload::store_max(&max_hold, info.max_lock_hold);
+                sum_hold.fetch_add(info.max_lock_hold, Ordering::Relaxed);
+                if r % 16 == 0 {
+                    super::progress(NAME, case, (r * 100 / reads) as u32);
+                }
+            }
+            stop.store(true, Ordering::Release);
+            return;
+        }
+        let me = workers.iter().position(|&c| c == cpu).unwrap_or(0);
+        let mut pool = pools[me].lock();
+        // Fill, then free every other object: many partially used slabs.
+        for i in 0..pool_objs {
+            let obj = cache.alloc();
+            if obj.is_none() {
+                short.fetch_add(1, Ordering::Relaxed);
+            }
+            pool.push(obj);
+            if i % 2 == 1 {
+                if let Some(o) = pool[i].take() {
+                    cache.free(o);
+                }
+            }
+        }
+        barrier.wait();
+        let mut rng = Rng::new(0x5eed_0001 + me as u64);
+        while !stop.load(Ordering::Acquire) {
+            for _ in 0..64 {
+                let i = rng.below(pool_objs);
+                match pool[i].take() {
+                    Some(o) => cache.free(o),
+                    None => pool[i] = cache.alloc(),
+                }
+            }
+        }
+    });
+    // Quiescent now: count what is really live and ask slabinfo.
+    let live: usize = pools
+        .iter()
+        .map(|p| p.lock().iter().filter(|o| o.is_some()).count())
+        .sum();
+    let reported = cache.slabinfo(mode).active_objs;
+    for p in &pools {
+        for o in p.lock().drain(..).flatten() {
+            cache.free(o);
+        }
+    }
+    cache.finish()?;
+    if short.load(Ordering::Relaxed) > 0 {
+        return Err(format!(
+            "{NAME}: {case}: allocations failed while filling (out of memory?)"
+        ));
+    }
+    Ok(Sample {
+        max_hold: max_hold.load(Ordering::Relaxed),
+        mean_hold: sum_hold.load(Ordering::Relaxed) as f64 / reads.max(1) as f64,
+        active_error: (reported as i64 - live as i64).unsigned_abs(),
+    })
+}
+
+fn slabinfo_reader(_opts: &Options) -> TestResult {
+    super::needs_cpus(NAME, 2)?;
+    let cpus = workload::online().len() as u32;
+    let pool_objs = super::pick(4096, 512) as usize;
+    let reads = super::pick(500, 40);
+    for (case, mode) in [
+        ("scan", SlabinfoMode::Scan),
+        ("counters", SlabinfoMode::Counters),
+    ] {
+        let s = run_case(case, mode, pool_objs, reads)?;
+        super::record(
+            NAME,
+            case,
+            "max_list_lock_hold",
+            s.max_hold as f64,
+            "tsc_ticks",
+            cpus,
+        );
+        super::record(
+            NAME,
+            case,
+            "mean_list_lock_hold",
+            s.mean_hold,
+            "tsc_ticks",
+            cpus,
+        );
+        super::record(
+            NAME,
+            case,
+            "active_objs_error",
+            s.active_error as f64,
+            "objects",
+            cpus,
+        );
+    }
+    Ok(())
+}
+
+pub const TEST: crate::ktest::KTest = crate::ktest::KTest {
+    module: "bench",
+    name: NAME,
+    kind: crate::ktest::Kind::Bench,
+    func: slabinfo_reader,
+};
