@@ -51,7 +51,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     mm::slub::init();
     mm::vmalloc::init(opts);
     let suite = ktest::Suite::from_name(opts.text("suite"));
-    let passed = ktest::run(suite, &opts);
+    let passed = ktest::run(suite, opts);
     arch::qemu_exit::exit(if passed {
         arch::qemu_exit::ExitCode::Success
     } else {
