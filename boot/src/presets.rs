@@ -226,7 +226,10 @@ mod tests {
 
     #[test]
     fn uma_has_no_numa_arguments() {
-        assert_eq!(find("uma").unwrap().qemu_args(4, 1024).join(" "), "-smp 4 -m 1024M");
+        assert_eq!(
+            find("uma").unwrap().qemu_args(4, 1024).join(" "),
+            "-smp 4 -m 1024M"
+        );
     }
 
     #[test]
