@@ -13,9 +13,10 @@ use numalab_algo::topology::CpuId;
 /// Drains every per-CPU list, then checks every node (lists, ranges, conservation); returns
 /// the free bytes per node.
 pub fn check_all() -> Result<Vec<u64>, String> {
-    drain_all();
     let topo = crate::topology::get();
+    // Allocated before the drain: a heap allocation after it could refill a per-CPU list.
     let mut free = Vec::with_capacity(topo.nr_nodes());
+    drain_all();
     for info in &topo.nodes {
         let c = stats::check_node(info.id)?;
         if c.cached_pages != 0 {
