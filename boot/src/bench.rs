@@ -175,6 +175,29 @@ pub fn record_from_json(obj: &Map<String, Value>, boot: Boot) -> Result<BenchRec
     })
 }
 
+/// A record's clock must be the boot's: under icount rdtsc counts instructions, so nothing
+/// measured there is host time, and nothing outside it is an instruction count.
+fn clock_matches_boot(r: BenchRecord, boot: Boot) -> Result<BenchRecord, String> {
+    let expected = if boot == Boot::Icount {
+        "icount"
+    } else {
+        "tsc"
+    };
+    if r.clock == expected {
+        Ok(r)
+    } else {
+        Err(format!(
+            "{}/{}/{}: clock '{}' in the {} boot, where rdtsc is {} (take the clock from crate::bench::clock())",
+            r.bench,
+            r.case,
+            r.metric,
+            r.clock,
+            boot.name(),
+            if boot == Boot::Icount { "an instruction count" } else { "host time" }
+        ))
+    }
+}
+
 /// Every BENCH line of a serial log: the records that keep the contract, and the violations.
 pub fn parse_log(log: &str, boot: Boot) -> (Vec<BenchRecord>, Vec<Violation>) {
     let mut records = Vec::new();
@@ -185,7 +208,9 @@ pub fn parse_log(log: &str, boot: Boot) -> (Vec<BenchRecord>, Vec<Violation>) {
             continue;
         };
         let parsed = match serde_json::from_str::<Value>(json) {
-            Ok(Value::Object(obj)) => record_from_json(&obj, boot),
+            Ok(Value::Object(obj)) => {
+                record_from_json(&obj, boot).and_then(|r| clock_matches_boot(r, boot))
+            }
             Ok(_) => Err("not a JSON object".into()),
             Err(e) => Err(format!("not valid JSON: {e}")),
         };
@@ -618,6 +643,19 @@ mod tests {
         assert!(msgs[7].contains("not valid JSON"));
         assert!(msgs[8].contains("clock 'wall'"));
         assert_eq!(violations[3].line_no, 4);
+        // A tsc record in the icount boot (and the reverse) breaks the contract too.
+        let tsc_line = line("b", "a", "m", "1", 1);
+        let (ok, bad) = parse_log(&tsc_line, Boot::Icount);
+        assert!(ok.is_empty());
+        assert!(
+            bad[0].message.contains("clock 'tsc' in the icount boot"),
+            "{bad:?}"
+        );
+        let (_, bad) = parse_log(&tsc_line.replace("\"tsc\"", "\"icount\""), Boot::Uma);
+        assert!(
+            bad[0].message.contains("clock 'icount' in the uma boot"),
+            "{bad:?}"
+        );
     }
 
     #[test]
@@ -715,7 +753,8 @@ mod tests {
 
     #[test]
     fn jsonl_round_trip() {
-        let (records, _) = parse_log(&line("b", "c", "m", "2.5", 3), Boot::Icount);
+        let (records, _) = parse_log(&line("b", "c", "m", "2.5", 3), Boot::Tsc);
+        assert_eq!(records.len(), 1);
         let mut text = String::from("{\"record\":\"header\",\"git_rev\":\"abc\"}\n");
         for r in &records {
             text.push_str(&r.to_json().to_string());
