@@ -427,7 +427,7 @@ fn call_latency(_: &Options) -> TestResult {
             unit: "ns",
             cpus: online.len() as u32,
             nodes,
-            clock: numalab_algo::bench::Clock::Tsc,
+            clock: crate::bench::clock(),
         };
         crate::println!("{}", rec.line());
     };

@@ -280,12 +280,8 @@ fn emit(allocator: &str, results: [Option<f64>; 3], clock: Clock) {
 }
 
 /// The alloc_peers experiment (Kind::Bench).
-pub fn alloc_peers(opts: &Options) -> TestResult {
-    let clock = if opts.text("bench.clock") == "icount" {
-        Clock::Icount
-    } else {
-        Clock::Tsc
-    };
+pub fn alloc_peers(_opts: &Options) -> TestResult {
+    let clock = crate::bench::clock();
     let irq = x86_64::instructions::interrupts::are_enabled();
     x86_64::instructions::interrupts::disable();
     let result = alloc_peers_inner(clock);
@@ -320,7 +316,7 @@ fn alloc_peers_inner(clock: Clock) -> TestResult {
     };
     let line = Record {
         bench: "alloc_peers",
-        case: "numalab-kmem_cache/fast64",
+        case: "numalab_kmem_cache/fast64",
         metric: "instructions_per_pair",
         value: fast,
         unit: if clock == Clock::Icount {
