@@ -94,21 +94,8 @@ impl std::fmt::Display for Violation {
     }
 }
 
-/// `[a-z][a-z0-9_]*` without `__` or a trailing `_` (numalab_algo::bench_plan::is_snake_name).
-pub fn is_snake_name(name: &str) -> bool {
-    let b = name.as_bytes();
-    !b.is_empty()
-        && b[0].is_ascii_lowercase()
-        && b.iter()
-            .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_')
-        && !name.contains("__")
-        && !name.ends_with('_')
-}
-
-/// lower_snake_case words joined by `/`.
-pub fn is_case_name(name: &str) -> bool {
-    !name.is_empty() && name.split('/').all(is_snake_name)
-}
+/// The kernel's name rules for bench, case and metric names, shared so both sides agree.
+pub use numalab_algo::bench_plan::{is_case_name, is_snake_name};
 
 fn text_field(obj: &Map<String, Value>, key: &str) -> Result<String, String> {
     match obj.get(key) {
