@@ -477,3 +477,37 @@ fn s01_injected_slit_smaller_than_the_nodes_gives_defaults() {
 fn raw_args(tables: &[(&str, Vec<u8>)]) -> Vec<String> {
     raw_machine_with(tables).split_off(4)
 }
+
+/// The two bad-table cases QEMU cannot produce (it recomputes checksum and length of
+/// `-acpitable` tables): the kernel's copy of QEMU's own SRAT is damaged by the `acpi.corrupt`
+/// test hook, and the boot must warn once about the SRAT and fall back to one node.
+fn boot_with_corrupt_srat(how: &str, warning: &str) {
+    let mut c = cfg("2node", &[]);
+    c.sets.push(format!("acpi.corrupt={how}"));
+    let out = boot_pass(&c);
+    let warnings = lines_with_prefix(&out.log, "numalab: warning: SRAT");
+    assert!(
+        warnings.iter().any(|l| l.contains(warning)),
+        "no SRAT warning containing {warning:?}: {warnings:#?}"
+    );
+    let block = numactl_block(&out.log);
+    assert_eq!(
+        block.first().map(String::as_str),
+        Some("available: 1 nodes (0)"),
+        "{block:#?}"
+    );
+    assert!(
+        block.iter().any(|l| l == "node 0 cpus: 0 1 2 3"),
+        "{block:#?}"
+    );
+}
+
+#[test]
+fn s01_srat_with_bad_checksum_falls_back_to_one_node() {
+    boot_with_corrupt_srat("srat_checksum", "SRAT: bad checksum");
+}
+
+#[test]
+fn s01_srat_whose_length_runs_past_the_table_falls_back_to_one_node() {
+    boot_with_corrupt_srat("srat_length", "runs past the");
+}

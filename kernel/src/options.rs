@@ -52,6 +52,12 @@ pub const SPECS: &[Spec] = &[
         help: "print every ACPI table found and every MADT/SRAT/SLIT entry as parsed",
     },
     Spec {
+        key: "acpi.corrupt",
+        kind: Kind::Choice(&["none", "srat_checksum", "srat_length"]),
+        default: "none",
+        help: "test hook: damages the kernel's copy of the SRAT before it is read (bad checksum, or a length field that runs past the table), the bad-table cases QEMU's -acpitable cannot produce",
+    },
+    Spec {
         key: "bench",
         kind: Kind::Text,
         default: "",

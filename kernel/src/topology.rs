@@ -63,7 +63,8 @@ pub fn current_apic_id() -> u32 {
 /// with `acpi.dump=1`, every table found and every MADT/SRAT/SLIT entry as parsed.
 pub fn init() -> &'static Topology {
     TOPOLOGY.call_once(|| {
-        let raw = crate::acpi::find_tables();
+        let mut raw = crate::acpi::find_tables();
+        corrupt_for_test(&mut raw.srats, crate::options::load().text("acpi.corrupt"));
         let (madts, srats, slits) = (
             as_slices(&raw.madts),
             as_slices(&raw.srats),
@@ -90,6 +91,25 @@ pub fn init() -> &'static Topology {
         }
         outcome.topology
     })
+}
+
+/// The `acpi.corrupt=` test hook: QEMU recomputes the checksum and length of tables given with
+/// `-acpitable`, so the host tests damage the kernel's own copy of the first SRAT instead, and
+/// the whole boot path (parse, warn, fall back) runs as it would on a bad firmware table.
+fn corrupt_for_test(srats: &mut [Vec<u8>], how: &str) {
+    const CHECKSUM_OFFSET: usize = 9;
+    const LENGTH_OFFSET: usize = 4;
+    let Some(table) = srats.first_mut().filter(|t| t.len() > CHECKSUM_OFFSET) else {
+        return;
+    };
+    match how {
+        "srat_checksum" => table[CHECKSUM_OFFSET] = table[CHECKSUM_OFFSET].wrapping_add(1),
+        "srat_length" => {
+            let claimed = (table.len() as u32 + 64).to_le_bytes();
+            table[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&claimed);
+        }
+        _ => {}
+    }
 }
 
 /// The topology. Panics only if called before `init` (a boot-order bug).
