@@ -146,7 +146,7 @@ fn s02_silent_cpu_is_reported_and_left_out() {
     assert_eq!(
         lines_with(&out, "numalab: warning: smp"),
         vec![
-            "numalab: warning: smp: CPU 2 (APIC id 2, node 0) did not answer within 300 ms; \
+            "numalab: warning: smp: CPU 2 (APIC id 2, node 0) did not answer within 3000 ms; \
              continuing without it"
         ],
         "{}",
