@@ -15,6 +15,29 @@ fn s00_bios_boots_and_passes() {
     assert!(out.log.contains("KTAP version 1"));
     assert!(out.log.contains("# Totals: pass:"));
     assert!(out.ktap.result("options.valid").unwrap().ok);
+    // KTAP v1 as KUnit prints it: one subtest block per suite, every case counted, suites in
+    // their order keys' order (a suite after the suites whose services it uses).
+    assert_eq!(
+        out.ktap.structure_errors(),
+        Vec::<String>::new(),
+        "{}",
+        out.log
+    );
+    let suites: Vec<&str> = out.ktap.suites.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        suites,
+        ["options", "ktest", "early", "topology", "smp", "frame", "slub", "vmalloc"],
+        "{}",
+        out.log
+    );
+    for suite in &out.ktap.suites {
+        assert!(
+            suite.cases > 0 && suite.result.as_ref().unwrap().ok,
+            "{suite:?}"
+        );
+    }
+    assert!(out.log.contains("    # Subtest: slub\n"), "{}", out.log);
+    assert!(out.log.contains("# slub: pass:"), "{}", out.log);
 }
 
 #[test]
@@ -37,6 +60,18 @@ fn s00_deliberate_failure_fails_the_run() {
         .result("ktest.deliberate_failure")
         .expect("test ran");
     assert!(!failed.ok);
+    // The failing case fails its suite, and only that suite.
+    assert_eq!(out.ktap.structure_errors(), Vec::<String>::new());
+    assert!(!out.ktap.suite("ktest").unwrap().result.as_ref().unwrap().ok);
+    assert!(
+        out.ktap
+            .suite("options")
+            .unwrap()
+            .result
+            .as_ref()
+            .unwrap()
+            .ok
+    );
     let report = out.failure_report();
     assert!(report.contains("QEMU command: qemu-system-x86_64"));
     assert!(report.contains("---- serial log ----"));

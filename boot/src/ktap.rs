@@ -1,4 +1,4 @@
-//! Reads what the kernel printed: KTAP results, the `# Totals:` line, panics and exceptions.
+//! Reads what the kernel printed: KTAP v1 suites and cases (KUnit layout), panics, exceptions.
 
 /// One KTAP result line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -11,11 +11,29 @@ pub struct TestResult {
     pub reason: String,
 }
 
+/// One suite: its subtest block and its own result line at the top level.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SuiteResult {
+    /// The suite's result line (number, name, ok/skipped); None until it was printed.
+    pub result: Option<TestResult>,
+    pub name: String,
+    /// The suite's own plan (`1..M` inside its block).
+    pub planned: Option<u32>,
+    /// Cases seen in the block.
+    pub cases: u32,
+}
+
 /// Everything the host checks in a serial log.
 #[derive(Clone, Debug, Default)]
 pub struct Summary {
+    /// The top-level plan: how many suites.
     pub planned: Option<u32>,
+    /// Every case, named `suite.case`.
     pub results: Vec<TestResult>,
+    /// Every suite, in order.
+    pub suites: Vec<SuiteResult>,
+    /// Whether a `KTAP version 1` header opened the log.
+    pub header: bool,
     pub panicked: bool,
     pub exception: bool,
 }
@@ -29,8 +47,63 @@ impl Summary {
         self.results.iter().filter(|r| !r.ok).collect()
     }
 
+    /// The case `suite.case`.
     pub fn result(&self, name: &str) -> Option<&TestResult> {
         self.results.iter().find(|r| r.name == name)
+    }
+
+    /// The suite `name`.
+    pub fn suite(&self, name: &str) -> Option<&SuiteResult> {
+        self.suites.iter().find(|s| s.name == name)
+    }
+
+    /// What breaks the KTAP v1 layout that Linux's kunit tooling parses: no header, a
+    /// top-level plan that does not count the suites, a suite whose plan does not count its
+    /// cases, a suite without its result line (or under another name or number), a suite that
+    /// passed with a failed case. Empty when the log is well formed (and complete).
+    pub fn structure_errors(&self) -> Vec<String> {
+        let mut errors = Vec::new();
+        if !self.header {
+            errors.push("no 'KTAP version 1' header".to_string());
+        }
+        if self.planned != Some(self.suites.len() as u32) {
+            errors.push(format!(
+                "top-level plan {:?} but {} suites",
+                self.planned,
+                self.suites.len()
+            ));
+        }
+        for (i, suite) in self.suites.iter().enumerate() {
+            if suite.planned != Some(suite.cases) {
+                errors.push(format!(
+                    "suite {}: plan {:?} but {} cases",
+                    suite.name, suite.planned, suite.cases
+                ));
+            }
+            match &suite.result {
+                None => errors.push(format!("suite {}: no result line", suite.name)),
+                Some(r) if r.number != i as u32 + 1 || r.name != suite.name => {
+                    errors.push(format!(
+                        "suite {}: result line 'ok {} {}'",
+                        suite.name, r.number, r.name
+                    ))
+                }
+                Some(r) => {
+                    let prefix = format!("{}.", suite.name);
+                    let case_failed = self
+                        .results
+                        .iter()
+                        .any(|c| !c.ok && c.name.starts_with(&prefix));
+                    if r.ok == case_failed {
+                        errors.push(format!(
+                            "suite {}: result ok={} but a case failed={}",
+                            suite.name, r.ok, case_failed
+                        ));
+                    }
+                }
+            }
+        }
+        errors
     }
 }
 
@@ -58,19 +131,50 @@ fn parse_result(line: &str) -> Option<TestResult> {
     })
 }
 
-/// Parses a whole serial log.
+/// Parses a whole serial log: the top level (header, plan, suite results) at column 0, each
+/// suite's block (`# Subtest:`, plan, cases) indented, as KUnit prints it. Other lines (what
+/// the tests print) may stand anywhere and are ignored.
 pub fn parse(log: &str) -> Summary {
     let mut summary = Summary::default();
     for line in log.lines() {
         let line = line.trim_end_matches('\r');
-        if let Some(plan) = line.strip_prefix("1..") {
-            summary.planned = plan.trim().parse().ok();
-        } else if let Some(result) = parse_result(line) {
-            summary.results.push(result);
-        } else if line.starts_with("PANIC:") {
-            summary.panicked = true;
-        } else if line.starts_with("EXCEPTION:") {
-            summary.exception = true;
+        let indented = line.starts_with(' ');
+        let text = line.trim_start();
+        if !indented {
+            if line == "KTAP version 1" {
+                summary.header = true;
+            } else if let Some(plan) = line.strip_prefix("1..") {
+                summary.planned = plan.trim().parse().ok();
+            } else if let Some(result) = parse_result(line) {
+                match summary.suites.last_mut() {
+                    Some(suite) if suite.result.is_none() => suite.result = Some(result),
+                    _ => summary.suites.push(SuiteResult {
+                        name: result.name.clone(),
+                        result: Some(result),
+                        planned: None,
+                        cases: 0,
+                    }),
+                }
+            } else if line.starts_with("PANIC:") {
+                summary.panicked = true;
+            } else if line.starts_with("EXCEPTION:") {
+                summary.exception = true;
+            }
+        } else if let Some(name) = text.strip_prefix("# Subtest: ") {
+            summary.suites.push(SuiteResult {
+                result: None,
+                name: name.trim().to_string(),
+                planned: None,
+                cases: 0,
+            });
+        } else if let Some(suite) = summary.suites.last_mut().filter(|s| s.result.is_none()) {
+            if let Some(plan) = text.strip_prefix("1..") {
+                suite.planned = plan.trim().parse().ok();
+            } else if let Some(mut result) = parse_result(text) {
+                suite.cases += 1;
+                result.name = format!("{}.{}", suite.name, result.name);
+                summary.results.push(result);
+            }
         }
     }
     summary
@@ -80,15 +184,53 @@ pub fn parse(log: &str) -> Summary {
 mod tests {
     use super::*;
 
+    /// A log as the kernel prints it: two suites, test output between the lines.
+    const LOG: &str = "banner\nKTAP version 1\n1..2\n    KTAP version 1\n    # Subtest: options\n    1..1\n    # valid: running\n    ok 1 valid\n# options: pass:1 fail:0 skip:0 total:1\nok 1 options\n    KTAP version 1\n    # Subtest: ktest\n    1..2\n    # deliberate_failure: running\nsome output\nok 7 not-a-case-inside-output\n    not ok 1 deliberate_failure # x.rs:3: boom\n    ok 2 b # SKIP no smp\n# ktest: pass:0 fail:1 skip:1 total:2\nnot ok 2 ktest # 1 of 2 cases failed\n# Totals: pass:1 fail:1 skip:1 total:3\n";
+
     #[test]
-    fn parses_ktap() {
-        let log = "banner\nKTAP version 1\n1..3\nok 1 options.valid\nnot ok 2 ktest.deliberate_failure # x.rs:3: boom\nok 3 a.b # SKIP no smp\n# Totals: pass:1 fail:1 skip:1 total:3\n";
-        let s = parse(log);
-        assert_eq!(s.planned, Some(3));
+    fn parses_suites_and_cases() {
+        let log = LOG.replace("ok 7 not-a-case-inside-output\n", "");
+        let s = parse(&log);
+        assert_eq!(s.planned, Some(2));
         assert_eq!(s.results.len(), 3);
         assert_eq!(s.passed(), 1);
         assert_eq!(s.failed()[0].name, "ktest.deliberate_failure");
         assert_eq!(s.failed()[0].reason, "x.rs:3: boom");
-        assert!(s.result("a.b").unwrap().skipped);
+        assert!(s.result("ktest.b").unwrap().skipped);
+        assert_eq!(s.suites.len(), 2);
+        assert_eq!(s.suite("ktest").unwrap().planned, Some(2));
+        assert!(!s.suite("ktest").unwrap().result.as_ref().unwrap().ok);
+        assert_eq!(s.structure_errors(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn structure_errors_name_what_is_wrong() {
+        // A stray unindented result line inside a block closes the suite early.
+        let s = parse(LOG);
+        assert!(!s.structure_errors().is_empty());
+        // A plan that miscounts, a missing suite result, no header.
+        let bad = "1..2\n    # Subtest: a\n    1..2\n    ok 1 x\nok 1 a\n";
+        let errors = parse(bad).structure_errors();
+        assert!(
+            errors.iter().any(|e| e.contains("no 'KTAP version 1'")),
+            "{errors:?}"
+        );
+        assert!(
+            errors.iter().any(|e| e.contains("top-level plan")),
+            "{errors:?}"
+        );
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("suite a: plan Some(2) but 1 cases")),
+            "{errors:?}"
+        );
+        // A suite that says ok although a case failed.
+        let lying = "KTAP version 1\n1..1\n    # Subtest: a\n    1..1\n    not ok 1 x\nok 1 a\n";
+        let errors = parse(lying).structure_errors();
+        assert!(
+            errors.iter().any(|e| e.contains("a case failed")),
+            "{errors:?}"
+        );
     }
 }

@@ -51,7 +51,12 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     mm::slub::init();
     mm::vmalloc::init(opts);
     let suite = ktest::Suite::from_name(opts.text("suite"));
-    let passed = ktest::run(suite, opts);
+    let ctx = ktest::Ctx {
+        opts,
+        nr_nodes: topology::get().nr_nodes(),
+        cpus_online: percpu::nr_cpus_online(),
+    };
+    let passed = ktest::run(suite, &ctx);
     arch::qemu_exit::exit(if passed {
         arch::qemu_exit::ExitCode::Success
     } else {

@@ -6,14 +6,11 @@
 //! warnings and documented fallbacks, never a panic), prints those warnings, and keeps the
 //! result. `print_numactl` prints it as `numactl -H` does.
 
-use crate::ktest::{KTest, Kind, TestResult};
-use crate::{kassert, kassert_eq};
 use alloc::vec::Vec;
 use bootloader_api::info::MemoryRegionKind;
 use core::arch::x86_64::__cpuid;
 use numalab_algo::acpi::numa::{self, Machine};
 use numalab_algo::memrange;
-use numalab_algo::options::Options;
 use numalab_algo::topology::Topology;
 use spin::Once;
 
@@ -126,93 +123,90 @@ pub fn print_numactl(free_bytes: &dyn Fn(NodeId) -> u64) {
     }
 }
 
-/// Every CPU has a valid node and a distinct APIC id, and CPU 0 is the CPU running this.
-fn test_cpus(_opts: &Options) -> TestResult {
-    let t = get();
-    kassert!(t.nr_cpus() >= 1);
-    kassert_eq!(t.cpus[0].apic_id, current_apic_id());
-    for (i, c) in t.cpus.iter().enumerate() {
-        kassert_eq!(c.cpu.index(), i);
-        kassert!(
-            c.node.index() < t.nr_nodes(),
-            "CPU {} on node {}",
-            i,
-            c.node.0
-        );
-        kassert!(
-            t.cpus[..i].iter().all(|o| o.apic_id != c.apic_id),
-            "APIC id {} twice",
-            c.apic_id
-        );
-        kassert!(t.nodes[c.node.index()].cpus.contains(&c.cpu));
-    }
-    Ok(())
-}
+/// The topology's own tests (white-box: they read the built topology and the memory map).
+mod tests {
+    use super::*;
+    use crate::ktest::{Ctx, KSuite, TestResult};
+    use crate::{kassert, kassert_eq, ktest};
 
-/// Node memory is usable RAM, disjoint between nodes, and together it is all usable RAM.
-fn test_memory(_opts: &Options) -> TestResult {
-    let t = get();
-    let usable = usable_ranges();
-    let mut all: Vec<(u64, u64)> = Vec::new();
-    for node in &t.nodes {
-        for &(s, e) in &node.mem_ranges {
+    /// The first suite after the options: every allocator reads the topology.
+    static SUITE: KSuite = KSuite {
+        name: "topology",
+        order: 10,
+        every_suite: false,
+    };
+
+    /// Every CPU has a valid node and a distinct APIC id, and CPU 0 is the CPU running this.
+    fn test_cpus(_ctx: &Ctx) -> TestResult {
+        let t = get();
+        kassert!(t.nr_cpus() >= 1);
+        kassert_eq!(t.cpus[0].apic_id, current_apic_id());
+        for (i, c) in t.cpus.iter().enumerate() {
+            kassert_eq!(c.cpu.index(), i);
             kassert!(
-                memrange::intersect(&usable, &[(s, e)])
-                    .iter()
-                    .map(|(a, b)| b - a)
-                    .sum::<u64>()
-                    == e - s,
-                "node {} range {:#x}-{:#x} is not all usable RAM",
-                node.id.0,
-                s,
-                e
+                c.node.index() < t.nr_nodes(),
+                "CPU {} on node {}",
+                i,
+                c.node.0
             );
-            kassert_eq!(t.node_of_phys(s), Some(node.id));
-            all.push((s, e));
+            kassert!(
+                t.cpus[..i].iter().all(|o| o.apic_id != c.apic_id),
+                "APIC id {} twice",
+                c.apic_id
+            );
+            kassert!(t.nodes[c.node.index()].cpus.contains(&c.cpu));
         }
+        Ok(())
     }
-    let total: u64 = all.iter().map(|(s, e)| e - s).sum();
-    kassert_eq!(memrange::normalize(&all), memrange::normalize(&usable));
-    kassert_eq!(total, usable.iter().map(|(s, e)| e - s).sum::<u64>());
-    Ok(())
-}
 
-/// Fallback orders list memory nodes by distance; a memoryless node's mem_node has memory.
-fn test_fallback(_opts: &Options) -> TestResult {
-    let t = get();
-    for node in &t.nodes {
-        let order = t.fallback_order(node.id);
-        kassert!(!order.is_empty(), "node {} has no fallback", node.id.0);
-        for pair in order.windows(2) {
-            kassert!(t.distance(node.id, pair[0]) <= t.distance(node.id, pair[1]));
+    /// Node memory is usable RAM, disjoint between nodes, and together it is all usable RAM.
+    fn test_memory(_ctx: &Ctx) -> TestResult {
+        let t = get();
+        let usable = usable_ranges();
+        let mut all: Vec<(u64, u64)> = Vec::new();
+        for node in &t.nodes {
+            for &(s, e) in &node.mem_ranges {
+                kassert!(
+                    memrange::intersect(&usable, &[(s, e)])
+                        .iter()
+                        .map(|(a, b)| b - a)
+                        .sum::<u64>()
+                        == e - s,
+                    "node {} range {:#x}-{:#x} is not all usable RAM",
+                    node.id.0,
+                    s,
+                    e
+                );
+                kassert_eq!(t.node_of_phys(s), Some(node.id));
+                all.push((s, e));
+            }
         }
-        let home = t.mem_node(node.id);
-        kassert!(!t.is_memoryless(home));
-        if !t.is_memoryless(node.id) {
-            kassert_eq!(home, node.id);
-        }
-        kassert_eq!(t.distance(node.id, node.id), 10);
+        let total: u64 = all.iter().map(|(s, e)| e - s).sum();
+        kassert_eq!(memrange::normalize(&all), memrange::normalize(&usable));
+        kassert_eq!(total, usable.iter().map(|(s, e)| e - s).sum::<u64>());
+        Ok(())
     }
-    Ok(())
-}
 
-pub const TESTS: &[KTest] = &[
-    KTest {
-        module: "topology",
-        name: "cpus",
-        kind: Kind::Test,
-        func: test_cpus,
-    },
-    KTest {
-        module: "topology",
-        name: "memory",
-        kind: Kind::Test,
-        func: test_memory,
-    },
-    KTest {
-        module: "topology",
-        name: "fallback",
-        kind: Kind::Test,
-        func: test_fallback,
-    },
-];
+    /// Fallback orders list memory nodes by distance; a memoryless node's mem_node has memory.
+    fn test_fallback(_ctx: &Ctx) -> TestResult {
+        let t = get();
+        for node in &t.nodes {
+            let order = t.fallback_order(node.id);
+            kassert!(!order.is_empty(), "node {} has no fallback", node.id.0);
+            for pair in order.windows(2) {
+                kassert!(t.distance(node.id, pair[0]) <= t.distance(node.id, pair[1]));
+            }
+            let home = t.mem_node(node.id);
+            kassert!(!t.is_memoryless(home));
+            if !t.is_memoryless(node.id) {
+                kassert_eq!(home, node.id);
+            }
+            kassert_eq!(t.distance(node.id, node.id), 10);
+        }
+        Ok(())
+    }
+
+    ktest!(SUITE, Test, "cpus", test_cpus);
+    ktest!(SUITE, Test, "memory", test_memory);
+    ktest!(SUITE, Test, "fallback", test_fallback);
+}

@@ -1,4 +1,8 @@
 //! KTAP version 1 lines (the format of Linux's KUnit and kselftest), written by the kernel.
+//!
+//! The layout is KUnit's: a top-level plan counting suites, then per suite a subtest block
+//! indented by four spaces (`KTAP version 1`, `# Subtest: NAME`, the suite's plan, its cases),
+//! KUnit's `# NAME: pass:.. fail:.. skip:.. total:..` line, and the suite's own result line.
 
 use alloc::format;
 use alloc::string::String;
@@ -10,6 +14,9 @@ pub enum Outcome {
     Fail(String),
     Skip(String),
 }
+
+/// Indentation of a subtest block (KUnit's KUNIT_SUBTEST_INDENT).
+pub const INDENT: &str = "    ";
 
 /// Running totals, printed as KUnit's `# Totals:` line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -28,6 +35,13 @@ impl Totals {
         }
     }
 
+    /// Adds another suite's totals.
+    pub fn merge(&mut self, other: &Totals) {
+        self.pass += other.pass;
+        self.fail += other.fail;
+        self.skip += other.skip;
+    }
+
     pub fn total(&self) -> u32 {
         self.pass + self.fail + self.skip
     }
@@ -42,6 +56,45 @@ impl Totals {
             self.total()
         )
     }
+}
+
+impl Totals {
+    /// KUnit's per-suite statistics line, `# NAME: pass:N fail:N skip:N total:N`.
+    pub fn suite_line(&self, suite: &str) -> String {
+        format!(
+            "# {}: pass:{} fail:{} skip:{} total:{}",
+            suite,
+            self.pass,
+            self.fail,
+            self.skip,
+            self.total()
+        )
+    }
+
+    /// The outcome of a suite: failed when a case failed, skipped when every case skipped.
+    pub fn outcome(&self) -> Outcome {
+        if self.fail > 0 {
+            Outcome::Fail(format!("{} of {} cases failed", self.fail, self.total()))
+        } else if self.total() > 0 && self.skip == self.total() {
+            Outcome::Skip(String::from("every case skipped"))
+        } else {
+            Outcome::Pass
+        }
+    }
+}
+
+/// The lines that open suite `name`'s subtest block of `cases` cases (already indented).
+pub fn subtest_header(name: &str, cases: usize) -> [String; 3] {
+    [
+        format!("{INDENT}KTAP version 1"),
+        format!("{INDENT}# Subtest: {name}"),
+        format!("{INDENT}1..{cases}"),
+    ]
+}
+
+/// The suite's own result line at the top level, `ok N name` / `not ok N name # ...`.
+pub fn suite_result_line(number: usize, name: &str, totals: &Totals) -> String {
+    result_line(number, name, &totals.outcome())
 }
 
 /// Keeps a reason on one line (KTAP directives end at the newline).
@@ -77,5 +130,41 @@ mod tests {
         t.add(&Outcome::Pass);
         t.add(&Outcome::Fail(String::new()));
         assert_eq!(t.line(), "# Totals: pass:1 fail:1 skip:0 total:2");
+        assert_eq!(t.suite_line("slub"), "# slub: pass:1 fail:1 skip:0 total:2");
+        assert_eq!(
+            suite_result_line(4, "slub", &t),
+            "not ok 4 slub # 1 of 2 cases failed"
+        );
+        let mut all = Totals::default();
+        all.merge(&t);
+        all.merge(&t);
+        assert_eq!(all.total(), 4);
+    }
+
+    #[test]
+    fn suite_outcomes() {
+        let skipped = Totals {
+            pass: 0,
+            fail: 0,
+            skip: 2,
+        };
+        assert_eq!(
+            suite_result_line(1, "s", &skipped),
+            "ok 1 s # SKIP every case skipped"
+        );
+        let passed = Totals {
+            pass: 1,
+            fail: 0,
+            skip: 2,
+        };
+        assert_eq!(suite_result_line(2, "s", &passed), "ok 2 s");
+        assert_eq!(
+            subtest_header("slub", 3),
+            [
+                "    KTAP version 1".to_string(),
+                "    # Subtest: slub".to_string(),
+                "    1..3".to_string()
+            ]
+        );
     }
 }

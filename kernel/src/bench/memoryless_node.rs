@@ -19,13 +19,12 @@
 
 use super::slub_cache::{BenchCache, Obj};
 use super::workload::{self, Barrier};
-use crate::ktest::{TestError, TestResult};
+use crate::ktest::{Ctx, TestError, TestResult};
 use crate::topology::NodeId;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
-use numalab_algo::options::Options;
 use spin::Mutex;
 
 const NAME: &str = "memoryless_node";
@@ -97,7 +96,7 @@ fn run_case(case: &str, memoryless_fix: bool, per_cpu: usize) -> Result<u64, Str
     Ok(slab_bytes / 1024)
 }
 
-fn memoryless_node(_opts: &Options) -> TestResult {
+fn memoryless_node(_ctx: &Ctx) -> TestResult {
     if super::instruction_boot() {
         return Err(TestError::Skip(format!(
             "{NAME}: memory experiment, runs in the multi-CPU (tsc) boot"
@@ -126,9 +125,4 @@ fn memoryless_node(_opts: &Options) -> TestResult {
     }
 }
 
-pub const TEST: crate::ktest::KTest = crate::ktest::KTest {
-    module: "bench",
-    name: NAME,
-    kind: crate::ktest::Kind::Bench,
-    func: memoryless_node,
-};
+crate::ktest!(super::BENCH_SUITE, Bench, NAME, memoryless_node);

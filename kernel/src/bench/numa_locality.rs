@@ -13,13 +13,12 @@
 
 use super::slub_cache::{BenchCache, Obj};
 use super::workload::{self, Barrier, Mailboxes};
-use crate::ktest::{TestError, TestResult};
+use crate::ktest::{Ctx, TestError, TestResult};
 use crate::topology::CpuId;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use numalab_algo::options::Options;
 
 const NAME: &str = "numa_locality";
 const MSG_BYTES: usize = 128;
@@ -132,8 +131,8 @@ fn run_case(case: &str, prefer_local: bool, per_cpu: u64) -> Result<Sample, Stri
     })
 }
 
-fn numa_locality(_opts: &Options) -> TestResult {
-    super::needs_cpus(NAME, 2)?;
+fn numa_locality(ctx: &Ctx) -> TestResult {
+    super::needs_cpus(ctx, NAME, 2)?;
     let cpus = workload::online();
     let nodes_with_cpus = {
         let mut nodes: Vec<u16> = cpus.iter().map(|&c| workload::node_of(c).0).collect();
@@ -179,9 +178,4 @@ fn numa_locality(_opts: &Options) -> TestResult {
     Ok(())
 }
 
-pub const TEST: crate::ktest::KTest = crate::ktest::KTest {
-    module: "bench",
-    name: NAME,
-    kind: crate::ktest::Kind::Bench,
-    func: numa_locality,
-};
+crate::ktest!(super::BENCH_SUITE, Bench, NAME, numa_locality);

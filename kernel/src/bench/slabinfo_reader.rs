@@ -16,11 +16,10 @@
 
 use super::slub_cache::{BenchCache, Obj};
 use super::workload::{self, Barrier, Rng};
-use crate::ktest::TestResult;
+use crate::ktest::{Ctx, TestResult};
 use alloc::format;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use numalab_algo::options::Options;
 use numalab_algo::slub::SlabinfoMode;
 use spin::Mutex;
 
@@ -117,8 +116,8 @@ fn run_case(
     })
 }
 
-fn slabinfo_reader(_opts: &Options) -> TestResult {
-    super::needs_cpus(NAME, 2)?;
+fn slabinfo_reader(ctx: &Ctx) -> TestResult {
+    super::needs_cpus(ctx, NAME, 2)?;
     let cpus = workload::online().len() as u32;
     let pool_objs = super::pick(4096, 512) as usize;
     let reads = super::pick(500, 40);
@@ -155,9 +154,4 @@ fn slabinfo_reader(_opts: &Options) -> TestResult {
     Ok(())
 }
 
-pub const TEST: crate::ktest::KTest = crate::ktest::KTest {
-    module: "bench",
-    name: NAME,
-    kind: crate::ktest::Kind::Bench,
-    func: slabinfo_reader,
-};
+crate::ktest!(super::BENCH_SUITE, Bench, NAME, slabinfo_reader);

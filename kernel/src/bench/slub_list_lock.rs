@@ -19,13 +19,12 @@
 
 use super::slub_cache::{BenchCache, Obj, BULK_MAX};
 use super::workload::{self, Barrier, Mailboxes};
-use crate::ktest::TestResult;
+use crate::ktest::{Ctx, TestResult};
 use crate::topology::CpuId;
 use alloc::format;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 use numalab_algo::bench_plan::cpu_counts;
-use numalab_algo::options::Options;
 use numalab_algo::slub::Tunables;
 
 const NAME: &str = "slub_list_lock";
@@ -150,8 +149,8 @@ fn run_case(
     })
 }
 
-fn slub_list_lock(_opts: &Options) -> TestResult {
-    super::needs_cpus(NAME, 2)?;
+fn slub_list_lock(ctx: &Ctx) -> TestResult {
+    super::needs_cpus(ctx, NAME, 2)?;
     let online = workload::online();
     let tps = workload::ticks_per_spin(online[0], online[1]).unwrap_or(0.0);
     crate::println!("# {NAME}: one list_lock spin iteration ~ {tps:.1} tsc ticks (calibrated)");
@@ -207,9 +206,4 @@ fn slub_list_lock(_opts: &Options) -> TestResult {
     Ok(())
 }
 
-pub const TEST: crate::ktest::KTest = crate::ktest::KTest {
-    module: "bench",
-    name: NAME,
-    kind: crate::ktest::Kind::Bench,
-    func: slub_list_lock,
-};
+crate::ktest!(super::BENCH_SUITE, Bench, NAME, slub_list_lock);

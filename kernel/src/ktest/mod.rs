@@ -1,25 +1,41 @@
-//! In-kernel tests: a registry of named tests, run by suite and printed as KTAP version 1.
+//! In-kernel tests, KUnit style: each test registers itself with `ktest!`, the runner prints KTAP.
 //!
-//! Each subsystem exposes `pub const TESTS: &[KTest]` (usually in its `tests.rs`), listed in
-//! `registry.rs`. A test returns `Ok(())`, or a `TestError` saying why it failed or was
-//! skipped; `kassert!`/`kassert_eq!` build failures that carry file and line.
+//! `ktest!` places a `KTest` (suite, name, kind, file, line, function) in the linker section
+//! `ktests`; `run` walks the section between the `__start_ktests`/`__stop_ktests` symbols the
+//! linker provides, so there is no central list of tests. Tests are grouped by their `KSuite`,
+//! suites run in the order of their `order` key (a suite's key is larger than the keys of the
+//! suites it depends on: topology before smp before frame before slub ...), and within a suite
+//! correctness tests run first, then stress tests, then the bench plan and experiments, each in
+//! source order (file, line).
+//!
+//! Output is KTAP version 1 as Linux's KUnit prints it: one subtest block per suite
+//! (`# Subtest: slub`, its plan, its cases indented four spaces, the suite's `# slub: pass:..`
+//! line), then the suite's own result `ok N slub`, and KUnit's `# Totals:` line at the end.
+//!
+//! This module is a leaf: it imports serial, options and arch only. What a test needs of the
+//! machine comes in its `Ctx` (options, nodes, CPUs online); the BENCH writer for experiments is
+//! `ktest::bench`.
 
-mod registry;
+pub mod bench;
 mod selftest;
 
 use alloc::string::String;
 use alloc::vec::Vec;
-use numalab_algo::ktap::{result_line, Outcome, Totals};
+use numalab_algo::ktap::{self, Outcome, Totals};
 use numalab_algo::options::Options;
 
-/// Which suite a test belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What kind of test an entry is; the `suite=` option picks kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Kind {
     /// Correctness tests: quick, deterministic.
     Test,
     /// Stress tests: all CPUs, many operations, conservation checked at the end.
     Stress,
-    /// Benchmarks: print BENCH lines; fail only when they cannot run.
+    /// Runs before the experiments whenever benchmarks run, whatever `bench=` selects (the
+    /// bench plan: it validates the selection).
+    BenchPlan,
+    /// Experiments: print BENCH lines, selected by name with `bench=`; fail only when they
+    /// cannot run or a knob check fails.
     Bench,
 }
 
@@ -50,9 +66,22 @@ impl Suite {
             Suite::None => false,
             Suite::Test => kind == Kind::Test,
             Suite::Stress => kind == Kind::Stress,
-            Suite::Bench => kind == Kind::Bench,
+            Suite::Bench => matches!(kind, Kind::Bench | Kind::BenchPlan),
         }
     }
+}
+
+/// A group of tests printed as one KTAP subtest block (KUnit's `struct kunit_suite`).
+pub struct KSuite {
+    /// The subsystem, e.g. `topology`, `slub`.
+    pub name: &'static str,
+    /// Run order: suites run by increasing key; a suite's key must exceed those of the suites
+    /// whose services its tests use. The keys in use: options 0, early 5, topology 10, smp 20,
+    /// frame 30, slub 40, vmalloc 50, bench 90.
+    pub order: u16,
+    /// Runs in every boot that runs tests of any kind (the option check: a misspelt key must
+    /// fail a bench boot too).
+    pub every_suite: bool,
 }
 
 /// Why a test did not pass.
@@ -70,13 +99,46 @@ impl From<String> for TestError {
 
 pub type TestResult = Result<(), TestError>;
 
-/// One registered test.
+/// What a test gets from the runner: this boot's options and the machine it runs on.
+pub struct Ctx<'a> {
+    pub opts: &'a Options,
+    /// NUMA nodes of the machine (memoryless and CPU-less ones included).
+    pub nr_nodes: usize,
+    /// CPUs that came online.
+    pub cpus_online: usize,
+}
+
+/// One registered test (placed in the `ktests` section by `ktest!`).
 pub struct KTest {
-    /// The subsystem, e.g. `options`, `topology`, `slub`.
-    pub module: &'static str,
+    pub suite: &'static KSuite,
     pub name: &'static str,
     pub kind: Kind,
-    pub func: fn(&Options) -> TestResult,
+    pub file: &'static str,
+    pub line: u32,
+    pub func: fn(&Ctx) -> TestResult,
+}
+
+/// Registers a test: `ktest!(SUITE, Kind, function)` names it after the function,
+/// `ktest!(SUITE, Kind, "name", function)` gives it another name.
+#[macro_export]
+macro_rules! ktest {
+    ($suite:path, $kind:ident, $func:ident) => {
+        $crate::ktest!($suite, $kind, stringify!($func), $func);
+    };
+    ($suite:path, $kind:ident, $name:expr, $func:expr) => {
+        const _: () = {
+            #[used]
+            #[link_section = "ktests"]
+            static ENTRY: $crate::ktest::KTest = $crate::ktest::KTest {
+                suite: &$suite,
+                name: $name,
+                kind: $crate::ktest::Kind::$kind,
+                file: file!(),
+                line: line!(),
+                func: $func,
+            };
+        };
+    };
 }
 
 /// Fails the current test (returns `Err`) with file, line and a message when `cond` is false.
@@ -120,33 +182,76 @@ macro_rules! kassert_eq {
     }};
 }
 
-/// Every registered test (the benchmark plan lists the experiments from it).
-pub fn registered() -> impl Iterator<Item = &'static KTest> {
-    registry::all()
+// The bounds of the `ktests` section, defined by the linker (any section whose name is a C
+// identifier gets them). Declared as bytes: only their addresses are used.
+extern "C" {
+    static __start_ktests: u8;
+    static __stop_ktests: u8;
 }
 
-/// Runs every registered test of `suite` (and matching `filter=`), printing KTAP.
-/// Returns true when no test failed and at least one ran.
-pub fn run(suite: Suite, opts: &Options) -> bool {
+/// Every test in the `ktests` section, in link order (unsorted).
+pub fn registered() -> &'static [KTest] {
+    // SAFETY: the linker defines __start_ktests/__stop_ktests around the `ktests` section, which
+    // holds only `KTest` statics placed there by `ktest!` (each `#[used]`, of one type, so the
+    // section is an array of KTest with the type's alignment). The statics are immutable and
+    // live for the whole run; the pointers only serve as bounds of that array.
+    unsafe {
+        let start = core::ptr::addr_of!(__start_ktests).cast::<KTest>();
+        let stop = core::ptr::addr_of!(__stop_ktests).cast::<KTest>();
+        let len = (stop as usize - start as usize) / core::mem::size_of::<KTest>();
+        core::slice::from_raw_parts(start, len)
+    }
+}
+
+/// The tests of `suite` kind that `filter=` and `bench=` select, sorted by suite order, then
+/// kind (tests, stress, the bench plan, experiments), then source position.
+fn selected(suite: Suite, opts: &Options) -> Vec<&'static KTest> {
     let filter = opts.text("filter");
-    let tests: Vec<&KTest> = registry::all()
-        .filter(|t| suite.includes(t.kind) || (t.module == "options" && suite != Suite::None))
-        .filter(|t| filter.is_empty() || t.module.contains(filter) || t.name.contains(filter))
-        .filter(|t| crate::bench::wanted(t))
+    let any_kind = suite != Suite::None;
+    let mut tests: Vec<&KTest> = registered()
+        .iter()
+        .filter(|t| suite.includes(t.kind) || (t.suite.every_suite && any_kind))
+        .filter(|t| filter.is_empty() || t.suite.name.contains(filter) || t.name.contains(filter))
+        .filter(|t| t.kind != Kind::Bench || bench::selected(t.name))
+        .collect();
+    tests.sort_by_key(|t| (t.suite.order, t.suite.name, t.kind, t.file, t.line));
+    tests
+}
+
+/// Runs the selected tests of `suite`, printing KTAP version 1 with one subtest block per
+/// KSuite. Returns true when no test failed and at least one ran.
+pub fn run(suite: Suite, ctx: &Ctx) -> bool {
+    bench::set_machine(ctx.nr_nodes);
+    let tests = selected(suite, ctx.opts);
+    let groups: Vec<&[&KTest]> = tests
+        .chunk_by(|a, b| core::ptr::eq(a.suite, b.suite))
         .collect();
     crate::println!("KTAP version 1");
-    crate::println!("1..{}", tests.len());
+    crate::println!("1..{}", groups.len());
     let mut totals = Totals::default();
-    for (i, test) in tests.iter().enumerate() {
-        crate::println!("# {}.{}: running", test.module, test.name);
-        let outcome = match (test.func)(opts) {
-            Ok(()) => Outcome::Pass,
-            Err(TestError::Fail(reason)) => Outcome::Fail(reason),
-            Err(TestError::Skip(reason)) => Outcome::Skip(reason),
-        };
-        totals.add(&outcome);
-        let name = alloc::format!("{}.{}", test.module, test.name);
-        crate::println!("{}", result_line(i + 1, &name, &outcome));
+    for (i, group) in groups.iter().enumerate() {
+        let name = group[0].suite.name;
+        for line in ktap::subtest_header(name, group.len()) {
+            crate::println!("{}", line);
+        }
+        let mut suite_totals = Totals::default();
+        for (j, test) in group.iter().enumerate() {
+            crate::println!("{}# {}: running", ktap::INDENT, test.name);
+            let outcome = match (test.func)(ctx) {
+                Ok(()) => Outcome::Pass,
+                Err(TestError::Fail(reason)) => Outcome::Fail(reason),
+                Err(TestError::Skip(reason)) => Outcome::Skip(reason),
+            };
+            suite_totals.add(&outcome);
+            crate::println!(
+                "{}{}",
+                ktap::INDENT,
+                ktap::result_line(j + 1, test.name, &outcome)
+            );
+        }
+        crate::println!("{}", suite_totals.suite_line(name));
+        crate::println!("{}", ktap::suite_result_line(i + 1, name, &suite_totals));
+        totals.merge(&suite_totals);
     }
     crate::println!("{}", totals.line());
     totals.fail == 0 && totals.total() > 0

@@ -87,3 +87,31 @@ pub fn heap_usage() -> (usize, usize) {
     let heap = HEAP.lock();
     (heap.used(), heap.free())
 }
+
+/// The bootstrap heap's own test (white-box: it reads the heap's usage).
+mod tests {
+    use crate::ktest::{Ctx, KSuite, TestResult};
+    use crate::{kassert, kassert_eq, ktest};
+
+    /// The bootstrap heap of this file, before any allocator exists.
+    static EARLY: KSuite = KSuite {
+        name: "early",
+        order: 5,
+        every_suite: false,
+    };
+
+    fn heap_alloc(_ctx: &Ctx) -> TestResult {
+        let v: alloc::vec::Vec<u64> = (0..1000).collect();
+        kassert_eq!(v.iter().sum::<u64>(), 499_500);
+        let (used, free) = super::heap_usage();
+        kassert!(
+            used > 0 && free > 0,
+            "bootstrap heap used {} free {}",
+            used,
+            free
+        );
+        Ok(())
+    }
+
+    ktest!(EARLY, Test, "bootstrap_heap", heap_alloc);
+}

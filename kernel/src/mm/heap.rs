@@ -15,6 +15,11 @@ struct KernelHeap;
 #[global_allocator]
 static HEAP: KernelHeap = KernelHeap;
 
+/// Whether small blocks come from kmalloc now (SLUB is up) rather than the bootstrap heap.
+pub fn small_blocks_from_kmalloc() -> bool {
+    super::slub::is_ready()
+}
+
 /// The page order for `layout` when it goes to the frame allocator, else None.
 fn page_order(layout: Layout) -> Option<u8> {
     if layout.size() < PAGE_BYTES as usize || layout.align() > PAGE_BYTES as usize {

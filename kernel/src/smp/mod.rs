@@ -17,7 +17,6 @@ mod tlb;
 pub use call::CallError;
 pub use call::{call_on_cpu, on_each_cpu, run_on_cpus};
 pub use stats::{dump_stats, CpuStats};
-pub use tests::TESTS;
 pub use tlb::tlb_shootdown;
 
 use alloc::vec::Vec;

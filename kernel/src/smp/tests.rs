@@ -5,15 +5,21 @@
 use alloc::format;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use numalab_algo::options::Options;
 
 use super::{on_each_cpu, online_cpus, run_on_cpus};
 use crate::arch::{self, apic, paging};
-use crate::ktest::{KTest, Kind, TestError, TestResult};
+use crate::ktest::{Ctx, KSuite, TestError, TestResult};
 use crate::percpu;
 use crate::sync::{IrqSpinLock, LockStatsSnapshot};
 use crate::topology::{self, CpuId};
-use crate::{kassert, kassert_eq};
+use crate::{kassert, kassert_eq, ktest};
+
+/// CPU bring-up, per-CPU data, cross-CPU calls and locks (after topology).
+static SUITE: KSuite = KSuite {
+    name: "smp",
+    order: 20,
+    every_suite: false,
+};
 
 /// Per-CPU result slots, indexed by CpuId.
 fn slots(init: u64) -> Vec<AtomicU64> {
@@ -21,7 +27,7 @@ fn slots(init: u64) -> Vec<AtomicU64> {
 }
 
 /// Every CPU of the topology is online and reports its own id, APIC id and node.
-fn cpus_check_in(_: &Options) -> TestResult {
+fn cpus_check_in(_ctx: &Ctx) -> TestResult {
     let topo = topology::get();
     let expected = &topo.cpus;
     kassert_eq!(percpu::nr_cpus_online(), online_cpus().len());
@@ -88,7 +94,7 @@ fn cpus_check_in(_: &Options) -> TestResult {
 
 /// Each CPU's GS-based area is its own: distinct addresses, and concurrent writes to the
 /// same field of every area never show another CPU's value.
-fn percpu_private(_: &Options) -> TestResult {
+fn percpu_private(_ctx: &Ctx) -> TestResult {
     let addrs = slots(0);
     let bad = AtomicU32::new(0);
     on_each_cpu(&|cpu: CpuId| {
@@ -122,7 +128,7 @@ fn percpu_private(_: &Options) -> TestResult {
 
 /// Calls reach exactly their target, from the boot CPU to each CPU and from each CPU to its
 /// neighbour (nested), and run exactly once per listed CPU.
-fn call_roundtrip(_: &Options) -> TestResult {
+fn call_roundtrip(_ctx: &Ctx) -> TestResult {
     let online = online_cpus();
     let hits = slots(0);
     for &cpu in online {
@@ -184,7 +190,7 @@ fn read_scratch(virt: u64) -> u64 {
 }
 
 /// Remaps a page to another frame, shoots it down, and every CPU must see the new frame.
-fn shootdown_flushes(_: &Options) -> TestResult {
+fn shootdown_flushes(_ctx: &Ctx) -> TestResult {
     let virt = arch::smp::alloc_scratch_virt(1)
         .ok_or_else(|| TestError::Fail("no scratch page".into()))?;
     let node = percpu::mem_node_id();
@@ -253,7 +259,7 @@ fn shootdown_flushes(_: &Options) -> TestResult {
 }
 
 /// Every AP's kernel stack is mapped and has an unmapped guard page below it.
-fn stack_guard_pages(_: &Options) -> TestResult {
+fn stack_guard_pages(_ctx: &Ctx) -> TestResult {
     let guard_gap = slots(u64::MAX);
     on_each_cpu(&|cpu: CpuId| {
         if cpu == CpuId(0) {
@@ -282,7 +288,7 @@ fn stack_guard_pages(_: &Options) -> TestResult {
 
 /// Each AP's per-CPU area and kernel stack sit on its memory node (the nearest node with
 /// memory for a CPU of a memoryless node).
-fn percpu_on_node(_: &Options) -> TestResult {
+fn percpu_on_node(_ctx: &Ctx) -> TestResult {
     if !crate::mm::frame::is_ready() {
         return Err(TestError::Skip(
             "no frame allocator: per-CPU memory comes from the heap".into(),
@@ -327,7 +333,7 @@ fn percpu_on_node(_: &Options) -> TestResult {
 }
 
 /// Every CPU's LAPIC timer ticks when started (100 Hz for 50 ms), and stops.
-fn lapic_timer_ticks(_: &Options) -> TestResult {
+fn lapic_timer_ticks(_ctx: &Ctx) -> TestResult {
     if apic::timer_hz() == 0 {
         return Err(TestError::Skip("LAPIC timer not calibrated".into()));
     }
@@ -399,61 +405,17 @@ fn hammer(per_cpu: u64) -> TestResult {
 
 /// The quick version: about 12800 increments in all (200 per CPU on up to 64 CPUs, fewer per
 /// CPU above that, so 255 vCPUs on a 2-core host stay quick).
-fn lock_hammer(_: &Options) -> TestResult {
+fn lock_hammer(_ctx: &Ctx) -> TestResult {
     let n = online_cpus().len() as u64;
     hammer((12_800 / n).clamp(20, 200))
 }
 
-fn lock_hammer_stress(_: &Options) -> TestResult {
+fn lock_hammer_stress(_ctx: &Ctx) -> TestResult {
     hammer(20_000)
 }
 
-/// Cross-CPU call and shootdown latency (BENCH lines, TSC clock: a trend under TCG).
-fn call_latency(_: &Options) -> TestResult {
-    let hz = arch::tsc_hz();
-    if hz == 0 {
-        return Err(TestError::Skip("TSC not calibrated".into()));
-    }
-    let online = online_cpus();
-    let nodes = topology::get().nr_nodes() as u32;
-    let rounds = 200u64;
-    let emit = |case: &str, metric: &str, ticks: u64| {
-        let ns = ticks as f64 * 1e9 / hz as f64 / rounds as f64;
-        let rec = numalab_algo::bench::Record {
-            bench: "smp_calls",
-            case,
-            metric,
-            value: ns,
-            unit: "ns",
-            cpus: online.len() as u32,
-            nodes,
-            clock: crate::bench::clock(),
-        };
-        crate::println!("{}", rec.line());
-    };
-    let t0 = arch::rdtsc();
-    for _ in 0..rounds {
-        on_each_cpu(&|_| {});
-    }
-    emit("on_each_cpu", "round_trip", arch::rdtsc() - t0);
-    if let Some(&far) = online.last().filter(|&&c| c != percpu::cpu_id()) {
-        let t0 = arch::rdtsc();
-        for _ in 0..rounds {
-            let _ = super::call_on_cpu(far, &|_| {});
-        }
-        emit("call_on_cpu", "round_trip", arch::rdtsc() - t0);
-    }
-    let virt = arch::smp::alloc_scratch_virt(1).unwrap_or(0);
-    let t0 = arch::rdtsc();
-    for _ in 0..rounds {
-        super::tlb_shootdown(virt, virt + 4096);
-    }
-    emit("tlb_shootdown_1page", "latency", arch::rdtsc() - t0);
-    Ok(())
-}
-
 /// Counters dump (and a sanity check: the boot CPU sent IPIs if there are other CPUs).
-fn counters(_: &Options) -> TestResult {
+fn counters(_ctx: &Ctx) -> TestResult {
     super::dump_stats();
     if online_cpus().len() > 1 {
         let s = percpu::boot_cpu().smp.stats.snapshot();
@@ -466,71 +428,13 @@ fn counters(_: &Options) -> TestResult {
     Ok(())
 }
 
-pub const TESTS: &[KTest] = &[
-    KTest {
-        module: "smp",
-        name: "cpus_check_in",
-        kind: Kind::Test,
-        func: cpus_check_in,
-    },
-    KTest {
-        module: "smp",
-        name: "percpu_private",
-        kind: Kind::Test,
-        func: percpu_private,
-    },
-    KTest {
-        module: "smp",
-        name: "call_roundtrip",
-        kind: Kind::Test,
-        func: call_roundtrip,
-    },
-    KTest {
-        module: "smp",
-        name: "shootdown_flushes",
-        kind: Kind::Test,
-        func: shootdown_flushes,
-    },
-    KTest {
-        module: "smp",
-        name: "percpu_on_node",
-        kind: Kind::Test,
-        func: percpu_on_node,
-    },
-    KTest {
-        module: "smp",
-        name: "stack_guard_pages",
-        kind: Kind::Test,
-        func: stack_guard_pages,
-    },
-    KTest {
-        module: "smp",
-        name: "lapic_timer_ticks",
-        kind: Kind::Test,
-        func: lapic_timer_ticks,
-    },
-    KTest {
-        module: "smp",
-        name: "lock_hammer",
-        kind: Kind::Test,
-        func: lock_hammer,
-    },
-    KTest {
-        module: "smp",
-        name: "lock_hammer_stress",
-        kind: Kind::Stress,
-        func: lock_hammer_stress,
-    },
-    KTest {
-        module: "smp",
-        name: "call_latency",
-        kind: Kind::Bench,
-        func: call_latency,
-    },
-    KTest {
-        module: "smp",
-        name: "counters",
-        kind: Kind::Test,
-        func: counters,
-    },
-];
+ktest!(SUITE, Test, cpus_check_in);
+ktest!(SUITE, Test, percpu_private);
+ktest!(SUITE, Test, call_roundtrip);
+ktest!(SUITE, Test, shootdown_flushes);
+ktest!(SUITE, Test, percpu_on_node);
+ktest!(SUITE, Test, stack_guard_pages);
+ktest!(SUITE, Test, lapic_timer_ticks);
+ktest!(SUITE, Test, lock_hammer);
+ktest!(SUITE, Stress, lock_hammer_stress);
+ktest!(SUITE, Test, counters);

@@ -10,12 +10,12 @@
 //! Layering: `numalab_algo::buddy` (pure split/merge) <- `node` (memmap, node lock) <- `pcp`
 //! (per-CPU lists) <- this module (policies, `Pages`, counters) <- `crate::mm::heap`.
 
-mod bench;
+mod holders;
 mod memmap;
 mod node;
 mod pcp;
 mod stats;
-pub mod tests;
+mod tests;
 
 use alloc::vec::Vec;
 use core::fmt;
@@ -23,6 +23,7 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use numalab_algo::topology::{NodeId, Topology};
 use spin::Once;
 
+pub use holders::{held_bytes_on as holders_held_bytes_on, register_holder, PageHolder};
 pub use memmap::PageMeta;
 pub use node::{PAGE_BYTES, PAGE_SHIFT};
 pub use numalab_algo::buddy::MAX_ORDER;

@@ -2,13 +2,19 @@
 //! policy, distance-ordered fallback, exhaustion, invalid frees, per-CPU lists, dumps, stress.
 
 use super::*;
-use crate::ktest::{KTest, Kind, TestError, TestResult};
-use crate::{kassert, kassert_eq};
+use crate::ktest::{Ctx, KSuite, TestError, TestResult};
+use crate::{kassert, kassert_eq, ktest};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
-use numalab_algo::options::Options;
 use numalab_algo::topology::CpuId;
+
+/// The page frame allocator's tests (after topology and smp: they use every CPU).
+static SUITE: KSuite = KSuite {
+    name: "frame",
+    order: 30,
+    every_suite: false,
+};
 
 /// Drains every per-CPU list, then checks every node (lists, ranges, conservation); returns
 /// the free bytes per node.
@@ -25,8 +31,8 @@ pub fn check_all() -> Result<Vec<u64>, String> {
                 info.id.0, c.cached_pages
             ));
         }
-        // Pages SLUB took meanwhile (kmalloc behind the global allocator) count as free.
-        free.push(free_bytes(info.id) + crate::mm::slub::held_bytes_on(info.id));
+        // Pages a holder (SLUB: kmalloc behind the global allocator) took meanwhile count as free.
+        free.push(free_bytes(info.id) + holders_held_bytes_on(info.id));
     }
     Ok(free)
 }
@@ -48,7 +54,7 @@ fn in_node(topo: &Topology, phys: u64, bytes: u64, node: NodeId) -> bool {
 
 /// Every node with memory: consistent free lists, conservation, free <= total; memoryless
 /// nodes report zero.
-fn conservation(_o: &Options) -> TestResult {
+fn conservation(_ctx: &Ctx) -> TestResult {
     let topo = crate::topology::get();
     check_all()?;
     let mut total = 0;
@@ -65,7 +71,7 @@ fn conservation(_o: &Options) -> TestResult {
 }
 
 /// One block of every order: aligned, inside its node, writable, and freed back.
-fn orders(_o: &Options) -> TestResult {
+fn orders(_ctx: &Ctx) -> TestResult {
     let before = check_all()?;
     let topo = crate::topology::get();
     for order in 0..=MAX_ORDER {
@@ -92,7 +98,7 @@ fn orders(_o: &Options) -> TestResult {
 
 /// Bind/Preferred land in the asked node's ranges, Local on the CPU's nearest memory node,
 /// Interleave cycles over the memory nodes; Bind to a memoryless node is an error.
-fn placement(_o: &Options) -> TestResult {
+fn placement(_ctx: &Ctx) -> TestResult {
     let before = check_all()?;
     let topo = crate::topology::get();
     let mut held = Vec::new();
@@ -187,7 +193,7 @@ fn exhaust(policy: Policy, held: &mut Vec<Pages>) -> Result<usize, String> {
 /// must then come from the next node in distance order, counting numa_miss on the node that
 /// served and numa_foreign on the preferred one; then every policy fails with OutOfMemory;
 /// everything is freed back.
-fn fallback_and_exhaustion(_o: &Options) -> TestResult {
+fn fallback_and_exhaustion(_ctx: &Ctx) -> TestResult {
     let mut held: Vec<Pages> = Vec::with_capacity(16384);
     let before = check_all()?;
     let topo = crate::topology::get();
@@ -204,7 +210,7 @@ fn fallback_and_exhaustion(_o: &Options) -> TestResult {
             .map(|p| p.size_bytes() as u64)
             .sum();
         kassert_eq!(
-            held_bytes + crate::mm::slub::held_bytes_on(n),
+            held_bytes + holders_held_bytes_on(n),
             before[n.index()],
             "node {} exhausted",
             n.0
@@ -258,7 +264,7 @@ fn fallback_and_exhaustion(_o: &Options) -> TestResult {
 
 /// Invalid frees (tail page, wrong order, double free, unaligned address, outside every
 /// node) are refused, counted and leave the allocator consistent.
-fn invalid_frees(_o: &Options) -> TestResult {
+fn invalid_frees(_ctx: &Ctx) -> TestResult {
     let before = check_all()?;
     let local = crate::percpu::mem_node_id();
     let invalid = || node_counters(local).map_or(0, |c| c.invalid_frees);
@@ -290,8 +296,8 @@ fn invalid_frees(_o: &Options) -> TestResult {
 
 /// Per-CPU lists: a free then an alloc of order 0 is a list hit on the same page; going past
 /// `high` drains a batch; drain_all empties them.
-fn pcp_lists(o: &Options) -> TestResult {
-    if !o.bool("frame.pcp") {
+fn pcp_lists(ctx: &Ctx) -> TestResult {
+    if !ctx.opts.bool("frame.pcp") {
         return Err(TestError::Skip(String::from("frame.pcp=0")));
     }
     let before = check_all()?;
@@ -309,7 +315,7 @@ fn pcp_lists(o: &Options) -> TestResult {
         "first alloc after drain refills"
     );
     kassert!(c1.pcp_hit > c0.pcp_hit);
-    let high = o.u64("frame.pcp_high") as usize;
+    let high = ctx.opts.u64("frame.pcp_high") as usize;
     let held: Vec<Pages> = (0..high + 64)
         .map(|_| alloc_pages(0, Policy::Local))
         .collect::<Result<_, _>>()
@@ -328,7 +334,7 @@ fn pcp_lists(o: &Options) -> TestResult {
 
 /// page_meta: the owner/private words of a head page are the user's; unmanaged addresses
 /// have none.
-fn page_meta_words(_o: &Options) -> TestResult {
+fn page_meta_words(_ctx: &Ctx) -> TestResult {
     let p = alloc_pages(1, Policy::Local).map_err(|e| format!("{}", e))?;
     let meta =
         page_meta(p.phys_addr()).ok_or_else(|| String::from("no meta for an allocated page"))?;
@@ -348,7 +354,7 @@ fn page_meta_words(_o: &Options) -> TestResult {
 }
 
 /// Large heap allocations come from pages (outside the bootstrap heap) and go back.
-fn heap_large(_o: &Options) -> TestResult {
+fn heap_large(_ctx: &Ctx) -> TestResult {
     let before = check_all()?;
     let v: Vec<u8> = alloc::vec![3u8; 1 << 20];
     let virt = v.as_ptr() as u64;
@@ -362,14 +368,15 @@ fn heap_large(_o: &Options) -> TestResult {
     let small: Vec<u8> = alloc::vec![1u8; 64];
     // Small blocks come from the bootstrap heap until SLUB is up, from kmalloc after.
     kassert!(
-        crate::mm::early::in_bootstrap_heap(small.as_ptr() as u64) != crate::mm::slub::is_ready()
+        crate::mm::early::in_bootstrap_heap(small.as_ptr() as u64)
+            != crate::mm::heap::small_blocks_from_kmalloc()
     );
     drop(small);
     expect_restored(&before)
 }
 
 /// Prints /proc/buddyinfo, numastat and the per-CPU list figures; one line per memory node.
-fn dumps(_o: &Options) -> TestResult {
+fn dumps(_ctx: &Ctx) -> TestResult {
     let topo = crate::topology::get();
     let mem_nodes = topo.nodes.iter().filter(|n| n.mem_bytes() > 0).count();
     let buddyinfo = buddyinfo_lines();
@@ -400,13 +407,17 @@ impl Rng {
 /// remote node's), for a bounded number of operations; each block carries a tag checked when
 /// it is freed. Then the pool is emptied, every CPU's lists are drained, and conservation
 /// and the free lists are checked.
-fn stress(o: &Options) -> TestResult {
+fn stress(ctx: &Ctx) -> TestResult {
     use core::sync::atomic::{AtomicU64, AtomicUsize};
     let before = check_all()?;
     let topo = crate::topology::get();
     let nr_slots = 1024;
     let slots: Vec<AtomicU64> = (0..nr_slots).map(|_| AtomicU64::new(0)).collect();
-    let ops_per_cpu: u64 = if o.bool("bench.smoke") { 2_000 } else { 20_000 };
+    let ops_per_cpu: u64 = if ctx.opts.bool("bench.smoke") {
+        2_000
+    } else {
+        20_000
+    };
     let failures = AtomicU64::new(0);
     let bad_tags = AtomicU64::new(0);
     let remote_frees = AtomicU64::new(0);
@@ -484,7 +495,7 @@ fn stress(o: &Options) -> TestResult {
 
 /// Every online CPU fills its lists (allocates and frees pages on every memory node), then
 /// `drain_all` empties every CPU's lists through cross-CPU calls.
-fn drain_all_cpus(_o: &Options) -> TestResult {
+fn drain_all_cpus(_ctx: &Ctx) -> TestResult {
     let topo = crate::topology::get();
     check_all()?;
     crate::smp::on_each_cpu(&|_cpu| {
@@ -507,77 +518,14 @@ fn o_pcp_off() -> bool {
     !crate::options::load().bool("frame.pcp")
 }
 
-pub const TESTS: &[KTest] = &[
-    KTest {
-        module: "frame",
-        name: "conservation",
-        kind: Kind::Test,
-        func: conservation,
-    },
-    KTest {
-        module: "frame",
-        name: "orders",
-        kind: Kind::Test,
-        func: orders,
-    },
-    KTest {
-        module: "frame",
-        name: "placement",
-        kind: Kind::Test,
-        func: placement,
-    },
-    KTest {
-        module: "frame",
-        name: "fallback_and_exhaustion",
-        kind: Kind::Test,
-        func: fallback_and_exhaustion,
-    },
-    KTest {
-        module: "frame",
-        name: "invalid_frees",
-        kind: Kind::Test,
-        func: invalid_frees,
-    },
-    KTest {
-        module: "frame",
-        name: "pcp_lists",
-        kind: Kind::Test,
-        func: pcp_lists,
-    },
-    KTest {
-        module: "frame",
-        name: "page_meta",
-        kind: Kind::Test,
-        func: page_meta_words,
-    },
-    KTest {
-        module: "frame",
-        name: "heap_large",
-        kind: Kind::Test,
-        func: heap_large,
-    },
-    KTest {
-        module: "frame",
-        name: "drain_all_cpus",
-        kind: Kind::Test,
-        func: drain_all_cpus,
-    },
-    KTest {
-        module: "frame",
-        name: "dumps",
-        kind: Kind::Test,
-        func: dumps,
-    },
-    KTest {
-        module: "frame",
-        name: "page_alloc",
-        kind: Kind::Bench,
-        func: super::bench::page_alloc,
-    },
-    KTest {
-        module: "frame",
-        name: "stress",
-        kind: Kind::Stress,
-        func: stress,
-    },
-];
+ktest!(SUITE, Test, conservation);
+ktest!(SUITE, Test, orders);
+ktest!(SUITE, Test, placement);
+ktest!(SUITE, Test, fallback_and_exhaustion);
+ktest!(SUITE, Test, invalid_frees);
+ktest!(SUITE, Test, pcp_lists);
+ktest!(SUITE, Test, "page_meta", page_meta_words);
+ktest!(SUITE, Test, heap_large);
+ktest!(SUITE, Test, drain_all_cpus);
+ktest!(SUITE, Test, dumps);
+ktest!(SUITE, Stress, stress);

@@ -20,13 +20,12 @@
 //!
 //! Nothing is printed while a list_lock is held (reports are printed after release).
 
-pub mod bench;
 pub mod info;
 pub mod kmalloc;
 pub mod platform;
 pub mod slabmap;
-pub mod stress;
-pub mod tests;
+mod stress;
+mod tests;
 
 use crate::sync::{IrqSpinLock, LockStatsSnapshot};
 use alloc::boxed::Box;
@@ -143,6 +142,7 @@ pub fn init() {
     let t = default_tunables("");
     kmalloc::init();
     READY.store(true, Relaxed);
+    crate::mm::frame::register_holder(&SlubPages);
     let k64 = kmalloc::cache_for(64).map(|c| c.core());
     println!(
         "numalab: slub: {} kmalloc caches (kmalloc-8 .. kmalloc-8k), max_order {}, min_objects {}; kmalloc-64: {} objects per slab, min_partial {}, cpu_partial {}; prefer_local {}, memoryless_fix {}, debug {}",
@@ -349,6 +349,19 @@ pub fn held_bytes() -> usize {
         .iter()
         .map(|n| held_bytes_on(n.id) as usize)
         .sum()
+}
+
+/// SLUB as a holder of frame pages (frame's conservation checks count what it holds).
+struct SlubPages;
+
+impl crate::mm::frame::PageHolder for SlubPages {
+    fn name(&self) -> &'static str {
+        "slub"
+    }
+
+    fn held_bytes_on(&self, node: NodeId) -> u64 {
+        held_bytes_on(node)
+    }
 }
 
 /// What SLUB holds from the page allocator on `node`: slab pages of every cache, descriptor

@@ -5,7 +5,7 @@
 
 use super::cross_cpu::{online_cpus, run_on_cpus};
 use super::{default_tunables, KmemCache};
-use crate::ktest::{TestError, TestResult};
+use crate::ktest::{Ctx, TestError, TestResult};
 use crate::sync::IrqSpinLock;
 use crate::{kassert, kassert_eq};
 use alloc::format;
@@ -13,7 +13,6 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
-use numalab_algo::options::Options;
 use numalab_algo::slub::SlabinfoMode;
 use numalab_algo::topology::CpuId;
 
@@ -104,7 +103,7 @@ fn worker(s: &Shared, cpu: CpuId, cpus: &[CpuId]) {
     }
 }
 
-pub fn stress(_o: &Options) -> TestResult {
+pub fn stress(_ctx: &Ctx) -> TestResult {
     let cpus = online_cpus();
     let topo = crate::topology::get();
     crate::mm::frame::drain_all();

@@ -5,17 +5,23 @@
 use super::cross_cpu::{online_cpus, run_on_cpus};
 use super::kmalloc::{kfree, kmalloc, kmalloc_aligned, kmalloc_node, krealloc, ksize};
 use super::{default_tunables, KmemCache};
-use crate::ktest::{KTest, Kind, TestError, TestResult};
+use crate::ktest::{Ctx, KSuite, TestError, TestResult};
 use crate::mm::frame;
-use crate::{kassert, kassert_eq};
+use crate::{kassert, kassert_eq, ktest};
 use alloc::format;
 use alloc::vec::Vec;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use numalab_algo::options::Options;
 use numalab_algo::slub::geometry::{fls, KMALLOC_NAMES, KMALLOC_SIZES, PAGE_BYTES};
 use numalab_algo::slub::{slabinfo_line, DebugFlags, ErrorKind, SlabinfoMode, Stat, Tunables};
 use numalab_algo::topology::{CpuId, NodeId};
+
+/// SLUB's tests (after frame: slabs are pages).
+static SUITE: KSuite = KSuite {
+    name: "slub",
+    order: 40,
+    every_suite: false,
+};
 
 /// Expected slab orders of the kmalloc classes (8 .. 8k) for Linux's default max_order 3, by
 /// min_objects = 4 * (fls(nr_cpus) + 1), worked out by hand from calculate_order.
@@ -61,7 +67,7 @@ fn destroy(cache: &'static KmemCache) -> TestResult {
 
 /// Each kmalloc class has Linux's geometry for this CPU count, and its slabs really have
 /// that many pages.
-fn geometry(_o: &Options) -> TestResult {
+fn geometry(_ctx: &Ctx) -> TestResult {
     let topo = crate::topology::get();
     let t = default_tunables("");
     let min_objects = 4 * (fls(topo.nr_cpus()) as usize + 1);
@@ -124,7 +130,7 @@ fn geometry(_o: &Options) -> TestResult {
 }
 
 /// Drives every allocation and free path and checks each counter moved.
-fn paths(_o: &Options) -> TestResult {
+fn paths(_ctx: &Ctx) -> TestResult {
     let topo = crate::topology::get();
     let t = Tunables {
         min_partial: Some(0),
@@ -283,7 +289,7 @@ fn paths(_o: &Options) -> TestResult {
 }
 
 /// Objects allocated on the boot CPU are freed from every online CPU; all come back.
-fn remote_frees(_o: &Options) -> TestResult {
+fn remote_frees(_ctx: &Ctx) -> TestResult {
     let cpus = online_cpus();
     if cpus.len() < 2 {
         return Err(TestError::Skip("one CPU online".into()));
@@ -319,7 +325,7 @@ fn remote_frees(_o: &Options) -> TestResult {
 
 /// After a deterministic workload the counters' active_objs equals the live objects; the
 /// old scan counts free objects held by CPUs as active until they are flushed.
-fn slabinfo_exact(_o: &Options) -> TestResult {
+fn slabinfo_exact(_ctx: &Ctx) -> TestResult {
     let c = KmemCache::create("slub-slabinfo", 192, 0, default_tunables("slub-slabinfo"))
         .map_err(|e| format!("{:?}", e))?;
     let mut live = Vec::new();
@@ -346,7 +352,7 @@ fn slabinfo_exact(_o: &Options) -> TestResult {
 }
 
 /// Seed 003 on the memoryless preset: CPUs of a memoryless node asking for their own node.
-fn memoryless(_o: &Options) -> TestResult {
+fn memoryless(_ctx: &Ctx) -> TestResult {
     let topo = crate::topology::get();
     let me = crate::percpu::node_id();
     let Some(ml) = topo
@@ -441,7 +447,7 @@ fn page_balance() -> Vec<u64> {
 
 /// After creating caches, a workload on them, destroying them and shrinking, every slab
 /// page is back in the page allocator (free + SLUB-held is unchanged per node).
-fn conservation(_o: &Options) -> TestResult {
+fn conservation(_ctx: &Ctx) -> TestResult {
     let mut before = Vec::with_capacity(64);
     before.extend(page_balance());
     let sizes = [24usize, 100, 512, 3000, 8192];
@@ -479,7 +485,7 @@ fn conservation(_o: &Options) -> TestResult {
 
 /// Debug caches report each misuse (cache, address, kind), count it, drop the bad free and
 /// keep working; a plain cache catches what its paths can see.
-fn debug_reports(_o: &Options) -> TestResult {
+fn debug_reports(_ctx: &Ctx) -> TestResult {
     let t = Tunables {
         debug: DebugFlags::ALL,
         ..default_tunables("slub-debug")
@@ -556,7 +562,7 @@ fn debug_reports(_o: &Options) -> TestResult {
 
 /// kmalloc classes, alignment, ksize, krealloc, kmalloc_node, large blocks, bad kfree, and
 /// the global allocator going through kmalloc.
-fn kmalloc_api(_o: &Options) -> TestResult {
+fn kmalloc_api(_ctx: &Ctx) -> TestResult {
     for size in [
         1usize, 8, 9, 64, 65, 96, 97, 129, 192, 193, 1000, 4096, 8192,
     ] {
@@ -644,7 +650,7 @@ fn kmalloc_api(_o: &Options) -> TestResult {
 }
 
 /// alloc_bulk hands out distinct objects; free_bulk takes them back.
-fn bulk(_o: &Options) -> TestResult {
+fn bulk(_ctx: &Ctx) -> TestResult {
     let c = KmemCache::create("slub-bulk", 72, 0, default_tunables("slub-bulk"))
         .map_err(|e| format!("{:?}", e))?;
     let mut objs = alloc::vec![0usize; 500];
@@ -663,7 +669,7 @@ fn bulk(_o: &Options) -> TestResult {
 }
 
 /// Shrink gives back every empty slab; destroy with live objects is refused and reported.
-fn shrink_and_destroy(_o: &Options) -> TestResult {
+fn shrink_and_destroy(_ctx: &Ctx) -> TestResult {
     let c = KmemCache::create("slub-shrink", 1000, 0, default_tunables("slub-shrink"))
         .map_err(|e| format!("{:?}", e))?;
     let objs: Vec<usize> = (0..300).map(|_| alloc(c)).collect::<Result<_, _>>()?;
@@ -685,77 +691,14 @@ fn shrink_and_destroy(_o: &Options) -> TestResult {
     Ok(())
 }
 
-pub const TESTS: &[KTest] = &[
-    KTest {
-        module: "slub",
-        name: "geometry",
-        kind: Kind::Test,
-        func: geometry,
-    },
-    KTest {
-        module: "slub",
-        name: "paths",
-        kind: Kind::Test,
-        func: paths,
-    },
-    KTest {
-        module: "slub",
-        name: "remote_frees",
-        kind: Kind::Test,
-        func: remote_frees,
-    },
-    KTest {
-        module: "slub",
-        name: "slabinfo_exact",
-        kind: Kind::Test,
-        func: slabinfo_exact,
-    },
-    KTest {
-        module: "slub",
-        name: "memoryless",
-        kind: Kind::Test,
-        func: memoryless,
-    },
-    KTest {
-        module: "slub",
-        name: "debug_reports",
-        kind: Kind::Test,
-        func: debug_reports,
-    },
-    KTest {
-        module: "slub",
-        name: "kmalloc",
-        kind: Kind::Test,
-        func: kmalloc_api,
-    },
-    KTest {
-        module: "slub",
-        name: "bulk",
-        kind: Kind::Test,
-        func: bulk,
-    },
-    KTest {
-        module: "slub",
-        name: "shrink_and_destroy",
-        kind: Kind::Test,
-        func: shrink_and_destroy,
-    },
-    KTest {
-        module: "slub",
-        name: "conservation",
-        kind: Kind::Test,
-        func: conservation,
-    },
-    KTest {
-        module: "slub",
-        name: "stress",
-        kind: Kind::Stress,
-        func: super::stress::stress,
-    },
-    KTest {
-        module: "slub",
-        name: "alloc_peers",
-        kind: Kind::Bench,
-        func: super::bench::alloc_peers,
-    },
-];
+ktest!(SUITE, Test, geometry);
+ktest!(SUITE, Test, paths);
+ktest!(SUITE, Test, remote_frees);
+ktest!(SUITE, Test, slabinfo_exact);
+ktest!(SUITE, Test, memoryless);
+ktest!(SUITE, Test, debug_reports);
+ktest!(SUITE, Test, "kmalloc", kmalloc_api);
+ktest!(SUITE, Test, bulk);
+ktest!(SUITE, Test, shrink_and_destroy);
+ktest!(SUITE, Test, conservation);
+ktest!(SUITE, Stress, "stress", super::stress::stress);

@@ -22,12 +22,11 @@
 //! page allocator; no printing under any of them (instance.rs).
 
 mod backing;
-pub mod bench;
 mod info;
 mod instance;
 mod map;
 mod probe;
-pub mod tests;
+mod tests;
 
 use core::panic::Location;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};

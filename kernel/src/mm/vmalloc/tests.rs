@@ -18,8 +18,15 @@ use numalab_algo::vmalloc::{FreeFault, Layout, Policy, Scope, VmError, PAGE_BYTE
 
 use super::instance::{AreaKind, Vmalloc};
 use super::{backing, map};
-use crate::ktest::{KTest, Kind, TestError, TestResult};
-use crate::{kassert, kassert_eq};
+use crate::ktest::{Ctx, KSuite, TestError, TestResult};
+use crate::{kassert, kassert_eq, ktest};
+
+/// vmalloc's tests (after frame: areas are backed by pages).
+static SUITE: KSuite = KSuite {
+    name: "vmalloc",
+    order: 50,
+    every_suite: false,
+};
 
 const P: u64 = PAGE_BYTES;
 
@@ -331,7 +338,7 @@ fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
 }
 
 /// Every bad input is an error value; bad frees are reported, counted and ignored.
-fn bad_input(_: &Options) -> TestResult {
+fn bad_input(_ctx: &Ctx) -> TestResult {
     for p in Policy::ALL {
         let Some(v) = super::design(p) else {
             return Err(TestError::Skip(String::from("vmalloc not initialized")));
@@ -374,7 +381,7 @@ fn bad_input(_: &Options) -> TestResult {
 
 /// With a tiny lazy threshold, frees trigger purges, each with exactly one shootdown; the
 /// pools then serve allocations (cpu, numa) and everything is conserved.
-fn lazy_purge_shootdown(opts: &Options) -> TestResult {
+fn lazy_purge_shootdown(ctx: &Ctx) -> TestResult {
     let topo = crate::topology::get();
     for p in Policy::ALL {
         let layout = Layout::new(p, topo.nr_cpus(), topo.nr_nodes(), 32);
@@ -382,7 +389,7 @@ fn lazy_purge_shootdown(opts: &Options) -> TestResult {
             return Err(TestError::Skip(String::from("vmalloc not initialized")));
         };
         let data_before = data_pages();
-        for _ in 0..opts.u64("vmalloc.test_loops").max(100) {
+        for _ in 0..ctx.opts.u64("vmalloc.test_loops").max(100) {
             let a = va(&v, P, P).map_err(|e| format!("{:?}", e))?;
             free(&v, a)?;
         }
@@ -407,7 +414,7 @@ fn lazy_purge_shootdown(opts: &Options) -> TestResult {
 }
 
 /// A full range fails with Exhausted only after a purge gave back what could be given.
-fn exhaustion(_: &Options) -> TestResult {
+fn exhaustion(_ctx: &Ctx) -> TestResult {
     let topo = crate::topology::get();
     let layout = Layout::new(Policy::Cpu, topo.nr_cpus(), topo.nr_nodes(), 1 << 20);
     let Some(v) = super::scratch(layout, 64 * P) else {
@@ -453,7 +460,7 @@ fn vzalloc_here(size_bytes: usize) -> (Result<super::VAddr, VmError>, &'static L
 
 /// An access to a freed and purged area faults; the fault is caught by the probe's fixup
 /// and reported with the area and its former owner. The guard page faults too.
-fn fault_on_freed_area(_: &Options) -> TestResult {
+fn fault_on_freed_area(_ctx: &Ctx) -> TestResult {
     let Some(v) = super::active() else {
         return Err(TestError::Skip(String::from("vmalloc not initialized")));
     };
@@ -491,7 +498,7 @@ fn fault_on_freed_area(_: &Options) -> TestResult {
 
 /// The kernel-wide API (the design chosen by `vmalloc.nodes=`): vmalloc, vmalloc_node,
 /// vzalloc, vmap, vunmap, vfree.
-fn api(_: &Options) -> TestResult {
+fn api(_ctx: &Ctx) -> TestResult {
     let Some(v) = super::active() else {
         return Err(TestError::Skip(String::from("vmalloc not initialized")));
     };
@@ -538,7 +545,7 @@ fn api(_: &Options) -> TestResult {
 
 /// The dump has the format of /proc/vmallocinfo with per-NUMA-node page counts; the
 /// counters are printed.
-fn vmallocinfo(_: &Options) -> TestResult {
+fn vmallocinfo(_ctx: &Ctx) -> TestResult {
     for p in Policy::ALL {
         let Some(v) = super::design(p) else {
             return Err(TestError::Skip(String::from("vmalloc not initialized")));
@@ -568,45 +575,31 @@ fn vmallocinfo(_: &Options) -> TestResult {
     Ok(())
 }
 
-macro_rules! vmalloc_tests {
-    ($($case:ident),*; $($other:ident),*) => {
-        /// The test_vmalloc.c cases (each under all three designs), then the other tests.
-        pub const TESTS: &[KTest] = &[
-            $(KTest {
-                module: "vmalloc",
-                name: stringify!($case),
-                kind: Kind::Test,
-                func: {
-                    fn run(opts: &Options) -> TestResult {
-                        run_case(stringify!($case), $case, opts)
-                    }
-                    run
-                },
-            },)*
-            $(KTest {
-                module: "vmalloc",
-                name: stringify!($other),
-                kind: Kind::Test,
-                func: $other,
-            },)*
-        ];
+/// Registers a test_vmalloc.c case: it runs under all three designs (`run_case`).
+macro_rules! vmalloc_case {
+    ($case:ident) => {
+        ktest!(SUITE, Test, stringify!($case), {
+            fn run(ctx: &Ctx) -> TestResult {
+                run_case(stringify!($case), $case, ctx.opts)
+            }
+            run
+        });
     };
 }
 
-vmalloc_tests!(
-    fix_size_alloc_test,
-    full_fit_alloc_test,
-    long_busy_list_alloc_test,
-    random_size_alloc_test,
-    fix_align_alloc_test,
-    random_size_align_alloc_test,
-    align_shift_alloc_test,
-    pcpu_alloc_test,
-    vm_map_ram_test;
-    bad_input,
-    api,
-    lazy_purge_shootdown,
-    exhaustion,
-    fault_on_freed_area,
-    vmallocinfo
-);
+// The test_vmalloc.c cases, then the other tests (one registration a line: source order).
+vmalloc_case!(fix_size_alloc_test);
+vmalloc_case!(full_fit_alloc_test);
+vmalloc_case!(long_busy_list_alloc_test);
+vmalloc_case!(random_size_alloc_test);
+vmalloc_case!(fix_align_alloc_test);
+vmalloc_case!(random_size_align_alloc_test);
+vmalloc_case!(align_shift_alloc_test);
+vmalloc_case!(pcpu_alloc_test);
+vmalloc_case!(vm_map_ram_test);
+ktest!(SUITE, Test, bad_input);
+ktest!(SUITE, Test, api);
+ktest!(SUITE, Test, lazy_purge_shootdown);
+ktest!(SUITE, Test, exhaustion);
+ktest!(SUITE, Test, fault_on_freed_area);
+ktest!(SUITE, Test, vmallocinfo);

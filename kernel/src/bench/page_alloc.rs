@@ -4,12 +4,11 @@
 //! (rdtsc then counts executed instructions); and the local fraction of `Policy::Local`
 //! allocations on every online CPU.
 
-use super::{alloc_pages, node_counters, AllocError, Pages, Policy, PAGE_SHIFT};
-use crate::ktest::{TestError, TestResult};
+use crate::ktest::{Ctx, TestError, TestResult};
+use crate::mm::frame::{alloc_pages, node_counters, AllocError, Pages, Policy, PAGE_SHIFT};
 use alloc::format;
 use buddy_system_allocator::FrameAllocator;
 use core::hint::black_box;
-use numalab_algo::options::Options;
 use spin::Mutex;
 
 const BENCH: &str = "page_alloc";
@@ -35,7 +34,7 @@ fn numalab_pair(pairs: u64) -> Result<f64, TestError> {
 fn bsa_pair(pairs: u64) -> Result<f64, TestError> {
     let local = crate::percpu::mem_node_id();
     let managed = node_counters(local).map_or(0, |c| c.managed_pages);
-    let base = super::node_base_pfn(local).unwrap_or(1 << (20 - PAGE_SHIFT)) as usize;
+    let base = crate::mm::frame::node_base_pfn(local).unwrap_or(1 << (20 - PAGE_SHIFT)) as usize;
     BSA_FED.call_once(|| BSA.lock().add_frame(base, base + managed));
     // One frame stays allocated during the loop: its buddy is then a free order-0 block, so
     // the loop measures the steady state (take it, give it back) rather than a split down
@@ -101,11 +100,11 @@ fn local_count(nr: usize) -> Result<usize, AllocError> {
 
 /// The experiment: instruction counts in the one-CPU `--icount` boot only (the bench layer's
 /// rule); the local fraction in every boot, measured on every online CPU.
-pub fn page_alloc(_o: &Options) -> TestResult {
-    if crate::bench::instruction_boot() {
-        let pairs = crate::bench::scaled(100_000, 10_000);
+fn page_alloc(_ctx: &Ctx) -> TestResult {
+    if super::instruction_boot() {
+        let pairs = super::scaled(100_000, 10_000);
         let numalab = numalab_pair(pairs)?;
-        crate::bench::record(
+        super::record(
             BENCH,
             "numalab",
             "instructions_per_pair",
@@ -114,7 +113,7 @@ pub fn page_alloc(_o: &Options) -> TestResult {
             1,
         );
         let bsa = bsa_pair(pairs)?;
-        crate::bench::record(
+        super::record(
             BENCH,
             "buddy_system_allocator",
             "instructions_per_pair",
@@ -142,7 +141,7 @@ pub fn page_alloc(_o: &Options) -> TestResult {
     }
     let fraction =
         local.load(core::sync::atomic::Ordering::Relaxed) as f64 / (per_cpu * cpus) as f64;
-    crate::bench::record(
+    super::record(
         BENCH,
         "numalab",
         "local_fraction",
@@ -152,3 +151,5 @@ pub fn page_alloc(_o: &Options) -> TestResult {
     );
     Ok(())
 }
+
+crate::ktest!(super::BENCH_SUITE, Bench, page_alloc);

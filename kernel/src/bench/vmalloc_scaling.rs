@@ -2,7 +2,7 @@
 //! under the global, cpu and numa designs, reporting global (free-space) lock acquisitions and
 //! contended acquisitions per pair, throughput (trend only under TCG), the fraction of pages
 //! taken from the allocating CPU's node; in the host's one-CPU `--icount` boot
-//! (`bench.clock=icount`, crate::bench) only instructions per pair.
+//! (`bench.clock=icount`, ktest::bench) only instructions per pair.
 //!
 //! The all-CPU part runs on a fresh instance per design whose lazy threshold is
 //! `vmalloc.bench_lazy_max_pages` (default 1024 pages instead of Linux's 32768 for 8 CPUs) so
@@ -18,9 +18,9 @@ use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use numalab_algo::options::Options;
 use numalab_algo::vmalloc::{Layout, Policy, Scope, PAGE_BYTES};
 
-use super::backing;
-use super::instance::{AreaKind, Vmalloc};
-use crate::ktest::{KTest, Kind, TestError, TestResult};
+use crate::ktest::{Ctx, TestError, TestResult};
+use crate::mm::vmalloc::{self, AreaKind, Vmalloc};
+use crate::smp::on_each_cpu;
 
 const BENCH: &str = "vmalloc_scaling";
 
@@ -36,27 +36,27 @@ fn pairs(v: &Vmalloc, n: u64) -> Result<(), &'static str> {
 }
 
 fn emit(case: &str, metric: &str, value: f64, unit: &str, cpus: usize) {
-    crate::bench::record(BENCH, case, metric, value, unit, cpus as u32);
+    super::record(BENCH, case, metric, value, unit, cpus as u32);
 }
 
 fn all_cpus(opts: &Options, p: Policy) -> Result<(), TestError> {
     let topo = crate::topology::get();
-    let cpus = backing::nr_cpus();
-    let per_cpu = crate::bench::scaled(opts.u64("vmalloc.bench_pairs"), 100);
+    let cpus = crate::percpu::nr_cpus_online().max(1);
+    let per_cpu = super::scaled(opts.u64("vmalloc.bench_pairs"), 100);
     let layout = Layout::new(
         p,
         topo.nr_cpus(),
         topo.nr_nodes(),
         opts.u64("vmalloc.bench_lazy_max_pages"),
     );
-    let v = super::scratch(layout, 4 << 30)
+    let v = vmalloc::scratch(layout, 4 << 30)
         .ok_or_else(|| TestError::Skip("vmalloc not initialized".into()))?;
     let failed = AtomicU64::new(0);
     // Warm-up to the steady state: each CPU does one whole purge cycle's worth of pairs
     // (lazy_max_pages / 2 pairs of 2 pages), so that each pool has grown to what its CPU can
     // use in one cycle even when it runs alone while others are descheduled.
     let warm = (layout.lazy_max_pages / 2).max(1);
-    backing::on_each_cpu(&|_| {
+    on_each_cpu(&|_| {
         if pairs(&v, warm).is_err() {
             failed.fetch_add(1, Relaxed);
         }
@@ -65,7 +65,7 @@ fn all_cpus(opts: &Options, p: Policy) -> Result<(), TestError> {
     let g0 = v.global_lock_stats();
     let (l0, r0) = (v.counters.local_pages.get(), v.counters.remote_pages.get());
     let ticks = AtomicU64::new(0);
-    backing::on_each_cpu(&|_| {
+    on_each_cpu(&|_| {
         let t0 = crate::arch::rdtsc();
         if pairs(&v, per_cpu).is_err() {
             failed.fetch_add(1, Relaxed);
@@ -76,7 +76,7 @@ fn all_cpus(opts: &Options, p: Policy) -> Result<(), TestError> {
     let local = v.counters.local_pages.get() - l0;
     let remote = v.counters.remote_pages.get() - r0;
     let total = (per_cpu * cpus as u64).max(1) as f64;
-    super::print_counters(&v);
+    vmalloc::print_counters(&v);
     v.purge(Scope::All, true);
     if failed.load(Relaxed) > 0 {
         return Err(TestError::Fail(format!(
@@ -101,7 +101,7 @@ fn all_cpus(opts: &Options, p: Policy) -> Result<(), TestError> {
         "acquisitions",
         cpus,
     );
-    let hz = backing::tsc_hz().unwrap_or_else(crate::bench::ticks_per_sec);
+    let hz = super::ticks_per_sec();
     let secs = ticks.load(Relaxed) as f64 / hz as f64;
     emit(name, "ops_per_sec", total / secs.max(1e-9), "pairs/s", cpus);
     let fraction = local as f64 / (local + remote).max(1) as f64;
@@ -122,8 +122,8 @@ fn all_cpus(opts: &Options, p: Policy) -> Result<(), TestError> {
 
 /// instructions_per_pair: only in the host's one-CPU `--icount` boot (`bench.clock=icount`).
 fn one_cpu(opts: &Options, p: Policy) -> Result<(), TestError> {
-    let v = super::design(p).ok_or_else(|| TestError::Skip("vmalloc not initialized".into()))?;
-    let n = crate::bench::scaled(opts.u64("vmalloc.bench_icount_pairs"), 1000);
+    let v = vmalloc::design(p).ok_or_else(|| TestError::Skip("vmalloc not initialized".into()))?;
+    let n = super::scaled(opts.u64("vmalloc.bench_icount_pairs"), 1000);
     pairs(v, n / 4).map_err(|e| TestError::Fail(format!("{}: {}", p.name(), e)))?;
     let t0 = crate::arch::rdtsc();
     pairs(v, n).map_err(|e| TestError::Fail(format!("{}: {}", p.name(), e)))?;
@@ -140,9 +140,10 @@ fn one_cpu(opts: &Options, p: Policy) -> Result<(), TestError> {
 }
 
 /// In the icount boot only the instruction count runs; in the others the all-CPU cases.
-fn vmalloc_scaling(opts: &Options) -> TestResult {
+fn vmalloc_scaling(ctx: &Ctx) -> TestResult {
+    let opts = ctx.opts;
     for p in Policy::ALL {
-        if crate::bench::instruction_boot() {
+        if super::instruction_boot() {
             one_cpu(opts, p)?;
         } else {
             all_cpus(opts, p)?;
@@ -151,9 +152,4 @@ fn vmalloc_scaling(opts: &Options) -> TestResult {
     Ok(())
 }
 
-pub const TESTS: &[KTest] = &[KTest {
-    module: "vmalloc",
-    name: BENCH,
-    kind: Kind::Bench,
-    func: vmalloc_scaling,
-}];
+crate::ktest!(super::BENCH_SUITE, Bench, vmalloc_scaling);

@@ -6,15 +6,14 @@
 //! allocated, then freed). Peers run unlocked on arenas of frame pages; numalab pays for its
 //! interrupt masking and counters.
 
-use super::kmalloc::{kfree, kmalloc};
-use super::{default_tunables, KmemCache};
-use crate::ktest::{TestError, TestResult};
+use crate::ktest::{Ctx, TestError, TestResult};
 use crate::mm::frame::{self, Pages, Policy};
+use crate::mm::slub::kmalloc::{kfree, kmalloc};
+use crate::mm::slub::{default_tunables, KmemCache};
 use alloc::vec::Vec;
 use core::alloc::Layout;
 use core::ptr::NonNull;
 use numalab_algo::bench::{Clock, Record};
-use numalab_algo::options::Options;
 
 const FAST_PAIRS: u64 = 20_000;
 const RANDOM_LIVE: usize = 1000;
@@ -279,9 +278,9 @@ fn emit(allocator: &str, results: [Option<f64>; 3], clock: Clock) {
     }
 }
 
-/// The alloc_peers experiment (Kind::Bench).
-pub fn alloc_peers(_opts: &Options) -> TestResult {
-    let clock = crate::bench::clock();
+/// The alloc_peers experiment.
+fn alloc_peers(_ctx: &Ctx) -> TestResult {
+    let clock = super::clock();
     let irq = x86_64::instructions::interrupts::are_enabled();
     x86_64::instructions::interrupts::disable();
     let result = alloc_peers_inner(clock);
@@ -377,3 +376,5 @@ fn alloc_peers_inner(clock: Clock) -> TestResult {
     }
     Ok(())
 }
+
+crate::ktest!(super::BENCH_SUITE, Bench, alloc_peers);

@@ -1,0 +1,178 @@
+//! The kernel side of the BENCH output contract: clock, records, progress lines, smoke scaling.
+//!
+//! Every measurement is one serial line `BENCH {json}` (numalab_algo::bench::Record::line())
+//! with `cpus` (CPUs taking part), `nodes` (NUMA nodes of the machine) and `clock` filled in
+//! here. The clock is what the host told the kernel: boot's `--icount` adds the kernel option
+//! `bench.clock=icount` (rdtsc then counts executed guest instructions, exact and repeatable);
+//! otherwise it is `tsc` (host time under TCG, a trend only). The kernel does not try to detect
+//! icount itself: under TCG a TSC that counts instructions cannot be told reliably from a slow
+//! host TSC.
+//!
+//! `bench=NAME[,NAME]` selects experiments (empty: all; `ktest::run` asks `selected`),
+//! `bench.smoke=1` runs short variants (`scaled`). Long loops call `progress`, which prints
+//! `# bench progress: EXPERIMENT CASE PERCENT%` at most once per second of guest time.
+//! Experiments meant for the multi-CPU boot skip themselves in the one-CPU icount boot
+//! (`needs_cpus`), and instruction-count experiments emit only when it is one
+//! (`instruction_boot`).
+//!
+//! A leaf like the rest of ktest: serial, options and arch only; the node count comes from the
+//! runner's context (`set_machine`).
+
+use super::{Ctx, TestError, TestResult};
+use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use numalab_algo::bench::{Clock, Record};
+pub use numalab_algo::bench_plan::Selection;
+use numalab_algo::bench_plan::{is_case_name, is_snake_name, smoke_scaled, ProgressLimiter};
+use spin::{Mutex, Once};
+
+/// Guest ticks per second under `-icount shift=0`: one instruction advances virtual time 1 ns.
+const ICOUNT_TICKS_PER_SEC: u64 = 1_000_000_000;
+/// Assumed TSC rate when calibration failed (arch::tsc_hz() is 0).
+const TSC_HZ_ASSUMED: u64 = 3_000_000_000;
+
+static SELECTION: Once<Selection> = Once::new();
+static PROGRESS: Mutex<Option<ProgressLimiter>> = Mutex::new(None);
+/// NUMA nodes of the machine, for the records' `nodes` field (set by `ktest::run`).
+static NR_NODES: AtomicU32 = AtomicU32::new(1);
+
+/// Remembers the machine's node count for `record` (called by the runner before any test).
+pub(super) fn set_machine(nr_nodes: usize) {
+    NR_NODES.store(nr_nodes as u32, Relaxed);
+}
+
+/// The experiments `bench=` selects.
+pub fn selection() -> &'static Selection {
+    SELECTION.call_once(|| Selection::parse(crate::options::load().text("bench")))
+}
+
+/// Whether `bench=` selects the experiment `name`.
+pub fn selected(name: &str) -> bool {
+    selection().includes(name)
+}
+
+/// How this boot's tick counts are to be read (`bench.clock`, set by the host).
+pub fn clock() -> Clock {
+    match crate::options::load().text("bench.clock") {
+        "icount" => Clock::Icount,
+        _ => Clock::Tsc,
+    }
+}
+
+/// True in the host's one-CPU `--icount` boot: instruction metrics run, contention ones skip.
+pub fn instruction_boot() -> bool {
+    clock() == Clock::Icount
+}
+
+/// True for the short variants (`bench.smoke=1`).
+pub fn smoke() -> bool {
+    crate::options::load().bool("bench.smoke")
+}
+
+/// `full` iterations, or a tenth of it (at least `floor`) in a smoke run.
+pub fn scaled(full: u64, floor: u64) -> u64 {
+    smoke_scaled(full, smoke(), floor)
+}
+
+/// `full` in a normal run, `smoke` under `bench.smoke=1`.
+pub fn pick(full: u64, smoke_value: u64) -> u64 {
+    if smoke() {
+        smoke_value
+    } else {
+        full
+    }
+}
+
+/// NUMA nodes of the machine (the `nodes` field).
+pub fn nr_nodes() -> u32 {
+    NR_NODES.load(Relaxed)
+}
+
+/// The time-stamp counter (instructions under icount).
+#[inline(always)]
+pub fn now() -> u64 {
+    crate::arch::rdtsc()
+}
+
+/// Ticks of `now()` per second of guest time.
+pub fn ticks_per_sec() -> u64 {
+    match clock() {
+        Clock::Icount => ICOUNT_TICKS_PER_SEC,
+        Clock::Tsc => match crate::arch::tsc_hz() {
+            0 => TSC_HZ_ASSUMED,
+            hz => hz,
+        },
+    }
+}
+
+/// Prints `record` as a BENCH line. Names that break the contract (not lower_snake_case, or a
+/// non-finite value) are printed anyway, after a warning, so the host collector reports them.
+pub fn emit(record: &Record) {
+    if !is_snake_name(record.bench) || !is_case_name(record.case) || !is_snake_name(record.metric) {
+        crate::warn!(
+            "bench: names must be lower_snake_case: bench '{}' case '{}' metric '{}'",
+            record.bench,
+            record.case,
+            record.metric
+        );
+    }
+    if !record.value.is_finite() {
+        crate::warn!(
+            "bench: {} {} {} is not a finite number",
+            record.bench,
+            record.case,
+            record.metric
+        );
+    }
+    crate::println!("{}", record.line());
+}
+
+/// Emits one measurement of `cpus` CPUs with this machine's node count and this boot's clock.
+pub fn record(bench: &str, case: &str, metric: &str, value: f64, unit: &str, cpus: u32) {
+    emit(&Record {
+        bench,
+        case,
+        metric,
+        value,
+        unit,
+        cpus,
+        nodes: nr_nodes(),
+        clock: clock(),
+    });
+}
+
+/// Prints `# bench progress: EXPERIMENT CASE PERCENT%`, at most once per second of guest time
+/// (calls in between return without printing). Never call it with an allocator lock held.
+pub fn progress(experiment: &str, case: &str, percent: u32) {
+    let now_ticks = now();
+    let allowed = {
+        let mut limiter = PROGRESS.lock();
+        limiter
+            .get_or_insert_with(|| ProgressLimiter::new(ticks_per_sec()))
+            .allow(now_ticks)
+    };
+    if allowed {
+        crate::println!(
+            "# bench progress: {} {} {}%",
+            experiment,
+            case,
+            percent.min(100)
+        );
+    }
+}
+
+/// `Err(Skip)` in the one-CPU instruction boot (contention experiments run in the multi-CPU
+/// boot), or when fewer than `min_cpus` CPUs are online.
+pub fn needs_cpus(ctx: &Ctx, experiment: &str, min_cpus: usize) -> TestResult {
+    if instruction_boot() {
+        return Err(TestError::Skip(alloc::format!(
+            "{experiment}: contention experiment, runs in the multi-CPU (tsc) boot"
+        )));
+    }
+    if ctx.cpus_online < min_cpus {
+        return Err(TestError::Skip(alloc::format!(
+            "{experiment}: needs {min_cpus} CPUs online, {} are",
+            ctx.cpus_online
+        )));
+    }
+    Ok(())
+}
