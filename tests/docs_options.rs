@@ -49,7 +49,12 @@ fn documented_keys(running: &str) -> BTreeSet<String> {
             }
             continue;
         }
-        let first = line.trim_matches('|').split('|').next().unwrap_or("").trim();
+        let first = line
+            .trim_matches('|')
+            .split('|')
+            .next()
+            .unwrap_or("")
+            .trim();
         if !in_table {
             in_table = first == "key";
             continue;
