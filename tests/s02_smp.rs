@@ -173,7 +173,7 @@ fn s02_lock_hammer_stress() {
 }
 
 /// 255 vCPUs (the TCG limit) without NUMA. Ignored by default: on the 2-core host the boot
-/// took 63.9 s with `--set filter=smp` and 94.3 s with the whole test suite (README, SMP
+/// took 63.9 s with `--set filter=smp` and 94.3 s with the whole test suite (docs/smp.md, SMP
 /// bring-up); run it by hand with `cargo test --test s02_smp -- --ignored`.
 #[test]
 #[ignore]

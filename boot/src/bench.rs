@@ -263,7 +263,7 @@ const fn req_numa(
     }
 }
 
-/// Every required bench/case/metric (README "Benchmarks" lists them with their meaning).
+/// Every required bench/case/metric (docs/benchmarks.md lists them with their meaning).
 pub fn required() -> Vec<Required> {
     use Boot::*;
     let mut out = vec![

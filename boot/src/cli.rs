@@ -37,10 +37,10 @@ options:
   --mem SIZE         memory, e.g. 2G or 512M (spread over the nodes that have memory)
   --uefi             boot the UEFI image with OVMF (default: BIOS)
   --suite NAME       test | stress | bench | all (default: all)
-  --set KEY=VALUE    kernel option, repeatable (see README: kernel options)
+  --set KEY=VALUE    kernel option, repeatable (see docs/running.md: kernel options)
   --timeout SECONDS  kill QEMU after this long and report a timeout (default 600)
   --icount           add -icount shift=0,sleep=off: guest rdtsc counts instructions exactly
-  --qemu PATH        QEMU binary to use (e.g. a bundle from shared/tools/qemu-bundle.sh)
+  --qemu PATH        QEMU binary to use (e.g. DIR/qemu of a QEMU bundle, docs/running.md)
   --log FILE         keep the serial log in FILE
   --quiet            do not echo the serial console (the log is still shown on failure)
   -h, --help         this text

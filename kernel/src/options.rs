@@ -4,7 +4,8 @@
 use numalab_algo::options::{Kind, Options, Spec};
 use spin::Once;
 
-/// Every option the kernel knows. Adding a knob means adding a line here (and to the README).
+/// Every option the kernel knows. Adding a knob means adding a line here and to the kernel
+/// options table of docs/running.md (tests/docs_options.rs checks that both list the same keys).
 pub const SPECS: &[Spec] = &[
     Spec {
         key: "suite",

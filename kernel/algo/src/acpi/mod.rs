@@ -7,7 +7,8 @@
 //! read past its end. The kernel uses the `acpi` crate only to find tables (RSDP -> XSDT);
 //! it copies each table's bytes and every byte is interpreted here, by bounds-checked reads
 //! over a slice. A malformed table or entry becomes one warning line (naming the table and
-//! the entry) and a documented decision, never a panic: see the README's bad-table table.
+//! the entry) and a documented decision, never a panic: see the bad-table table in
+//! docs/topology.md.
 //!
 //! [`Topology`]: crate::topology::Topology
 
