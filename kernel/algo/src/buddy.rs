@@ -543,21 +543,12 @@ mod tests {
         assert_eq!(b.scan().unwrap().free_pages, 648);
     }
 
-    /// xorshift64*: deterministic pseudo-random numbers for the randomized test.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-    }
+    use crate::rng::Rng;
 
     #[test]
     fn randomized_conservation() {
         for seed in 1..=4u64 {
-            let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            let mut rng = Rng::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
             let base = 0x100 + seed * 3;
             let pages = 5000;
             let mut b = buddy(base, pages);
@@ -567,8 +558,8 @@ mod tests {
             let mut owned = alloc::vec![false; pages];
             let mut allocated = 0usize;
             for step in 0..20_000 {
-                if !rng.next().is_multiple_of(3) || live.is_empty() {
-                    let order = (rng.next() % 6) as u8;
+                if !rng.next_u64().is_multiple_of(3) || live.is_empty() {
+                    let order = (rng.next_u64() % 6) as u8;
                     if let Some(p) = b.alloc(order) {
                         assert_eq!(p & ((1 << order) - 1), 0);
                         for i in 0..(1u64 << order) {
@@ -580,7 +571,7 @@ mod tests {
                         allocated += 1 << order;
                     }
                 } else {
-                    let i = (rng.next() as usize) % live.len();
+                    let i = (rng.next_u64() as usize) % live.len();
                     let (p, order) = live.swap_remove(i);
                     for i in 0..(1u64 << order) {
                         owned[(p + i - base) as usize] = false;

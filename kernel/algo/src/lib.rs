@@ -14,6 +14,7 @@ pub mod buddy;
 pub mod ktap;
 pub mod memrange;
 pub mod options;
+pub mod rng;
 pub mod slub;
 pub mod smp;
 pub mod topology;

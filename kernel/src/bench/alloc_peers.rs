@@ -14,6 +14,7 @@ use alloc::vec::Vec;
 use core::alloc::Layout;
 use core::ptr::NonNull;
 use numalab_algo::bench::{Clock, Record};
+use numalab_algo::rng::XorShift64;
 
 const FAST_PAIRS: u64 = 20_000;
 const RANDOM_LIVE: usize = 1000;
@@ -181,13 +182,8 @@ fn run<P: Peer>(peer: &mut P) -> [Option<f64>; 3] {
     })();
     // random
     let random = (|| {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut rnd = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = XorShift64::new(0x2545_f491_4f6c_dd1du64);
+        let mut rnd = || rng.next_u64();
         let layout_of =
             |r: u64| Layout::from_size_align(8 + (r % 4089) as usize, 8).expect("valid layout");
         let mut live: Vec<(NonNull<u8>, Layout)> = Vec::with_capacity(RANDOM_LIVE);

@@ -15,11 +15,12 @@
 //! locks come after it.
 
 use super::slub_cache::{BenchCache, Obj};
-use super::workload::{self, Barrier, Rng};
+use super::workload::{self, Barrier};
 use crate::ktest::{Ctx, TestResult};
 use alloc::format;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use numalab_algo::rng::Rng;
 use numalab_algo::slub::SlabinfoMode;
 use spin::Mutex;
 
@@ -81,10 +82,10 @@ fn run_case(
             }
         }
         barrier.wait();
-        let mut rng = Rng::new(0x5eed_0001 + me as u64);
+        let mut rng = Rng::new((0x5eed_0001 + me as u64) | 1);
         while !stop.load(Ordering::Acquire) {
             for _ in 0..64 {
-                let i = rng.below(pool_objs);
+                let i = rng.below(pool_objs as u64) as usize;
                 match pool[i].take() {
                     Some(o) => cache.free(o),
                     None => pool[i] = cache.alloc(),

@@ -94,27 +94,6 @@ impl Mailboxes {
     }
 }
 
-/// xorshift64*: a fixed-seed generator for repeatable workloads.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed | 1)
-    }
-
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// A number in 0..n.
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
 /// Ticks one spin iteration of an IrqSpinLock costs: one CPU holds a lock for 2 ms of guest
 /// time while another waits on it; the ticks the waiter spent in `lock()` divided by the spins
 /// it counted. `None` with fewer than two CPUs, or when the waiter never spun.

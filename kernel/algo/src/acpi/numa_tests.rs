@@ -473,19 +473,7 @@ fn two_srats_first_valid_wins() {
     assert_eq!(o.topology.nodes[0].pxm, 5);
 }
 
-/// xorshift64*: a small deterministic PRNG for the fuzz test.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
+use crate::rng::Rng;
 
 fn mutate(rng: &mut Rng, t: &[u8]) -> Vec<u8> {
     let mut v = t.to_vec();
@@ -494,7 +482,7 @@ fn mutate(rng: &mut Rng, t: &[u8]) -> Vec<u8> {
         1 => (0..1 + rng.below(8)).for_each(|_| {
             if !v.is_empty() {
                 let i = rng.below(v.len() as u64) as usize;
-                v[i] = rng.next() as u8;
+                v[i] = rng.next_u64() as u8;
             }
         }),
         2 => {
@@ -505,15 +493,15 @@ fn mutate(rng: &mut Rng, t: &[u8]) -> Vec<u8> {
                 36 + rng.below(v.len().saturating_sub(36) as u64) as usize
             };
             if i < v.len() {
-                v[i] = rng.next() as u8;
+                v[i] = rng.next_u64() as u8;
             }
         }
-        3 => (0..rng.below(64)).for_each(|_| v.push(rng.next() as u8)),
+        3 => (0..rng.below(64)).for_each(|_| v.push(rng.next_u64() as u8)),
         4 => {
             let i = rng.below(v.len() as u64) as usize;
-            v.splice(i..i, (0..rng.below(48)).map(|_| rng.next() as u8));
+            v.splice(i..i, (0..rng.below(48)).map(|_| rng.next_u64() as u8));
         }
-        _ => v = (0..rng.below(300)).map(|_| rng.next() as u8).collect(),
+        _ => v = (0..rng.below(300)).map(|_| rng.next_u64() as u8).collect(),
     }
     if rng.below(4) != 0 {
         sdt::fix_checksum(&mut v);
@@ -545,7 +533,7 @@ fn arbitrary_bytes_never_panic() {
         |i| [0u32, 7, 200][i as usize % 3],
         &[(0, 0, 1024 * MIB, 1), (200, 1024 * MIB, 1024 * MIB, 1)],
     );
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
     let (mut numa_outcomes, mut warned, mut entry_warnings) = (0u32, 0u32, 0u32);
     for round in 0..20_000 {
         let boot = rng.below(10) as u32;

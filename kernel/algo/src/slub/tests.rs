@@ -4,6 +4,7 @@
 
 use super::fake::{FakeMachine, BASE};
 use super::*;
+use crate::rng::XorShift64;
 use crate::topology::NodeId;
 use std::boxed::Box;
 use std::collections::{HashMap, HashSet};
@@ -473,13 +474,8 @@ fn random_workload_across_cpus_keeps_invariants() {
     let mut live: Vec<(usize, usize, u64)> = Vec::new();
     let mut seen: HashSet<usize> = HashSet::new();
     let mut tags: HashMap<usize, u64> = HashMap::new();
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let mut rnd = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut rng = XorShift64::new(0x9e37_79b9_7f4a_7c15u64);
+    let mut rnd = || rng.next_u64();
     for step in 0..40_000u64 {
         let cpu = (rnd() % 8) as u16;
         on_cpu(cpu);

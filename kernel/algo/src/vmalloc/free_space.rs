@@ -220,19 +220,7 @@ pub(crate) mod tests {
         }
     }
 
-    /// xorshift64*: deterministic pseudo-random numbers for the tests.
-    pub(crate) struct Rng(pub u64);
-    impl Rng {
-        pub fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-        pub fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
+    use crate::rng::Rng;
 
     #[test]
     fn bad_requests_are_errors() {
@@ -284,7 +272,7 @@ pub(crate) mod tests {
                 base,
                 free: alloc::vec![true; pages as usize],
             };
-            let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            let mut rng = Rng::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
             let mut live: Vec<(u64, u64)> = Vec::new();
             for step in 0..6000 {
                 if live.is_empty() || rng.below(100) < 55 {

@@ -433,7 +433,7 @@ mod tests {
     fn random_workload_under_each_policy_conserves_space() {
         for policy in Policy::ALL {
             let h = Host::new(policy, 8, 4, 64, 1 << 16);
-            let mut rng = super::super::free_space::tests::Rng(0x1234_5678 + policy as u64);
+            let mut rng = crate::rng::Rng::new(0x1234_5678 + policy as u64);
             let mut live: Vec<(u64, u64)> = Vec::new();
             for _ in 0..5000 {
                 if live.is_empty() || rng.below(100) < 52 {

@@ -391,16 +391,7 @@ fn dumps(_ctx: &Ctx) -> TestResult {
     Ok(())
 }
 
-/// xorshift64*: deterministic pseudo-random numbers.
-pub(super) struct Rng(pub u64);
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-}
+use numalab_algo::rng::Rng;
 
 /// Every online CPU allocates random orders 0..=5 under every policy into a shared pool of
 /// slots and frees whatever it finds in the slot it picks (often another CPU's pages, often a
@@ -425,9 +416,9 @@ fn stress(ctx: &Ctx) -> TestResult {
     let tag_of = |raw: u64| raw ^ 0x5a5a_5a5a_0000_0000;
     let worker = |cpu: CpuId| {
         cpus_ran.fetch_add(1, Relaxed);
-        let mut rng = Rng(0x5eed_f4a3_0000_0001 ^ ((cpu.0 as u64 + 1) << 32));
+        let mut rng = Rng::new(0x5eed_f4a3_0000_0001 ^ ((cpu.0 as u64 + 1) << 32));
         for _ in 0..ops_per_cpu {
-            let slot = &slots[(rng.next() % nr_slots as u64) as usize];
+            let slot = &slots[(rng.next_u64() % nr_slots as u64) as usize];
             let old = slot.swap(0, Relaxed);
             if old != 0 {
                 let p = Pages { raw: old };
@@ -443,9 +434,9 @@ fn stress(ctx: &Ctx) -> TestResult {
                 drop(p);
                 continue;
             }
-            let order = (rng.next() % 6) as u8;
-            let node = NodeId((rng.next() % topo.nr_nodes() as u64) as u16);
-            let policy = match rng.next() % 4 {
+            let order = (rng.next_u64() % 6) as u8;
+            let node = NodeId((rng.next_u64() % topo.nr_nodes() as u64) as u16);
+            let policy = match rng.next_u64() % 4 {
                 0 => Policy::Local,
                 1 => Policy::Preferred(node),
                 2 => Policy::Bind(topo.mem_node(node)),

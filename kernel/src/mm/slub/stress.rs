@@ -13,6 +13,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use numalab_algo::rng::XorShift64;
 use numalab_algo::slub::SlabinfoMode;
 use numalab_algo::topology::CpuId;
 
@@ -56,13 +57,10 @@ fn release(s: &Shared, ci: usize, obj: usize, tag: u64) {
 }
 
 fn worker(s: &Shared, cpu: CpuId, cpus: &[CpuId]) {
-    let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ (cpu.0 as u64 + 1).wrapping_mul(0x2545_f491_4f6c_dd1d);
-    let mut rnd = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut rng = XorShift64::new(
+        0x9e37_79b9_7f4a_7c15u64 ^ (cpu.0 as u64 + 1).wrapping_mul(0x2545_f491_4f6c_dd1d),
+    );
+    let mut rnd = || rng.next_u64();
     let mut live: Vec<(usize, usize, u64)> = Vec::with_capacity(MAX_LIVE_PER_CPU + 1);
     let me = cpus.iter().position(|&c| c == cpu).unwrap_or(0);
     for seq in 0..OPS_PER_CPU as u64 {

@@ -14,6 +14,7 @@ use core::panic::Location;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use numalab_algo::options::Options;
+use numalab_algo::rng::Rng;
 use numalab_algo::vmalloc::{FreeFault, Layout, Policy, Scope, VmError, PAGE_BYTES};
 
 use super::instance::{AreaKind, Vmalloc};
@@ -30,18 +31,9 @@ static SUITE: KSuite = KSuite {
 
 const P: u64 = PAGE_BYTES;
 
-/// xorshift64*, seeded per CPU.
-struct Rng(u64);
-impl Rng {
-    fn new(cpu: usize) -> Rng {
-        Rng(0x9e37_79b9_7f4a_7c15 ^ ((cpu as u64 + 1) << 17))
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
+/// The generator of a test_vmalloc.c case on `cpu` (seeded per CPU).
+fn cpu_rng(cpu: usize) -> Rng {
+    Rng::new(0x9e37_79b9_7f4a_7c15 ^ ((cpu as u64 + 1) << 17))
 }
 
 enum Outcome {
@@ -130,7 +122,7 @@ fn long_busy_list_alloc_test(v: &Vmalloc, loops: u64, _: &mut Rng) -> Outcome {
 
 fn random_size_alloc_test(v: &Vmalloc, loops: u64, rng: &mut Rng) -> Outcome {
     for _ in 0..loops {
-        let n = rng.next() % 100 + 1;
+        let n = rng.next_u64() % 100 + 1;
         let p = tryo!(va(v, n * P, P));
         // SAFETY: p is a live n-page area we own; we touch its first and last byte.
         unsafe {
@@ -157,7 +149,7 @@ fn fix_align_alloc_test(v: &Vmalloc, loops: u64, _: &mut Rng) -> Outcome {
 
 fn random_size_align_alloc_test(v: &Vmalloc, loops: u64, rng: &mut Rng) -> Outcome {
     for _ in 0..loops {
-        let rnd = rng.next();
+        let rnd = rng.next_u64();
         let align = 1u64 << (rnd % 20);
         let size = ((rnd >> 8) % 10 + 1) * P;
         let p = tryo!(va(v, size, align));
@@ -186,7 +178,7 @@ fn align_shift_alloc_test(v: &Vmalloc, _: u64, _: &mut Rng) -> Outcome {
 fn pcpu_alloc_test(v: &Vmalloc, _: u64, rng: &mut Rng) -> Outcome {
     let mut objs = Vec::with_capacity(200);
     for _ in 0..200 {
-        let rnd = rng.next();
+        let rnd = rng.next_u64();
         let size = rnd % P + 1;
         let align = 1u64 << ((rnd >> 16) % 11 + 1);
         let p = tryo!(va(v, size, align));
@@ -290,7 +282,7 @@ fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
         );
         let first_error = spin::Mutex::new(None::<String>);
         backing::on_each_cpu(&|cpu| {
-            let mut rng = Rng::new(cpu.index());
+            let mut rng = cpu_rng(cpu.index());
             let t0 = crate::arch::rdtsc();
             let out = case(v, loops, &mut rng);
             ticks.fetch_add(crate::arch::rdtsc() - t0, Relaxed);
