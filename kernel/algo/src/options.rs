@@ -6,6 +6,7 @@
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
+use core::marker::PhantomData;
 
 /// What values an option accepts.
 #[derive(Clone, Copy, Debug)]
@@ -27,6 +28,90 @@ pub struct Spec {
     pub kind: Kind,
     pub default: &'static str,
     pub help: &'static str,
+}
+
+/// The value type of a `Choice` or `Text` option (a word).
+pub struct Word;
+
+/// What an option's value reads as, by the type parameter of its `Opt`.
+pub trait OptType {
+    /// The Rust type a read returns.
+    type Out<'a>;
+    /// Whether `kind` is a kind of this type (checked when an `Opt` is declared).
+    fn accepts(kind: &Kind) -> bool;
+    /// The value as this type (None when the stored value has another type).
+    fn read(value: &Value) -> Option<Self::Out<'_>>;
+}
+
+impl OptType for bool {
+    type Out<'a> = bool;
+    fn accepts(kind: &Kind) -> bool {
+        matches!(kind, Kind::Bool)
+    }
+    fn read(value: &Value) -> Option<bool> {
+        match value {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+}
+
+impl OptType for u64 {
+    type Out<'a> = u64;
+    fn accepts(kind: &Kind) -> bool {
+        matches!(kind, Kind::U64 { .. })
+    }
+    fn read(value: &Value) -> Option<u64> {
+        match value {
+            Value::U64(v) => Some(*v),
+            _ => None,
+        }
+    }
+}
+
+impl OptType for Word {
+    type Out<'a> = &'a str;
+    fn accepts(kind: &Kind) -> bool {
+        matches!(kind, Kind::Choice(_) | Kind::Text)
+    }
+    fn read(value: &Value) -> Option<&str> {
+        match value {
+            Value::Text(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// A typed handle on one option: its spec and the type its value reads as. Code reads options
+/// only through handles declared next to the spec table (`opts.get(&options::SLUB_MAX_ORDER)`),
+/// so a misspelt key or a wrong type is a compile error instead of a silent 0.
+pub struct Opt<T> {
+    pub spec: Spec,
+    _type: PhantomData<T>,
+}
+
+impl<T> Opt<T> {
+    /// Declares a handle; `T` must match `spec.kind` (bool: Bool, u64: U64, Word: Choice or
+    /// Text), which `Options::get` relies on and `Opt::check` verifies.
+    pub const fn new(spec: Spec) -> Opt<T> {
+        Opt {
+            spec,
+            _type: PhantomData,
+        }
+    }
+}
+
+impl<T: OptType> Opt<T> {
+    /// Whether the handle's type matches its spec's kind and its default parses.
+    pub fn check(&self) -> Result<(), String> {
+        if !T::accepts(&self.spec.kind) {
+            return Err(format!(
+                "option {}: handle type does not match its kind {:?}",
+                self.spec.key, self.spec.kind
+            ));
+        }
+        parse_value(&self.spec, self.spec.default).map(|_| ())
+    }
 }
 
 /// A parsed, validated value.
@@ -133,6 +218,18 @@ impl Options {
         self.entries.iter().any(|e| e.0 == key && e.2)
     }
 
+    /// The value of `opt`: given on the command line, or its default. An `Opt` whose spec is
+    /// not in the table this was parsed with, or whose type does not match its kind (the
+    /// `options` test checks every handle), reads as its type's zero.
+    pub fn get<'a, T: OptType>(&'a self, opt: &Opt<T>) -> T::Out<'a>
+    where
+        T::Out<'a>: Default,
+    {
+        self.value(opt.spec.key)
+            .and_then(T::read)
+            .unwrap_or_default()
+    }
+
     /// A boolean option (false when the key is unknown: the spec table is the kernel's).
     pub fn bool(&self, key: &str) -> bool {
         matches!(self.value(key), Some(Value::Bool(true)))
@@ -209,6 +306,22 @@ mod tests {
         assert!(!o.is_set("suite"));
         assert_eq!(o.u64("slub.max_order"), 4);
         assert_eq!(o.describe(), "suite=test acpi.dump=1 slub.max_order=4");
+    }
+
+    const DUMP: Opt<bool> = Opt::new(SPECS[1]);
+    const MAX_ORDER: Opt<u64> = Opt::new(SPECS[2]);
+    const SUITE: Opt<Word> = Opt::new(SPECS[0]);
+
+    #[test]
+    fn typed_handles() {
+        let o = Options::parse("acpi.dump=1 slub.max_order=7", SPECS);
+        assert!(o.get(&DUMP));
+        assert_eq!(o.get(&MAX_ORDER), 7);
+        assert_eq!(o.get(&SUITE), "test");
+        assert!(DUMP.check().is_ok() && MAX_ORDER.check().is_ok() && SUITE.check().is_ok());
+        let wrong: Opt<u64> = Opt::new(SPECS[1]);
+        assert!(wrong.check().unwrap_err().contains("acpi.dump"));
+        assert_eq!(o.get(&wrong), 0);
     }
 
     #[test]
