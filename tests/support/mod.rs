@@ -123,7 +123,11 @@ fn vcpus(config: &RunConfig) -> u64 {
 pub fn cost(config: &RunConfig) -> u64 {
     let filtered = config.sets.iter().any(|s| s.starts_with("filter="));
     let whole_suite = !filtered && config.suite != "bench";
-    let firmware = if config.firmware == Firmware::Uefi { 20 } else { 5 };
+    let firmware = if config.firmware == Firmware::Uefi {
+        20
+    } else {
+        5
+    };
     let per_cpu = if whole_suite { 8 } else { 1 };
     firmware + vcpus(config) * per_cpu + if whole_suite { 60 } else { 0 }
 }
@@ -180,7 +184,10 @@ pub fn with_qemu_slot<T>(cost: u64, f: impl FnOnce() -> T) -> T {
         loop {
             let now = Instant::now();
             if now < g.opens {
-                s = g.cv.wait_timeout(s, g.opens - now).unwrap_or_else(|e| e.into_inner()).0;
+                s =
+                    g.cv.wait_timeout(s, g.opens - now)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
             } else if s.free > 0 && first(&s.waiting) == Some(me) {
                 break;
             } else {
