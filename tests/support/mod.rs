@@ -69,7 +69,9 @@ pub fn boot_pass(config: &RunConfig) -> Outcome {
 /// The outcome of `config`, booted once per test process however many tests ask for it.
 /// Tests that ask while it runs wait for it.
 pub fn shared(config: &RunConfig) -> Arc<Outcome> {
-    static BOOTS: Mutex<Option<HashMap<String, Arc<OnceLock<Arc<Outcome>>>>>> = Mutex::new(None);
+    /// One cell per configuration (its Debug text), filled by the first test that asks.
+    type Cells = HashMap<String, Arc<OnceLock<Arc<Outcome>>>>;
+    static BOOTS: Mutex<Option<Cells>> = Mutex::new(None);
     let cell = {
         let mut boots = BOOTS.lock().unwrap_or_else(|e| e.into_inner());
         Arc::clone(
@@ -118,8 +120,8 @@ fn vcpus(config: &RunConfig) -> u64 {
     from_extra.unwrap_or(config.smp.unwrap_or(config.topology.cpus)) as u64
 }
 
-/// A rough estimate of a boot's cost (seconds on the 2-core host), used only to start the
-/// longest boots first.
+/// A rough relative estimate of a boot's cost, used only to start the longest boots first:
+/// whole-suite boots and many vCPUs first (BIOS and UEFI boots now take about as long).
 pub fn cost(config: &RunConfig) -> u64 {
     let filtered = config.sets.iter().any(|s| s.starts_with("filter="));
     let whole_suite = !filtered && config.suite != "bench";
