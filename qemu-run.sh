@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # numalab's entry point. Installs what is missing, builds, boots QEMU, prints the results.
 #   ./qemu-run.sh [OPTIONS] [-- QEMU ARGS]   build, boot the default topology, run the suite
-#   ./qemu-run.sh test [CARGO TEST ARGS]     run every test (host unit tests and QEMU boots)
+#   ./qemu-run.sh test [--slow] [CARGO TEST ARGS]   run every test (host unit tests and QEMU boots)
+#       The QEMU tests are one test binary (tests/qemu.rs): each machine shape that several test
+#       files check boots once, and up to NUMALAB_QEMU_JOBS QEMUs (default: the host's cores) run
+#       side by side, longest first. One file: ./qemu-run.sh test --test qemu s01_
+#       --slow   also the slow shapes, #[ignore]d by default (255 vCPUs, full-length benchmarks):
+#                cargo's --include-ignored. CI (.ci/run) runs them too.
 #   ./qemu-run.sh bench [--smoke] [--topology NAME | -- QEMU ARGS]   benchmarks: tables, JSONL, charts
 #   ./qemu-run.sh bench --compare A.jsonl B.jsonl                    change between two result files
 # All QEMU knowledge lives in boot/ (numalab-boot); this script only sets up and dispatches.
@@ -66,7 +71,23 @@ setup() {
 case "${1:-}" in
     test)
         shift
+        slow=()
+        if [ "${1:-}" = --slow ]; then
+            shift
+            slow=(--include-ignored)
+        fi
         setup
+        # Enough test threads that every selected QEMU test is waiting for its boot from the
+        # start: tests/support then runs the longest waiting boot first (QEMUs are limited
+        # separately, by NUMALAB_QEMU_JOBS).
+        export RUST_TEST_THREADS="${RUST_TEST_THREADS:-64}"
+        if [ ${#slow[@]} -gt 0 ]; then
+            # Arguments after the caller's own `--` (if any) go to every test binary.
+            if printf '%s\n' "$@" | grep -qx -- --; then
+                exec cargo test --workspace "$@" "${slow[@]}"
+            fi
+            exec cargo test --workspace "$@" -- "${slow[@]}"
+        fi
         exec cargo test --workspace "$@"
         ;;
     bench)

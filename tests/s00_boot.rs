@@ -6,7 +6,8 @@ use std::process::Command;
 
 #[test]
 fn s00_bios_boots_and_passes() {
-    let out = boot_pass(&config("uma"));
+    // The uma shape: the whole test suite under BIOS (shared with s01..s05).
+    let out = shapes::uma();
     assert!(
         out.log.contains("numalab 0.1.0 booting"),
         "no banner:\n{}",
@@ -53,6 +54,9 @@ fn s00_uefi_boots_and_passes() {
 fn s00_deliberate_failure_fails_the_run() {
     let mut c = config("uma");
     c.sets.push("test.fail=1".into());
+    // Only the failing test (and the options test, which always runs): the other tests'
+    // results are checked in the shared boots.
+    c.sets.push("filter=deliberate_failure".into());
     let out = boot(&c);
     assert_eq!(out.verdict, Verdict::Fail, "{}", out.failure_report());
     let failed = out
@@ -80,10 +84,8 @@ fn s00_deliberate_failure_fails_the_run() {
 
 #[test]
 fn s00_bad_kernel_option_is_a_failed_test_naming_the_key() {
-    let mut c = config("uma");
-    c.sets.push("no.such.key=1".into());
-    c.sets.push("suite=fast".into());
-    let out = boot(&c);
+    // One boot with several bad options, shared with s05's bad vmalloc.nodes value.
+    let out = shapes::bad_options();
     assert_eq!(out.verdict, Verdict::Fail, "{}", out.failure_report());
     let r = out.ktap.result("options.valid").expect("options test ran");
     assert!(

@@ -55,20 +55,17 @@ fn smp_tests_passed(out: &Outcome) {
     assert!(warnings.is_empty(), "SMP warnings: {warnings:?}");
 }
 
-/// Boots `preset` with smp.verbose=1 and checks that CPU i came up on the node the preset put
-/// it on (QEMU numbers APIC ids like CPU ids on these machines).
-fn boot_preset(preset: &str, smp: Option<u32>) -> Outcome {
-    let mut c = config(preset);
-    c.smp = smp;
-    c.sets.push("smp.verbose=1".into());
-    c.sets.push("filter=smp".into());
-    let out = boot_pass(&c);
-    smp_tests_passed(&out);
-    let cpus = smp.unwrap_or(c.topology.cpus);
-    let (n, m, ms) = online_line(&out);
+/// Checks the shared boot of `preset` (its shape has smp.verbose=1): the SMP tests passed and
+/// CPU i came up on the node the preset put it on (QEMU numbers APIC ids like CPU ids on these
+/// machines).
+fn check_preset(preset: &str, out: &Outcome) {
+    smp_tests_passed(out);
+    let topology = numalab_boot::presets::find(preset).expect("preset");
+    let cpus = topology.cpus;
+    let (n, m, ms) = online_line(out);
     assert_eq!((n, m), (cpus, cpus), "{}", out.log);
     println!("{preset}: {n} CPUs online in {ms} ms (guest TSC, first SIPI to last online)");
-    let layout = c.topology.layout(cpus, c.topology.mem_mib);
+    let layout = topology.layout(cpus, topology.mem_mib);
     let mut expected: Vec<(u32, u32, u32)> = Vec::new();
     for (node, (ids, _)) in layout.iter().enumerate() {
         for &id in ids {
@@ -77,33 +74,33 @@ fn boot_preset(preset: &str, smp: Option<u32>) -> Outcome {
             }
         }
     }
-    let mut seen = verbose_cpus(&out);
+    let mut seen = verbose_cpus(out);
     seen.sort_unstable();
     expected.sort_unstable();
     assert_eq!(seen, expected, "{}", out.log);
-    out
 }
 
 #[test]
 fn s02_uma_all_cpus_online() {
-    boot_preset("uma", None);
+    check_preset("uma", &shapes::uma());
 }
 
 #[test]
 fn s02_4node_cpus_on_their_nodes() {
-    boot_preset("4node", None);
+    check_preset("4node", &shapes::four_node());
 }
 
 #[test]
 fn s02_memoryless_node_cpus_use_nearest_memory() {
-    let out = boot_preset("memoryless", None);
+    let out = shapes::memoryless();
+    check_preset("memoryless", &out);
     let r = out.ktap.result("smp.percpu_on_node").expect("ran");
     assert!(r.ok, "{}", out.log);
 }
 
 #[test]
 fn s02_8node_64_cpus_online() {
-    boot_preset("8node", None);
+    check_preset("8node", &shapes::eight_node());
 }
 
 #[test]
@@ -165,16 +162,15 @@ fn s02_silent_cpu_is_reported_and_left_out() {
 
 #[test]
 fn s02_lock_hammer_stress() {
-    let mut c = RunConfig::new("4node", "stress");
-    c.timeout = std::time::Duration::from_secs(300);
-    c.sets.push("filter=lock_hammer_stress".into());
-    let out = boot_pass(&c);
+    // The shared 4node boot of the whole stress suite.
+    let out = shapes::four_node_stress();
     assert!(out.ktap.result("smp.lock_hammer_stress").expect("ran").ok);
 }
 
-/// 255 vCPUs (the TCG limit) without NUMA. Ignored by default: on the 2-core host the boot
-/// took 63.9 s with `--set filter=smp` and 94.3 s with the whole test suite (docs/smp.md, SMP
-/// bring-up); run it by hand with `cargo test --test s02_smp -- --ignored`.
+/// 255 vCPUs (the TCG limit) without NUMA. A slow shape, ignored by default: on the 2-core
+/// host the boot took 63.9 s with `--set filter=smp` and 94.3 s with the whole test suite
+/// (docs/smp.md, SMP bring-up). `./qemu-run.sh test --slow` (and CI) run it; by hand:
+/// `cargo test --test qemu s02_uma_255 -- --ignored`.
 #[test]
 #[ignore]
 fn s02_uma_255_cpus_online() {

@@ -19,11 +19,8 @@ const FRAME_TESTS: &[&str] = &[
     "frame.dumps",
 ];
 
-fn boot_frame(preset: &str, sets: &[&str]) -> Outcome {
-    let mut c = config(preset);
-    c.sets.push("filter=frame".into());
-    c.sets.extend(sets.iter().map(|s| s.to_string()));
-    let out = boot_pass(&c);
+/// Every frame test passed in `out`.
+fn frame_tests_passed(out: &Outcome) {
     for name in FRAME_TESTS {
         let r = out
             .ktap
@@ -31,7 +28,6 @@ fn boot_frame(preset: &str, sets: &[&str]) -> Outcome {
             .unwrap_or_else(|| panic!("{name} did not run:\n{}", out.log));
         assert!(r.ok, "{name} failed:\n{}", out.log);
     }
-    out
 }
 
 /// (node, managed pages, memmap KiB, memmap address) from the `numalab: frame: node` lines.
@@ -147,7 +143,8 @@ fn check_nodes(preset: &str, out: &Outcome) {
 
 #[test]
 fn s03_4node_buddy_per_node_and_fallback_by_distance() {
-    let out = boot_frame("4node", &[]);
+    let out = shapes::four_node();
+    frame_tests_passed(&out);
     check_nodes("4node", &out);
     // SLIT 10/16/32: from node 0, node 1 (16) first, then 2 and 3 (32, by id).
     assert!(
@@ -165,7 +162,8 @@ fn s03_4node_buddy_per_node_and_fallback_by_distance() {
 
 #[test]
 fn s03_memoryless_node_has_no_allocator() {
-    let out = boot_frame("memoryless", &[]);
+    let out = shapes::memoryless();
+    frame_tests_passed(&out);
     check_nodes("memoryless", &out);
     assert!(
         out.log.contains("# frame: exhausted 1 nodes"),
@@ -176,7 +174,8 @@ fn s03_memoryless_node_has_no_allocator() {
 
 #[test]
 fn s03_uma_one_node() {
-    let out = boot_frame("uma", &[]);
+    let out = shapes::uma();
+    frame_tests_passed(&out);
     check_nodes("uma", &out);
 }
 
@@ -193,10 +192,8 @@ fn s03_without_per_cpu_lists() {
 
 #[test]
 fn s03_stress_on_every_cpu() {
-    let mut c = config("4node");
-    c.suite = "stress".into();
-    c.sets.push("filter=frame".into());
-    let out = boot_pass(&c);
+    // The shared 4node boot of the whole stress suite.
+    let out = shapes::four_node_stress();
     let line: Vec<&str> = lines_with(&out, "# frame.stress: ")
         .into_iter()
         .filter(|l| l.contains(" operations on "))

@@ -44,7 +44,7 @@ fn geometry(out: &Outcome) -> String {
 
 #[test]
 fn s04_uma_geometry_for_4_cpus() {
-    let out = boot_pass(&slub_config("uma"));
+    let out = shapes::uma();
     all_passed(&out);
     // 4 CPUs: min_objects 4 * (fls(4) + 1) = 16.
     assert_eq!(
@@ -59,7 +59,7 @@ fn s04_uma_geometry_for_4_cpus() {
 
 #[test]
 fn s04_4node_geometry_remote_frees_and_debug_reports() {
-    let out = boot_pass(&slub_config("4node"));
+    let out = shapes::four_node();
     all_passed(&out);
     // 8 CPUs: min_objects 20.
     assert_eq!(
@@ -105,7 +105,7 @@ fn memoryless_kib(out: &Outcome) -> (u64, u64) {
 
 #[test]
 fn s04_memoryless_fix_and_bloat() {
-    let out = boot_pass(&slub_config("memoryless"));
+    let out = shapes::memoryless();
     all_passed(&out);
     let r = out.ktap.result("slub.memoryless").unwrap();
     assert!(!r.skipped, "memoryless test skipped: {}", r.reason);

@@ -16,15 +16,12 @@ const CASES: &[&str] = &[
     "vm_map_ram_test",
 ];
 
-/// Boots `topology` with only the vmalloc tests and checks everything they print.
-/// `cpu_nodes`/`numa_nodes`: the vmap node counts the kernel must derive from QEMU's machine.
-fn check(topology: &str, cpu_nodes: usize, numa_nodes: usize) {
-    let mut c = config(topology);
-    c.sets.push("filter=vmalloc".into());
-    c.sets.push("vmalloc.test_loops=50".into());
-    let out = boot_pass(&c);
+/// Checks everything the vmalloc tests printed in a shared boot (its shape has
+/// `vmalloc.test_loops=50`). `cpu_nodes`/`numa_nodes`: the vmap node counts the kernel must
+/// derive from QEMU's machine.
+fn check(out: &Outcome, cpu_nodes: usize, numa_nodes: usize) {
     let want = format!("vmap nodes: global 1, cpu {cpu_nodes}, numa {numa_nodes};");
-    let range = lines_with(&out, "vmalloc: range ");
+    let range = lines_with(out, "vmalloc: range ");
     assert_eq!(range.len(), 1, "{}", out.log);
     assert!(range[0].contains(&want), "{}\nwanted {want}", range[0]);
 
@@ -36,7 +33,7 @@ fn check(topology: &str, cpu_nodes: usize, numa_nodes: usize) {
         assert!(r.ok, "vmalloc.{case}: {}", r.reason);
         for policy in ["global", "cpu", "numa"] {
             let prefix = format!("# vmalloc[{policy}] Summary: {case} passed: ");
-            let lines = lines_with(&out, &prefix);
+            let lines = lines_with(out, &prefix);
             assert_eq!(
                 lines.len(),
                 1,
@@ -102,11 +99,11 @@ fn check(topology: &str, cpu_nodes: usize, numa_nodes: usize) {
         assert_eq!(pages, 3, "{l}");
     }
     for policy in ["global", "cpu", "numa"] {
-        let c = lines_with(&out, &format!("vmalloc[{policy}]: vmap nodes "));
+        let c = lines_with(out, &format!("vmalloc[{policy}]: vmap nodes "));
         assert_eq!(c.len(), 1, "{}", out.log);
         assert!(c[0].contains(" tlb_shootdowns "), "{}", c[0]);
         let l = lines_with(
-            &out,
+            out,
             &format!("vmalloc[{policy}]: global lock acquisitions "),
         );
         assert_eq!(l.len(), 1);
@@ -114,7 +111,7 @@ fn check(topology: &str, cpu_nodes: usize, numa_nodes: usize) {
     }
 
     // Bad frees: address and reason, counted, ignored.
-    let warnings = lines_with(&out, "numalab: warning: vfree(");
+    let warnings = lines_with(out, "numalab: warning: vfree(");
     assert!(warnings
         .iter()
         .any(|w| w.contains("not the start of an area; ignored")));
@@ -124,7 +121,7 @@ fn check(topology: &str, cpu_nodes: usize, numa_nodes: usize) {
     assert!(warnings
         .iter()
         .any(|w| w.starts_with("numalab: warning: vfree(0x1234): not a vmalloc address")));
-    let fault = lines_with(&out, "# vmalloc: caught fault at ");
+    let fault = lines_with(out, "# vmalloc: caught fault at ");
     assert_eq!(fault.len(), 1, "{}", out.log);
     assert!(
         fault[0].contains("former owner src/mm/vmalloc/tests.rs:"),
@@ -136,21 +133,19 @@ fn check(topology: &str, cpu_nodes: usize, numa_nodes: usize) {
 #[test]
 fn s05_vmalloc_uma() {
     // uma: 4 CPUs, no -numa: cpu design clamp(4, 1, 128) = 4 vmap nodes, numa design 1.
-    check("uma", 4, 1);
+    check(&shapes::uma(), 4, 1);
 }
 
 #[test]
 fn s05_vmalloc_4node() {
     // 4node: 8 CPUs on 4 NUMA nodes: cpu design 8 vmap nodes, numa design 4.
-    check("4node", 8, 4);
+    check(&shapes::four_node(), 8, 4);
 }
 
 #[test]
 fn s05_vmalloc_bad_policy_is_a_named_option_error() {
-    let mut c = config("uma");
-    c.sets.push("filter=options".into());
-    c.sets.push("vmalloc.nodes=node".into());
-    let out = boot(&c);
+    // One boot with several bad options, shared with s00's unknown key and bad suite.
+    let out = shapes::bad_options();
     assert_eq!(out.verdict, Verdict::Fail, "{}", out.failure_report());
     let r = out.ktap.result("options.valid").expect("options test ran");
     assert!(

@@ -16,12 +16,17 @@ fn smoke_args(extra: &str) -> BenchArgs {
     a
 }
 
+/// Runs the bench boots of `args` (one after another) in one of the test process's QEMU slots.
+fn run_boots(args: &BenchArgs) -> Vec<bench_run::BootRun> {
+    let img = numalab::image(args.base.firmware);
+    let cost = 2 * numalab::cost(&args.base);
+    numalab::with_qemu_slot(cost, || bench_run::run_boots(args, &img)).expect("boots start")
+}
+
 #[test]
 fn s09_smoke_benchmarks_keep_the_contract() {
     let args = smoke_args("--topology 4node");
-    let kernel = numalab_boot::image::build_kernel().expect("kernel builds");
-    let img = numalab_boot::image::build_image(&kernel, args.base.firmware).expect("image builds");
-    let runs = bench_run::run_boots(&args, &img).expect("boots start");
+    let runs = run_boots(&args);
     for r in &runs {
         assert!(r.outcome.passed(), "{}", r.outcome.failure_report());
     }
@@ -105,9 +110,7 @@ fn s09_unknown_experiment_fails_naming_the_valid_ones() {
 #[test]
 fn s09_memoryless_node_runs_on_the_seed_topology_with_a_uma_comparison() {
     let args = smoke_args("--topology memoryless --set bench=memoryless_node");
-    let kernel = numalab_boot::image::build_kernel().expect("kernel builds");
-    let img = numalab_boot::image::build_image(&kernel, args.base.firmware).expect("image builds");
-    let runs = bench_run::run_boots(&args, &img).expect("boots start");
+    let runs = run_boots(&args);
     for r in &runs {
         assert!(r.outcome.passed(), "{}", r.outcome.failure_report());
     }

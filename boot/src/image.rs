@@ -75,6 +75,53 @@ pub fn build_kernel() -> Result<PathBuf, String> {
     Ok(kernel_target_dir().join("x86_64-unknown-none/release/numalab-kernel"))
 }
 
+/// llvm-objcopy: the one rustc's sysroot links (qemu-run.sh setup), Debian's, or on PATH.
+fn objcopy() -> Option<PathBuf> {
+    let candidates = [
+        "/usr/lib/rustlib/x86_64-unknown-linux-gnu/bin/llvm-objcopy",
+        "/usr/lib/llvm-22/bin/llvm-objcopy",
+    ];
+    candidates
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+        .or_else(|| {
+            Command::new("llvm-objcopy")
+                .arg("--version")
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|_| PathBuf::from("llvm-objcopy"))
+        })
+}
+
+/// The kernel without its debug sections (8 MB of the 9 MB ELF), which the BIOS loader would
+/// otherwise read sector by sector in real mode: under TCG that was about 45 s of every BIOS
+/// boot. The loader maps only the loadable segments, so the kernel runs the same. Falls back
+/// to `kernel` when no llvm-objcopy is found. The ELF with debug info stays where it was built.
+fn stripped(kernel: &Path, dir: &Path) -> PathBuf {
+    let out = dir.join("numalab-kernel.stripped");
+    if let (Some(k), Some(o)) = (mtime(kernel), mtime(&out)) {
+        if o >= k {
+            return out;
+        }
+    }
+    let Some(objcopy) = objcopy() else {
+        return kernel.to_path_buf();
+    };
+    let ok = Command::new(objcopy)
+        .arg("--strip-debug")
+        .arg(kernel)
+        .arg(&out)
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        out
+    } else {
+        kernel.to_path_buf()
+    }
+}
+
 /// Builds (if older than the kernel) the disk image for `firmware` and returns its path.
 pub fn build_image(kernel: &Path, firmware: Firmware) -> Result<PathBuf, String> {
     let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
@@ -92,6 +139,7 @@ pub fn build_image(kernel: &Path, firmware: Firmware) -> Result<PathBuf, String>
     let mut boot_config = bootloader::BootConfig::default();
     boot_config.log_level = bootloader_boot_config::LevelFilter::Warn;
     boot_config.frame_buffer_logging = false;
+    let kernel = &stripped(kernel, &dir);
     let result = match firmware {
         Firmware::Bios => bootloader::BiosBoot::new(kernel)
             .set_boot_config(&boot_config)

@@ -214,8 +214,8 @@ fn shell_quote(arg: &str) -> String {
     }
 }
 
-/// Limits how many QEMUs this process runs at once (`NUMALAB_QEMU_JOBS`, default 2: the
-/// host has 2 cores and every vCPU is a host thread).
+/// Limits how many QEMUs this process runs at once (`NUMALAB_QEMU_JOBS`, default the host's
+/// cores: every vCPU is a host thread).
 struct Slots {
     free: Mutex<usize>,
     cv: Condvar,
@@ -229,7 +229,7 @@ fn slots() -> &'static Slots {
             .ok()
             .and_then(|v| v.parse().ok())
             .filter(|&n| n > 0)
-            .unwrap_or(2);
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
         Slots {
             free: Mutex::new(n),
             cv: Condvar::new(),
