@@ -11,6 +11,7 @@
 //!
 //! [`Topology`]: crate::topology::Topology
 
+pub mod apic;
 pub mod madt;
 pub mod numa;
 pub mod sdt;

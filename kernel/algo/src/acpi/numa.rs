@@ -21,6 +21,7 @@
 //!
 //! [`Topology`]: crate::topology::Topology
 
+use super::apic::ApicMode;
 use super::madt::{self, Madt};
 use super::slit::{self, Slit};
 use super::srat::{self, Srat};
@@ -43,6 +44,8 @@ pub const MAX_NODES: usize = 1024;
 pub struct Machine<'a> {
     /// APIC id of the CPU running this code (CPUID), always CPU 0.
     pub boot_apic_id: u32,
+    /// The APIC mode the kernel will use: CPUs it cannot address are not brought up.
+    pub apic_mode: ApicMode,
     pub madts: &'a [&'a [u8]],
     pub srats: &'a [&'a [u8]],
     pub slits: &'a [&'a [u8]],

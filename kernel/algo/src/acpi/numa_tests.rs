@@ -43,6 +43,7 @@ const RAM: &[(u64, u64)] = &[(0, 0xa0000), (0xf0000, 0x80000000)];
 fn run(boot: u32, madts: &[&[u8]], srats: &[&[u8]], slits: &[&[u8]]) -> Outcome {
     build(&Machine {
         boot_apic_id: boot,
+        apic_mode: ApicMode::X2Apic,
         madts,
         srats,
         slits,
