@@ -34,6 +34,10 @@ impl ApicMode {
     }
 }
 
+/// Why an entry with an invalid id is dropped (in its warning).
+pub const INVALID_ID_REASON: &str =
+    "invalid APIC id (the reserved all-ones value, names no processor; Linux ignores it too)";
+
 /// Whether `id` is the reserved "invalid" id of its entry kind: 0xff in an 8-bit (local APIC)
 /// entry, 0xffffffff in a 32-bit (local x2APIC) entry. Such an entry names no processor.
 pub fn is_invalid_id(id: u32, x2apic_entry: bool) -> bool {
@@ -63,4 +67,35 @@ pub fn addressable(mode: ApicMode, cpus: &[(u32, usize)]) -> (Vec<(u32, usize)>,
         }
     }
     (kept, warnings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    #[test]
+    fn invalid_ids_depend_on_the_entry_kind() {
+        assert!(is_invalid_id(0xff, false) && !is_invalid_id(0xff, true));
+        assert!(is_invalid_id(u32::MAX, true) && !is_invalid_id(0xfe, false));
+        assert!(!is_invalid_id(0, false) && !is_invalid_id(0xffff_fffe, true));
+    }
+
+    #[test]
+    fn xapic_mode_refuses_ids_above_254_and_x2apic_keeps_them() {
+        let cpus = [(1, 0), (254, 1), (255, 2), (256, 3), (300, 4), (7, 5)];
+        let (kept, w) = addressable(ApicMode::XApic, &cpus);
+        assert_eq!(kept, vec![(1, 0), (254, 1), (7, 5)]);
+        assert_eq!(w.len(), 3);
+        assert_eq!(
+            w[1],
+            "MADT entry 3 (APIC id 256): above 254, the highest APIC id xAPIC mode can address: \
+             CPU not brought up"
+        );
+        let (kept, w) = addressable(ApicMode::X2Apic, &cpus);
+        assert_eq!(kept, cpus.to_vec());
+        assert!(w.is_empty());
+        let (kept, w) = addressable(ApicMode::X2Apic, &[(u32::MAX, 9)]);
+        assert!(kept.is_empty() && w[0].contains("x2APIC mode"));
+    }
 }

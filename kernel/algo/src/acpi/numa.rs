@@ -11,6 +11,10 @@
 //!   hot-pluggable: QEMU describes its hotplug area that way), or overlap another domain's
 //!   range: dropped; non-volatile ranges are not used as RAM (listed by `acpi.dump`);
 //! - usable RAM in no SRAT range: given to the boot CPU's nearest node with memory;
+//! - processor entries (MADT or SRAT) with the reserved invalid APIC id, 0xff in a local APIC
+//!   entry or 0xffffffff in a local x2APIC entry: dropped, not CPUs (as Linux ignores them);
+//!   MADT processors whose id the APIC mode cannot address (above 254 in xAPIC mode): refused,
+//!   never brought up, and their SRAT entries dropped silently;
 //! - processor entries for an APIC id the MADT does not list, or listed twice: dropped
 //!   (entries for MADT processors that are present but disabled, as QEMU writes for
 //!   `maxcpus`, are dropped silently); CPUs without an entry: placed on the boot CPU's
@@ -21,7 +25,7 @@
 //!
 //! [`Topology`]: crate::topology::Topology
 
-use super::apic::ApicMode;
+use super::apic::{self, ApicMode};
 use super::madt::{self, Madt};
 use super::slit::{self, Slit};
 use super::srat::{self, Srat};
@@ -115,10 +119,19 @@ fn id_list(ids: &[u32]) -> String {
     words.join(" ")
 }
 
-/// The CPUs: boot CPU first, then every enabled MADT processor in table order.
-fn cpu_list(boot: u32, madt: Option<&Madt>, warnings: &mut Vec<String>) -> Vec<u32> {
+/// The CPUs: boot CPU first, then every enabled MADT processor in table order whose APIC id
+/// is valid and addressable in `mode`; and the ids refused because `mode` cannot address them
+/// (their SRAT entries are then dropped without a second warning).
+fn cpu_list(
+    boot: u32,
+    mode: ApicMode,
+    madt: Option<&Madt>,
+    warnings: &mut Vec<String>,
+) -> (Vec<u32>, BTreeSet<u32>) {
     let mut apic_ids = vec![boot];
-    let Some(madt) = madt else { return apic_ids };
+    let Some(madt) = madt else {
+        return (apic_ids, BTreeSet::new());
+    };
     warnings.extend(madt.warnings.iter().cloned());
     let enabled = madt.enabled_apic_ids(warnings);
     if !enabled.iter().any(|&(id, _)| id == boot) {
@@ -126,10 +139,18 @@ fn cpu_list(boot: u32, madt: Option<&Madt>, warnings: &mut Vec<String>) -> Vec<u
             "MADT: the boot CPU's APIC id {boot} is not listed as enabled: kept as CPU 0"
         ));
     }
-    for (id, index) in enabled {
-        if id == boot {
-            continue;
-        }
+    // The boot CPU is running, whatever its id: only the others are checked against the mode.
+    let others: Vec<(u32, usize)> = enabled.into_iter().filter(|&(id, _)| id != boot).collect();
+    let (others, refused_warnings) = apic::addressable(mode, &others);
+    warnings.extend(refused_warnings);
+    let max = mode.max_apic_id();
+    let refused: BTreeSet<u32> = madt
+        .cpus
+        .iter()
+        .map(|c| c.apic_id)
+        .filter(|&id| id > max && id != boot)
+        .collect();
+    for (id, index) in others {
         if apic_ids.len() == MAX_CPUS {
             warnings.push(format!(
                 "MADT entry {index}: more than {MAX_CPUS} CPUs: this and later processors dropped"
@@ -138,7 +159,7 @@ fn cpu_list(boot: u32, madt: Option<&Madt>, warnings: &mut Vec<String>) -> Vec<u
         }
         apic_ids.push(id);
     }
-    apic_ids
+    (apic_ids, refused)
 }
 
 /// Builds the topology of `m`. Never panics, whatever the bytes.
@@ -158,7 +179,7 @@ pub fn build(m: &Machine) -> Outcome {
     if let Some(t) = &madt {
         dump.extend(t.dump.iter().cloned());
     }
-    let apic_ids = cpu_list(m.boot_apic_id, madt.as_ref(), &mut warnings);
+    let (apic_ids, refused) = cpu_list(m.boot_apic_id, m.apic_mode, madt.as_ref(), &mut warnings);
     let single = |warnings: Vec<String>, dump: Vec<String>| Outcome {
         topology: Topology::single_node(&apic_ids, usable.clone()),
         warnings,
@@ -187,13 +208,15 @@ pub fn build(m: &Machine) -> Outcome {
         warnings.extend(s.warnings.iter().cloned());
     }
     // Processors the MADT lists but not as enabled (hotplug, `-smp N,maxcpus=M`) may have
-    // SRAT entries; those are dropped silently.
-    let absent: BTreeSet<u32> = madt
+    // SRAT entries; those are dropped silently, as are those of CPUs refused (and warned about)
+    // because the APIC mode cannot address them.
+    let mut absent: BTreeSet<u32> = madt
         .iter()
         .flat_map(|t| t.cpus.iter())
-        .filter(|c| !c.enabled())
+        .filter(|c| !c.enabled() && !apic::is_invalid_id(c.apic_id, c.x2apic))
         .map(|c| c.apic_id)
         .collect();
+    absent.extend(refused);
     let cpus = Cpus {
         apic_ids: &apic_ids,
         absent: &absent,
@@ -301,7 +324,7 @@ impl Claimed {
 struct Cpus<'a> {
     /// CpuId order: boot CPU, then enabled MADT processors.
     apic_ids: &'a [u32],
-    /// MADT processors present but not enabled.
+    /// MADT processors present but not enabled, or refused by the APIC mode.
     absent: &'a BTreeSet<u32>,
     boot_apic_id: u32,
 }
@@ -323,6 +346,16 @@ fn place(
     let mut unknown: Vec<(usize, u32)> = Vec::new();
     let cpu_of: BTreeMap<u32, usize> = apic_ids.iter().enumerate().map(|(k, &a)| (a, k)).collect();
     for c in srat.cpus.iter().filter(|c| c.enabled) {
+        if apic::is_invalid_id(c.apic_id, c.x2apic) {
+            warnings.push(format!(
+                "SRAT entry {} (processor {}APIC id {:#x}): {}: entry dropped",
+                c.index,
+                if c.x2apic { "x2" } else { "" },
+                c.apic_id,
+                apic::INVALID_ID_REASON
+            ));
+            continue;
+        }
         match cpu_of.get(&c.apic_id).copied() {
             None if cpus_in.absent.contains(&c.apic_id) => {}
             None => unknown.push((c.index, c.apic_id)),

@@ -1,11 +1,11 @@
 //! Host tests of `numa.rs`: valid machines, every bad-table case, and a never-panics fuzz.
 
 use super::*;
-use crate::acpi::madt::build::{local_apic, madt};
+use crate::acpi::madt::build::{local_apic, local_x2apic, madt};
 
 use crate::acpi::sdt;
 use crate::acpi::slit::build::slit;
-use crate::acpi::srat::build::{cpu, mem, srat};
+use crate::acpi::srat::build::{cpu, mem, srat, x2cpu};
 use crate::acpi::srat::{FLAG_ENABLED, MEM_HOTPLUGGABLE};
 
 const MIB: u64 = 1 << 20;
@@ -41,9 +41,19 @@ const USABLE: &[(u64, u64)] = &[(0, 0x9f000), (0x100000, 0x7ffe0000)];
 const RAM: &[(u64, u64)] = &[(0, 0xa0000), (0xf0000, 0x80000000)];
 
 fn run(boot: u32, madts: &[&[u8]], srats: &[&[u8]], slits: &[&[u8]]) -> Outcome {
+    run_in(ApicMode::X2Apic, boot, madts, srats, slits)
+}
+
+fn run_in(
+    apic_mode: ApicMode,
+    boot: u32,
+    madts: &[&[u8]],
+    srats: &[&[u8]],
+    slits: &[&[u8]],
+) -> Outcome {
     build(&Machine {
         boot_apic_id: boot,
-        apic_mode: ApicMode::X2Apic,
+        apic_mode,
         madts,
         srats,
         slits,
@@ -607,6 +617,94 @@ fn huge_tables_are_handled() {
     let mut e: Vec<Vec<u8>> = (0..=255u8).map(|i| cpu(i as u32 % 4, i, true)).collect();
     e.extend((0..20_000u64).map(|i| mem((i % 4) as u32, i * 64 * 1024, 64 * 1024, 1)));
     let o = run(0, &[&m], &[&srat(&e)], &[]);
-    assert_eq!(o.topology.nr_cpus(), 256);
+    // Ids 0..=255: 255 is the invalid xAPIC id (issue 14 bug 4), so 255 CPUs.
+    assert_eq!(o.topology.nr_cpus(), 255);
     assert_eq!(o.topology.nr_nodes(), 4);
+}
+
+/// Issue 14 bug 4: APIC id 0xff in a local APIC entry and 0xffffffff in a local x2APIC entry
+/// are ACPI's "invalid" ids (Linux's acpi_parse_lapic / acpi_parse_x2apic ignore them): no
+/// CPU, in the MADT or the SRAT, and a warning for each. x2APIC id 255 is a real CPU.
+#[test]
+fn invalid_apic_ids_are_not_cpus() {
+    let m = madt(&[
+        local_apic(0, 0, 1),
+        local_apic(1, 0xff, 1),
+        local_x2apic(u32::MAX, 1, 2),
+        local_apic(3, 1, 1),
+        local_x2apic(0xff, 1, 4),
+    ]);
+    let s = srat(&[
+        cpu(0, 0, true),
+        cpu(1, 0xff, true),
+        x2cpu(1, u32::MAX, true),
+        cpu(1, 1, true),
+        x2cpu(1, 0xff, true),
+        mem(0, 0, 1024 * MIB, 1),
+        mem(1, 1024 * MIB, 1024 * MIB, 1),
+    ]);
+    let o = run_in(ApicMode::X2Apic, 0, &[&m], &[&s], &[]);
+    let t = &o.topology;
+    let cpus: Vec<(u32, u16)> = t.cpus.iter().map(|c| (c.apic_id, c.node.0)).collect();
+    assert_eq!(cpus, vec![(0, 0), (1, 1), (255, 1)], "{:#?}", o.warnings);
+    assert_eq!(o.warnings.len(), 4, "{:#?}", o.warnings);
+    let want = [
+        "MADT entry 1 (local APIC id 0xff)",
+        "MADT entry 2 (local x2APIC id 0xffffffff)",
+        "SRAT entry 1 (processor APIC id 0xff)",
+        "SRAT entry 2 (processor x2APIC id 0xffffffff)",
+    ];
+    for (w, head) in o.warnings.iter().zip(want) {
+        assert!(w.starts_with(head), "{w:?} does not start with {head:?}");
+        assert!(
+            w.contains("invalid APIC id") && w.ends_with("entry dropped"),
+            "{w:?}"
+        );
+    }
+    // Without a SRAT the MADT's invalid entries are still no CPUs.
+    let o = run_in(ApicMode::XApic, 0, &[&m], &[], &[]);
+    let ids: Vec<u32> = o.topology.cpus.iter().map(|c| c.apic_id).collect();
+    assert_eq!(ids, vec![0, 1], "{:#?}", o.warnings);
+}
+
+/// Issue 14 bug 4: in xAPIC mode an IPI to 255 is a broadcast and an id above 255 is cut to
+/// its low 8 bits (another CPU): such CPUs are refused with a warning; x2APIC mode keeps them.
+/// SRAT entries for a refused CPU are dropped without a second warning.
+#[test]
+fn xapic_mode_does_not_bring_up_ids_it_cannot_address() {
+    let m = madt(&[
+        local_apic(0, 0, 1),
+        local_apic(1, 254, 1),
+        local_x2apic(255, 1, 2),
+        local_x2apic(300, 1, 3),
+        local_x2apic(2, 1, 4),
+    ]);
+    let s = srat(&[
+        cpu(0, 0, true),
+        cpu(0, 254, true),
+        x2cpu(1, 255, true),
+        x2cpu(1, 300, true),
+        x2cpu(1, 2, true),
+        mem(0, 0, 1024 * MIB, 1),
+        mem(1, 1024 * MIB, 1024 * MIB, 1),
+    ]);
+    let o = run_in(ApicMode::XApic, 0, &[&m], &[&s], &[]);
+    let ids: Vec<u32> = o.topology.cpus.iter().map(|c| c.apic_id).collect();
+    assert_eq!(ids, vec![0, 254, 2], "{:#?}", o.warnings);
+    assert_eq!(o.warnings.len(), 2, "{:#?}", o.warnings);
+    for (w, head) in o
+        .warnings
+        .iter()
+        .zip(["MADT entry 2 (APIC id 255)", "MADT entry 3 (APIC id 300)"])
+    {
+        assert!(w.starts_with(head), "{w:?}");
+        assert!(
+            w.contains("xAPIC mode") && w.ends_with("CPU not brought up"),
+            "{w:?}"
+        );
+    }
+    let o = run_in(ApicMode::X2Apic, 0, &[&m], &[&s], &[]);
+    assert!(o.warnings.is_empty(), "{:#?}", o.warnings);
+    let ids: Vec<u32> = o.topology.cpus.iter().map(|c| c.apic_id).collect();
+    assert_eq!(ids, vec![0, 254, 255, 300, 2]);
 }
