@@ -17,3 +17,4 @@ pub mod numa;
 pub mod sdt;
 pub mod slit;
 pub mod srat;
+pub mod warn;

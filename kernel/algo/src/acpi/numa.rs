@@ -11,6 +11,10 @@
 //!   hot-pluggable: QEMU describes its hotplug area that way), or overlap another domain's
 //!   range: dropped; non-volatile ranges are not used as RAM (listed by `acpi.dump`);
 //! - usable RAM in no SRAT range: given to the boot CPU's nearest node with memory;
+//! - more than [`MAX_NODES`] proximity domains: the lowest MAX_NODES become nodes; each other
+//!   domain's memory and CPUs go to the kept node nearest to it by SLIT distance (node 0 when
+//!   the SLIT is absent, not used, or gives no distance from that domain). Linux instead
+//!   declares the whole SRAT bad (`bad_srat`, no NUMA); here the kept nodes stay usable;
 //! - processor entries (MADT or SRAT) with the reserved invalid APIC id, 0xff in a local APIC
 //!   entry or 0xffffffff in a local x2APIC entry: dropped, not CPUs (as Linux ignores them);
 //!   MADT processors whose id the APIC mode cannot address (above 254 in xAPIC mode): refused,
@@ -29,6 +33,7 @@ use super::apic::{self, ApicMode};
 use super::madt::{self, Madt};
 use super::slit::{self, Slit};
 use super::srat::{self, Srat};
+use super::warn::capped_join;
 use crate::memrange::{intersect, normalize, subtract};
 use crate::topology::{CpuId, CpuInfo, NodeId, NodeInfo, Topology};
 use alloc::collections::{BTreeMap, BTreeSet};
@@ -386,21 +391,64 @@ fn place(
         .collect();
     pxms.sort_unstable();
     pxms.dedup();
-    if pxms.len() > MAX_NODES {
-        warnings.push(format!(
-            "SRAT: {} proximity domains, more than {MAX_NODES}: domains above {} dropped",
-            pxms.len(),
-            pxms[MAX_NODES - 1]
-        ));
-        pxms.truncate(MAX_NODES);
-    }
-    let node_of = |pxm: u32| pxms.binary_search(&pxm).ok();
+    let beyond: Vec<u32> = if pxms.len() > MAX_NODES {
+        pxms.split_off(MAX_NODES)
+    } else {
+        Vec::new()
+    };
     let n = pxms.len();
+    // The SLIT for the kept nodes (its warnings are pushed once the NUMA placement is sure).
+    let slit_for_nodes = slit.map(|s| s.distances_for(&pxms));
+    let usable_slit = slit.filter(|_| matches!(slit_for_nodes, Some(Ok(_))));
+    // Domains beyond MAX_NODES are not nodes: each one's memory and CPUs go to a kept node.
+    let moved: BTreeMap<u32, (usize, Option<u8>)> = beyond
+        .iter()
+        .map(|&p| (p, nearest_kept(usable_slit, p, &pxms)))
+        .collect();
+    let node_of = |pxm: u32| {
+        pxms.binary_search(&pxm)
+            .ok()
+            .or_else(|| moved.get(&pxm).map(|m| m.0))
+    };
     let mut mem: Vec<Vec<(u64, u64)>> = vec![Vec::new(); n];
+    let mut moved_bytes = 0u64;
     for &(pxm, s, e, _) in &kept {
         if let Some(i) = node_of(pxm) {
-            mem[i].extend(intersect(usable, &[(s, e)]));
+            let ranges = intersect(usable, &[(s, e)]);
+            if moved.contains_key(&pxm) {
+                moved_bytes += ranges.iter().map(|(a, b)| b - a).sum::<u64>();
+            }
+            mem[i].extend(ranges);
         }
+    }
+    if !beyond.is_empty() {
+        let moved_cpus = cpu_pxm
+            .iter()
+            .flatten()
+            .filter(|c| moved.contains_key(&c.0))
+            .count();
+        let mut by_node: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+        for (p, &(i, d)) in &moved {
+            by_node.entry(i).or_default().push(match d {
+                Some(d) => format!("{p} (SLIT distance {d})"),
+                None => format!("{p}"),
+            });
+        }
+        let list = capped_join(
+            by_node
+                .iter()
+                .map(|(i, ps)| format!("node {i} <- PXM {}", capped_join(ps, ", "))),
+            "; ",
+        );
+        warnings.push(format!(
+            "SRAT: {} proximity domains, more than {MAX_NODES}: the {} above PXM {} are not nodes; \
+             their {} KiB of memory and {moved_cpus} CPUs are given to the nearest kept node by \
+             SLIT distance (node 0 without one): {list}",
+            n + beyond.len(),
+            beyond.len(),
+            pxms[n - 1],
+            moved_bytes >> 10
+        ));
     }
     let has_mem: Vec<bool> = mem.iter().map(|r| !r.is_empty()).collect();
     if !has_mem.iter().any(|&b| b) {
@@ -413,7 +461,7 @@ fn place(
         return None;
     }
 
-    let distances: Vec<Vec<u8>> = match slit.map(|s| s.distances_for(&pxms)) {
+    let distances: Vec<Vec<u8>> = match slit_for_nodes {
         Some(Ok((d, w))) => {
             warnings.extend(w);
             d
@@ -481,6 +529,23 @@ fn place(
         })
         .collect();
     Some(Topology::new(nodes, cpus, Some(distances)))
+}
+
+/// The kept node (index into `pxms`) nearest to domain `pxm` by SLIT distance, ties by node id,
+/// with that distance; node 0 when the SLIT gives no distance from `pxm` between 10 and 254.
+fn nearest_kept(slit: Option<&Slit>, pxm: u32, pxms: &[u32]) -> (usize, Option<u8>) {
+    use crate::topology::LOCAL_DISTANCE;
+    let Some(slit) = slit else { return (0, None) };
+    pxms.iter()
+        .enumerate()
+        .filter_map(|(i, &to)| {
+            let d = slit.get(pxm as usize, to as usize)?;
+            (LOCAL_DISTANCE..slit::UNREACHABLE)
+                .contains(&d)
+                .then_some((d, i))
+        })
+        .min()
+        .map_or((0, None), |(d, i)| (i, Some(d)))
 }
 
 fn default_distances(n: usize) -> Vec<Vec<u8>> {

@@ -547,6 +547,11 @@ fn check_invariants(o: &Outcome, boot: u32) {
     }
     let _ = t.numactl_lines(&|_| 0);
     let _ = o.warnings.iter().chain(o.dump.iter()).count();
+    // Nothing lost: the nodes hold exactly the usable RAM, each byte once.
+    let held: Vec<(u64, u64)> = t.nodes.iter().flat_map(|n| n.mem_ranges.clone()).collect();
+    let bytes = |r: &[(u64, u64)]| r.iter().map(|(s, e)| e - s).sum::<u64>();
+    assert_eq!(bytes(&held), bytes(USABLE), "{:#?}", o.warnings);
+    assert_eq!(crate::memrange::normalize(&held), USABLE.to_vec());
 }
 
 #[test]
@@ -707,4 +712,68 @@ fn xapic_mode_does_not_bring_up_ids_it_cannot_address() {
     assert!(o.warnings.is_empty(), "{:#?}", o.warnings);
     let ids: Vec<u32> = o.topology.cpus.iter().map(|c| c.apic_id).collect();
     assert_eq!(ids, vec![0, 254, 255, 300, 2]);
+}
+
+/// A SRAT with `n` proximity domains: PXM p holds 512 KiB at 1 GiB + p * 512 KiB; PXM 0 also
+/// holds [0, 1 GiB) and the rest of RAM. CPUs 0-6 are in PXMs 0-3, CPU 7 in `cpu7_pxm`.
+fn many_domains(n: u32, cpu7_pxm: u32) -> Vec<u8> {
+    let mut e: Vec<Vec<u8>> = (0..8u8)
+        .map(|i| cpu(if i == 7 { cpu7_pxm } else { i as u32 % 4 }, i, true))
+        .collect();
+    e.push(mem(0, 0, 1024 * MIB, 1));
+    let end = 1024 * MIB + n as u64 * 512 * 1024;
+    e.extend((0..n).map(|p| mem(p, 1024 * MIB + p as u64 * 512 * 1024, 512 * 1024, 1)));
+    e.push(mem(0, end, 2048 * MIB - end, 1));
+    srat(&e)
+}
+
+/// Issue 14 bug 5: with more than 1024 proximity domains the domains past the limit are not
+/// nodes, but their RAM (and CPUs) must still belong to a node: the nearest kept one by SLIT
+/// distance, node 0 without a SLIT. Before the fix that RAM was counted as covered and lost.
+#[test]
+fn ram_of_domains_beyond_1024_goes_to_a_kept_node() {
+    let s = many_domains(1100, 1050);
+    let at = |p: u64| 1024 * MIB + p * 512 * 1024;
+    let o = run(0, &[&madt8()], &[&s], &[]);
+    check_invariants(&o, 0);
+    let t = &o.topology;
+    assert_eq!(t.nr_nodes(), 1024);
+    assert_eq!(t.node_of_phys(at(1050)), Some(NodeId(0)));
+    assert_eq!(t.node_of_phys(at(1099)), Some(NodeId(0)));
+    assert_eq!(t.node_of_phys(at(1023)), Some(NodeId(1023)));
+    assert_eq!(t.cpus[7].node, NodeId(0));
+    one_warning(
+        &o,
+        &[
+            "SRAT: 1100 proximity domains, more than 1024",
+            "node 0 <- PXM 1024, 1025,",
+            "38912 KiB of memory and 1 CPUs",
+        ],
+    );
+    // With a SLIT, each dropped domain goes to its nearest kept one: PXM 1050 is 11 from PXM 5.
+    let n = 1100;
+    let d: Vec<Vec<u8>> = (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| match (i, j) {
+                    _ if i == j => 10,
+                    (1050, 5) | (5, 1050) => 11,
+                    _ => 20,
+                })
+                .collect()
+        })
+        .collect();
+    let o = run(0, &[&madt8()], &[&s], &[&slit(&d)]);
+    check_invariants(&o, 0);
+    let t = &o.topology;
+    assert_eq!(t.node_of_phys(at(1050)), Some(NodeId(5)));
+    assert_eq!(t.node_of_phys(at(1049)), Some(NodeId(0)));
+    assert_eq!(t.cpus[7].node, NodeId(5));
+    one_warning(
+        &o,
+        &[
+            "node 0 <- PXM 1024 (SLIT distance 20), ",
+            "; node 5 <- PXM 1050 (SLIT distance 11)",
+        ],
+    );
 }
