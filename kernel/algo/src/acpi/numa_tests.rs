@@ -777,3 +777,31 @@ fn ram_of_domains_beyond_1024_goes_to_a_kept_node() {
         ],
     );
 }
+
+/// Issue 14: a 1023-node SLIT whose every pair is asymmetric gave one warning of 15 MB (522753
+/// pairs listed). Lists in a warning are capped: the first few, then "... and K more".
+#[test]
+fn asymmetric_1023_node_slit_gives_a_short_warning() {
+    let n = 1023usize;
+    let s = many_domains(n as u32, 0);
+    let d: Vec<Vec<u8>> = (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| [10, 20, 30][(j > i) as usize + 2 * (j < i) as usize])
+                .collect()
+        })
+        .collect();
+    let o = run(0, &[&madt8()], &[&s], &[&slit(&d)]);
+    check_invariants(&o, 0);
+    assert_eq!(o.topology.nr_nodes(), n);
+    assert_eq!(o.topology.distance(NodeId(1), NodeId(0)), 30);
+    let total: usize = o.warnings.iter().map(|w| w.len()).sum();
+    assert!(total < 2048, "{total} bytes of warnings");
+    one_warning(
+        &o,
+        &[
+            "SLIT: asymmetric distances [0][1]=20 [1][0]=30, ",
+            "and 522737 more",
+        ],
+    );
+}

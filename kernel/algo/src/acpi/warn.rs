@@ -17,6 +17,19 @@ pub const MAX_LINES_PER_TABLE: usize = 32;
 /// The first [`MAX_LISTED`] items joined by `sep`, then `sep` and "... and K more" when there
 /// are more. Items past the cap are counted, never formatted.
 pub fn capped_join<T: Display>(items: impl IntoIterator<Item = T>, sep: &str) -> String {
+    capped_join_by(items, sep, |out, item| {
+        // Writing to a String cannot fail.
+        let _ = write!(out, "{item}");
+    })
+}
+
+/// [`capped_join`] with the text of each shown item written by `show`: the items are plain
+/// data (indices, pairs), so the ones past the cap cost a count, not a string.
+pub fn capped_join_by<T>(
+    items: impl IntoIterator<Item = T>,
+    sep: &str,
+    mut show: impl FnMut(&mut String, T),
+) -> String {
     let mut out = String::new();
     let mut more = 0usize;
     for (i, item) in items.into_iter().enumerate() {
@@ -27,8 +40,7 @@ pub fn capped_join<T: Display>(items: impl IntoIterator<Item = T>, sep: &str) ->
         if i > 0 {
             out.push_str(sep);
         }
-        // Writing to a String cannot fail.
-        let _ = write!(out, "{item}");
+        show(&mut out, item);
     }
     if more > 0 {
         let _ = write!(out, "{sep}... and {more} more");
