@@ -27,13 +27,16 @@
 //!   node's domain, or with a self-distance other than 10 or a remote one below 10: not used
 //!   (defaults); 255 and asymmetric matrices: kept as given (legal), with a warning.
 //!
+//! Warnings are bounded (`acpi::warn`): lists inside one line show their first items, and
+//! each table gives at most a fixed number of lines.
+//!
 //! [`Topology`]: crate::topology::Topology
 
 use super::apic::{self, ApicMode};
 use super::madt::{self, Madt};
 use super::slit::{self, Slit};
 use super::srat::{self, Srat};
-use super::warn::capped_join;
+use super::warn::{cap_per_table, capped_join};
 use crate::memrange::{intersect, normalize, subtract};
 use crate::topology::{CpuId, CpuInfo, NodeId, NodeInfo, Topology};
 use alloc::collections::{BTreeMap, BTreeSet};
@@ -119,9 +122,9 @@ fn nearest_with_memory(from: usize, dist: &[Vec<u8>], has_mem: &[bool]) -> Optio
         .min_by_key(|&m| (dist[from][m], m))
 }
 
+/// `ids` separated by spaces, the first MAX_LISTED of them (then "... and K more").
 fn id_list(ids: &[u32]) -> String {
-    let words: Vec<String> = ids.iter().map(|i| format!("{i}")).collect();
-    words.join(" ")
+    capped_join(ids, " ")
 }
 
 /// The CPUs: boot CPU first, then every enabled MADT processor in table order whose APIC id
@@ -167,8 +170,15 @@ fn cpu_list(
     (apic_ids, refused)
 }
 
-/// Builds the topology of `m`. Never panics, whatever the bytes.
+/// Builds the topology of `m`. Never panics, whatever the bytes. Each table gives at most
+/// `warn::MAX_LINES_PER_TABLE` warning lines (then one line counting the rest).
 pub fn build(m: &Machine) -> Outcome {
+    let mut outcome = build_all(m);
+    outcome.warnings = cap_per_table(outcome.warnings);
+    outcome
+}
+
+fn build_all(m: &Machine) -> Outcome {
     let mut warnings = Vec::new();
     let mut dump = Vec::new();
     let usable = normalize(m.usable);

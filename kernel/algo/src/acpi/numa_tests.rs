@@ -805,3 +805,36 @@ fn asymmetric_1023_node_slit_gives_a_short_warning() {
         ],
     );
 }
+
+/// Issue 14: each table gives a bounded number of warning lines, however many bad entries it
+/// has (here 1000 duplicate MADT processors and 1000 zero-length SRAT memory entries).
+#[test]
+fn warning_lines_are_capped_per_table() {
+    let mut cpus: Vec<Vec<u8>> = (0..8).map(|i| local_apic(i, i, 1)).collect();
+    cpus.extend((0..1000).map(|_| local_apic(9, 3, 1)));
+    let m = madt(&cpus);
+    let mut e: Vec<Vec<u8>> = (0..8u8).map(|i| cpu(0, i, true)).collect();
+    e.push(mem(0, 0, 2048 * MIB, 1));
+    e.extend((0..1000).map(|_| mem(1, 0, 0, 1)));
+    let o = run(0, &[&m], &[&srat(&e)], &[]);
+    check_invariants(&o, 0);
+    assert_eq!(o.topology.nr_cpus(), 8);
+    let of = |table: &str| o.warnings.iter().filter(|w| w.starts_with(table)).count();
+    assert!(of("MADT") <= 33 && of("SRAT") <= 33, "{:#?}", o.warnings);
+    for table in ["MADT", "SRAT"] {
+        let last = o
+            .warnings
+            .iter()
+            .rev()
+            .find(|w| w.starts_with(table))
+            .unwrap();
+        assert!(last.contains("more warnings not shown"), "{last:?}");
+    }
+    assert!(
+        o.warnings
+            .iter()
+            .any(|w| w.contains("MADT: 968 more warnings")),
+        "{:#?}",
+        o.warnings
+    );
+}
