@@ -18,7 +18,7 @@
 use numalab::*;
 use numalab_algo::acpi::madt::FLAG_ENABLED;
 use numalab_algo::acpi::slit::build::slit;
-use numalab_algo::acpi::srat::build::{cpu, mem, srat};
+use numalab_algo::acpi::srat::build::{cpu, mem, srat, x2cpu};
 use numalab_boot::presets;
 use std::path::PathBuf;
 
@@ -444,6 +444,33 @@ fn s01_injected_cpus_without_entry_and_bad_self_distance() {
         &[
             "SRAT: no processor affinity entry for APIC ids 2 3: placed on node 0",
             "SLIT entry [1][1]: self-distance 12, must be 10: SLIT not used, default distances 10/20",
+        ],
+    );
+    boot_and_check(&c, &w);
+}
+
+#[test]
+fn s01_injected_invalid_apic_ids_are_not_cpus() {
+    // Issue 14 bug 4: APIC id 0xff (local APIC entry) and 0xffffffff (local x2APIC entry) are
+    // the reserved invalid ids: each entry is dropped with its own warning, not taken for a
+    // CPU the MADT lacks.
+    let s = srat(&[
+        cpu(0, 0, true),
+        cpu(0, 1, true),
+        cpu(1, 2, true),
+        cpu(1, 3, true),
+        cpu(1, 0xff, true),
+        x2cpu(1, u32::MAX, true),
+        mem(0, 0, 512 * MIB, FLAG_ENABLED),
+        mem(1, 512 * MIB, 512 * MIB, FLAG_ENABLED),
+    ]);
+    let c = cfg_owned("uma", raw_machine_with(&[("invalid-apic-srat", s)]));
+    let w = want(
+        &[(&[0, 1], 512), (&[2, 3], 512)],
+        default_distances(2),
+        &[
+            "SRAT entry 4 (processor APIC id 0xff): invalid APIC id",
+            "SRAT entry 5 (processor x2APIC id 0xffffffff): invalid APIC id",
         ],
     );
     boot_and_check(&c, &w);

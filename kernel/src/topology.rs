@@ -71,6 +71,7 @@ pub fn init() -> &'static Topology {
         let ram = memory_map_ranges();
         let machine = Machine {
             boot_apic_id: current_apic_id(),
+            apic_mode: crate::arch::apic::mode_from_cpuid(),
             madts: &madts,
             srats: &srats,
             slits: &slits,

@@ -2,6 +2,7 @@
 //! Processor Local x2APIC (type 9) entries, with their enabled and online-capable flags.
 //! Other entry types (I/O APICs, overrides, NMI sources) are listed in the dump and skipped.
 
+use super::apic;
 use super::sdt::{self, Entry};
 use alloc::collections::BTreeMap;
 use alloc::format;
@@ -47,14 +48,25 @@ pub struct Madt {
 }
 
 impl Madt {
-    /// The APIC ids of enabled processors, in table order, duplicates dropped (with a
-    /// warning pushed to `warnings`).
+    /// The APIC ids of enabled processors, in table order, with their entry index. Dropped,
+    /// each with a warning pushed to `warnings`: the reserved invalid ids (0xff in a local APIC
+    /// entry, 0xffffffff in a local x2APIC entry; Linux ignores them too) and duplicates.
     pub fn enabled_apic_ids(&self, warnings: &mut Vec<String>) -> Vec<(u32, usize)> {
         // Entry index of each APIC id's first listing (a map: a hostile table may hold
         // 100000 entries, so no quadratic search).
         let mut first: BTreeMap<u32, usize> = BTreeMap::new();
         let mut out: Vec<(u32, usize)> = Vec::new();
         for cpu in self.cpus.iter().filter(|c| c.enabled()) {
+            if apic::is_invalid_id(cpu.apic_id, cpu.x2apic) {
+                warnings.push(format!(
+                    "MADT entry {} (local {}APIC id {:#x}): {}: not a CPU, entry dropped",
+                    cpu.index,
+                    if cpu.x2apic { "x2" } else { "" },
+                    cpu.apic_id,
+                    apic::INVALID_ID_REASON
+                ));
+                continue;
+            }
             if let Some(&earlier) = first.get(&cpu.apic_id) {
                 warnings.push(format!(
                     "MADT entry {}: APIC id {} already listed by entry {earlier}: entry dropped",

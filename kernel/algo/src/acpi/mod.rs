@@ -12,8 +12,10 @@
 //!
 //! [`Topology`]: crate::topology::Topology
 
+pub mod apic;
 pub mod madt;
 pub mod numa;
 pub mod sdt;
 pub mod slit;
 pub mod srat;
+pub mod warn;

@@ -11,6 +11,14 @@
 //!   hot-pluggable: QEMU describes its hotplug area that way), or overlap another domain's
 //!   range: dropped; non-volatile ranges are not used as RAM (listed by `acpi.dump`);
 //! - usable RAM in no SRAT range: given to the boot CPU's nearest node with memory;
+//! - more than [`MAX_NODES`] proximity domains: the lowest MAX_NODES become nodes; each other
+//!   domain's memory and CPUs go to the kept node nearest to it by SLIT distance (node 0 when
+//!   the SLIT is absent, not used, or gives no distance from that domain). Linux instead
+//!   declares the whole SRAT bad (`bad_srat`, no NUMA); here the kept nodes stay usable;
+//! - processor entries (MADT or SRAT) with the reserved invalid APIC id, 0xff in a local APIC
+//!   entry or 0xffffffff in a local x2APIC entry: dropped, not CPUs (as Linux ignores them);
+//!   MADT processors whose id the APIC mode cannot address (above 254 in xAPIC mode): refused,
+//!   never brought up, and their SRAT entries dropped silently;
 //! - processor entries for an APIC id the MADT does not list, or listed twice: dropped
 //!   (entries for MADT processors that are present but disabled, as QEMU writes for
 //!   `maxcpus`, are dropped silently); CPUs without an entry: placed on the boot CPU's
@@ -19,11 +27,16 @@
 //!   node's domain, or with a self-distance other than 10 or a remote one below 10: not used
 //!   (defaults); 255 and asymmetric matrices: kept as given (legal), with a warning.
 //!
+//! Warnings are bounded (`acpi::warn`): lists inside one line show their first items, and
+//! each table gives at most a fixed number of lines.
+//!
 //! [`Topology`]: crate::topology::Topology
 
+use super::apic::{self, ApicMode};
 use super::madt::{self, Madt};
 use super::slit::{self, Slit};
 use super::srat::{self, Srat};
+use super::warn::{cap_per_table, capped_join};
 use crate::memrange::{intersect, normalize, subtract};
 use crate::topology::{CpuId, CpuInfo, NodeId, NodeInfo, Topology};
 use alloc::collections::{BTreeMap, BTreeSet};
@@ -43,6 +56,8 @@ pub const MAX_NODES: usize = 1024;
 pub struct Machine<'a> {
     /// APIC id of the CPU running this code (CPUID), always CPU 0.
     pub boot_apic_id: u32,
+    /// The APIC mode the kernel will use: CPUs it cannot address are not brought up.
+    pub apic_mode: ApicMode,
     pub madts: &'a [&'a [u8]],
     pub srats: &'a [&'a [u8]],
     pub slits: &'a [&'a [u8]],
@@ -107,15 +122,24 @@ fn nearest_with_memory(from: usize, dist: &[Vec<u8>], has_mem: &[bool]) -> Optio
         .min_by_key(|&m| (dist[from][m], m))
 }
 
+/// `ids` separated by spaces, the first MAX_LISTED of them (then "... and K more").
 fn id_list(ids: &[u32]) -> String {
-    let words: Vec<String> = ids.iter().map(|i| format!("{i}")).collect();
-    words.join(" ")
+    capped_join(ids, " ")
 }
 
-/// The CPUs: boot CPU first, then every enabled MADT processor in table order.
-fn cpu_list(boot: u32, madt: Option<&Madt>, warnings: &mut Vec<String>) -> Vec<u32> {
+/// The CPUs: boot CPU first, then every enabled MADT processor in table order whose APIC id
+/// is valid and addressable in `mode`; and the ids refused because `mode` cannot address them
+/// (their SRAT entries are then dropped without a second warning).
+fn cpu_list(
+    boot: u32,
+    mode: ApicMode,
+    madt: Option<&Madt>,
+    warnings: &mut Vec<String>,
+) -> (Vec<u32>, BTreeSet<u32>) {
     let mut apic_ids = vec![boot];
-    let Some(madt) = madt else { return apic_ids };
+    let Some(madt) = madt else {
+        return (apic_ids, BTreeSet::new());
+    };
     warnings.extend(madt.warnings.iter().cloned());
     let enabled = madt.enabled_apic_ids(warnings);
     if !enabled.iter().any(|&(id, _)| id == boot) {
@@ -123,10 +147,18 @@ fn cpu_list(boot: u32, madt: Option<&Madt>, warnings: &mut Vec<String>) -> Vec<u
             "MADT: the boot CPU's APIC id {boot} is not listed as enabled: kept as CPU 0"
         ));
     }
-    for (id, index) in enabled {
-        if id == boot {
-            continue;
-        }
+    // The boot CPU is running, whatever its id: only the others are checked against the mode.
+    let others: Vec<(u32, usize)> = enabled.into_iter().filter(|&(id, _)| id != boot).collect();
+    let (others, refused_warnings) = apic::addressable(mode, &others);
+    warnings.extend(refused_warnings);
+    let max = mode.max_apic_id();
+    let refused: BTreeSet<u32> = madt
+        .cpus
+        .iter()
+        .map(|c| c.apic_id)
+        .filter(|&id| id > max && id != boot)
+        .collect();
+    for (id, index) in others {
         if apic_ids.len() == MAX_CPUS {
             warnings.push(format!(
                 "MADT entry {index}: more than {MAX_CPUS} CPUs: this and later processors dropped"
@@ -135,11 +167,18 @@ fn cpu_list(boot: u32, madt: Option<&Madt>, warnings: &mut Vec<String>) -> Vec<u
         }
         apic_ids.push(id);
     }
-    apic_ids
+    (apic_ids, refused)
 }
 
-/// Builds the topology of `m`. Never panics, whatever the bytes.
+/// Builds the topology of `m`. Never panics, whatever the bytes. Each table gives at most
+/// `warn::MAX_LINES_PER_TABLE` warning lines (then one line counting the rest).
 pub fn build(m: &Machine) -> Outcome {
+    let mut outcome = build_all(m);
+    outcome.warnings = cap_per_table(outcome.warnings);
+    outcome
+}
+
+fn build_all(m: &Machine) -> Outcome {
     let mut warnings = Vec::new();
     let mut dump = Vec::new();
     let usable = normalize(m.usable);
@@ -155,7 +194,7 @@ pub fn build(m: &Machine) -> Outcome {
     if let Some(t) = &madt {
         dump.extend(t.dump.iter().cloned());
     }
-    let apic_ids = cpu_list(m.boot_apic_id, madt.as_ref(), &mut warnings);
+    let (apic_ids, refused) = cpu_list(m.boot_apic_id, m.apic_mode, madt.as_ref(), &mut warnings);
     let single = |warnings: Vec<String>, dump: Vec<String>| Outcome {
         topology: Topology::single_node(&apic_ids, usable.clone()),
         warnings,
@@ -184,13 +223,15 @@ pub fn build(m: &Machine) -> Outcome {
         warnings.extend(s.warnings.iter().cloned());
     }
     // Processors the MADT lists but not as enabled (hotplug, `-smp N,maxcpus=M`) may have
-    // SRAT entries; those are dropped silently.
-    let absent: BTreeSet<u32> = madt
+    // SRAT entries; those are dropped silently, as are those of CPUs refused (and warned about)
+    // because the APIC mode cannot address them.
+    let mut absent: BTreeSet<u32> = madt
         .iter()
         .flat_map(|t| t.cpus.iter())
-        .filter(|c| !c.enabled())
+        .filter(|c| !c.enabled() && !apic::is_invalid_id(c.apic_id, c.x2apic))
         .map(|c| c.apic_id)
         .collect();
+    absent.extend(refused);
     let cpus = Cpus {
         apic_ids: &apic_ids,
         absent: &absent,
@@ -298,7 +339,7 @@ impl Claimed {
 struct Cpus<'a> {
     /// CpuId order: boot CPU, then enabled MADT processors.
     apic_ids: &'a [u32],
-    /// MADT processors present but not enabled.
+    /// MADT processors present but not enabled, or refused by the APIC mode.
     absent: &'a BTreeSet<u32>,
     boot_apic_id: u32,
 }
@@ -320,6 +361,16 @@ fn place(
     let mut unknown: Vec<(usize, u32)> = Vec::new();
     let cpu_of: BTreeMap<u32, usize> = apic_ids.iter().enumerate().map(|(k, &a)| (a, k)).collect();
     for c in srat.cpus.iter().filter(|c| c.enabled) {
+        if apic::is_invalid_id(c.apic_id, c.x2apic) {
+            warnings.push(format!(
+                "SRAT entry {} (processor {}APIC id {:#x}): {}: entry dropped",
+                c.index,
+                if c.x2apic { "x2" } else { "" },
+                c.apic_id,
+                apic::INVALID_ID_REASON
+            ));
+            continue;
+        }
         match cpu_of.get(&c.apic_id).copied() {
             None if cpus_in.absent.contains(&c.apic_id) => {}
             None => unknown.push((c.index, c.apic_id)),
@@ -350,21 +401,64 @@ fn place(
         .collect();
     pxms.sort_unstable();
     pxms.dedup();
-    if pxms.len() > MAX_NODES {
-        warnings.push(format!(
-            "SRAT: {} proximity domains, more than {MAX_NODES}: domains above {} dropped",
-            pxms.len(),
-            pxms[MAX_NODES - 1]
-        ));
-        pxms.truncate(MAX_NODES);
-    }
-    let node_of = |pxm: u32| pxms.binary_search(&pxm).ok();
+    let beyond: Vec<u32> = if pxms.len() > MAX_NODES {
+        pxms.split_off(MAX_NODES)
+    } else {
+        Vec::new()
+    };
     let n = pxms.len();
+    // The SLIT for the kept nodes (its warnings are pushed once the NUMA placement is sure).
+    let slit_for_nodes = slit.map(|s| s.distances_for(&pxms));
+    let usable_slit = slit.filter(|_| matches!(slit_for_nodes, Some(Ok(_))));
+    // Domains beyond MAX_NODES are not nodes: each one's memory and CPUs go to a kept node.
+    let moved: BTreeMap<u32, (usize, Option<u8>)> = beyond
+        .iter()
+        .map(|&p| (p, nearest_kept(usable_slit, p, &pxms)))
+        .collect();
+    let node_of = |pxm: u32| {
+        pxms.binary_search(&pxm)
+            .ok()
+            .or_else(|| moved.get(&pxm).map(|m| m.0))
+    };
     let mut mem: Vec<Vec<(u64, u64)>> = vec![Vec::new(); n];
+    let mut moved_bytes = 0u64;
     for &(pxm, s, e, _) in &kept {
         if let Some(i) = node_of(pxm) {
-            mem[i].extend(intersect(usable, &[(s, e)]));
+            let ranges = intersect(usable, &[(s, e)]);
+            if moved.contains_key(&pxm) {
+                moved_bytes += ranges.iter().map(|(a, b)| b - a).sum::<u64>();
+            }
+            mem[i].extend(ranges);
         }
+    }
+    if !beyond.is_empty() {
+        let moved_cpus = cpu_pxm
+            .iter()
+            .flatten()
+            .filter(|c| moved.contains_key(&c.0))
+            .count();
+        let mut by_node: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+        for (p, &(i, d)) in &moved {
+            by_node.entry(i).or_default().push(match d {
+                Some(d) => format!("{p} (SLIT distance {d})"),
+                None => format!("{p}"),
+            });
+        }
+        let list = capped_join(
+            by_node
+                .iter()
+                .map(|(i, ps)| format!("node {i} <- PXM {}", capped_join(ps, ", "))),
+            "; ",
+        );
+        warnings.push(format!(
+            "SRAT: {} proximity domains, more than {MAX_NODES}: the {} above PXM {} are not nodes; \
+             their {} KiB of memory and {moved_cpus} CPUs are given to the nearest kept node by \
+             SLIT distance (node 0 without one): {list}",
+            n + beyond.len(),
+            beyond.len(),
+            pxms[n - 1],
+            moved_bytes >> 10
+        ));
     }
     let has_mem: Vec<bool> = mem.iter().map(|r| !r.is_empty()).collect();
     if !has_mem.iter().any(|&b| b) {
@@ -377,7 +471,7 @@ fn place(
         return None;
     }
 
-    let distances: Vec<Vec<u8>> = match slit.map(|s| s.distances_for(&pxms)) {
+    let distances: Vec<Vec<u8>> = match slit_for_nodes {
         Some(Ok((d, w))) => {
             warnings.extend(w);
             d
@@ -445,6 +539,23 @@ fn place(
         })
         .collect();
     Some(Topology::new(nodes, cpus, Some(distances)))
+}
+
+/// The kept node (index into `pxms`) nearest to domain `pxm` by SLIT distance, ties by node id,
+/// with that distance; node 0 when the SLIT gives no distance from `pxm` between 10 and 254.
+fn nearest_kept(slit: Option<&Slit>, pxm: u32, pxms: &[u32]) -> (usize, Option<u8>) {
+    use crate::topology::LOCAL_DISTANCE;
+    let Some(slit) = slit else { return (0, None) };
+    pxms.iter()
+        .enumerate()
+        .filter_map(|(i, &to)| {
+            let d = slit.get(pxm as usize, to as usize)?;
+            (LOCAL_DISTANCE..slit::UNREACHABLE)
+                .contains(&d)
+                .then_some((d, i))
+        })
+        .min()
+        .map_or((0, None), |(d, i)| (i, Some(d)))
 }
 
 fn default_distances(n: usize) -> Vec<Vec<u8>> {

@@ -1,11 +1,11 @@
 //! Host tests of `numa.rs`: valid machines, every bad-table case, and a never-panics fuzz.
 
 use super::*;
-use crate::acpi::madt::build::{local_apic, madt};
+use crate::acpi::madt::build::{local_apic, local_x2apic, madt};
 
 use crate::acpi::sdt;
 use crate::acpi::slit::build::slit;
-use crate::acpi::srat::build::{cpu, mem, srat};
+use crate::acpi::srat::build::{cpu, mem, srat, x2cpu};
 use crate::acpi::srat::{FLAG_ENABLED, MEM_HOTPLUGGABLE};
 
 const MIB: u64 = 1 << 20;
@@ -41,8 +41,19 @@ const USABLE: &[(u64, u64)] = &[(0, 0x9f000), (0x100000, 0x7ffe0000)];
 const RAM: &[(u64, u64)] = &[(0, 0xa0000), (0xf0000, 0x80000000)];
 
 fn run(boot: u32, madts: &[&[u8]], srats: &[&[u8]], slits: &[&[u8]]) -> Outcome {
+    run_in(ApicMode::X2Apic, boot, madts, srats, slits)
+}
+
+fn run_in(
+    apic_mode: ApicMode,
+    boot: u32,
+    madts: &[&[u8]],
+    srats: &[&[u8]],
+    slits: &[&[u8]],
+) -> Outcome {
     build(&Machine {
         boot_apic_id: boot,
+        apic_mode,
         madts,
         srats,
         slits,
@@ -524,6 +535,11 @@ fn check_invariants(o: &Outcome, boot: u32) {
     }
     let _ = t.numactl_lines(&|_| 0);
     let _ = o.warnings.iter().chain(o.dump.iter()).count();
+    // Nothing lost: the nodes hold exactly the usable RAM, each byte once.
+    let held: Vec<(u64, u64)> = t.nodes.iter().flat_map(|n| n.mem_ranges.clone()).collect();
+    let bytes = |r: &[(u64, u64)]| r.iter().map(|(s, e)| e - s).sum::<u64>();
+    assert_eq!(bytes(&held), bytes(USABLE), "{:#?}", o.warnings);
+    assert_eq!(crate::memrange::normalize(&held), USABLE.to_vec());
 }
 
 #[test]
@@ -594,6 +610,219 @@ fn huge_tables_are_handled() {
     let mut e: Vec<Vec<u8>> = (0..=255u8).map(|i| cpu(i as u32 % 4, i, true)).collect();
     e.extend((0..20_000u64).map(|i| mem((i % 4) as u32, i * 64 * 1024, 64 * 1024, 1)));
     let o = run(0, &[&m], &[&srat(&e)], &[]);
-    assert_eq!(o.topology.nr_cpus(), 256);
+    // Ids 0..=255: 255 is the invalid xAPIC id (issue 14 bug 4), so 255 CPUs.
+    assert_eq!(o.topology.nr_cpus(), 255);
     assert_eq!(o.topology.nr_nodes(), 4);
+}
+
+/// Issue 14 bug 4: APIC id 0xff in a local APIC entry and 0xffffffff in a local x2APIC entry
+/// are ACPI's "invalid" ids (Linux's acpi_parse_lapic / acpi_parse_x2apic ignore them): no
+/// CPU, in the MADT or the SRAT, and a warning for each. x2APIC id 255 is a real CPU.
+#[test]
+fn invalid_apic_ids_are_not_cpus() {
+    let m = madt(&[
+        local_apic(0, 0, 1),
+        local_apic(1, 0xff, 1),
+        local_x2apic(u32::MAX, 1, 2),
+        local_apic(3, 1, 1),
+        local_x2apic(0xff, 1, 4),
+    ]);
+    let s = srat(&[
+        cpu(0, 0, true),
+        cpu(1, 0xff, true),
+        x2cpu(1, u32::MAX, true),
+        cpu(1, 1, true),
+        x2cpu(1, 0xff, true),
+        mem(0, 0, 1024 * MIB, 1),
+        mem(1, 1024 * MIB, 1024 * MIB, 1),
+    ]);
+    let o = run_in(ApicMode::X2Apic, 0, &[&m], &[&s], &[]);
+    let t = &o.topology;
+    let cpus: Vec<(u32, u16)> = t.cpus.iter().map(|c| (c.apic_id, c.node.0)).collect();
+    assert_eq!(cpus, vec![(0, 0), (1, 1), (255, 1)], "{:#?}", o.warnings);
+    assert_eq!(o.warnings.len(), 4, "{:#?}", o.warnings);
+    let want = [
+        "MADT entry 1 (local APIC id 0xff)",
+        "MADT entry 2 (local x2APIC id 0xffffffff)",
+        "SRAT entry 1 (processor APIC id 0xff)",
+        "SRAT entry 2 (processor x2APIC id 0xffffffff)",
+    ];
+    for (w, head) in o.warnings.iter().zip(want) {
+        assert!(w.starts_with(head), "{w:?} does not start with {head:?}");
+        assert!(
+            w.contains("invalid APIC id") && w.ends_with("entry dropped"),
+            "{w:?}"
+        );
+    }
+    // Without a SRAT the MADT's invalid entries are still no CPUs.
+    let o = run_in(ApicMode::XApic, 0, &[&m], &[], &[]);
+    let ids: Vec<u32> = o.topology.cpus.iter().map(|c| c.apic_id).collect();
+    assert_eq!(ids, vec![0, 1], "{:#?}", o.warnings);
+}
+
+/// Issue 14 bug 4: in xAPIC mode an IPI to 255 is a broadcast and an id above 255 is cut to
+/// its low 8 bits (another CPU): such CPUs are refused with a warning; x2APIC mode keeps them.
+/// SRAT entries for a refused CPU are dropped without a second warning.
+#[test]
+fn xapic_mode_does_not_bring_up_ids_it_cannot_address() {
+    let m = madt(&[
+        local_apic(0, 0, 1),
+        local_apic(1, 254, 1),
+        local_x2apic(255, 1, 2),
+        local_x2apic(300, 1, 3),
+        local_x2apic(2, 1, 4),
+    ]);
+    let s = srat(&[
+        cpu(0, 0, true),
+        cpu(0, 254, true),
+        x2cpu(1, 255, true),
+        x2cpu(1, 300, true),
+        x2cpu(1, 2, true),
+        mem(0, 0, 1024 * MIB, 1),
+        mem(1, 1024 * MIB, 1024 * MIB, 1),
+    ]);
+    let o = run_in(ApicMode::XApic, 0, &[&m], &[&s], &[]);
+    let ids: Vec<u32> = o.topology.cpus.iter().map(|c| c.apic_id).collect();
+    assert_eq!(ids, vec![0, 254, 2], "{:#?}", o.warnings);
+    assert_eq!(o.warnings.len(), 2, "{:#?}", o.warnings);
+    for (w, head) in o
+        .warnings
+        .iter()
+        .zip(["MADT entry 2 (APIC id 255)", "MADT entry 3 (APIC id 300)"])
+    {
+        assert!(w.starts_with(head), "{w:?}");
+        assert!(
+            w.contains("xAPIC mode") && w.ends_with("CPU not brought up"),
+            "{w:?}"
+        );
+    }
+    let o = run_in(ApicMode::X2Apic, 0, &[&m], &[&s], &[]);
+    assert!(o.warnings.is_empty(), "{:#?}", o.warnings);
+    let ids: Vec<u32> = o.topology.cpus.iter().map(|c| c.apic_id).collect();
+    assert_eq!(ids, vec![0, 254, 255, 300, 2]);
+}
+
+/// A SRAT with `n` proximity domains: PXM p holds 512 KiB at 1 GiB + p * 512 KiB; PXM 0 also
+/// holds [0, 1 GiB) and the rest of RAM. CPUs 0-6 are in PXMs 0-3, CPU 7 in `cpu7_pxm`.
+fn many_domains(n: u32, cpu7_pxm: u32) -> Vec<u8> {
+    let mut e: Vec<Vec<u8>> = (0..8u8)
+        .map(|i| cpu(if i == 7 { cpu7_pxm } else { i as u32 % 4 }, i, true))
+        .collect();
+    e.push(mem(0, 0, 1024 * MIB, 1));
+    let end = 1024 * MIB + n as u64 * 512 * 1024;
+    e.extend((0..n).map(|p| mem(p, 1024 * MIB + p as u64 * 512 * 1024, 512 * 1024, 1)));
+    e.push(mem(0, end, 2048 * MIB - end, 1));
+    srat(&e)
+}
+
+/// Issue 14 bug 5: with more than 1024 proximity domains the domains past the limit are not
+/// nodes, but their RAM (and CPUs) must still belong to a node: the nearest kept one by SLIT
+/// distance, node 0 without a SLIT. Before the fix that RAM was counted as covered and lost.
+#[test]
+fn ram_of_domains_beyond_1024_goes_to_a_kept_node() {
+    let s = many_domains(1100, 1050);
+    let at = |p: u64| 1024 * MIB + p * 512 * 1024;
+    let o = run(0, &[&madt8()], &[&s], &[]);
+    check_invariants(&o, 0);
+    let t = &o.topology;
+    assert_eq!(t.nr_nodes(), 1024);
+    assert_eq!(t.node_of_phys(at(1050)), Some(NodeId(0)));
+    assert_eq!(t.node_of_phys(at(1099)), Some(NodeId(0)));
+    assert_eq!(t.node_of_phys(at(1023)), Some(NodeId(1023)));
+    assert_eq!(t.cpus[7].node, NodeId(0));
+    one_warning(
+        &o,
+        &[
+            "SRAT: 1100 proximity domains, more than 1024",
+            "node 0 <- PXM 1024, 1025,",
+            "38912 KiB of memory and 1 CPUs",
+        ],
+    );
+    // With a SLIT, each dropped domain goes to its nearest kept one: PXM 1050 is 11 from PXM 5.
+    let n = 1100;
+    let d: Vec<Vec<u8>> = (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| match (i, j) {
+                    _ if i == j => 10,
+                    (1050, 5) | (5, 1050) => 11,
+                    _ => 20,
+                })
+                .collect()
+        })
+        .collect();
+    let o = run(0, &[&madt8()], &[&s], &[&slit(&d)]);
+    check_invariants(&o, 0);
+    let t = &o.topology;
+    assert_eq!(t.node_of_phys(at(1050)), Some(NodeId(5)));
+    assert_eq!(t.node_of_phys(at(1049)), Some(NodeId(0)));
+    assert_eq!(t.cpus[7].node, NodeId(5));
+    one_warning(
+        &o,
+        &[
+            "node 0 <- PXM 1024 (SLIT distance 20), ",
+            "; node 5 <- PXM 1050 (SLIT distance 11)",
+        ],
+    );
+}
+
+/// Issue 14: a 1023-node SLIT whose every pair is asymmetric gave one warning of 15 MB (522753
+/// pairs listed). Lists in a warning are capped: the first few, then "... and K more".
+#[test]
+fn asymmetric_1023_node_slit_gives_a_short_warning() {
+    let n = 1023usize;
+    let s = many_domains(n as u32, 0);
+    let d: Vec<Vec<u8>> = (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| [10, 20, 30][(j > i) as usize + 2 * (j < i) as usize])
+                .collect()
+        })
+        .collect();
+    let o = run(0, &[&madt8()], &[&s], &[&slit(&d)]);
+    check_invariants(&o, 0);
+    assert_eq!(o.topology.nr_nodes(), n);
+    assert_eq!(o.topology.distance(NodeId(1), NodeId(0)), 30);
+    let total: usize = o.warnings.iter().map(|w| w.len()).sum();
+    assert!(total < 2048, "{total} bytes of warnings");
+    one_warning(
+        &o,
+        &[
+            "SLIT: asymmetric distances [0][1]=20 [1][0]=30, ",
+            "and 522737 more",
+        ],
+    );
+}
+
+/// Issue 14: each table gives a bounded number of warning lines, however many bad entries it
+/// has (here 1000 duplicate MADT processors and 1000 zero-length SRAT memory entries).
+#[test]
+fn warning_lines_are_capped_per_table() {
+    let mut cpus: Vec<Vec<u8>> = (0..8).map(|i| local_apic(i, i, 1)).collect();
+    cpus.extend((0..1000).map(|_| local_apic(9, 3, 1)));
+    let m = madt(&cpus);
+    let mut e: Vec<Vec<u8>> = (0..8u8).map(|i| cpu(0, i, true)).collect();
+    e.push(mem(0, 0, 2048 * MIB, 1));
+    e.extend((0..1000).map(|_| mem(1, 0, 0, 1)));
+    let o = run(0, &[&m], &[&srat(&e)], &[]);
+    check_invariants(&o, 0);
+    assert_eq!(o.topology.nr_cpus(), 8);
+    let of = |table: &str| o.warnings.iter().filter(|w| w.starts_with(table)).count();
+    assert!(of("MADT") <= 33 && of("SRAT") <= 33, "{:#?}", o.warnings);
+    for table in ["MADT", "SRAT"] {
+        let last = o
+            .warnings
+            .iter()
+            .rev()
+            .find(|w| w.starts_with(table))
+            .unwrap();
+        assert!(last.contains("more warnings not shown"), "{last:?}");
+    }
+    assert!(
+        o.warnings
+            .iter()
+            .any(|w| w.contains("MADT: 968 more warnings")),
+        "{:#?}",
+        o.warnings
+    );
 }

@@ -5,10 +5,12 @@
 //! that a SLIT with a self-distance other than 10 or a remote distance below 10 is not used.
 
 use super::sdt;
+use super::warn::capped_join_by;
 use crate::topology::LOCAL_DISTANCE;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
+use core::fmt::Write;
 
 /// Header plus the 8-byte locality count.
 pub const SLIT_FIXED_BYTES: usize = 44;
@@ -47,7 +49,6 @@ impl Slit {
         }
         let n = pxms.len();
         let mut m = alloc::vec![alloc::vec![0u8; n]; n];
-        let mut unreachable = Vec::new();
         for (i, &pi) in pxms.iter().enumerate() {
             for (j, &pj) in pxms.iter().enumerate() {
                 let d = self.get(pi as usize, pj as usize).unwrap_or(0);
@@ -61,37 +62,49 @@ impl Slit {
                         "SLIT entry [{pi}][{pj}]: remote distance {d} is below 10: SLIT not used, default distances 10/20"
                     ));
                 }
-                if i != j && d == UNREACHABLE {
-                    unreachable.push(format!("[{pi}][{pj}]"));
-                }
                 m[i][j] = d;
             }
         }
-        let mut warnings = Vec::new();
-        if !unreachable.is_empty() {
-            warnings.push(format!(
-                "SLIT entries {}: distance 255 (unreachable): kept as given; such nodes come last in fallback order",
-                unreachable.join(" ")
-            ));
-        }
-        let asym: Vec<String> = (0..n)
-            .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
-            .filter(|&(i, j)| m[i][j] != m[j][i])
-            .map(|(i, j)| {
-                format!(
-                    "[{}][{}]={} [{}][{}]={}",
-                    pxms[i], pxms[j], m[i][j], pxms[j], pxms[i], m[j][i]
-                )
-            })
-            .collect();
-        if !asym.is_empty() {
-            warnings.push(format!(
-                "SLIT: asymmetric distances {}: kept as given (legal)",
-                asym.join(", ")
-            ));
-        }
+        let warnings = notable(pxms, &m);
         Ok((m, warnings))
     }
+}
+
+/// The warnings for legal but notable distances of the node matrix `m` (node i = pxms[i]):
+/// unreachable (255) pairs and asymmetric pairs. Each list shows its first pairs and counts
+/// the rest (a 1023-node SLIT has 522753 pairs: listing them all made a 15 MB warning).
+fn notable(pxms: &[u32], m: &[Vec<u8>]) -> Vec<String> {
+    let n = pxms.len();
+    let mut warnings = Vec::new();
+    let mut unreachable = (0..n)
+        .flat_map(|i| (0..n).map(move |j| (i, j)))
+        .filter(|&(i, j)| i != j && m[i][j] == UNREACHABLE)
+        .peekable();
+    if unreachable.peek().is_some() {
+        let list = capped_join_by(unreachable, " ", |out, (i, j)| {
+            let _ = write!(out, "[{}][{}]", pxms[i], pxms[j]);
+        });
+        warnings.push(format!(
+            "SLIT entries {list}: distance 255 (unreachable): kept as given; such nodes come last in fallback order"
+        ));
+    }
+    let mut asym = (0..n)
+        .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
+        .filter(|&(i, j)| m[i][j] != m[j][i])
+        .peekable();
+    if asym.peek().is_some() {
+        let list = capped_join_by(asym, ", ", |out, (i, j)| {
+            let _ = write!(
+                out,
+                "[{}][{}]={} [{}][{}]={}",
+                pxms[i], pxms[j], m[i][j], pxms[j], pxms[i], m[j][i]
+            );
+        });
+        warnings.push(format!(
+            "SLIT: asymmetric distances {list}: kept as given (legal)"
+        ));
+    }
+    warnings
 }
 
 /// Parses a SLIT. `Err` says why the whole table cannot be used (one warning line).

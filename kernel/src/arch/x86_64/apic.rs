@@ -8,6 +8,7 @@
 //! from the APICs.
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use numalab_algo::acpi::apic::ApicMode;
 use x86_64::instructions::port::Port;
 use x86_64::registers::model_specific::Msr;
 use x86_64::structures::paging::PageTableFlags;
@@ -99,6 +100,17 @@ fn mask_legacy_pic() {
     }
 }
 
+/// The mode `init_boot_cpu` chooses: x2APIC when CPUID offers it (leaf 1 ECX bit 21), else
+/// xAPIC. The topology is built with it (before the APIC is enabled), so CPUs whose APIC id
+/// this mode cannot address are never brought up.
+pub fn mode_from_cpuid() -> ApicMode {
+    if core::arch::x86_64::__cpuid(1).ecx & (1 << 21) != 0 {
+        ApicMode::X2Apic
+    } else {
+        ApicMode::XApic
+    }
+}
+
 /// Chooses the mode, maps the xAPIC page if needed, masks the 8259s and enables the boot
 /// CPU's APIC. Returns an error message when the APIC cannot be used.
 pub fn init_boot_cpu(map_mmio_at: u64) -> Result<(), &'static str> {
@@ -106,7 +118,7 @@ pub fn init_boot_cpu(map_mmio_at: u64) -> Result<(), &'static str> {
     if cpuid1.edx & (1 << 9) == 0 {
         return Err("CPUID reports no local APIC");
     }
-    let x2 = cpuid1.ecx & (1 << 21) != 0;
+    let x2 = mode_from_cpuid() == ApicMode::X2Apic;
     X2APIC.store(x2, Ordering::Relaxed);
     if !x2 {
         // SAFETY: IA32_APIC_BASE exists on every CPU with an APIC (checked above).
