@@ -50,7 +50,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     smp::init();
     mm::slub::init();
     mm::vmalloc::init(opts);
-    let suite = ktest::Suite::from_name(opts.text("suite"));
+    let suite = ktest::Suite::from_name(opts.get(&crate::options::SUITE));
     let ctx = ktest::Ctx {
         opts,
         nr_nodes: topology::get().nr_nodes(),

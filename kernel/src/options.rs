@@ -1,37 +1,54 @@
 //! The table of kernel options (read from fw_cfg `opt/numalab/cmdline`, set with boot's
 //! `--set key=value`). Every subsystem's knobs are listed here, with defaults and help text.
 
-use numalab_algo::options::{Kind, Options, Spec};
+use numalab_algo::options::{Kind, Opt, Options, Spec, Word};
 use spin::Once;
 
-/// Every option the kernel knows. Adding a knob means adding a line here and to the kernel
-/// options table of docs/running.md (tests/docs_options.rs checks that both list the same keys).
-pub const SPECS: &[Spec] = &[
-    Spec {
+/// Declares each option once: a typed handle `NAME: TYPE = Spec {..};` (TYPE bool, u64 or
+/// Word, matching the spec's kind), and from the same list `SPECS` (the table the command line
+/// is parsed against, in `describe`'s order) and `CHECKS` (each handle's type against its kind,
+/// run by the `options` test).
+macro_rules! options {
+    ($($name:ident: $type:ty = $spec:expr;)*) => {
+        $(pub const $name: Opt<$type> = Opt::new($spec);)*
+
+        /// Every option the kernel knows.
+        pub const SPECS: &[Spec] = &[$($name.spec,)*];
+
+        /// Every handle's check: its type matches its kind and its default parses.
+        pub const CHECKS: &[fn() -> Result<(), alloc::string::String>] = &[$(|| $name.check(),)*];
+    };
+}
+
+// Every option the kernel knows. Adding a knob means adding an entry here and a row to the
+// kernel options table of docs/running.md (tests/docs_options.rs checks that both list the
+// same keys); code reads it as `options::load().get(&options::NAME)`.
+options! {
+    SUITE: Word = Spec {
         key: "suite",
         kind: Kind::Choice(&["test", "stress", "bench", "all", "none"]),
         default: "test",
         help: "what the kernel runs after boot",
-    },
-    Spec {
+    };
+    FILTER: Word = Spec {
         key: "filter",
         kind: Kind::Text,
         default: "",
         help: "run only tests whose module/name contains this word",
-    },
-    Spec {
+    };
+    TEST_FAIL: bool = Spec {
         key: "test.fail",
         kind: Kind::Bool,
         default: "0",
         help: "adds a test that always fails (checks the failure path end to end)",
-    },
-    Spec {
+    };
+    SMP_VERBOSE: bool = Spec {
         key: "smp.verbose",
         kind: Kind::Bool,
         default: "0",
         help: "print each CPU's APIC id, node and time to come online",
-    },
-    Spec {
+    };
+    SMP_TIMEOUT_MS: u64 = Spec {
         key: "smp.timeout_ms",
         kind: Kind::U64 {
             min: 1,
@@ -39,50 +56,50 @@ pub const SPECS: &[Spec] = &[
         },
         default: "5000",
         help: "how long bring-up waits for the APs before going on without the silent ones",
-    },
-    Spec {
+    };
+    SMP_HOLD_APIC: Word = Spec {
         key: "smp.hold_apic",
         kind: Kind::Text,
         default: "none",
         help: "debug: never start the CPU with this APIC id (exercises the did-not-answer path)",
-    },
-    Spec {
+    };
+    ACPI_DUMP: bool = Spec {
         key: "acpi.dump",
         kind: Kind::Bool,
         default: "0",
         help: "print every ACPI table found and every MADT/SRAT/SLIT entry as parsed",
-    },
-    Spec {
+    };
+    ACPI_CORRUPT: Word = Spec {
         key: "acpi.corrupt",
         kind: Kind::Choice(&["none", "srat_checksum", "srat_length"]),
         default: "none",
         help: "test hook: damages the kernel's copy of the SRAT before it is read (bad checksum, or a length field that runs past the table), the bad-table cases QEMU's -acpitable cannot produce",
-    },
-    Spec {
+    };
+    BENCH: Word = Spec {
         key: "bench",
         kind: Kind::Text,
         default: "",
         help: "experiments to run, NAME[,NAME] (empty: all); bench.plan lists them",
-    },
-    Spec {
+    };
+    BENCH_SMOKE: bool = Spec {
         key: "bench.smoke",
         kind: Kind::Bool,
         default: "0",
         help: "short variants of the experiments (the main job and CI)",
-    },
-    Spec {
+    };
+    BENCH_CLOCK: Word = Spec {
         key: "bench.clock",
         kind: Kind::Choice(&["tsc", "icount"]),
         default: "tsc",
         help: "how rdtsc is read: set to icount by the host's --icount",
-    },
-    Spec {
+    };
+    FRAME_PCP: bool = Spec {
         key: "frame.pcp",
         kind: Kind::Bool,
         default: "1",
         help: "per-CPU page lists in front of the per-node buddy allocators (orders 0-3)",
-    },
-    Spec {
+    };
+    FRAME_PCP_HIGH: u64 = Spec {
         key: "frame.pcp_high",
         kind: Kind::U64 {
             min: 1,
@@ -90,110 +107,110 @@ pub const SPECS: &[Spec] = &[
         },
         default: "256",
         help: "pages a per-CPU list may hold per node before it drains a batch",
-    },
-    Spec {
+    };
+    FRAME_PCP_BATCH: u64 = Spec {
         key: "frame.pcp_batch",
         kind: Kind::U64 { min: 1, max: 4096 },
         default: "32",
         help: "pages moved per refill or drain between a per-CPU list and the buddy",
-    },
-    Spec {
+    };
+    SLUB_MAX_ORDER: u64 = Spec {
         key: "slub.max_order",
         kind: Kind::U64 { min: 0, max: 10 },
         default: "3",
         help: "largest slab order calculate_order may choose (Linux slub_max_order)",
-    },
-    Spec {
+    };
+    SLUB_MIN_OBJECTS: u64 = Spec {
         key: "slub.min_objects",
         kind: Kind::U64 { min: 0, max: 32767 },
         default: "0",
         help: "minimum objects per slab; 0: 4 * (fls(nr_cpus) + 1) (Linux slub_min_objects)",
-    },
-    Spec {
+    };
+    SLUB_MIN_PARTIAL: Word = Spec {
         key: "slub.min_partial",
         kind: Kind::Text,
         default: "auto",
         help: "partial slabs a node keeps before freeing empty ones; auto: ilog2(size)/2 clamped to [5, max_partial]",
-    },
-    Spec {
+    };
+    SLUB_MAX_PARTIAL: u64 = Spec {
         key: "slub.max_partial",
         kind: Kind::U64 { min: 1, max: 4096 },
         default: "10",
         help: "upper clamp of the automatic min_partial (Linux MAX_PARTIAL)",
-    },
-    Spec {
+    };
+    SLUB_CPU_PARTIAL: Word = Spec {
         key: "slub.cpu_partial",
         kind: Kind::Text,
         default: "auto",
         help: "free objects kept on each CPU's partial list; auto: Linux's table by size; 0: no CPU partials",
-    },
-    Spec {
+    };
+    SLUB_MEMORYLESS_FIX: bool = Spec {
         key: "slub.memoryless_fix",
         kind: Kind::Bool,
         default: "1",
         help: "treat a request for a memoryless node as its nearest memory node (seed 003)",
-    },
-    Spec {
+    };
+    SLUB_PREFER_LOCAL: bool = Spec {
         key: "slub.prefer_local",
         kind: Kind::Bool,
         default: "0",
         help: "take a new local slab instead of a remote partial while the local node has memory (seed 004)",
-    },
-    Spec {
+    };
+    SLUB_REMOTE_NODE_DEFRAG_RATIO: u64 = Spec {
         key: "slub.remote_node_defrag_ratio",
         kind: Kind::U64 { min: 0, max: 1000 },
         default: "1000",
         help: "per mille of slow paths that may take partial slabs from remote nodes",
-    },
-    Spec {
+    };
+    SLUB_DEBUG: Word = Spec {
         key: "slub.debug",
         kind: Kind::Text,
         default: "",
         help: "debug flags F (sanity) Z (red zone) P (poison) U (user), 1 = all, optionally ,CACHE,... to limit them",
-    },
-    Spec {
+    };
+    SLUB_SLABINFO: Word = Spec {
         key: "slub.slabinfo",
         kind: Kind::Choice(&["counters", "scan"]),
         default: "counters",
         help: "how slabinfo counts active objects: counters (exact, no list_lock) or scan (Linux's count_partial under list_lock)",
-    },
-    Spec {
+    };
+    VMALLOC_NODES: Word = Spec {
         key: "vmalloc.nodes",
         kind: Kind::Choice(&["global", "cpu", "numa"]),
         default: "cpu",
         help: "vmap node design behind vmalloc(): global lock, CPU-count shards (Linux 6.9), one per NUMA node",
-    },
-    Spec {
+    };
+    VMALLOC_LAZY_MAX_PAGES: u64 = Spec {
         key: "vmalloc.lazy_max_pages",
         kind: Kind::U64 { min: 0, max: 1 << 30 },
         default: "0",
         help: "lazy vfree pages that trigger a purge (0: Linux's fls(CPUs) * 8192; numa splits it per node)",
-    },
-    Spec {
+    };
+    VMALLOC_TEST_LOOPS: u64 = Spec {
         key: "vmalloc.test_loops",
         kind: Kind::U64 { min: 1, max: 1_000_000 },
         default: "100",
         help: "loop count of the test_vmalloc cases (test_loop_count)",
-    },
-    Spec {
+    };
+    VMALLOC_BENCH_PAIRS: u64 = Spec {
         key: "vmalloc.bench_pairs",
         kind: Kind::U64 { min: 1, max: 10_000_000 },
         default: "2000",
         help: "vmalloc_scaling: 1-page vmalloc+vfree pairs per CPU",
-    },
-    Spec {
+    };
+    VMALLOC_BENCH_LAZY_MAX_PAGES: u64 = Spec {
         key: "vmalloc.bench_lazy_max_pages",
         kind: Kind::U64 { min: 0, max: 1 << 30 },
         default: "1024",
         help: "vmalloc_scaling: lazy threshold of the all-CPU instances (0: Linux's)",
-    },
-    Spec {
+    };
+    VMALLOC_BENCH_ICOUNT_PAIRS: u64 = Spec {
         key: "vmalloc.bench_icount_pairs",
         kind: Kind::U64 { min: 1, max: 10_000_000 },
         default: "20000",
         help: "vmalloc_scaling: pairs timed on one CPU for instructions_per_pair",
-    },
-];
+    };
+}
 
 static OPTIONS: Once<Options> = Once::new();
 

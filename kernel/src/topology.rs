@@ -61,7 +61,10 @@ pub fn current_apic_id() -> u32 {
 pub fn init() -> &'static Topology {
     TOPOLOGY.call_once(|| {
         let mut raw = crate::acpi::find_tables();
-        corrupt_for_test(&mut raw.srats, crate::options::load().text("acpi.corrupt"));
+        corrupt_for_test(
+            &mut raw.srats,
+            crate::options::load().get(&crate::options::ACPI_CORRUPT),
+        );
         let (madts, srats, slits) = (
             as_slices(&raw.madts),
             as_slices(&raw.srats),
@@ -79,7 +82,7 @@ pub fn init() -> &'static Topology {
             ram: &ram,
         };
         let outcome = numa::build(&machine);
-        if crate::options::load().bool("acpi.dump") {
+        if crate::options::load().get(&crate::options::ACPI_DUMP) {
             for line in raw.found.iter().chain(outcome.dump.iter()) {
                 println!("acpi: {}", line);
             }

@@ -213,9 +213,9 @@ impl Options {
         self.entries.iter().find(|e| e.0 == key).map(|e| &e.1)
     }
 
-    /// Whether the user set `key` explicitly (rather than it holding its default).
-    pub fn is_set(&self, key: &str) -> bool {
-        self.entries.iter().any(|e| e.0 == key && e.2)
+    /// Whether the user set `opt` explicitly (rather than it holding its default).
+    pub fn is_set<T>(&self, opt: &Opt<T>) -> bool {
+        self.entries.iter().any(|e| e.0 == opt.spec.key && e.2)
     }
 
     /// The value of `opt`: given on the command line, or its default. An `Opt` whose spec is
@@ -228,27 +228,6 @@ impl Options {
         self.value(opt.spec.key)
             .and_then(T::read)
             .unwrap_or_default()
-    }
-
-    /// A boolean option (false when the key is unknown: the spec table is the kernel's).
-    pub fn bool(&self, key: &str) -> bool {
-        matches!(self.value(key), Some(Value::Bool(true)))
-    }
-
-    /// An integer option (0 when unknown).
-    pub fn u64(&self, key: &str) -> u64 {
-        match self.value(key) {
-            Some(Value::U64(v)) => *v,
-            _ => 0,
-        }
-    }
-
-    /// A word option ("" when unknown).
-    pub fn text(&self, key: &str) -> &str {
-        match self.value(key) {
-            Some(Value::Text(t)) => t,
-            _ => "",
-        }
     }
 
     /// Every option as `key=value`, for the boot log.
@@ -296,21 +275,21 @@ mod tests {
         },
     ];
 
+    const DUMP: Opt<bool> = Opt::new(SPECS[1]);
+    const MAX_ORDER: Opt<u64> = Opt::new(SPECS[2]);
+    const SUITE: Opt<Word> = Opt::new(SPECS[0]);
+
     #[test]
     fn defaults_and_values() {
         let o = Options::parse("acpi.dump=1 slub.max_order=0x4", SPECS);
         assert!(o.errors.is_empty(), "{:?}", o.errors);
-        assert_eq!(o.text("suite"), "test");
-        assert!(o.bool("acpi.dump"));
-        assert!(o.is_set("acpi.dump"));
-        assert!(!o.is_set("suite"));
-        assert_eq!(o.u64("slub.max_order"), 4);
+        assert_eq!(o.get(&SUITE), "test");
+        assert!(o.get(&DUMP));
+        assert!(o.is_set(&DUMP));
+        assert!(!o.is_set(&SUITE));
+        assert_eq!(o.get(&MAX_ORDER), 4);
         assert_eq!(o.describe(), "suite=test acpi.dump=1 slub.max_order=4");
     }
-
-    const DUMP: Opt<bool> = Opt::new(SPECS[1]);
-    const MAX_ORDER: Opt<u64> = Opt::new(SPECS[2]);
-    const SUITE: Opt<Word> = Opt::new(SPECS[0]);
 
     #[test]
     fn typed_handles() {
@@ -333,6 +312,6 @@ mod tests {
         assert!(o.errors[1].contains("valid: test, stress"));
         assert!(o.errors[2].contains("0..=10"));
         assert!(o.errors[3].contains("expected key=value"));
-        assert_eq!(o.text("suite"), "test");
+        assert_eq!(o.get(&SUITE), "test");
     }
 }

@@ -42,12 +42,12 @@ fn emit(case: &str, metric: &str, value: f64, unit: &str, cpus: usize) {
 fn all_cpus(opts: &Options, p: Policy) -> Result<(), TestError> {
     let topo = crate::topology::get();
     let cpus = crate::percpu::nr_cpus_online().max(1);
-    let per_cpu = super::scaled(opts.u64("vmalloc.bench_pairs"), 100);
+    let per_cpu = super::scaled(opts.get(&crate::options::VMALLOC_BENCH_PAIRS), 100);
     let layout = Layout::new(
         p,
         topo.nr_cpus(),
         topo.nr_nodes(),
-        opts.u64("vmalloc.bench_lazy_max_pages"),
+        opts.get(&crate::options::VMALLOC_BENCH_LAZY_MAX_PAGES),
     );
     let v = vmalloc::scratch(layout, 4 << 30)
         .ok_or_else(|| TestError::Skip("vmalloc not initialized".into()))?;
@@ -123,7 +123,7 @@ fn all_cpus(opts: &Options, p: Policy) -> Result<(), TestError> {
 /// instructions_per_pair: only in the host's one-CPU `--icount` boot (`bench.clock=icount`).
 fn one_cpu(opts: &Options, p: Policy) -> Result<(), TestError> {
     let v = vmalloc::design(p).ok_or_else(|| TestError::Skip("vmalloc not initialized".into()))?;
-    let n = super::scaled(opts.u64("vmalloc.bench_icount_pairs"), 1000);
+    let n = super::scaled(opts.get(&crate::options::VMALLOC_BENCH_ICOUNT_PAIRS), 1000);
     pairs(v, n / 4).map_err(|e| TestError::Fail(format!("{}: {}", p.name(), e)))?;
     let t0 = crate::arch::rdtsc();
     pairs(v, n).map_err(|e| TestError::Fail(format!("{}: {}", p.name(), e)))?;

@@ -42,7 +42,7 @@ pub(super) fn set_machine(nr_nodes: usize) {
 
 /// The experiments `bench=` selects.
 pub fn selection() -> &'static Selection {
-    SELECTION.call_once(|| Selection::parse(crate::options::load().text("bench")))
+    SELECTION.call_once(|| Selection::parse(crate::options::load().get(&crate::options::BENCH)))
 }
 
 /// Whether `bench=` selects the experiment `name`.
@@ -52,7 +52,7 @@ pub fn selected(name: &str) -> bool {
 
 /// How this boot's tick counts are to be read (`bench.clock`, set by the host).
 pub fn clock() -> Clock {
-    match crate::options::load().text("bench.clock") {
+    match crate::options::load().get(&crate::options::BENCH_CLOCK) {
         "icount" => Clock::Icount,
         _ => Clock::Tsc,
     }
@@ -65,7 +65,7 @@ pub fn instruction_boot() -> bool {
 
 /// True for the short variants (`bench.smoke=1`).
 pub fn smoke() -> bool {
-    crate::options::load().bool("bench.smoke")
+    crate::options::load().get(&crate::options::BENCH_SMOKE)
 }
 
 /// `full` iterations, or a tenth of it (at least `floor`) in a smoke run.

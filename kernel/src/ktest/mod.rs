@@ -206,7 +206,7 @@ pub fn registered() -> &'static [KTest] {
 /// The tests of `suite` kind that `filter=` and `bench=` select, sorted by suite order, then
 /// kind (tests, stress, the bench plan, experiments), then source position.
 fn selected(suite: Suite, opts: &Options) -> Vec<&'static KTest> {
-    let filter = opts.text("filter");
+    let filter = opts.get(&crate::options::FILTER);
     let any_kind = suite != Suite::None;
     let mut tests: Vec<&KTest> = registered()
         .iter()

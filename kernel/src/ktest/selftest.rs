@@ -16,11 +16,19 @@ static KTEST: KSuite = KSuite {
     every_suite: false,
 };
 /// Fails when the command line had an unknown key or a bad value, naming both.
+/// Also fails when an option handle's type does not match its spec's kind (a handle declared
+/// `bool` for a number would read as false forever).
 fn options_valid(ctx: &Ctx) -> TestResult {
-    if ctx.opts.errors.is_empty() {
+    let mut errors = ctx.opts.errors.clone();
+    errors.extend(
+        crate::options::CHECKS
+            .iter()
+            .filter_map(|check| check().err()),
+    );
+    if errors.is_empty() {
         Ok(())
     } else {
-        Err(TestError::Fail(ctx.opts.errors.join("; ")))
+        Err(TestError::Fail(errors.join("; ")))
     }
 }
 
@@ -28,7 +36,7 @@ fn options_valid(ctx: &Ctx) -> TestResult {
 /// failing in-kernel test turns into a failed run with the serial log shown.
 fn deliberate_failure(ctx: &Ctx) -> TestResult {
     kassert!(
-        !ctx.opts.bool("test.fail"),
+        !ctx.opts.get(&crate::options::TEST_FAIL),
         "deliberate failure requested by test.fail=1"
     );
     Ok(())

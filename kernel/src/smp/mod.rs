@@ -130,7 +130,7 @@ pub fn trampoline_reserved_range() -> Option<(u64, u64)> {
 /// Calibrates the clock, starts every AP of the topology and waits for them (boot CPU, once).
 pub fn init() {
     let opts = crate::options::load();
-    let verbose = opts.bool("smp.verbose");
+    let verbose = opts.get(&crate::options::SMP_VERBOSE);
     let cal = tsc::calibrate();
     debug_assert_eq!(arch::tsc_hz(), cal.hz);
     if cal.hz == 0 {
@@ -160,7 +160,7 @@ pub fn init() {
         apic::id(),
         timer_hz / 1_000
     );
-    let hold_apic = match opts.text("smp.hold_apic") {
+    let hold_apic = match opts.get(&crate::options::SMP_HOLD_APIC) {
         "" | "none" => None,
         text => match text.parse::<u32>() {
             Ok(id) => Some(id),
@@ -170,7 +170,11 @@ pub fn init() {
             }
         },
     };
-    start_all(opts.u64("smp.timeout_ms"), hold_apic, verbose);
+    start_all(
+        opts.get(&crate::options::SMP_TIMEOUT_MS),
+        hold_apic,
+        verbose,
+    );
     x86_64::instructions::interrupts::enable();
 }
 

@@ -32,7 +32,10 @@ fn cpus_check_in(_ctx: &Ctx) -> TestResult {
     let expected = &topo.cpus;
     kassert_eq!(percpu::nr_cpus_online(), online_cpus().len());
     // A CPU held back on purpose (smp.hold_apic) is expected to be missing.
-    let held: Option<u32> = crate::options::load().text("smp.hold_apic").parse().ok();
+    let held: Option<u32> = crate::options::load()
+        .get(&crate::options::SMP_HOLD_APIC)
+        .parse()
+        .ok();
     let missing: Vec<u16> = expected
         .iter()
         .filter(|c| c.cpu.index() < super::MAX_CPUS && percpu::of(c.cpu).is_none())

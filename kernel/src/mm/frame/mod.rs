@@ -144,10 +144,10 @@ fn build() -> FrameAllocator {
         }
     }
     let nr_cpus = topo.nr_cpus().max(1);
-    let pcp_enabled = opts.bool("frame.pcp");
-    let batch = opts.u64("frame.pcp_batch") as u32;
+    let pcp_enabled = opts.get(&crate::options::FRAME_PCP);
+    let batch = opts.get(&crate::options::FRAME_PCP_BATCH) as u32;
     let high = if pcp_enabled {
-        (opts.u64("frame.pcp_high") as u32).max(batch)
+        (opts.get(&crate::options::FRAME_PCP_HIGH) as u32).max(batch)
     } else {
         0
     };

@@ -297,7 +297,7 @@ fn invalid_frees(_ctx: &Ctx) -> TestResult {
 /// Per-CPU lists: a free then an alloc of order 0 is a list hit on the same page; going past
 /// `high` drains a batch; drain_all empties them.
 fn pcp_lists(ctx: &Ctx) -> TestResult {
-    if !ctx.opts.bool("frame.pcp") {
+    if !ctx.opts.get(&crate::options::FRAME_PCP) {
         return Err(TestError::Skip(String::from("frame.pcp=0")));
     }
     let before = check_all()?;
@@ -315,7 +315,7 @@ fn pcp_lists(ctx: &Ctx) -> TestResult {
         "first alloc after drain refills"
     );
     kassert!(c1.pcp_hit > c0.pcp_hit);
-    let high = ctx.opts.u64("frame.pcp_high") as usize;
+    let high = ctx.opts.get(&crate::options::FRAME_PCP_HIGH) as usize;
     let held: Vec<Pages> = (0..high + 64)
         .map(|_| alloc_pages(0, Policy::Local))
         .collect::<Result<_, _>>()
@@ -404,7 +404,7 @@ fn stress(ctx: &Ctx) -> TestResult {
     let topo = crate::topology::get();
     let nr_slots = 1024;
     let slots: Vec<AtomicU64> = (0..nr_slots).map(|_| AtomicU64::new(0)).collect();
-    let ops_per_cpu: u64 = if ctx.opts.bool("bench.smoke") {
+    let ops_per_cpu: u64 = if ctx.opts.get(&crate::options::BENCH_SMOKE) {
         2_000
     } else {
         20_000
@@ -506,7 +506,7 @@ fn drain_all_cpus(_ctx: &Ctx) -> TestResult {
 }
 
 fn o_pcp_off() -> bool {
-    !crate::options::load().bool("frame.pcp")
+    !crate::options::load().get(&crate::options::FRAME_PCP)
 }
 
 ktest!(SUITE, Test, conservation);

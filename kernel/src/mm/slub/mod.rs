@@ -84,18 +84,24 @@ fn auto_or_number(key: &str, text: &str) -> Option<usize> {
 fn boot_tunables() -> BootTunables {
     let opts = crate::options::load();
     let mut t = Tunables {
-        max_order: (opts.u64("slub.max_order") as u8).min(MAX_SLAB_ORDER),
-        min_objects: opts.u64("slub.min_objects") as usize,
-        max_partial: opts.u64("slub.max_partial") as usize,
-        min_partial: auto_or_number("slub.min_partial", opts.text("slub.min_partial")),
-        cpu_partial: auto_or_number("slub.cpu_partial", opts.text("slub.cpu_partial")),
-        prefer_local: opts.bool("slub.prefer_local"),
-        memoryless_fix: opts.bool("slub.memoryless_fix"),
-        remote_node_defrag_ratio: opts.u64("slub.remote_node_defrag_ratio") as u32,
+        max_order: (opts.get(&crate::options::SLUB_MAX_ORDER) as u8).min(MAX_SLAB_ORDER),
+        min_objects: opts.get(&crate::options::SLUB_MIN_OBJECTS) as usize,
+        max_partial: opts.get(&crate::options::SLUB_MAX_PARTIAL) as usize,
+        min_partial: auto_or_number(
+            "slub.min_partial",
+            opts.get(&crate::options::SLUB_MIN_PARTIAL),
+        ),
+        cpu_partial: auto_or_number(
+            "slub.cpu_partial",
+            opts.get(&crate::options::SLUB_CPU_PARTIAL),
+        ),
+        prefer_local: opts.get(&crate::options::SLUB_PREFER_LOCAL),
+        memoryless_fix: opts.get(&crate::options::SLUB_MEMORYLESS_FIX),
+        remote_node_defrag_ratio: opts.get(&crate::options::SLUB_REMOTE_NODE_DEFRAG_RATIO) as u32,
         debug: DebugFlags::default(),
     };
     let mut debug_caches = Vec::new();
-    let text = opts.text("slub.debug");
+    let text = opts.get(&crate::options::SLUB_DEBUG);
     let mut parts = text.split(',');
     let letters = parts.next().unwrap_or("");
     match DebugFlags::parse(letters) {
@@ -113,7 +119,7 @@ fn boot_tunables() -> BootTunables {
     BootTunables {
         tunables: t,
         debug_caches,
-        slabinfo_scan: opts.text("slub.slabinfo") == "scan",
+        slabinfo_scan: opts.get(&crate::options::SLUB_SLABINFO) == "scan",
     }
 }
 

@@ -87,8 +87,9 @@ pub fn init(opts: &Options) {
         return;
     };
     let topo = crate::topology::get();
-    let lazy = opts.u64("vmalloc.lazy_max_pages");
-    let default = Policy::from_name(opts.text("vmalloc.nodes")).unwrap_or(Policy::Cpu);
+    let lazy = opts.get(&crate::options::VMALLOC_LAZY_MAX_PAGES);
+    let default =
+        Policy::from_name(opts.get(&crate::options::VMALLOC_NODES)).unwrap_or(Policy::Cpu);
     let sys = SYSTEM.call_once(|| {
         let make = |i: u64, p: Policy| {
             let layout = Layout::new(p, topo.nr_cpus(), topo.nr_nodes(), lazy);

@@ -267,7 +267,7 @@ type CaseFn = fn(&Vmalloc, u64, &mut Rng) -> Outcome;
 /// Runs `case` on every CPU at once under each design, prints a Summary line per design
 /// (test_vmalloc.c's format) and checks conservation.
 fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
-    let loops = opts.u64("vmalloc.test_loops");
+    let loops = opts.get(&crate::options::VMALLOC_TEST_LOOPS);
     let mut failures = Vec::new();
     for p in Policy::ALL {
         let Some(v) = super::design(p) else {
@@ -381,7 +381,7 @@ fn lazy_purge_shootdown(ctx: &Ctx) -> TestResult {
             return Err(TestError::Skip(String::from("vmalloc not initialized")));
         };
         let data_before = data_pages();
-        for _ in 0..ctx.opts.u64("vmalloc.test_loops").max(100) {
+        for _ in 0..ctx.opts.get(&crate::options::VMALLOC_TEST_LOOPS).max(100) {
             let a = va(&v, P, P).map_err(|e| format!("{:?}", e))?;
             free(&v, a)?;
         }
