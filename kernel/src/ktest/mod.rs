@@ -79,8 +79,8 @@ pub struct KSuite {
     /// whose services its tests use. The keys in use: options 0, early 5, topology 10, smp 20,
     /// frame 30, slub 40, vmalloc 50, bench 90.
     pub order: u16,
-    /// Runs in every boot that runs tests of any kind (the option check: a misspelt key must
-    /// fail a bench boot too).
+    /// Runs in every boot that runs tests of any kind, whatever `filter=` says (the option
+    /// check: a misspelt key must fail a bench boot or a filtered boot too).
     pub every_suite: bool,
 }
 
@@ -210,8 +210,13 @@ fn selected(suite: Suite, opts: &Options) -> Vec<&'static KTest> {
     let any_kind = suite != Suite::None;
     let mut tests: Vec<&KTest> = registered()
         .iter()
-        .filter(|t| suite.includes(t.kind) || (t.suite.every_suite && any_kind))
-        .filter(|t| filter.is_empty() || t.suite.name.contains(filter) || t.name.contains(filter))
+        .filter(|t| {
+            (t.suite.every_suite && any_kind)
+                || (suite.includes(t.kind)
+                    && (filter.is_empty()
+                        || t.suite.name.contains(filter)
+                        || t.name.contains(filter)))
+        })
         .filter(|t| t.kind != Kind::Bench || bench::selected(t.name))
         .collect();
     tests.sort_by_key(|t| (t.suite.order, t.suite.name, t.kind, t.file, t.line));
