@@ -22,10 +22,13 @@
 
 pub mod info;
 pub mod kmalloc;
+mod object;
 pub mod platform;
 pub mod slabmap;
 mod stress;
 mod tests;
+
+pub use object::Object;
 
 use crate::sync::{IrqSpinLock, LockStatsSnapshot};
 use alloc::boxed::Box;

@@ -21,6 +21,7 @@
 //! Lock order (outermost first): purge lock > free-space ("global") lock > vmap node lock >
 //! page allocator; no printing under any of them (instance.rs).
 
+mod area;
 mod backing;
 mod info;
 mod instance;
@@ -35,6 +36,7 @@ use numalab_algo::options::Options;
 pub use numalab_algo::vmalloc::{Layout, Policy, VmError, PAGE_BYTES};
 use spin::Once;
 
+pub use area::VmArea;
 pub use info::{print_counters, vmallocinfo};
 pub use instance::{AreaKind, BadFree, Vmalloc};
 

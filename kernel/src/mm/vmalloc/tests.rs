@@ -535,6 +535,46 @@ fn api(_ctx: &Ctx) -> TestResult {
     Ok(())
 }
 
+/// Owned areas (`VmArea`): their bytes are usable, a vmap alias of a vmalloc area sees the
+/// same pages, dropping frees (vfree or vunmap as the area's kind says), and every data page
+/// comes back.
+fn owned_areas(_ctx: &Ctx) -> TestResult {
+    let Some(v) = super::active() else {
+        return Err(TestError::Skip(String::from("vmalloc not initialized")));
+    };
+    let data_before = data_pages();
+    let frees_before = v.counters.frees.get();
+    let bad_before = v.counters.bad_frees.get();
+    let mut a = super::VmArea::vmalloc(3 * P as usize).map_err(|e| format!("{:?}", e))?;
+    a.bytes_mut()
+        .iter_mut()
+        .enumerate()
+        .for_each(|(i, b)| *b = i as u8);
+    let z = super::VmArea::vzalloc(P as usize).map_err(|e| format!("{:?}", e))?;
+    kassert!(z.bytes().iter().all(|&b| b == 0), "vzalloc area not zero");
+    let n = super::VmArea::vmalloc_node(P as usize, crate::topology::NodeId(0))
+        .map_err(|e| format!("{:?}", e))?;
+    kassert_eq!(n.size_bytes(), P as usize);
+    let pages: Vec<u64> = (0..3)
+        .filter_map(|i| map::translate(a.addr().as_u64() + i * P))
+        .collect();
+    kassert_eq!(pages.len(), 3);
+    let m = super::VmArea::vmap(&pages).map_err(|e| format!("{:?}", e))?;
+    kassert_eq!(
+        m.bytes()[P as usize + 5],
+        (P as usize + 5) as u8,
+        "vmap aliases"
+    );
+    drop(m);
+    let (addr, size, kind) = z.into_raw();
+    // SAFETY: the triple came from into_raw just above; nothing else frees it.
+    let z = unsafe { super::VmArea::from_raw(addr, size, kind) };
+    drop((a, z, n));
+    kassert_eq!(v.counters.frees.get() - frees_before, 4);
+    kassert_eq!(v.counters.bad_frees.get(), bad_before);
+    Ok(conserved(v, data_before)?)
+}
+
 /// The dump has the format of /proc/vmallocinfo with per-NUMA-node page counts; the
 /// counters are printed.
 fn vmallocinfo(_ctx: &Ctx) -> TestResult {
@@ -591,6 +631,7 @@ vmalloc_case!(pcpu_alloc_test);
 vmalloc_case!(vm_map_ram_test);
 ktest!(SUITE, Test, bad_input);
 ktest!(SUITE, Test, api);
+ktest!(SUITE, Test, owned_areas);
 ktest!(SUITE, Test, lazy_purge_shootdown);
 ktest!(SUITE, Test, exhaustion);
 ktest!(SUITE, Test, fault_on_freed_area);
