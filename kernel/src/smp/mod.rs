@@ -96,9 +96,10 @@ pub fn handle_timer() {
     apic::eoi();
 }
 
-/// Polled by spinning code that may run with interrupts off (IrqSpinLock): serves shootdowns.
+/// Polled by spinning code that may run with interrupts off (IrqSpinLock's spin hook, installed
+/// by `init`): serves shootdowns.
 #[inline]
-pub fn poll_irq_safe() {
+fn poll_irq_safe() {
     tlb::run_pending_flushes();
 }
 
@@ -129,6 +130,8 @@ pub fn trampoline_reserved_range() -> Option<(u64, u64)> {
 
 /// Calibrates the clock, starts every AP of the topology and waits for them (boot CPU, once).
 pub fn init() {
+    // Lock waiters serve shootdowns while they spin with interrupts off (before any AP runs).
+    crate::sync::set_spin_poll(poll_irq_safe);
     let opts = crate::options::load();
     let verbose = opts.get(&crate::options::SMP_VERBOSE);
     let cal = tsc::calibrate();

@@ -8,4 +8,4 @@ mod spinlock;
 
 // The guard and counter types are part of the lock's API (CONTRACTS.md) even where unused.
 #[allow(unused_imports)]
-pub use spinlock::{IrqSpinLock, IrqSpinLockGuard, LockStats, LockStatsSnapshot};
+pub use spinlock::{set_spin_poll, IrqSpinLock, IrqSpinLockGuard, LockStats, LockStatsSnapshot};

@@ -3,13 +3,23 @@
 //! enough to leave on for benchmarks).
 //!
 //! A waiter spins with interrupts off, reading the lock (no writes) and executing PAUSE
-//! (`core::hint::spin_loop()`, which also lets QEMU run other vCPUs); it serves queued TLB
-//! shootdowns while it spins (`crate::smp::poll_irq_safe`), so a holder that shoots down
-//! cannot deadlock with it.
+//! (`core::hint::spin_loop()`, which also lets QEMU run other vCPUs); it runs the poll hook
+//! while it spins (`set_spin_poll`: smp installs its shootdown server there at bring-up), so
+//! a holder that shoots down cannot deadlock with it. The hook keeps this module free of smp.
 
 use core::ops::{Deref, DerefMut};
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use spin::mutex::{SpinMutex, SpinMutexGuard};
+use spin::Once;
+
+/// Run by every waiter on each spin iteration, once installed.
+static SPIN_POLL: Once<fn()> = Once::new();
+
+/// Installs what a waiter runs while it spins with interrupts off (once; later calls are
+/// ignored). smp installs its TLB-shootdown server before bringing up other CPUs.
+pub fn set_spin_poll(poll: fn()) {
+    SPIN_POLL.call_once(|| poll);
+}
 
 /// Counters of one lock.
 #[derive(Default)]
@@ -101,7 +111,9 @@ impl<T> IrqSpinLock<T> {
                     while self.inner.is_locked() {
                         // Serve TLB shootdowns while spinning with interrupts off, so a
                         // holder that shoots down while we wait cannot deadlock with us.
-                        crate::smp::poll_irq_safe();
+                        if let Some(poll) = SPIN_POLL.get() {
+                            poll();
+                        }
                         core::hint::spin_loop();
                         spins += 1;
                     }
