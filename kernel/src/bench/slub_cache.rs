@@ -10,7 +10,7 @@ use crate::sync::LockStatsSnapshot;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
-use numalab_algo::slub::{SlabInfo, SlabinfoMode, Tunables};
+use numalab_algo::slub::{SlabInfo, SlabinfoMode, StatsSnapshot, Tunables};
 use numalab_algo::topology::NodeId;
 
 /// Objects per `alloc_bulk` call at most (a stack buffer).
@@ -73,6 +73,16 @@ impl BenchCache {
             core.min_partial(),
             core.cpu_partial().0,
         )
+    }
+
+    /// The per-CPU partial list bound in slabs (Linux's slub_set_cpu_partial).
+    pub fn cpu_partial_slabs(&self) -> usize {
+        self.cache.core().cpu_partial().1
+    }
+
+    /// The cache's SLUB statistics (Linux's stat names), summed over CPUs.
+    pub fn stats(&self) -> StatsSnapshot {
+        self.cache.stats()
     }
 
     pub fn list_lock_stats(&self) -> LockStatsSnapshot {

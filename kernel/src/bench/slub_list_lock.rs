@@ -7,13 +7,21 @@
 //! - `partial_64`: min/max_partial 64;
 //! - `order_4`: partial_64 + max order 4 (with min_objects raised so that a 256-byte cache
 //!   really gets order-4 slabs: on a few CPUs the default min_objects is met at order 1);
-//! - `cpu_partial_x2`: order_4 + per-CPU partial objects doubled.
+//! - `cpu_partial_x2`: order_4 with the per-CPU partial bound doubled in slabs (Linux sizes
+//!   that bound as DIV_ROUND_UP(2 x cpu_partial objects, objects per slab), so doubling the
+//!   object count of a 256-byte cache at 256 objects per slab leaves it at 1 slab; the case
+//!   asks for the object count whose bound is twice order_4's).
 //!
 //! Metrics per case and CPU count: `ops_per_cpu` (allocations + frees per CPU per second of
 //! guest time; tsc clock: a trend), `list_lock_acquisitions_per_kop` and
 //! `list_lock_contended_per_kop` (per 1000 operations, summed over nodes), and
 //! `list_lock_spin_share` (estimated share of the CPUs' time spent spinning on a list_lock:
-//! spin iterations x calibrated ticks per spin / (CPUs x elapsed ticks)).
+//! spin iterations x calibrated ticks per spin / (CPUs x elapsed ticks)); and the mechanism
+//! counters of the thread's claim: `cpu_partial_slabs` (the per-CPU partial bound),
+//! `slabs_allocated_per_kop` and `slabs_freed_per_kop` (new slabs taken from and empty slabs
+//! given back to the page allocator, SLUB's alloc_slab and free_slab, per 1000 operations),
+//! and `cpu_partial_alloc_per_kop`. A knob check fails the experiment when two cases show the
+//! same mechanism counters (numalab_algo::knob).
 //!
 //! Lock order: no lock is held across allocator calls (mailbox locks are leaves).
 
@@ -25,15 +33,17 @@ use alloc::format;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 use numalab_algo::bench_plan::cpu_counts;
-use numalab_algo::slub::Tunables;
+use numalab_algo::knob::{self, CaseCounters};
+use numalab_algo::slub::{Stat, Tunables};
 
 const NAME: &str = "slub_list_lock";
 const OBJ_BYTES: usize = 256;
 const BATCH: usize = 32;
 const CPU_PERCENTS: &[u32] = &[25, 50, 100];
 
-/// The four tunings, each built from the boot defaults.
-fn tunings(default_cpu_partial: usize) -> [(&'static str, Tunables); 4] {
+/// The four tunings, each built from the boot defaults; `x2_cpu_partial` is the per-CPU
+/// partial object count that doubles order_4's bound in slabs.
+fn tunings(x2_cpu_partial: Option<usize>) -> [(&'static str, Tunables); 4] {
     let mut linux = BenchCache::default_tunables(NAME);
     linux.min_partial = Some(5);
     linux.max_partial = 10;
@@ -49,7 +59,7 @@ fn tunings(default_cpu_partial: usize) -> [(&'static str, Tunables); 4] {
     // the thread's 112-CPU machine needed bigger slabs. Ask for order-4 slabs' worth of objects.
     o4.min_objects = (4096 << 4) / OBJ_BYTES;
     let mut x2 = o4;
-    x2.cpu_partial = Some(default_cpu_partial * 2);
+    x2.cpu_partial = x2_cpu_partial;
     [
         ("linux_default", linux),
         ("partial_64", p64),
@@ -65,6 +75,10 @@ struct Sample {
     acquisitions: u64,
     contended: u64,
     spins: u64,
+    /// The per-CPU partial bound of the case's cache, in slabs.
+    cpu_partial_slabs: usize,
+    /// SLUB statistics of the run (alloc_slab, free_slab, cpu_partial_alloc ...).
+    stats: numalab_algo::slub::StatsSnapshot,
 }
 
 /// Runs `rounds` batches on each of `cpus` against a fresh cache with `tunables`.
@@ -76,10 +90,12 @@ fn run_case(
 ) -> Result<Sample, alloc::string::String> {
     let cache = BenchCache::create(NAME, OBJ_BYTES, tunables)?;
     let (order, objects, min_partial, cpu_partial) = cache.shape();
+    let cpu_partial_slabs = cache.cpu_partial_slabs();
     crate::println!(
-        "# {NAME}: case {case} cpus {}: slab order {order}, {objects} objects/slab, min_partial {min_partial}, cpu_partial {cpu_partial}",
+        "# {NAME}: case {case} cpus {}: slab order {order}, {objects} objects/slab, min_partial {min_partial}, cpu_partial {cpu_partial} objects = {cpu_partial_slabs} slabs",
         cpus.len()
     );
+    let stats0 = cache.stats();
     let k = cpus.len();
     let mail = Mailboxes::new(k, BATCH * 4);
     let barrier = Barrier::new(k);
@@ -130,6 +146,7 @@ fn run_case(
     let extra = rest.len() as u64;
     cache.free_bulk(&mut rest);
     let stats = cache.list_lock_stats();
+    let slub_stats = cache.stats().since(&stats0);
     cache.finish()?;
     if failed.load(Ordering::Relaxed) > 0 {
         return Err(format!(
@@ -146,6 +163,8 @@ fn run_case(
         acquisitions: stats.acquisitions,
         contended: stats.contended,
         spins: stats.spins,
+        cpu_partial_slabs,
+        stats: slub_stats,
     })
 }
 
@@ -154,14 +173,19 @@ fn slub_list_lock(ctx: &Ctx) -> TestResult {
     let online = workload::online();
     let tps = workload::ticks_per_spin(online[0], online[1]).unwrap_or(0.0);
     crate::println!("# {NAME}: one list_lock spin iteration ~ {tps:.1} tsc ticks (calibrated)");
-    // The default per-CPU partial size of a 256-byte cache, as SLUB sizes it.
-    let probe = BenchCache::create(NAME, OBJ_BYTES, BenchCache::default_tunables(NAME))?;
-    let default_cpu_partial = probe.shape().3.max(1);
+    // order_4's cache as SLUB sizes it: cpu_partial_x2 asks for objects_per_slab x its bound
+    // in slabs, the smallest object count whose bound, DIV_ROUND_UP(2 x objects, objects per
+    // slab), is twice order_4's.
+    let o4 = tunings(None)[2].1;
+    let probe = BenchCache::create(NAME, OBJ_BYTES, o4)?;
+    let x2_objects = probe.shape().1 * probe.cpu_partial_slabs().max(1);
     probe.finish()?;
     let rounds = super::pick(5_000, 150);
     let counts = cpu_counts(online.len(), CPU_PERCENTS);
     let hz = workload::ticks_per_sec();
-    for (case, tunables) in tunings(default_cpu_partial) {
+    let mut knobs = Vec::new();
+    for (case, tunables) in tunings(Some(x2_objects)) {
+        let mut counters = CaseCounters::new(case);
         for &k in &counts {
             let cpus = workload::first_cpus(k);
             let s = run_case(case, tunables, &cpus, rounds)?;
@@ -201,9 +225,48 @@ fn slub_list_lock(ctx: &Ctx) -> TestResult {
                 "fraction",
                 k32,
             );
+            let per_kop = |stat: Stat| s.stats.get(stat) as f64 / kops;
+            super::record(
+                NAME,
+                case,
+                "cpu_partial_slabs",
+                s.cpu_partial_slabs as f64,
+                "slabs",
+                k32,
+            );
+            super::record(
+                NAME,
+                case,
+                "slabs_allocated_per_kop",
+                per_kop(Stat::AllocSlab),
+                "slabs",
+                k32,
+            );
+            super::record(
+                NAME,
+                case,
+                "slabs_freed_per_kop",
+                per_kop(Stat::FreeSlab),
+                "slabs",
+                k32,
+            );
+            super::record(
+                NAME,
+                case,
+                "cpu_partial_alloc_per_kop",
+                per_kop(Stat::CpuPartialAlloc),
+                "slabs",
+                k32,
+            );
+            counters.add("cpu_partial_slabs", s.cpu_partial_slabs as u64);
+            for stat in [Stat::AllocSlab, Stat::FreeSlab, Stat::CpuPartialAlloc] {
+                counters.add(stat.name(), s.stats.get(stat));
+            }
         }
+        crate::println!("# {NAME}: knob counters {case}: {}", counters.describe());
+        knobs.push(counters);
     }
-    Ok(())
+    knob::check(NAME, &knobs).map_err(crate::ktest::TestError::Fail)
 }
 
 crate::ktest!(super::BENCH_SUITE, Bench, NAME, slub_list_lock);

@@ -61,6 +61,13 @@ pub enum Stat {
 /// Number of counters.
 pub const NR_STATS: usize = Stat::FreeBulk as usize + 1;
 
+impl Stat {
+    /// Linux's name of the counter (/sys/kernel/slab/CACHE/NAME).
+    pub fn name(self) -> &'static str {
+        STAT_NAMES[self as usize].1
+    }
+}
+
 /// Every counter in order, with its name.
 pub const STAT_NAMES: [(Stat, &str); NR_STATS] = [
     (Stat::AllocFastpath, "alloc_fastpath"),
@@ -228,6 +235,7 @@ mod tests {
         for (i, (s, name)) in STAT_NAMES.iter().enumerate() {
             assert_eq!(*s as usize, i, "{name}");
             assert!(!name.is_empty());
+            assert_eq!(s.name(), *name);
         }
     }
 
