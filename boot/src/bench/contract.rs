@@ -16,6 +16,7 @@ pub struct Required {
     pub numa_only: bool,
 }
 
+/// A measurement required on every machine.
 const fn req(
     bench: &'static str,
     case: &'static str,
@@ -31,6 +32,7 @@ const fn req(
     }
 }
 
+/// [`req`], required only on a machine with more than one NUMA node.
 const fn req_numa(
     bench: &'static str,
     case: &'static str,
@@ -38,11 +40,8 @@ const fn req_numa(
     boot: Boot,
 ) -> Required {
     Required {
-        bench,
-        case,
-        metric,
-        boot,
         numa_only: true,
+        ..req(bench, case, metric, boot)
     }
 }
 
