@@ -96,15 +96,38 @@ fn s00_bad_kernel_option_is_a_failed_test_naming_the_key() {
     assert!(r.reason.contains("suite: bad value 'fast'"), "{}", r.reason);
 }
 
-#[test]
-fn s00_bogus_runner_option_exits_2_with_usage() {
+/// Runs `qemu-run.sh ARGS` and returns its exit status, stdout and stderr.
+fn qemu_run_sh(args: &[&str]) -> (Option<i32>, String, String) {
     let root = numalab_boot::image::repo_root();
     let out = Command::new(root.join("qemu-run.sh"))
-        .arg("--bogus")
+        .args(args)
         .output()
         .expect("run qemu-run.sh");
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("unknown option '--bogus'"), "{err}");
-    assert!(err.contains("usage: qemu-run.sh"), "{err}");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn s00_bogus_runner_option_exits_2_with_usage() {
+    let (code, _, err) = qemu_run_sh(&["--bogus"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("unexpected argument '--bogus'"), "{err}");
+    assert!(err.contains("Usage: qemu-run.sh"), "{err}");
+    // bench's own command line, through the script's dispatch.
+    let (code, _, err) = qemu_run_sh(&["bench", "--icount"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--icount is chosen by the bench runner"),
+        "{err}"
+    );
+    assert!(err.contains("Usage: qemu-run.sh bench"), "{err}");
+    let (code, help, _) = qemu_run_sh(&["bench", "--help"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        help.contains("--compare") && help.contains("--smoke"),
+        "{help}"
+    );
 }

@@ -9,7 +9,7 @@
 //! same CPUs and memory, for its `single_node` case).
 
 use crate::bench::{self, BenchRecord, Boot, BootResult, Violation};
-use crate::cli::{self, exit};
+use crate::cli::{self, exit, BenchOptions, Job};
 use crate::qemu::{self, Outcome, RunConfig, Verdict};
 use crate::{bench_svg, image};
 use serde_json::{json, Value};
@@ -34,82 +34,46 @@ pub struct BenchArgs {
     pub compare: Option<(PathBuf, PathBuf)>,
 }
 
-pub fn usage() -> &'static str {
-    "usage: qemu-run.sh bench [--smoke] [--verbose] [--out DIR] [--topology NAME] [--smp N]
-                         [--mem SIZE] [--set KEY=VALUE] [--timeout S] [--qemu PATH] [--uefi]
-                         [-- QEMU ARGS]
-       qemu-run.sh bench --compare A.jsonl B.jsonl
-
-Runs the experiments (all, or --set bench=NAME[,NAME]) in a multi-CPU boot (contention,
-throughput, memory; clock tsc) and a one-CPU --icount boot (instruction counts), plus a uma
-boot for memoryless_node's single_node case; checks the BENCH contract; writes
-target/bench/<date>-<rev>.jsonl, the serial logs and SVG charts; prints one table per
-experiment with ratios against its baseline case.
-  --smoke     short variants (bench.smoke=1)
-  --verbose   echo the whole serial console of every boot
-  --compare   print per bench/case/metric the change from A to B (no boot)
-"
-}
-
-/// Parses the arguments after `bench`.
-pub fn parse(args: &[String]) -> Result<BenchArgs, String> {
-    let mut rest = Vec::new();
-    let (mut smoke, mut verbose, mut out_dir, mut compare) = (false, false, None, None);
-    let mut i = 0;
-    while i < args.len() {
-        match args[i].as_str() {
-            "--" => {
-                rest.extend_from_slice(&args[i..]);
-                break;
-            }
-            "--smoke" => smoke = true,
-            "--verbose" => verbose = true,
-            "--out" => {
-                i += 1;
-                out_dir = Some(PathBuf::from(args.get(i).ok_or("--out needs a directory")?));
-            }
-            "--compare" => {
-                let (a, b) = (args.get(i + 1), args.get(i + 2));
-                let (Some(a), Some(b)) = (a, b) else {
-                    return Err("--compare needs two files: A.jsonl B.jsonl".into());
-                };
-                compare = Some((PathBuf::from(a), PathBuf::from(b)));
-                i += 2;
-            }
-            "--suite" | "--icount" | "--log" | "--quiet" => {
-                return Err(format!(
-                    "bench: {} is chosen by the bench runner itself (see qemu-run.sh bench --help)",
-                    args[i]
-                ))
-            }
-            _ => rest.push(args[i].clone()),
+impl BenchArgs {
+    /// What the `bench` command line asks for.
+    pub fn from_options(o: BenchOptions) -> BenchArgs {
+        BenchArgs {
+            base: o.machine.config("bench"),
+            smoke: o.smoke,
+            verbose: o.verbose,
+            main_job: false,
+            out_dir: o.out,
+            compare: o.compare.and_then(|files| match files.as_slice() {
+                [a, b] => Some((a.clone(), b.clone())),
+                _ => None,
+            }),
         }
-        i += 1;
     }
-    let mut base = cli::parse_run(&rest)?;
-    base.suite = "bench".into();
-    Ok(BenchArgs {
-        base,
-        smoke,
-        verbose,
-        main_job: false,
-        out_dir,
-        compare,
-    })
+
+    /// The no-argument main job on `base` (the default topology): every suite in the multi-CPU
+    /// boot, smoke benchmarks, then the tables.
+    pub fn main_job(mut base: RunConfig) -> BenchArgs {
+        base.suite = "all".into();
+        BenchArgs {
+            base,
+            smoke: true,
+            verbose: false,
+            main_job: true,
+            out_dir: None,
+            compare: None,
+        }
+    }
 }
 
-/// The no-argument main job: the default topology, every suite in the multi-CPU boot, smoke
-/// benchmarks, then the tables.
-pub fn main_job_args() -> BenchArgs {
-    let mut base = cli::parse_run(&[]).expect("the empty command line parses");
-    base.suite = "all".into();
-    BenchArgs {
-        base,
-        smoke: true,
-        verbose: false,
-        main_job: true,
-        out_dir: None,
-        compare: None,
+/// Parses the arguments after `bench` (as `qemu-run.sh bench ARGS` would).
+pub fn parse(args: &[String]) -> Result<BenchArgs, clap::Error> {
+    let words = std::iter::once("bench".to_string()).chain(args.iter().cloned());
+    match cli::parse(words)? {
+        Job::Bench(o) => Ok(BenchArgs::from_options(o)),
+        Job::Main(_) | Job::Run(_) => Err(clap::Error::raw(
+            clap::error::ErrorKind::MissingSubcommand,
+            "not a bench command line\n",
+        )),
     }
 }
 
@@ -572,6 +536,67 @@ mod tests {
         assert!(parse(&args("--bogus")).is_err());
         let u = parse(&args("-- -smp 8 -m 2G")).unwrap();
         assert_eq!(machine_size(&u.base), (8, 2048));
+        assert_eq!(u.base.extra, args("-smp 8 -m 2G"));
+        let all = parse(&args(
+            "--verbose --out o --smp 4 --mem 1G --set a=1 --set b=2 --timeout 9 --qemu q --uefi",
+        ))
+        .unwrap();
+        assert!(all.verbose && !all.smoke);
+        assert_eq!(all.out_dir, Some(PathBuf::from("o")));
+        assert_eq!((all.base.smp, all.base.mem_mib), (Some(4), Some(1024)));
+        assert_eq!(all.base.cmdline(), "suite=bench a=1 b=2");
+        assert_eq!(all.base.timeout.as_secs(), 9);
+        assert_eq!(all.base.qemu, Some(PathBuf::from("q")));
+        assert_eq!(all.base.firmware, crate::Firmware::Uefi);
+    }
+
+    #[test]
+    fn bench_command_line_errors_exit_2() {
+        // Wrong use of bench's own options prints bench's usage.
+        for bad in ["--compare a.jsonl", "--icount", "--bogus"] {
+            let e = parse(&args(bad)).unwrap_err().to_string();
+            assert!(e.contains("Usage: qemu-run.sh bench"), "{bad}: {e}");
+        }
+        for bad in [
+            "--compare a.jsonl",
+            "--compare",
+            "--suite test",
+            "--icount",
+            "--log x",
+            "--quiet",
+            "--bogus",
+            "--out",
+            "--smp 0",
+            "--topology nope",
+            "--set novalue",
+            "extra",
+        ] {
+            let e = parse(&args(bad)).unwrap_err();
+            assert_eq!(e.exit_code(), exit::USAGE, "{bad}: {e}");
+            assert!(e.to_string().contains("try '--help'"), "{bad}: {e}");
+        }
+        let help = parse(&args("--help")).unwrap_err();
+        assert_eq!(help.exit_code(), exit::PASS);
+        let text = help.to_string();
+        for flag in [
+            "--smoke",
+            "--verbose",
+            "--out",
+            "--compare",
+            "--topology",
+            "--set",
+        ] {
+            assert!(
+                text.contains(flag),
+                "{flag} missing from bench --help:\n{text}"
+            );
+        }
+        for refused in ["--suite", "--log", "--quiet"] {
+            assert!(
+                !text.contains(refused),
+                "{refused} in bench --help:\n{text}"
+            );
+        }
     }
 
     #[test]
@@ -610,7 +635,10 @@ mod tests {
 
     #[test]
     fn main_job_runs_every_suite_with_smoke_benchmarks() {
-        let a = main_job_args();
+        let Ok(Job::Main(base)) = cli::parse(Vec::<String>::new()) else {
+            panic!("no arguments is not the main job");
+        };
+        let a = BenchArgs::main_job(base);
         let t = boot_config(&a, Boot::Tsc).unwrap();
         assert_eq!(t.cmdline(), "suite=all bench.smoke=1");
         let i = boot_config(&a, Boot::Icount).unwrap();

@@ -1,8 +1,14 @@
-//! The command line of `qemu-run.sh` (and of `cargo run -p numalab-boot`).
+//! The command line of `qemu-run.sh` (and of `cargo run -p numalab-boot`), declared once with
+//! clap: the run options, and the `bench` subcommand with its own. `--help` is generated from
+//! these declarations; a bad command line is a clap error (message, usage line, exit status 2).
 
 use crate::image::Firmware;
-use crate::presets;
+use crate::presets::{self, Preset};
 use crate::qemu::RunConfig;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::error::ErrorKind;
+use clap::{Args, CommandFactory, Parser, Subcommand};
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -12,7 +18,7 @@ pub mod exit {
     pub const PASS: i32 = 0;
     /// A test failed, the kernel panicked or faulted, or no test ran.
     pub const FAIL: i32 = 1;
-    /// Bad command line (the usage is printed).
+    /// Bad command line (the message and the usage line are printed).
     pub const USAGE: i32 = 2;
     /// The kernel or an image could not be built.
     pub const BUILD: i32 = 3;
@@ -22,41 +28,266 @@ pub mod exit {
     pub const TIMEOUT: i32 = 124;
 }
 
-pub fn usage() -> String {
-    let mut s = String::from(
-        "usage: qemu-run.sh [OPTIONS] [-- QEMU ARGS...]
-       qemu-run.sh                   main job: tests, stress and smoke benchmarks on 4node, tables
-       qemu-run.sh bench [...]       benchmarks: tables, JSONL and charts (bench --help)
-       qemu-run.sh test              run every test (cargo test: host unit tests and QEMU boots)
+const USAGE: &str = "qemu-run.sh [OPTIONS] [-- QEMU ARGS...]
+       qemu-run.sh bench [OPTIONS] [-- QEMU ARGS...]
+       qemu-run.sh test [--slow] [CARGO TEST ARGS]";
 
-Builds the kernel, boots it under QEMU on a NUMA topology and runs an in-kernel suite.
+const ABOUT: &str = "Builds the kernel, boots it under QEMU on a NUMA topology and runs an \
+in-kernel suite. Without arguments: the main job (tests, stress and smoke benchmarks on 4node, \
+then the benchmark tables).";
 
-options:
-  --topology NAME    NUMA machine preset (default 4node; see below)
-  --smp N            number of CPUs (spread over the preset's nodes that have CPUs)
-  --mem SIZE         memory, e.g. 2G or 512M (spread over the nodes that have memory)
-  --uefi             boot the UEFI image with OVMF (default: BIOS)
-  --suite NAME       test | stress | bench | all (default: all)
-  --set KEY=VALUE    kernel option, repeatable (see docs/running.md: kernel options)
-  --timeout SECONDS  kill QEMU after this long and report a timeout (default 600)
-  --icount           add -icount shift=0,sleep=off: guest rdtsc counts instructions exactly
-  --qemu PATH        QEMU binary to use (e.g. DIR/qemu of a QEMU bundle, docs/running.md)
-  --log FILE         keep the serial log in FILE
-  --quiet            do not echo the serial console (the log is still shown on failure)
-  -h, --help         this text
-  -- ARGS...         appended to QEMU's arguments; if they contain -smp, -m, -numa or
-                     -object memory-backend-*, the preset's machine description is dropped
+const AFTER_HELP: &str = "\
+Exit status: 0 all tests passed; 1 a test failed, the kernel panicked or no test ran;
+2 bad command line; 3 build failed; 4 QEMU missing or failed; 124 timeout.
+`qemu-run.sh test` runs every test (cargo test) and `qemu-run.sh setup` only installs;
+docs/running.md describes all of it.";
 
-exit status: 0 all tests passed; 1 a test failed, the kernel panicked or no test ran;
-             2 bad usage; 3 build failed; 4 QEMU missing or failed; 124 timeout
+const BENCH_USAGE: &str = "qemu-run.sh bench [OPTIONS] [-- QEMU ARGS...]
+       qemu-run.sh bench --compare A.jsonl B.jsonl";
 
-topologies:
-",
-    );
-    for p in presets::all() {
-        s.push_str(&format!("  {:<11} {}\n", p.name, p.about));
+const BENCH_ABOUT: &str = "Runs the experiments (all, or --set bench=NAME[,NAME]) in a \
+multi-CPU boot (contention, throughput, memory; clock tsc) and a one-CPU --icount boot \
+(instruction counts), plus a uma boot for memoryless_node's single_node case; checks the BENCH \
+contract; writes target/bench/<date>-<rev>.jsonl, the serial logs and SVG charts; prints one \
+table per experiment with ratios against its baseline case (docs/benchmarks.md).";
+
+/// The whole command line: the run options, or a subcommand.
+#[derive(Parser, Debug)]
+#[command(
+    name = "qemu-run.sh",
+    about = ABOUT,
+    override_usage = USAGE,
+    after_help = AFTER_HELP,
+    args_conflicts_with_subcommands = true,
+    args_override_self = true,
+    disable_help_subcommand = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub run: RunOptions,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Benchmarks: tables, JSONL and SVG charts
+    #[command(
+        long_about = BENCH_ABOUT,
+        override_usage = BENCH_USAGE,
+        args_override_self = true
+    )]
+    Bench(BenchOptions),
+}
+
+/// The machine and kernel options that a run and `bench` share.
+#[derive(Args, Clone, Debug)]
+pub struct MachineOptions {
+    /// NUMA machine preset
+    #[arg(long, value_name = "NAME", default_value = "4node", value_parser = topology_parser())]
+    pub topology: Preset,
+    /// Number of CPUs, 1..=255 (spread over the preset's nodes that have CPUs)
+    #[arg(long, value_name = "N", value_parser = parse_smp)]
+    pub smp: Option<u32>,
+    /// Memory, e.g. 2G or 512M, at least 64M (spread over the nodes that have memory)
+    #[arg(long, value_name = "SIZE", value_parser = parse_mem)]
+    pub mem: Option<u64>,
+    /// Boot the UEFI image with OVMF (default: BIOS)
+    #[arg(long)]
+    pub uefi: bool,
+    /// Kernel option, repeatable (docs/running.md: kernel options)
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
+    pub sets: Vec<String>,
+    /// Kill QEMU after this long and report a timeout
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    pub timeout: u64,
+    /// QEMU binary to use (e.g. DIR/qemu of a QEMU bundle, docs/running.md)
+    #[arg(long, value_name = "PATH")]
+    pub qemu: Option<PathBuf>,
+    /// Appended to QEMU's arguments; if they contain -smp, -m, -numa or -object
+    /// memory-backend-*, the preset's machine description is dropped
+    #[arg(last = true, value_name = "QEMU ARGS", allow_hyphen_values = true)]
+    pub qemu_args: Vec<String>,
+}
+
+/// The options of one boot (`qemu-run.sh [OPTIONS]`).
+#[derive(Args, Clone, Debug)]
+pub struct RunOptions {
+    #[command(flatten)]
+    pub machine: MachineOptions,
+    /// In-kernel suite to run
+    #[arg(long, value_name = "NAME", default_value = "all",
+          value_parser = ["test", "stress", "bench", "all"])]
+    pub suite: String,
+    /// Add -icount shift=0,sleep=off: guest rdtsc counts instructions exactly
+    #[arg(long)]
+    pub icount: bool,
+    /// Keep the serial log in FILE
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Do not echo the serial console (the log is still shown on failure)
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// The options of `qemu-run.sh bench`.
+#[derive(Args, Clone, Debug)]
+pub struct BenchOptions {
+    /// Short variants of the experiments (bench.smoke=1)
+    #[arg(long)]
+    pub smoke: bool,
+    /// Echo the whole serial console of every boot (default: progress lines and failures)
+    #[arg(long)]
+    pub verbose: bool,
+    /// Where results go (default: target/bench in the checkout)
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// No boot: print per bench/case/metric the change from A to B
+    #[arg(long, num_args = 2, value_names = ["A.jsonl", "B.jsonl"])]
+    pub compare: Option<Vec<PathBuf>>,
+    #[command(flatten)]
+    pub machine: MachineOptions,
+    /// The run options that the bench runner chooses itself: accepted by the parser only to
+    /// refuse them with that reason.
+    #[command(flatten)]
+    runner_chosen: RunnerChosen,
+}
+
+/// Run options that `bench` refuses (hidden from its help).
+#[derive(Args, Clone, Debug)]
+struct RunnerChosen {
+    #[arg(long, hide = true, value_name = "NAME")]
+    suite: Option<String>,
+    #[arg(long, hide = true)]
+    icount: bool,
+    #[arg(long, hide = true, value_name = "FILE")]
+    log: Option<PathBuf>,
+    #[arg(long, hide = true)]
+    quiet: bool,
+}
+
+impl RunnerChosen {
+    /// The first refused option given, if any.
+    fn given(&self) -> Option<&'static str> {
+        [
+            (self.suite.is_some(), "--suite"),
+            (self.icount, "--icount"),
+            (self.log.is_some(), "--log"),
+            (self.quiet, "--quiet"),
+        ]
+        .into_iter()
+        .find_map(|(given, name)| given.then_some(name))
     }
-    s
+}
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Job {
+    /// No arguments: every suite with the smoke benchmarks, then the tables, on this machine.
+    Main(RunConfig),
+    /// One boot.
+    Run(RunConfig),
+    /// `bench`.
+    Bench(BenchOptions),
+}
+
+/// Parses the arguments after the program name. Errors are clap's: `exit()` prints them (with
+/// the usage line) and exits with status 2, or prints the help and exits 0 for `-h`/`--help`.
+pub fn parse<I, T>(args: I) -> Result<Job, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString>,
+{
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let empty = args.is_empty();
+    let cli = Cli::try_parse_from(std::iter::once(OsString::from("qemu-run.sh")).chain(args))?;
+    match cli.command {
+        Some(Command::Bench(b)) => match b.runner_chosen.given() {
+            Some(flag) => Err(bench_error(&format!(
+                "bench: {flag} is chosen by the bench runner itself"
+            ))),
+            None => Ok(Job::Bench(b)),
+        },
+        None if empty => Ok(Job::Main(cli.run.config())),
+        None => Ok(Job::Run(cli.run.config())),
+    }
+}
+
+/// A command-line error of `bench`, with its usage line.
+fn bench_error(message: &str) -> clap::Error {
+    let mut cmd = Cli::command();
+    cmd.build();
+    match cmd.find_subcommand_mut("bench") {
+        Some(bench) => bench.error(ErrorKind::ArgumentConflict, message),
+        None => cmd.error(ErrorKind::ArgumentConflict, message),
+    }
+}
+
+impl MachineOptions {
+    /// A run of `suite` on the machine these options describe (echoing the console).
+    pub fn config(&self, suite: &str) -> RunConfig {
+        RunConfig {
+            firmware: if self.uefi {
+                Firmware::Uefi
+            } else {
+                Firmware::Bios
+            },
+            topology: self.topology.clone(),
+            smp: self.smp,
+            mem_mib: self.mem,
+            sets: self.sets.clone(),
+            suite: suite.to_string(),
+            timeout: Duration::from_secs(self.timeout.max(1)),
+            icount: false,
+            qemu: self.qemu.clone(),
+            log: None,
+            extra: self.qemu_args.clone(),
+            echo: true,
+            echo_prefixes: Vec::new(),
+        }
+    }
+}
+
+impl RunOptions {
+    /// The boot these options describe.
+    pub fn config(&self) -> RunConfig {
+        let mut c = self.machine.config(&self.suite);
+        c.icount = self.icount;
+        c.log = self.log.clone();
+        c.echo = !self.quiet;
+        c
+    }
+}
+
+/// `--topology`: a preset name; the help lists every preset with what it is.
+fn topology_parser() -> impl TypedValueParser<Value = Preset> {
+    PossibleValuesParser::new(
+        presets::all()
+            .into_iter()
+            .map(|p| PossibleValue::new(p.name).help(p.about)),
+    )
+    .try_map(|name| presets::find(&name).ok_or_else(|| format!("unknown topology '{name}'")))
+}
+
+fn parse_smp(text: &str) -> Result<u32, String> {
+    let n: u32 = text.parse().map_err(|_| "not a number".to_string())?;
+    if (1..=255).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!("{n} is outside 1..=255 (the TCG limit)"))
+    }
+}
+
+fn parse_mem(text: &str) -> Result<u64, String> {
+    parse_mem_mib(text).ok_or_else(|| "expected a size such as 2G or 512M, at least 64M".into())
+}
+
+fn parse_set(text: &str) -> Result<String, String> {
+    if !text.contains('=') || text.starts_with('=') {
+        return Err("expected KEY=VALUE".into());
+    }
+    Ok(text.to_string())
 }
 
 /// Parses `512M`, `2G`, `1024` (MiB) into MiB.
@@ -69,94 +300,35 @@ pub fn parse_mem_mib(text: &str) -> Option<u64> {
     };
     num.parse::<u64>()
         .ok()
-        .map(|n| n * mul)
+        .and_then(|n| n.checked_mul(mul))
         .filter(|&m| m >= 64)
-}
-
-/// Parses the run options (everything after an optional subcommand).
-pub fn parse_run(args: &[String]) -> Result<RunConfig, String> {
-    let mut config = RunConfig::new("4node", "all");
-    config.timeout = Duration::from_secs(600);
-    config.echo = true;
-    let mut i = 0;
-    let value = |i: &mut usize, name: &str| -> Result<String, String> {
-        *i += 1;
-        args.get(*i)
-            .cloned()
-            .ok_or_else(|| format!("{name} needs a value"))
-    };
-    while i < args.len() {
-        let arg = args[i].as_str();
-        match arg {
-            "--uefi" => config.firmware = Firmware::Uefi,
-            "--icount" => config.icount = true,
-            "--quiet" => config.echo = false,
-            "--topology" => {
-                let name = value(&mut i, arg)?;
-                config.topology =
-                    presets::find(&name).ok_or_else(|| format!("unknown topology '{name}'"))?;
-            }
-            "--smp" => {
-                let v = value(&mut i, arg)?;
-                let n: u32 = v.parse().map_err(|_| format!("--smp: bad number '{v}'"))?;
-                if !(1..=255).contains(&n) {
-                    return Err(format!("--smp: {n} is outside 1..=255 (the TCG limit)"));
-                }
-                config.smp = Some(n);
-            }
-            "--mem" => {
-                let v = value(&mut i, arg)?;
-                config.mem_mib = Some(parse_mem_mib(&v).ok_or_else(|| {
-                    format!("--mem: bad size '{v}' (e.g. 2G, 512M; at least 64M)")
-                })?);
-            }
-            "--set" => {
-                let v = value(&mut i, arg)?;
-                if !v.contains('=') || v.starts_with('=') {
-                    return Err(format!("--set: expected key=value, got '{v}'"));
-                }
-                config.sets.push(v);
-            }
-            "--suite" => {
-                let v = value(&mut i, arg)?;
-                if !["test", "stress", "bench", "all"].contains(&v.as_str()) {
-                    return Err(format!(
-                        "--suite: unknown suite '{v}' (test, stress, bench, all)"
-                    ));
-                }
-                config.suite = v;
-            }
-            "--timeout" => {
-                let v = value(&mut i, arg)?;
-                let s: u64 = v
-                    .parse()
-                    .map_err(|_| format!("--timeout: bad number '{v}'"))?;
-                config.timeout = Duration::from_secs(s.max(1));
-            }
-            "--qemu" => config.qemu = Some(PathBuf::from(value(&mut i, arg)?)),
-            "--log" => config.log = Some(PathBuf::from(value(&mut i, arg)?)),
-            "--" => {
-                config.extra = args[i + 1..].to_vec();
-                break;
-            }
-            other => return Err(format!("unknown option '{other}'")),
-        }
-        i += 1;
-    }
-    Ok(config)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn args(s: &str) -> Vec<String> {
+    fn words(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
+    }
+
+    fn parse_run(s: &str) -> Result<RunConfig, clap::Error> {
+        match parse(words(s))? {
+            Job::Run(c) | Job::Main(c) => Ok(c),
+            Job::Bench(_) => panic!("'{s}' parsed as bench"),
+        }
+    }
+
+    fn error(s: &str) -> clap::Error {
+        match parse(words(s)) {
+            Ok(job) => panic!("'{s}' parsed: {job:?}"),
+            Err(e) => e,
+        }
     }
 
     #[test]
     fn parses_options() {
-        let c = parse_run(&args("--uefi --smp 16 --mem 4G --topology snc --set a=1 --set b=2 --suite test --icount -- -smp 2")).unwrap();
+        let c = parse_run("--uefi --smp 16 --mem 4G --topology snc --set a=1 --set b=2 --suite test --icount -- -smp 2").unwrap();
         assert_eq!(c.firmware, Firmware::Uefi);
         assert_eq!(c.smp, Some(16));
         assert_eq!(c.mem_mib, Some(4096));
@@ -168,29 +340,164 @@ mod tests {
     }
 
     #[test]
+    fn defaults_and_the_main_job() {
+        let Ok(Job::Main(c)) = parse(Vec::<String>::new()) else {
+            panic!("no arguments is not the main job");
+        };
+        assert_eq!(
+            (c.topology.name, c.suite.as_str(), c.firmware),
+            ("4node", "all", Firmware::Bios)
+        );
+        assert_eq!(c.timeout, Duration::from_secs(600));
+        assert!(c.echo && !c.icount && c.extra.is_empty() && c.log.is_none());
+        // Any argument, even a lone `--`, is one boot.
+        assert!(matches!(parse(words("--")), Ok(Job::Run(_))));
+        let q = parse_run("--quiet --log x.log --timeout 0 --qemu q/qemu").unwrap();
+        assert!(!q.echo);
+        assert_eq!(q.log, Some(PathBuf::from("x.log")));
+        assert_eq!(q.timeout, Duration::from_secs(1));
+        assert_eq!(q.qemu, Some(PathBuf::from("q/qemu")));
+        // A later occurrence of an option overrides an earlier one, as before.
+        assert_eq!(
+            parse_run("--topology uma --topology 2node")
+                .unwrap()
+                .topology
+                .name,
+            "2node"
+        );
+    }
+
+    #[test]
     fn rejects_bad_input() {
         for bad in [
             "--bogus",
             "--smp 0",
+            "--smp 256",
             "--smp x",
             "--mem 1K",
+            "--mem 32M",
             "--topology nope",
             "--set novalue",
+            "--set =1",
             "--suite fast",
+            "--timeout soon",
             "--smp",
+            "bogus",
+            "--topology uma bench",
+            "bench --smoke --topology",
         ] {
-            assert!(parse_run(&args(bad)).is_err(), "{bad}");
+            let e = error(bad);
+            assert_eq!(e.exit_code(), exit::USAGE, "{bad}: {e}");
+            assert!(e.use_stderr(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn errors_say_what_is_wrong() {
+        let cases = [
+            ("--bogus", "unexpected argument '--bogus'"),
+            ("--smp 0", "0 is outside 1..=255 (the TCG limit)"),
+            ("--smp x", "not a number"),
+            ("--mem 1K", "expected a size such as 2G or 512M"),
+            (
+                "--topology nope",
+                "invalid value 'nope' for '--topology <NAME>'",
+            ),
+            ("--set novalue", "expected KEY=VALUE"),
+            (
+                "--suite fast",
+                "[possible values: test, stress, bench, all]",
+            ),
+            ("--smp", "a value is required for '--smp <N>'"),
+            (
+                "bench --icount",
+                "--icount is chosen by the bench runner itself",
+            ),
+            (
+                "bench --suite test",
+                "--suite is chosen by the bench runner itself",
+            ),
+            (
+                "bench --log x",
+                "--log is chosen by the bench runner itself",
+            ),
+            (
+                "bench --quiet",
+                "--quiet is chosen by the bench runner itself",
+            ),
+            ("bench --compare a.jsonl", "2 values required"),
+        ];
+        for (bad, want) in cases {
+            let text = error(bad).to_string();
+            assert!(text.contains(want), "{bad}: {text}");
+            assert!(text.contains("try '--help'"), "{bad}: {text}");
+        }
+        // The topology error names the presets.
+        let text = error("--topology nope").to_string();
+        assert!(
+            text.contains("4node") && text.contains("memoryless"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn help_is_not_an_error() {
+        for ask in ["-h", "--help", "bench -h", "bench --help", "--smp 2 --help"] {
+            let e = error(ask);
+            assert_eq!(e.kind(), ErrorKind::DisplayHelp, "{ask}");
+            assert_eq!(e.exit_code(), exit::PASS, "{ask}");
+        }
+        // After `--`, -h is QEMU's.
+        assert_eq!(parse_run("-- -h").unwrap().extra, vec!["-h"]);
+        let long = Cli::command()
+            .term_width(1000)
+            .render_long_help()
+            .to_string();
+        for p in presets::all() {
+            assert!(
+                long.contains(p.name) && long.contains(p.about),
+                "{}",
+                p.name
+            );
+        }
+        for flag in [
+            "--topology",
+            "--smp",
+            "--mem",
+            "--uefi",
+            "--suite",
+            "--set",
+            "--timeout",
+            "--icount",
+            "--qemu",
+            "--log",
+            "--quiet",
+            "bench",
+        ] {
+            assert!(long.contains(flag), "{flag} missing from --help");
         }
     }
 
     #[test]
     fn user_machine_drops_preset() {
-        let c = parse_run(&args("-- -numa node,nodeid=0")).unwrap();
+        let c = parse_run("-- -numa node,nodeid=0").unwrap();
         let a = c
             .qemu_args(std::path::Path::new("x.img"))
             .unwrap()
             .join(" ");
         assert!(!a.contains("-smp"));
         assert!(a.ends_with("-numa node,nodeid=0"));
+    }
+
+    #[test]
+    fn memory_sizes() {
+        assert_eq!(parse_mem_mib("2G"), Some(2048));
+        assert_eq!(parse_mem_mib("512m"), Some(512));
+        assert_eq!(parse_mem_mib("1024"), Some(1024));
+        assert_eq!(parse_mem_mib("63"), None);
+        assert_eq!(parse_mem_mib(""), None);
+        assert_eq!(parse_mem_mib("G"), None);
+        assert_eq!(parse_mem_mib("99999999999999999999G"), None);
+        assert_eq!(parse_mem_mib("18014398509481984G"), None);
     }
 }

@@ -1,50 +1,30 @@
 //! `numalab-boot`: the runner behind qemu-run.sh (build, boot, report, exit status).
 
-use numalab_boot::cli::{self, exit};
-use numalab_boot::{bench_run, image, qemu, Verdict};
+use numalab_boot::bench_run::{self, BenchArgs};
+use numalab_boot::cli::{self, exit, Job};
+use numalab_boot::{image, qemu, RunConfig, Verdict};
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    // No arguments: the main job (every suite with the smoke benchmarks, then the tables).
-    if args.is_empty() {
-        std::process::exit(bench_run::run(&bench_run::main_job_args()));
-    }
-    if args[0] == "bench" {
-        let rest = &args[1..];
-        if rest.iter().any(|a| a == "-h" || a == "--help") && !rest.iter().any(|a| a == "--") {
-            print!("{}", bench_run::usage());
-            std::process::exit(exit::PASS);
-        }
-        match bench_run::parse(rest) {
-            Ok(a) => std::process::exit(bench_run::run(&a)),
-            Err(e) => {
-                eprintln!("qemu-run.sh: {e}\n");
-                eprint!("{}", bench_run::usage());
-                std::process::exit(exit::USAGE);
-            }
-        }
-    }
-    if args.iter().any(|a| a == "-h" || a == "--help") && !args.iter().any(|a| a == "--") {
-        print!("{}", cli::usage());
-        std::process::exit(exit::PASS);
-    }
-    let config = match cli::parse_run(&args) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("qemu-run.sh: {e}\n");
-            eprint!("{}", cli::usage());
-            std::process::exit(exit::USAGE);
-        }
-    };
+    // Errors and -h/--help: clap prints them and exits (2 for a bad command line, 0 for help).
+    let job = cli::parse(std::env::args_os().skip(1)).unwrap_or_else(|e| e.exit());
+    std::process::exit(match job {
+        Job::Main(base) => bench_run::run(&BenchArgs::main_job(base)),
+        Job::Bench(options) => bench_run::run(&BenchArgs::from_options(options)),
+        Job::Run(config) => run_once(&config),
+    });
+}
+
+/// One boot: build, run, report; returns the exit status.
+fn run_once(config: &RunConfig) -> i32 {
     let built = image::build_kernel().and_then(|k| image::build_image(&k, config.firmware));
     let img = match built {
         Ok(i) => i,
         Err(e) => {
             eprintln!("numalab: {e}");
-            std::process::exit(exit::BUILD);
+            return exit::BUILD;
         }
     };
-    let outcome = qemu::run(&config, &img);
+    let outcome = qemu::run(config, &img);
     let t = &outcome.ktap;
     match &outcome.verdict {
         Verdict::Pass => {
@@ -54,16 +34,15 @@ fn main() {
                 t.results.iter().filter(|r| r.skipped).count(),
                 outcome.elapsed.as_secs_f64()
             );
-            std::process::exit(exit::PASS);
+            exit::PASS
         }
         verdict => {
             eprint!("{}", outcome.failure_report());
-            let code = match verdict {
+            match verdict {
                 Verdict::Timeout => exit::TIMEOUT,
                 Verdict::QemuError(_) => exit::QEMU,
                 _ => exit::FAIL,
-            };
-            std::process::exit(code);
+            }
         }
     }
 }

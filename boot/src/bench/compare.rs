@@ -1,0 +1,86 @@
+//! `qemu-run.sh bench --compare A B`: per bench/case/metric/cpus/clock the change from one
+//! result file to another, then the measurements only one side has.
+
+use super::record::{BenchRecord, Key};
+use super::table::fmt_value;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Per bench/case/metric/cpus/clock: the value in `a`, in `b`, and the change in percent;
+/// then the measurements only one side has.
+pub fn compare(a: &[BenchRecord], b: &[BenchRecord]) -> String {
+    let index = |rs: &[BenchRecord]| -> BTreeMap<Key, (f64, String)> {
+        rs.iter()
+            .map(|r| (r.key(), (r.value, r.unit.clone())))
+            .collect()
+    };
+    let (ia, ib) = (index(a), index(b));
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<18} {:<26} {:<34} {:>4} {:>6} {:>12} {:>12} {:>9}",
+        "bench", "case", "metric", "cpus", "clock", "A", "B", "change"
+    );
+    for (key, (va, unit)) in &ia {
+        let Some((vb, _)) = ib.get(key) else { continue };
+        let change = if *va != 0.0 {
+            format!("{:+.1}%", (vb - va) / va.abs() * 100.0)
+        } else if *vb == 0.0 {
+            "+0.0%".into()
+        } else {
+            "new>0".into()
+        };
+        let _ = writeln!(
+            out,
+            "{:<18} {:<26} {:<34} {:>4} {:>6} {:>12} {:>12} {:>9}  {}",
+            key.0,
+            key.1,
+            key.2,
+            key.3,
+            key.4,
+            fmt_value(*va),
+            fmt_value(*vb),
+            change,
+            unit
+        );
+    }
+    for (side, mine, other) in [("A", &ia, &ib), ("B", &ib, &ia)] {
+        for key in mine.keys().filter(|k| !other.contains_key(*k)) {
+            let _ = writeln!(
+                out,
+                "only in {side}: {} {} {} cpus={} clock={}",
+                key.0, key.1, key.2, key.3, key.4
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::tests::line;
+    use crate::bench::{parse_log, Boot};
+
+    #[test]
+    fn compare_prints_changes_and_one_sided_keys() {
+        let a = parse_log(
+            &[
+                line("b", "c", "m", "100", 1),
+                line("b", "c", "gone", "1", 1),
+            ]
+            .join("\n"),
+            Boot::Tsc,
+        )
+        .0;
+        let b = parse_log(
+            &[line("b", "c", "m", "80", 1), line("b", "d", "m", "1", 1)].join("\n"),
+            Boot::Tsc,
+        )
+        .0;
+        let out = compare(&a, &b);
+        assert!(out.contains("-20.0%"), "{out}");
+        assert!(out.contains("only in A: b c gone"), "{out}");
+        assert!(out.contains("only in B: b d m"), "{out}");
+    }
+}

@@ -1,0 +1,80 @@
+//! The JSONL result file: a record's JSON form (the kernel's fields plus `boot`), and reading a
+//! file back (its header and records, or every line that breaks the contract).
+
+use super::record::{record_from_json, BenchRecord, Boot, Violation};
+use serde_json::Value;
+
+impl BenchRecord {
+    /// The JSONL form: the kernel's fields plus `boot`.
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({
+            "bench": self.bench, "case": self.case, "metric": self.metric,
+            "value": self.value, "unit": self.unit, "cpus": self.cpus,
+            "nodes": self.nodes, "clock": self.clock, "boot": self.boot.name(),
+        })
+    }
+}
+
+/// Reads a JSONL result file: the header (first object with `"record":"header"`) and records.
+pub fn read_jsonl(text: &str) -> Result<(Option<Value>, Vec<BenchRecord>), Vec<Violation>> {
+    let mut header = None;
+    let mut records = Vec::new();
+    let mut violations = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let bad = |message: String| Violation {
+            line_no: i + 1,
+            message,
+            line: line.to_string(),
+        };
+        match serde_json::from_str::<Value>(line) {
+            Ok(Value::Object(obj))
+                if obj.get("record").and_then(Value::as_str) == Some("header") =>
+            {
+                header = Some(Value::Object(obj))
+            }
+            Ok(Value::Object(obj)) => {
+                let boot = obj
+                    .get("boot")
+                    .and_then(Value::as_str)
+                    .and_then(Boot::from_name)
+                    .unwrap_or(Boot::Tsc);
+                match record_from_json(&obj, boot) {
+                    Ok(r) => records.push(r),
+                    Err(m) => violations.push(bad(m)),
+                }
+            }
+            Ok(_) => violations.push(bad("not a JSON object".into())),
+            Err(e) => violations.push(bad(format!("not valid JSON: {e}"))),
+        }
+    }
+    if violations.is_empty() {
+        Ok((header, records))
+    } else {
+        Err(violations)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::parse_log;
+    use crate::bench::tests::line;
+
+    #[test]
+    fn jsonl_round_trip() {
+        let (records, _) = parse_log(&line("b", "c", "m", "2.5", 3), Boot::Tsc);
+        assert_eq!(records.len(), 1);
+        let mut text = String::from("{\"record\":\"header\",\"git_rev\":\"abc\"}\n");
+        for r in &records {
+            text.push_str(&r.to_json().to_string());
+            text.push('\n');
+        }
+        let (header, back) = read_jsonl(&text).unwrap();
+        assert_eq!(header.unwrap()["git_rev"], "abc");
+        assert_eq!(back, records);
+        assert!(read_jsonl("{\"bench\":1}\n").is_err());
+    }
+}

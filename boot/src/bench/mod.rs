@@ -1,0 +1,35 @@
+//! The host side of the BENCH output contract: parse `BENCH {json}` lines from a serial log,
+//! check them (required fields, lower_snake_case names, finite values, required
+//! bench/case/metric triples), print per-experiment tables with ratios against a baseline case,
+//! and compare two result files. Running the boots is bench_run.rs; charts are bench_svg.rs.
+//!
+//! One module per mechanism: `record` (a measurement and its field checks), `parse` (the BENCH
+//! lines of a serial log), `contract` (the required measurements), `table`, `jsonl` (the result
+//! file) and `compare` (two result files).
+
+mod compare;
+mod contract;
+mod jsonl;
+mod parse;
+mod record;
+mod table;
+
+pub use compare::compare;
+pub use contract::{missing_required, required, BootResult, Required};
+pub use jsonl::read_jsonl;
+pub use parse::{parse_log, registered};
+pub use record::{
+    is_case_name, is_snake_name, record_from_json, BenchRecord, Boot, Key, Violation,
+};
+pub use table::{baseline_for, fmt_value, tables};
+
+/// Test helpers shared by the modules' tests.
+#[cfg(test)]
+pub(crate) mod tests {
+    /// A BENCH line as the kernel prints it (unit `ops`, 4 nodes, clock `tsc`).
+    pub(crate) fn line(bench: &str, case: &str, metric: &str, value: &str, cpus: u32) -> String {
+        format!(
+            "BENCH {{\"bench\":\"{bench}\",\"case\":\"{case}\",\"metric\":\"{metric}\",\"value\":{value},\"unit\":\"ops\",\"cpus\":{cpus},\"nodes\":4,\"clock\":\"tsc\"}}"
+        )
+    }
+}

@@ -1,0 +1,142 @@
+//! The BENCH lines of a serial log: every `BENCH {json}` line checked against the contract
+//! (with its line number when it breaks it), and the experiments a boot says it has.
+
+use super::record::{record_from_json, BenchRecord, Boot, Violation};
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+/// A record's clock must be the boot's: under icount rdtsc counts instructions, so nothing
+/// measured there is host time, and nothing outside it is an instruction count.
+fn clock_matches_boot(r: BenchRecord, boot: Boot) -> Result<BenchRecord, String> {
+    let expected = if boot == Boot::Icount {
+        "icount"
+    } else {
+        "tsc"
+    };
+    if r.clock == expected {
+        Ok(r)
+    } else {
+        Err(format!(
+            "{}/{}/{}: clock '{}' in the {} boot, where rdtsc is {} (take the clock from crate::bench::clock())",
+            r.bench,
+            r.case,
+            r.metric,
+            r.clock,
+            boot.name(),
+            if boot == Boot::Icount { "an instruction count" } else { "host time" }
+        ))
+    }
+}
+
+/// Every BENCH line of a serial log: the records that keep the contract, and the violations.
+pub fn parse_log(log: &str, boot: Boot) -> (Vec<BenchRecord>, Vec<Violation>) {
+    let mut records = Vec::new();
+    let mut violations = Vec::new();
+    for (i, raw) in log.lines().enumerate() {
+        let line = raw.trim_end_matches('\r');
+        let Some(json) = line.strip_prefix("BENCH ") else {
+            continue;
+        };
+        let parsed = match serde_json::from_str::<Value>(json) {
+            Ok(Value::Object(obj)) => {
+                record_from_json(&obj, boot).and_then(|r| clock_matches_boot(r, boot))
+            }
+            Ok(_) => Err("not a JSON object".into()),
+            Err(e) => Err(format!("not valid JSON: {e}")),
+        };
+        match parsed {
+            Ok(r) => records.push(r),
+            Err(message) => violations.push(Violation {
+                line_no: i + 1,
+                message,
+                line: line.to_string(),
+            }),
+        }
+    }
+    (records, violations)
+}
+
+/// The experiments a boot says it has (`# bench: registered a b c`).
+pub fn registered(log: &str) -> BTreeSet<String> {
+    log.lines()
+        .filter_map(|l| l.trim_end().strip_prefix("# bench: registered"))
+        .flat_map(|rest| rest.split_whitespace().map(String::from))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::tests::line;
+
+    #[test]
+    fn parses_the_kernel_format_and_skips_other_lines() {
+        let log = format!(
+            "boot\n{}\n# bench progress: x y 10%\n{}\r\nok 1 bench.x\n",
+            line("slub_list_lock", "linux_default", "ops_per_cpu", "100", 2),
+            line(
+                "alloc_peers",
+                "numalab/fast64",
+                "instructions_per_pair",
+                "38.5000",
+                1
+            )
+        );
+        let (records, violations) = parse_log(&log, Boot::Tsc);
+        assert!(violations.is_empty(), "{violations:?}");
+        assert_eq!(records.len(), 2);
+        assert_eq!(records[0].value, 100.0);
+        assert_eq!(records[1].case, "numalab/fast64");
+        assert_eq!(records[1].value, 38.5);
+    }
+
+    #[test]
+    fn contract_violations_are_reported_with_line_numbers() {
+        let log = [
+            line("SlubListLock", "a", "m", "1", 1),
+            line("b", "Case", "m", "1", 1),
+            line("b", "a", "ops-per", "1", 1),
+            line("b", "a", "m", "null", 1),
+            line("b", "a", "m", "\"5\"", 1),
+            line("b", "a", "m", "1", 0),
+            "BENCH {\"bench\":\"b\"}".to_string(),
+            "BENCH not json".to_string(),
+            line("b", "a", "m", "1", 1).replace("\"tsc\"", "\"wall\""),
+        ]
+        .join("\n");
+        let (records, violations) = parse_log(&log, Boot::Tsc);
+        assert!(records.is_empty());
+        let msgs: Vec<&str> = violations.iter().map(|v| v.message.as_str()).collect();
+        assert_eq!(violations.len(), 9, "{msgs:?}");
+        assert!(msgs[0].contains("bench 'SlubListLock' is not lower_snake_case"));
+        assert!(msgs[1].contains("case 'Case'"));
+        assert!(msgs[2].contains("metric 'ops-per'"));
+        assert!(msgs[3].contains("not a finite number"));
+        assert!(msgs[4].contains("must be a number"));
+        assert!(msgs[5].contains("positive integer"));
+        assert!(msgs[6].contains("missing required field 'case'"));
+        assert!(msgs[7].contains("not valid JSON"));
+        assert!(msgs[8].contains("clock 'wall'"));
+        assert_eq!(violations[3].line_no, 4);
+        // A tsc record in the icount boot (and the reverse) breaks the contract too.
+        let tsc_line = line("b", "a", "m", "1", 1);
+        let (ok, bad) = parse_log(&tsc_line, Boot::Icount);
+        assert!(ok.is_empty());
+        assert!(
+            bad[0].message.contains("clock 'tsc' in the icount boot"),
+            "{bad:?}"
+        );
+        let (_, bad) = parse_log(&tsc_line.replace("\"tsc\"", "\"icount\""), Boot::Uma);
+        assert!(
+            bad[0].message.contains("clock 'icount' in the uma boot"),
+            "{bad:?}"
+        );
+    }
+
+    #[test]
+    fn registered_list() {
+        let log = "x\n# bench: registered clock_overhead slub_list_lock\n";
+        let r = registered(log);
+        assert!(r.contains("slub_list_lock") && r.len() == 2);
+    }
+}

@@ -1,0 +1,150 @@
+//! One BENCH measurement: the record, the boot it came from, and the contract's field and name
+//! checks that turn a JSON object into a record (or say why not).
+
+use serde_json::{Map, Value};
+
+/// Which boot a record came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Boot {
+    /// One CPU under `-icount shift=0,sleep=off`: instruction metrics.
+    Icount,
+    /// All CPUs, plain multi-threaded TCG: contention, throughput, memory.
+    Tsc,
+    /// The `uma` preset with the machine's CPUs and memory (memoryless_node's `single_node`).
+    Uma,
+}
+
+impl Boot {
+    pub fn name(self) -> &'static str {
+        match self {
+            Boot::Icount => "icount",
+            Boot::Tsc => "tsc",
+            Boot::Uma => "uma",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Boot> {
+        match name {
+            "icount" => Some(Boot::Icount),
+            "tsc" => Some(Boot::Tsc),
+            "uma" => Some(Boot::Uma),
+            _ => None,
+        }
+    }
+}
+
+/// One measurement, as the kernel printed it (plus the boot it came from).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchRecord {
+    pub bench: String,
+    pub case: String,
+    pub metric: String,
+    pub value: f64,
+    pub unit: String,
+    pub cpus: u32,
+    pub nodes: u32,
+    pub clock: String,
+    pub boot: Boot,
+}
+
+/// The identity of a measurement across runs.
+pub type Key = (String, String, String, u32, String);
+
+impl BenchRecord {
+    pub fn key(&self) -> Key {
+        (
+            self.bench.clone(),
+            self.case.clone(),
+            self.metric.clone(),
+            self.cpus,
+            self.clock.clone(),
+        )
+    }
+}
+
+/// A BENCH line (or JSONL line) that breaks the contract.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// 1-based line number in the log or file.
+    pub line_no: usize,
+    pub message: String,
+    pub line: String,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {}: {}\n    {}",
+            self.line_no, self.message, self.line
+        )
+    }
+}
+
+/// The kernel's name rules for bench, case and metric names, shared so both sides agree.
+pub use numalab_algo::bench_plan::{is_case_name, is_snake_name};
+
+fn text_field(obj: &Map<String, Value>, key: &str) -> Result<String, String> {
+    match obj.get(key) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(other) => Err(format!("field '{key}' must be a string, got {other}")),
+        None => Err(format!("missing required field '{key}'")),
+    }
+}
+
+fn count_field(obj: &Map<String, Value>, key: &str) -> Result<u32, String> {
+    match obj.get(key) {
+        Some(v) => v
+            .as_u64()
+            .filter(|&n| (1..=u32::MAX as u64).contains(&n))
+            .map(|n| n as u32)
+            .ok_or_else(|| format!("field '{key}' must be a positive integer, got {v}")),
+        None => Err(format!("missing required field '{key}'")),
+    }
+}
+
+/// Checks one JSON object against the contract and turns it into a record.
+pub fn record_from_json(obj: &Map<String, Value>, boot: Boot) -> Result<BenchRecord, String> {
+    let bench = text_field(obj, "bench")?;
+    let case = text_field(obj, "case")?;
+    let metric = text_field(obj, "metric")?;
+    let unit = text_field(obj, "unit")?;
+    let clock = text_field(obj, "clock")?;
+    let value = match obj.get("value") {
+        Some(Value::Number(n)) => n.as_f64().filter(|v| v.is_finite()),
+        Some(Value::Null) => None,
+        Some(other) => return Err(format!("field 'value' must be a number, got {other}")),
+        None => return Err("missing required field 'value'".into()),
+    }
+    .ok_or_else(|| format!("{bench}/{case}/{metric}: value is not a finite number"))?;
+    let cpus = count_field(obj, "cpus")?;
+    let nodes = count_field(obj, "nodes")?;
+    if !is_snake_name(&bench) {
+        return Err(format!("bench '{bench}' is not lower_snake_case"));
+    }
+    if !is_case_name(&case) {
+        return Err(format!(
+            "case '{case}' is not lower_snake_case (words may be joined by '/')"
+        ));
+    }
+    if !is_snake_name(&metric) {
+        return Err(format!("metric '{metric}' is not lower_snake_case"));
+    }
+    if unit.is_empty() {
+        return Err(format!("{bench}/{case}/{metric}: empty unit"));
+    }
+    if clock != "icount" && clock != "tsc" {
+        return Err(format!("clock '{clock}' is neither 'icount' nor 'tsc'"));
+    }
+    Ok(BenchRecord {
+        bench,
+        case,
+        metric,
+        value,
+        unit,
+        cpus,
+        nodes,
+        clock,
+        boot,
+    })
+}
