@@ -3,7 +3,9 @@
 //! the fix, conservation of pages, debug reports, kmalloc, bulk, shrink and destroy.
 
 use super::cross_cpu::{online_cpus, run_on_cpus};
-use super::kmalloc::{kfree, kmalloc, kmalloc_aligned, kmalloc_node, krealloc, ksize};
+use super::kmalloc::{
+    kfree, kmalloc, kmalloc_aligned, kmalloc_node, kmalloc_node_strict, krealloc, ksize,
+};
 use super::{default_tunables, KmemCache};
 use crate::ktest::{Ctx, KSuite, TestError, TestResult};
 use crate::mm::frame;
@@ -691,11 +693,90 @@ fn shrink_and_destroy(_ctx: &Ctx) -> TestResult {
     Ok(())
 }
 
+/// Issue 14 bug 3: `alloc_node(n)` / `kmalloc_node` on a node that is out of pages. Every
+/// block of a remote node is taken; 100 `alloc_node` calls for it then get objects from a
+/// fallback node, from at most one new slab per slab's worth of objects (before the fix:
+/// one new slab per call). The strict form (__GFP_THISNODE) fails cleanly, and works again
+/// once the pages are back.
+fn exhausted_node(_ctx: &Ctx) -> TestResult {
+    let topo = crate::topology::get();
+    let local = topo.mem_node(crate::percpu::node_id());
+    let Some(target) = topo
+        .nodes
+        .iter()
+        .find(|n| n.mem_bytes() > 0 && n.id != local)
+        .map(|n| n.id)
+    else {
+        return Err(TestError::Skip("one memory node".into()));
+    };
+    let c = KmemCache::create("slub-exhausted", 64, 0, default_tunables("slub-exhausted"))
+        .map_err(|e| format!("{:?}", e))?;
+    let per = c.core().order_objects().objects;
+    // Take every block of the target node (dropped at the end, or on an early return).
+    let mut taken: Vec<frame::Pages> = Vec::new();
+    for order in (0..=frame::MAX_ORDER).rev() {
+        while let Ok(p) = frame::alloc_pages(order, frame::Policy::Bind(target)) {
+            taken.push(p);
+        }
+    }
+    let slabs_before = c.stats().get(Stat::AllocSlab);
+    let mut objs = Vec::new();
+    let mut misplaced = 0;
+    for _ in 0..100 {
+        let o = c
+            .alloc_node(target)
+            .map(|p| p.as_ptr() as usize)
+            .ok_or_else(|| TestError::Fail("alloc_node on an exhausted node failed".into()))?;
+        misplaced += usize::from(node_of(o) == Some(target));
+        objs.push(o);
+    }
+    let s = c.stats();
+    let new_slabs = s.get(Stat::AllocSlab) - slabs_before;
+    let strict = c.alloc_node_strict(target).map(|p| p.as_ptr() as usize);
+    let strict_kmalloc = kmalloc_node_strict(64, target);
+    let strict_large = kmalloc_node_strict(3 * PAGE_BYTES, target);
+    crate::println!(
+        "# slub exhausted node {}: 100 alloc_node calls -> {} new slabs ({} objects each), {} fallback stand-ins, {} node mismatches",
+        target.0,
+        new_slabs,
+        per,
+        s.get(Stat::AllocNodeFallback),
+        s.get(Stat::AllocNodeMismatch)
+    );
+    drop(taken);
+    // With the pages back, the strict forms get the target node's memory.
+    let back = c.alloc_node_strict(target).map(|p| p.as_ptr() as usize);
+    let back_kmalloc = kmalloc_node_strict(64, target);
+    let back_node = back.and_then(node_of);
+    let back_kmalloc_node = back_kmalloc.and_then(|p| node_of(p.as_ptr() as usize));
+    for o in objs.into_iter().chain(strict).chain(back) {
+        free(c, o);
+    }
+    for p in [strict_kmalloc, strict_large, back_kmalloc].into_iter().flatten() {
+        // SAFETY: p came from kmalloc_node_strict and is not used after this.
+        unsafe { kfree(p) };
+    }
+    destroy(c)?;
+    kassert_eq!(misplaced, 0, "objects on the exhausted node");
+    kassert!(
+        new_slabs as usize <= 100usize.div_ceil(per) + 1,
+        "100 alloc_node calls on an exhausted node built {} slabs",
+        new_slabs
+    );
+    kassert!(strict.is_none(), "alloc_node_strict on an exhausted node");
+    kassert!(strict_kmalloc.is_none(), "kmalloc_node_strict on an exhausted node");
+    kassert!(strict_large.is_none(), "large kmalloc_node_strict on an exhausted node");
+    kassert_eq!(back_node, Some(target), "alloc_node_strict after the pages came back");
+    kassert_eq!(back_kmalloc_node, Some(target), "kmalloc_node_strict after the pages came back");
+    Ok(())
+}
+
 ktest!(SUITE, Test, geometry);
 ktest!(SUITE, Test, paths);
 ktest!(SUITE, Test, remote_frees);
 ktest!(SUITE, Test, slabinfo_exact);
 ktest!(SUITE, Test, memoryless);
+ktest!(SUITE, Test, exhausted_node);
 ktest!(SUITE, Test, debug_reports);
 ktest!(SUITE, Test, "kmalloc", kmalloc_api);
 ktest!(SUITE, Test, bulk);
