@@ -5,13 +5,14 @@
 
 use numalab::*;
 
-const SLUB_TESTS: [&str; 11] = [
+const SLUB_TESTS: [&str; 12] = [
     "slub.geometry",
     "slub.paths",
     "slub.remote_frees",
     "slub.slabinfo_exact",
     "slub.memoryless",
     "slub.exhausted_node",
+    "slub.owners",
     "slub.debug_reports",
     "slub.kmalloc",
     "slub.bulk",

@@ -102,12 +102,7 @@ impl<P: Platform> Cache<P> {
         Some(obj)
     }
 
-    fn alloc_slow_inner(
-        &self,
-        c: &CpuSlab,
-        node: Option<NodeId>,
-        strict: bool,
-    ) -> Option<usize> {
+    fn alloc_slow_inner(&self, c: &CpuSlab, node: Option<NodeId>, strict: bool) -> Option<usize> {
         let p = &self.plat;
         let slab = Slab(c.slab.load(Relaxed));
         if slab.0 != 0 {

@@ -390,6 +390,6 @@ pub fn held_bytes_on(node: NodeId) -> u64 {
         .iter()
         .map(|c| c.core().slab_pages_on(node))
         .sum();
-    let pages = slab_pages + platform::desc_pool_pages_on(node) + slabmap::chunk_pages_on(node);
+    let pages = slab_pages + platform::desc_pool_pages_on(node);
     (pages * crate::mm::frame::PAGE_BYTES as usize + kmalloc::large_bytes_on(node)) as u64
 }

@@ -752,7 +752,10 @@ fn exhausted_node(_ctx: &Ctx) -> TestResult {
     for o in objs.into_iter().chain(strict).chain(back) {
         free(c, o);
     }
-    for p in [strict_kmalloc, strict_large, back_kmalloc].into_iter().flatten() {
+    for p in [strict_kmalloc, strict_large, back_kmalloc]
+        .into_iter()
+        .flatten()
+    {
         // SAFETY: p came from kmalloc_node_strict and is not used after this.
         unsafe { kfree(p) };
     }
@@ -764,10 +767,115 @@ fn exhausted_node(_ctx: &Ctx) -> TestResult {
         new_slabs
     );
     kassert!(strict.is_none(), "alloc_node_strict on an exhausted node");
-    kassert!(strict_kmalloc.is_none(), "kmalloc_node_strict on an exhausted node");
-    kassert!(strict_large.is_none(), "large kmalloc_node_strict on an exhausted node");
-    kassert_eq!(back_node, Some(target), "alloc_node_strict after the pages came back");
-    kassert_eq!(back_kmalloc_node, Some(target), "kmalloc_node_strict after the pages came back");
+    kassert!(
+        strict_kmalloc.is_none(),
+        "kmalloc_node_strict on an exhausted node"
+    );
+    kassert!(
+        strict_large.is_none(),
+        "large kmalloc_node_strict on an exhausted node"
+    );
+    kassert_eq!(
+        back_node,
+        Some(target),
+        "alloc_node_strict after the pages came back"
+    );
+    kassert_eq!(
+        back_kmalloc_node,
+        Some(target),
+        "kmalloc_node_strict after the pages came back"
+    );
+    Ok(())
+}
+
+/// Issue 14 bug 6: kfree finds the owner of every object, from slabs created before and after
+/// other slabs, large kmallocs and descriptor pages, on every memory node. The owner lives
+/// only in the page's PageMeta (one lookup, one load), so there is no second map whose
+/// allocation could fail and hide earlier slabs' owners; each object's owner word is checked
+/// against its page's PageMeta, then every object is freed with no bad kfree.
+fn owners(_ctx: &Ctx) -> TestResult {
+    let topo = crate::topology::get();
+    let nodes: Vec<NodeId> = topo
+        .nodes
+        .iter()
+        .filter(|n| n.mem_bytes() > 0)
+        .map(|n| n.id)
+        .collect();
+    let bad_before = super::kmalloc::bad_kfrees();
+    let c = KmemCache::create("slub-owners", 200, 0, default_tunables("slub-owners"))
+        .map_err(|e| format!("{:?}", e))?;
+    let per = c.core().order_objects().objects;
+    let mut kobjs: Vec<(NonNull<u8>, usize)> = Vec::new();
+    let mut cobjs: Vec<usize> = Vec::new();
+    // Rounds of new slabs in several caches, a large block in between each.
+    for round in 0..4 {
+        for &n in &nodes {
+            for size in [32, 192, 1024, 4096] {
+                for _ in 0..(2 * PAGE_BYTES * 8 / size).max(4) {
+                    let p = kmalloc_node(size, n)
+                        .ok_or_else(|| TestError::Fail("kmalloc_node".into()))?;
+                    kobjs.push((p, size));
+                }
+            }
+            let big = 3 * PAGE_BYTES + round;
+            let p = kmalloc_node(big, n).ok_or_else(|| TestError::Fail("large".into()))?;
+            kobjs.push((p, big));
+            for _ in 0..per + 1 {
+                cobjs.push(
+                    c.alloc_node(n)
+                        .map(|p| p.as_ptr() as usize)
+                        .ok_or_else(|| TestError::Fail("alloc_node".into()))?,
+                );
+            }
+        }
+    }
+    let mut wrong = 0usize;
+    let mut first_wrong = 0usize;
+    let addrs = kobjs.iter().map(|&(p, _)| p.as_ptr() as usize);
+    for a in addrs.chain(cobjs.iter().copied()) {
+        let meta = frame::page_meta(frame::virt_to_phys(a as u64)).map(|m| m.owner.load(Relaxed));
+        let owner = super::owner_of(a);
+        if owner == 0 || meta != Some(owner) {
+            wrong += 1;
+            first_wrong = if first_wrong == 0 { a } else { first_wrong };
+        }
+    }
+    let small_ksize = kobjs
+        .iter()
+        .filter(|&&(p, size)| super::kmalloc::ksize(p) < size)
+        .count();
+    let (nk, nc) = (kobjs.len(), cobjs.len());
+    // Free the oldest first: their slabs were created before all the others.
+    for (p, _) in kobjs {
+        // SAFETY: p came from kmalloc_node and is freed once, not used after.
+        unsafe { kfree(p) };
+    }
+    for o in cobjs {
+        free(c, o);
+    }
+    let live = c.stats().live_objects();
+    destroy(c)?;
+    crate::println!(
+        "# slub owners: {} kmalloc blocks and {} cache objects on {} nodes: {} wrong owners, {} bad kfrees",
+        nk,
+        nc,
+        nodes.len(),
+        wrong,
+        super::kmalloc::bad_kfrees() - bad_before
+    );
+    kassert_eq!(
+        wrong,
+        0,
+        "objects without their owner (first at {:#x})",
+        first_wrong
+    );
+    kassert_eq!(small_ksize, 0, "ksize below the size asked for");
+    kassert_eq!(live, 0);
+    kassert_eq!(
+        super::kmalloc::bad_kfrees(),
+        bad_before,
+        "kfree dropped objects"
+    );
     Ok(())
 }
 
@@ -777,6 +885,7 @@ ktest!(SUITE, Test, remote_frees);
 ktest!(SUITE, Test, slabinfo_exact);
 ktest!(SUITE, Test, memoryless);
 ktest!(SUITE, Test, exhausted_node);
+ktest!(SUITE, Test, owners);
 ktest!(SUITE, Test, debug_reports);
 ktest!(SUITE, Test, "kmalloc", kmalloc_api);
 ktest!(SUITE, Test, bulk);
