@@ -370,7 +370,11 @@ fn build_sections(nodes: &[Option<Node>]) -> Vec<&'static [PageMeta]> {
     const MIXED: usize = usize::MAX;
     let mut owner = alloc::vec![0usize; nr];
     for node in nodes.iter().flatten() {
-        for &(s, e) in &node.ranges {
+        for &(s, e) in node
+            .ranges
+            .iter()
+            .filter(|r| r.1 >> PAGE_SHIFT > r.0 >> PAGE_SHIFT)
+        {
             let first = ((s >> PAGE_SHIFT) >> SECTION_PAGES_SHIFT) as usize;
             let last = (((e >> PAGE_SHIFT) - 1) >> SECTION_PAGES_SHIFT) as usize;
             for o in owner.iter_mut().take(last + 1).skip(first) {
