@@ -14,6 +14,7 @@ const FRAME_TESTS: &[&str] = &[
     "frame.invalid_frees",
     "frame.pcp_lists",
     "frame.page_meta",
+    "frame.page_meta_index",
     "frame.heap_large",
     "frame.drain_all_cpus",
     "frame.dumps",

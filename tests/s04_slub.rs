@@ -5,12 +5,14 @@
 
 use numalab::*;
 
-const SLUB_TESTS: [&str; 10] = [
+const SLUB_TESTS: [&str; 12] = [
     "slub.geometry",
     "slub.paths",
     "slub.remote_frees",
     "slub.slabinfo_exact",
     "slub.memoryless",
+    "slub.exhausted_node",
+    "slub.owners",
     "slub.debug_reports",
     "slub.kmalloc",
     "slub.bulk",
@@ -71,6 +73,14 @@ fn s04_4node_geometry_remote_frees_and_debug_reports() {
     );
     let remote = out.ktap.result("slub.remote_frees").unwrap();
     assert!(!remote.skipped && remote.ok, "{}", remote.reason);
+    // Issue 14 bug 3: alloc_node on an exhausted node reuses its fallback slab.
+    let exhausted = out.ktap.result("slub.exhausted_node").unwrap();
+    assert!(!exhausted.skipped && exhausted.ok, "{}", exhausted.reason);
+    assert!(
+        !lines_with(&out, "# slub exhausted node ").is_empty(),
+        "no exhausted-node line:\n{}",
+        out.log
+    );
     // Each provoked misuse is reported with cache, kind and address.
     for kind in [
         "slub-debug: double free at 0x",

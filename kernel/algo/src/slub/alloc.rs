@@ -3,6 +3,12 @@
 //! nodes' partial lists nearest first (gated like remote_node_defrag_ratio, skipped by
 //! prefer_local while the local node has memory), and a new slab from the page allocator.
 //!
+//! A request for a node (`alloc_node`) insists on that node only when it is strict (Linux's
+//! __GFP_THISNODE, `alloc_node_strict`): otherwise it tries the node's partial list and a
+//! new slab on the node first, then falls back like a request without a node (Linux 6.10,
+//! "mm/slub: Reduce memory consumption in extreme scenarios"), and the fallback slab is
+//! marked as standing in for the node so that the next request for it does not reject it.
+//!
 //! Runs on the allocating CPU with interrupts off; takes one node list_lock at a time.
 
 use super::cache::{Cache, CpuSlab};
@@ -25,12 +31,14 @@ impl<P: Platform> Cache<P> {
         c.objects
             .store(if self.debug_any { 0 } else { slab.objects(p) }, Relaxed);
         c.freelist.store(freelist, Relaxed);
+        c.stands_in_for.store(0, Relaxed);
     }
 
     /// Forgets the CPU's active slab (the caller deals with the slab itself).
     pub(crate) fn clear_cpu_slab(&self, c: &CpuSlab) {
         c.slab.store(0, Relaxed);
         c.freelist.store(0, Relaxed);
+        c.stands_in_for.store(0, Relaxed);
         c.debug_freelist.store(0, Relaxed);
         c.objects.store(0, Relaxed);
         c.base.store(0, Relaxed);
@@ -75,12 +83,18 @@ impl<P: Platform> Cache<P> {
     /// Linux's ___slab_alloc. `node` is already mapped by the memoryless fix. Debug caches
     /// come here for every allocation: their private freelist is swapped in for the
     /// duration, and the object is checked before it is handed out.
-    pub(crate) fn alloc_slow(&self, c: &CpuSlab, node: Option<NodeId>) -> Option<usize> {
+    /// `strict`: only `node`'s memory will do (see the module comment).
+    pub(crate) fn alloc_slow(
+        &self,
+        c: &CpuSlab,
+        node: Option<NodeId>,
+        strict: bool,
+    ) -> Option<usize> {
         if !self.debug_any {
-            return self.alloc_slow_inner(c, node);
+            return self.alloc_slow_inner(c, node, strict);
         }
         c.freelist.store(c.debug_freelist.load(Relaxed), Relaxed);
-        let obj = self.alloc_slow_inner(c, node);
+        let obj = self.alloc_slow_inner(c, node, strict);
         c.debug_freelist.store(c.freelist.load(Relaxed), Relaxed);
         c.freelist.store(0, Relaxed);
         let obj = obj?;
@@ -88,11 +102,11 @@ impl<P: Platform> Cache<P> {
         Some(obj)
     }
 
-    fn alloc_slow_inner(&self, c: &CpuSlab, node: Option<NodeId>) -> Option<usize> {
+    fn alloc_slow_inner(&self, c: &CpuSlab, node: Option<NodeId>, strict: bool) -> Option<usize> {
         let p = &self.plat;
         let slab = Slab(c.slab.load(Relaxed));
         if slab.0 != 0 {
-            if node.is_some_and(|n| c.node.load(Relaxed) != n.index()) {
+            if node.is_some_and(|n| !self.cpu_slab_serves(c, n, strict)) {
                 c.stats.inc(Stat::AllocNodeMismatch);
                 self.deactivate_cpu_slab(c);
             } else {
@@ -135,17 +149,47 @@ impl<P: Platform> Cache<P> {
                 return Some(self.load_freelist(c, fl));
             }
         }
-        // Node partial lists.
+        // Node partial lists (with a node: that node's only).
         if let Some((slab, fl)) = self.get_partial(c, node) {
             self.install_cpu_slab(c, slab, 0);
             c.stats.inc(Stat::AllocSlowpath);
             return Some(self.load_freelist(c, fl));
         }
-        // A new slab.
-        let (slab, fl) = self.new_slab(c, node)?;
+        // A new slab: with a node, on that node only first (Linux's try_thisnode).
+        let (slab, fl) = match self.new_slab(c, node, node.is_some()) {
+            Some(got) => got,
+            None => {
+                let n = node?;
+                if strict {
+                    return None;
+                }
+                // The node is out of pages: other nodes' partials nearest first, then a
+                // new slab wherever the page allocator falls back to.
+                let stand_in = self.may_stand_in(n);
+                let (slab, fl) = match stand_in.then(|| self.get_any_partial(c, n)).flatten() {
+                    Some(got) => got,
+                    None => self.new_slab(c, node, false)?,
+                };
+                self.install_cpu_slab(c, slab, 0);
+                if stand_in && slab.node(p) != n {
+                    c.stands_in_for.store(n.index() + 1, Relaxed);
+                    c.stats.inc(Stat::AllocNodeFallback);
+                }
+                c.stats.inc(Stat::AllocSlowpath);
+                return Some(self.load_freelist(c, fl));
+            }
+        };
         self.install_cpu_slab(c, slab, 0);
         c.stats.inc(Stat::AllocSlowpath);
         Some(self.load_freelist(c, fl))
+    }
+
+    /// Whether requests for `node`, out of pages, may take other nodes' partial slabs and
+    /// keep a slab of another node as a stand-in. Not for a memoryless node with
+    /// `memoryless_fix` off: that setting reproduces Linux before its memoryless-node fix
+    /// (every request for the node rejects the CPU slab and builds a new one).
+    fn may_stand_in(&self, node: NodeId) -> bool {
+        self.tunables.memoryless_fix || !self.plat.topology().is_memoryless(node)
     }
 
     /// Linux's get_partial: the search node, then for requests without a node (unless
@@ -173,6 +217,14 @@ impl<P: Platform> Cache<P> {
             }
             return None;
         }
+        self.get_any_partial(c, search)
+    }
+
+    /// Linux's get_any_partial: other nodes' partial lists, nearest to `search` first, each
+    /// only while it holds more than min_partial slabs.
+    fn get_any_partial(&self, c: &CpuSlab, search: NodeId) -> Option<(Slab, usize)> {
+        let p = &self.plat;
+        let topo = p.topology();
         // Linux's get_any_partial gate: skip remote nodes 1024 - ratio times in 1024.
         if self.defrag_ratio == 0 || (p.now() % 1024) as u32 > self.defrag_ratio {
             return None;
@@ -256,14 +308,24 @@ impl<P: Platform> Cache<P> {
     /// to the minimum order), a descriptor, the objects chained in address order, the
     /// constructor run, the pages' owner words set. The slab comes back frozen with its whole
     /// freelist taken.
-    fn new_slab(&self, c: &CpuSlab, node: Option<NodeId>) -> Option<(Slab, usize)> {
+    /// `this_node`: pages from `node` only (Linux's __GFP_THISNODE), no fallback.
+    fn new_slab(
+        &self,
+        c: &CpuSlab,
+        node: Option<NodeId>,
+        this_node: bool,
+    ) -> Option<(Slab, usize)> {
         let p = &self.plat;
         let mut oo = self.oo;
-        let pages = match p.alloc_pages(oo.order, node) {
+        let alloc = |order: u8| match node {
+            Some(n) if this_node => p.alloc_pages_on(order, n),
+            _ => p.alloc_pages(order, node),
+        };
+        let pages = match alloc(oo.order) {
             Some(pages) => pages,
             None if self.min.order < oo.order => {
                 oo = self.min;
-                let pages = p.alloc_pages(oo.order, node)?;
+                let pages = alloc(oo.order)?;
                 c.stats.inc(Stat::OrderFallback);
                 pages
             }

@@ -83,6 +83,11 @@ pub(crate) struct CpuSlab {
     pub span: AtomicUsize,
     /// Node of the active slab.
     pub node: AtomicUsize,
+    /// 1 + the node whose non-strict requests the active slab serves although it is on
+    /// another node (that node was out of pages when the slab was taken); 0: none. Linux
+    /// only insists on the node for __GFP_THISNODE; without this, every `alloc_node` of an
+    /// exhausted node would reject the fallback slab and build a new one.
+    pub stands_in_for: AtomicUsize,
     /// First slab of the CPU partial list (chained through the descriptors), 0 when none.
     pub partial: AtomicUsize,
     pub partial_slabs: AtomicUsize,
@@ -276,29 +281,45 @@ impl<P: Platform> Cache<P> {
     /// Allocates one object on the running CPU's memory node (or wherever its CPU slab is).
     #[inline]
     pub fn alloc(&self) -> Option<usize> {
-        self.alloc_inner(None)
+        self.alloc_inner(None, false)
     }
 
-    /// Allocates one object from `node`'s memory (a memoryless node: see
-    /// `Tunables::memoryless_fix`).
+    /// Allocates one object, preferably from `node`'s memory (a memoryless node: see
+    /// `Tunables::memoryless_fix`). When `node` is out of pages the object comes from the
+    /// nearest node that has some, and the slab it comes from keeps serving requests for
+    /// `node` until it is full (Linux's kmalloc_node without __GFP_THISNODE).
     pub fn alloc_node(&self, node: NodeId) -> Option<usize> {
-        self.alloc_inner(Some(node))
+        self.alloc_inner(Some(node), false)
+    }
+
+    /// Allocates one object from `node`'s memory only (Linux's __GFP_THISNODE): None when
+    /// `node` has no partial slab and no pages for a new one; never falls back.
+    pub fn alloc_node_strict(&self, node: NodeId) -> Option<usize> {
+        self.alloc_inner(Some(node), true)
+    }
+
+    /// Whether the CPU's active slab may serve a request for `node`: it is on `node`, or
+    /// (not strict) it stands in for `node`.
+    #[inline(always)]
+    pub(crate) fn cpu_slab_serves(&self, c: &CpuSlab, node: NodeId, strict: bool) -> bool {
+        c.node.load(Relaxed) == node.index()
+            || (!strict && c.stands_in_for.load(Relaxed) == node.index() + 1)
     }
 
     #[inline(always)]
-    pub(crate) fn alloc_inner(&self, node: Option<NodeId>) -> Option<usize> {
+    pub(crate) fn alloc_inner(&self, node: Option<NodeId>, strict: bool) -> Option<usize> {
         let irq = self.plat.irq_save();
         let c = self.cpu_slab();
         let obj = c.freelist.load(Relaxed);
         let node = node.map(|n| self.effective_node(n));
-        let r = if obj != 0 && node.is_none_or(|n| c.node.load(Relaxed) == n.index()) {
+        let r = if obj != 0 && node.is_none_or(|n| self.cpu_slab_serves(c, n, strict)) {
             let fp = obj + self.layout.fp_offset;
             c.freelist
                 .store(decode(self.plat.load(fp), self.random, fp), Relaxed);
             c.stats.inc(Stat::AllocFastpath);
             Some(obj)
         } else {
-            self.alloc_slow(c, node)
+            self.alloc_slow(c, node, strict)
         };
         self.plat.irq_restore(irq);
         r
@@ -355,7 +376,7 @@ impl<P: Platform> Cache<P> {
                 c.stats.inc(Stat::AllocFastpath);
                 Some(obj)
             } else {
-                self.alloc_slow(c, None)
+                self.alloc_slow(c, None, false)
             };
             let Some(obj) = got else { break };
             *slot = obj;

@@ -153,6 +153,28 @@ impl FakeMachine {
         None
     }
 
+    /// Marks every free page of `node` used (an exhausted node); returns them for `release`.
+    pub fn exhaust_node(&self, node: usize) -> Vec<usize> {
+        let (s, e) = self.node_pages[node];
+        let mut used = self.used.lock().unwrap();
+        let mut taken = Vec::new();
+        for (i, u) in used.iter_mut().enumerate().take(e).skip(s) {
+            if !*u {
+                *u = true;
+                taken.push(i);
+            }
+        }
+        taken
+    }
+
+    /// Gives back the pages `exhaust_node` took.
+    pub fn release(&self, pages: &[usize]) {
+        let mut used = self.used.lock().unwrap();
+        for &i in pages {
+            used[i] = false;
+        }
+    }
+
     pub fn take_reports(&self) -> Vec<(std::string::String, usize, ErrorKind)> {
         std::mem::take(&mut *self.reports.lock().unwrap())
     }
@@ -215,6 +237,16 @@ impl Platform for &FakeMachine {
             }
         }
         None
+    }
+    fn alloc_pages_on(&self, order: u8, node: NodeId) -> Option<SlabPages> {
+        if self.oom.load(SeqCst) || order as usize > self.max_order_ok.load(SeqCst) {
+            return None;
+        }
+        let page = self.try_node(node.index(), order)?;
+        Some(SlabPages {
+            base: BASE + page * PAGE,
+            node,
+        })
     }
     fn free_pages(&self, base: usize, order: u8) {
         let first = (base - BASE) / PAGE;

@@ -65,7 +65,10 @@ pub trait Platform: Sync {
     /// `1 << order` contiguous pages, preferably on `node` (None: the running CPU's memory
     /// node), falling back to other nodes like the page allocator does.
     fn alloc_pages(&self, order: u8, node: Option<NodeId>) -> Option<SlabPages>;
-    /// Gives back what `alloc_pages` returned.
+    /// `1 << order` contiguous pages of `node` only (Linux's __GFP_THISNODE): None when
+    /// `node` has none, never another node's.
+    fn alloc_pages_on(&self, order: u8, node: NodeId) -> Option<SlabPages>;
+    /// Gives back what `alloc_pages` or `alloc_pages_on` returned.
     fn free_pages(&self, base: usize, order: u8);
     /// Writes `owner` into the owner word of each of the `nr_pages` pages at `base`.
     fn set_owner(&self, base: usize, nr_pages: usize, owner: usize);

@@ -3,7 +3,7 @@
 
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-/// One counter. The names are Linux's (/sys/kernel/slab/CACHE/NAME), plus three of numalab's
+/// One counter. The names are Linux's (/sys/kernel/slab/CACHE/NAME), plus numalab's
 /// own for paths Linux does not count separately (marked).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(usize)]
@@ -24,6 +24,9 @@ pub enum Stat {
     AllocRemotePartial,
     /// numalab: prefer_local chose a new local slab over remote partials.
     AllocPreferLocal,
+    /// numalab: alloc_node's node was out of pages; the CPU slab taken on another node
+    /// stands in for it (serves its next non-strict requests) until full.
+    AllocNodeFallback,
     FreeFastpath,
     FreeSlowpath,
     /// Free into a slab owned by some CPU.
@@ -78,6 +81,7 @@ pub const STAT_NAMES: [(Stat, &str); NR_STATS] = [
     (Stat::AllocNodeMismatch, "alloc_node_mismatch"),
     (Stat::AllocRemotePartial, "alloc_remote_partial"),
     (Stat::AllocPreferLocal, "alloc_prefer_local"),
+    (Stat::AllocNodeFallback, "alloc_node_fallback"),
     (Stat::FreeFastpath, "free_fastpath"),
     (Stat::FreeSlowpath, "free_slowpath"),
     (Stat::FreeFrozen, "free_frozen"),

@@ -263,6 +263,79 @@ fn memoryless_node_with_and_without_fix() {
     );
 }
 
+fn two_node() -> &'static FakeMachine {
+    Box::leak(Box::new(FakeMachine::new(
+        &[1024, 1024],
+        &[0, 0, 1, 1],
+        Some(vec![vec![10, 20], vec![20, 10]]),
+    )))
+}
+
+/// Issue 14 bug 3: `alloc_node(n)` on a node that is out of pages. The objects come from a
+/// fallback node; before the fix every call rejected the fallback CPU slab (node mismatch)
+/// and built a new one (100 calls: 100 slabs). Now the fallback slab keeps serving requests
+/// for the exhausted node until it is full: one slab per slab's worth of objects.
+#[test]
+fn alloc_node_on_exhausted_node_reuses_the_fallback_slab() {
+    let m = two_node();
+    on_cpu(0);
+    let c = cache(m, 64, Tunables::default());
+    let per = c.order_objects().objects;
+    assert!(per >= 50, "{per} objects per slab");
+    let taken = m.exhaust_node(1);
+    let mut objs = Vec::new();
+    for i in 0..100 {
+        let o = c.alloc_node(NodeId(1)).unwrap();
+        assert_eq!(m.node_of_addr(o), 0, "call {i}: the fallback node");
+        objs.push(o);
+        // Local allocations in between, as a kernel makes them.
+        if i % 10 == 0 {
+            objs.push(c.alloc().unwrap());
+        }
+    }
+    let s = c.stats();
+    let slabs = s.get(Stat::AllocSlab);
+    assert!(
+        slabs <= 110usize.div_ceil(per) as u64,
+        "100 alloc_node calls on an exhausted node built {slabs} slabs ({} mismatches)",
+        s.get(Stat::AllocNodeMismatch)
+    );
+    assert_eq!(c.nr_slabs(NodeId(1)), 0);
+    assert!(s.get(Stat::AllocNodeFallback) >= 1);
+    // The strict form (__GFP_THISNODE) fails cleanly: no object, no slab, no report, and the
+    // CPU slab is left alone.
+    let mismatches = s.get(Stat::AllocNodeMismatch);
+    for _ in 0..10 {
+        assert_eq!(c.alloc_node_strict(NodeId(1)), None);
+    }
+    let s = c.stats();
+    assert_eq!(s.get(Stat::AllocSlab), slabs);
+    assert_eq!(s.get(Stat::AllocNodeMismatch), mismatches + 1);
+    assert!(m.take_reports().is_empty());
+    // With pages back, the strict form gets node 1's memory, and so does alloc_node.
+    m.release(&taken);
+    let o = c.alloc_node_strict(NodeId(1)).unwrap();
+    assert_eq!(m.node_of_addr(o), 1);
+    objs.push(o);
+    let o = c.alloc_node(NodeId(1)).unwrap();
+    assert_eq!(m.node_of_addr(o), 1);
+    objs.push(o);
+    // A strict request is not served by a stand-in slab.
+    let taken = m.exhaust_node(1);
+    on_cpu(1);
+    objs.push(c.alloc_node(NodeId(1)).unwrap());
+    assert_eq!(c.alloc_node_strict(NodeId(1)), None);
+    m.release(&taken);
+    on_cpu(0);
+    for o in objs {
+        c.free(o);
+    }
+    c.validate().unwrap();
+    c.destroy().unwrap();
+    assert_eq!(m.free_pages_total(), 2048);
+    assert_eq!(m.descs_in_use(), 0);
+}
+
 #[test]
 fn prefer_local_takes_new_local_slab() {
     let run = |prefer: bool| -> (u64, u64, usize) {

@@ -353,6 +353,54 @@ fn page_meta_words(_ctx: &Ctx) -> TestResult {
     Ok(())
 }
 
+/// The page -> PageMeta index agrees with the lookup by range for every managed page (first,
+/// last and every 61st page of each range, which crosses every section boundary pattern):
+/// one PageMeta per page, whichever way it is found (issue 14 bug 6's one source of truth).
+fn page_meta_index(_ctx: &Ctx) -> TestResult {
+    let fa = FRAME.get().ok_or_else(|| String::from("frame not ready"))?;
+    let mut checked = 0u64;
+    let mut indexed = 0u64;
+    for node in fa.nodes.iter().flatten() {
+        for &(s, e) in &node.ranges {
+            let pages = (e - s) / PAGE_BYTES;
+            let mut i = 0;
+            while i < pages {
+                let phys = s + i * PAGE_BYTES + (i % 7) * 8;
+                let fast = page_meta(phys).map(|m| m as *const PageMeta);
+                let slow = page_meta_by_range(fa, phys).map(|m| m as *const PageMeta);
+                let want = node.meta(phys >> PAGE_SHIFT).map(|m| m as *const PageMeta);
+                kassert!(
+                    fast.is_some() && fast == slow && fast == want,
+                    "page_meta({:#x}) of node {}: index {:?}, by range {:?}, node {:?}",
+                    phys,
+                    node.id.0,
+                    fast,
+                    slow,
+                    want
+                );
+                let sec = fa
+                    .sections
+                    .get((phys >> PAGE_SHIFT >> SECTION_PAGES_SHIFT) as usize);
+                indexed += u64::from(sec.is_some_and(|s| !s.is_empty()));
+                checked += 1;
+                i = if i + 1 == pages || i + 61 < pages {
+                    i + 61
+                } else {
+                    pages - 1
+                };
+            }
+        }
+    }
+    crate::println!(
+        "# frame page_meta index: {} sections, {} pages checked, {} through the index",
+        fa.sections.len(),
+        checked,
+        indexed
+    );
+    kassert!(indexed * 2 > checked, "most pages should be indexed");
+    Ok(())
+}
+
 /// Large heap allocations come from pages (outside the bootstrap heap) and go back.
 fn heap_large(_ctx: &Ctx) -> TestResult {
     let before = check_all()?;
@@ -516,6 +564,7 @@ ktest!(SUITE, Test, fallback_and_exhaustion);
 ktest!(SUITE, Test, invalid_frees);
 ktest!(SUITE, Test, pcp_lists);
 ktest!(SUITE, Test, "page_meta", page_meta_words);
+ktest!(SUITE, Test, page_meta_index);
 ktest!(SUITE, Test, heap_large);
 ktest!(SUITE, Test, drain_all_cpus);
 ktest!(SUITE, Test, dumps);

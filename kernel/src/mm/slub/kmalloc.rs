@@ -58,8 +58,12 @@ pub fn bad_kfrees() -> usize {
 }
 
 fn large_alloc(size_bytes: usize, node: Option<NodeId>) -> Option<NonNull<u8>> {
+    large_alloc_policy(size_bytes, node.map_or(Policy::Local, Policy::Preferred))
+}
+
+fn large_alloc_policy(size_bytes: usize, policy: Policy) -> Option<NonNull<u8>> {
     let order = get_order(size_bytes);
-    let pages = frame::alloc_pages(order, node.map_or(Policy::Local, Policy::Preferred)).ok()?;
+    let pages = frame::alloc_pages(order, policy).ok()?;
     LARGE_PAGES_ON[pages.node().index().min(MAX_NODES - 1)].fetch_add(1 << pages.order(), Relaxed);
     let (phys, order) = pages.into_raw();
     super::slabmap::set(frame::phys_to_virt(phys) as usize, 1, LARGE_OWNER);
@@ -78,11 +82,21 @@ pub fn kmalloc(size_bytes: usize) -> Option<NonNull<u8>> {
     }
 }
 
-/// Allocates `size_bytes` from `node`'s memory.
+/// Allocates `size_bytes`, preferably from `node`'s memory: when `node` is out of pages,
+/// from the nearest node that has some (Linux's kmalloc_node without __GFP_THISNODE).
 pub fn kmalloc_node(size_bytes: usize, node: NodeId) -> Option<NonNull<u8>> {
     match kmalloc_index(size_bytes) {
         Some(i) => KMALLOC.get()?[i].alloc_node(node),
         None => large_alloc(size_bytes, Some(node)),
+    }
+}
+
+/// Allocates `size_bytes` from `node`'s memory only, or fails (Linux's kmalloc_node with
+/// __GFP_THISNODE).
+pub fn kmalloc_node_strict(size_bytes: usize, node: NodeId) -> Option<NonNull<u8>> {
+    match kmalloc_index(size_bytes) {
+        Some(i) => KMALLOC.get()?[i].alloc_node_strict(node),
+        None => large_alloc_policy(size_bytes, Policy::Bind(node)),
     }
 }
 

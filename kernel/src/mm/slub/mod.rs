@@ -247,9 +247,15 @@ impl KmemCache {
             .map(|a| unsafe { NonNull::new_unchecked(a as *mut u8) })
     }
 
-    /// An object from `node`'s memory.
+    /// An object, preferably from `node`'s memory (another node's when `node` is out of
+    /// pages; Linux's kmem_cache_alloc_node without __GFP_THISNODE).
     pub fn alloc_node(&self, node: NodeId) -> Option<NonNull<u8>> {
         NonNull::new(self.0.alloc_node(node)? as *mut u8)
+    }
+
+    /// An object from `node`'s memory only, or None (Linux's __GFP_THISNODE).
+    pub fn alloc_node_strict(&self, node: NodeId) -> Option<NonNull<u8>> {
+        NonNull::new(self.0.alloc_node_strict(node)? as *mut u8)
     }
 
     /// Frees an object. Misuse that the checks detect is reported, counted and dropped.
@@ -387,6 +393,6 @@ pub fn held_bytes_on(node: NodeId) -> u64 {
         .iter()
         .map(|c| c.core().slab_pages_on(node))
         .sum();
-    let pages = slab_pages + platform::desc_pool_pages_on(node) + slabmap::chunk_pages_on(node);
+    let pages = slab_pages + platform::desc_pool_pages_on(node);
     (pages * crate::mm::frame::PAGE_BYTES as usize + kmalloc::large_bytes_on(node)) as u64
 }

@@ -136,6 +136,15 @@ impl Platform for KernelPlatform {
         })
     }
 
+    fn alloc_pages_on(&self, order: u8, node: NodeId) -> Option<SlabPages> {
+        let pages = frame::alloc_pages(order, Policy::Bind(node)).ok()?;
+        let (phys, _) = pages.into_raw();
+        Some(SlabPages {
+            base: frame::phys_to_virt(phys) as usize,
+            node,
+        })
+    }
+
     fn free_pages(&self, base: usize, order: u8) {
         let phys = frame::virt_to_phys(base as u64);
         // SAFETY: `base`/`order` come from `alloc_pages` above (into_raw), and the SLUB core

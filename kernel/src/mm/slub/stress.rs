@@ -155,7 +155,7 @@ pub fn stress(_ctx: &Ctx) -> TestResult {
     let mode = super::boot_slabinfo_mode();
     super::info::print_slabinfo(mode);
     crate::println!(
-        "# slub: {} KiB held from the page allocator (slabs, descriptors, owner map, large kmallocs)",
+        "# slub: {} KiB held from the page allocator (slabs, descriptors, large kmallocs)",
         super::held_bytes() / 1024
     );
     super::info::print_slabinfo(if mode == SlabinfoMode::Scan {

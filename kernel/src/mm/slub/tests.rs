@@ -3,7 +3,9 @@
 //! the fix, conservation of pages, debug reports, kmalloc, bulk, shrink and destroy.
 
 use super::cross_cpu::{online_cpus, run_on_cpus};
-use super::kmalloc::{kfree, kmalloc, kmalloc_aligned, kmalloc_node, krealloc, ksize};
+use super::kmalloc::{
+    kfree, kmalloc, kmalloc_aligned, kmalloc_node, kmalloc_node_strict, krealloc, ksize,
+};
 use super::{default_tunables, KmemCache, Object};
 use crate::ktest::{Ctx, KSuite, TestError, TestResult};
 use crate::mm::frame;
@@ -745,11 +747,199 @@ fn owned_objects(_ctx: &Ctx) -> TestResult {
     destroy(c)
 }
 
+/// Issue 14 bug 3: `alloc_node(n)` / `kmalloc_node` on a node that is out of pages. Every
+/// block of a remote node is taken; 100 `alloc_node` calls for it then get objects from a
+/// fallback node, from at most one new slab per slab's worth of objects (before the fix:
+/// one new slab per call). The strict form (__GFP_THISNODE) fails cleanly, and works again
+/// once the pages are back.
+fn exhausted_node(_ctx: &Ctx) -> TestResult {
+    let topo = crate::topology::get();
+    let local = topo.mem_node(crate::percpu::node_id());
+    let Some(target) = topo
+        .nodes
+        .iter()
+        .find(|n| n.mem_bytes() > 0 && n.id != local)
+        .map(|n| n.id)
+    else {
+        return Err(TestError::Skip("one memory node".into()));
+    };
+    let c = KmemCache::create("slub-exhausted", 64, 0, default_tunables("slub-exhausted"))
+        .map_err(|e| format!("{:?}", e))?;
+    let per = c.core().order_objects().objects;
+    // Take every block of the target node (dropped at the end, or on an early return).
+    let mut taken: Vec<frame::Pages> = Vec::new();
+    for order in (0..=frame::MAX_ORDER).rev() {
+        while let Ok(p) = frame::alloc_pages(order, frame::Policy::Bind(target)) {
+            taken.push(p);
+        }
+    }
+    let slabs_before = c.stats().get(Stat::AllocSlab);
+    let mut objs = Vec::new();
+    let mut misplaced = 0;
+    for _ in 0..100 {
+        let o = c
+            .alloc_node(target)
+            .map(|p| p.as_ptr() as usize)
+            .ok_or_else(|| TestError::Fail("alloc_node on an exhausted node failed".into()))?;
+        misplaced += usize::from(node_of(o) == Some(target));
+        objs.push(o);
+    }
+    let s = c.stats();
+    let new_slabs = s.get(Stat::AllocSlab) - slabs_before;
+    let strict = c.alloc_node_strict(target).map(|p| p.as_ptr() as usize);
+    let strict_kmalloc = kmalloc_node_strict(64, target);
+    let strict_large = kmalloc_node_strict(3 * PAGE_BYTES, target);
+    crate::println!(
+        "# slub exhausted node {}: 100 alloc_node calls -> {} new slabs ({} objects each), {} fallback stand-ins, {} node mismatches",
+        target.0,
+        new_slabs,
+        per,
+        s.get(Stat::AllocNodeFallback),
+        s.get(Stat::AllocNodeMismatch)
+    );
+    drop(taken);
+    // With the pages back, the strict forms get the target node's memory.
+    let back = c.alloc_node_strict(target).map(|p| p.as_ptr() as usize);
+    let back_kmalloc = kmalloc_node_strict(64, target);
+    let back_node = back.and_then(node_of);
+    let back_kmalloc_node = back_kmalloc.and_then(|p| node_of(p.as_ptr() as usize));
+    for o in objs.into_iter().chain(strict).chain(back) {
+        free(c, o);
+    }
+    for p in [strict_kmalloc, strict_large, back_kmalloc]
+        .into_iter()
+        .flatten()
+    {
+        // SAFETY: p came from kmalloc_node_strict and is not used after this.
+        unsafe { kfree(p) };
+    }
+    destroy(c)?;
+    kassert_eq!(misplaced, 0, "objects on the exhausted node");
+    kassert!(
+        new_slabs as usize <= 100usize.div_ceil(per) + 1,
+        "100 alloc_node calls on an exhausted node built {} slabs",
+        new_slabs
+    );
+    kassert!(strict.is_none(), "alloc_node_strict on an exhausted node");
+    kassert!(
+        strict_kmalloc.is_none(),
+        "kmalloc_node_strict on an exhausted node"
+    );
+    kassert!(
+        strict_large.is_none(),
+        "large kmalloc_node_strict on an exhausted node"
+    );
+    kassert_eq!(
+        back_node,
+        Some(target),
+        "alloc_node_strict after the pages came back"
+    );
+    kassert_eq!(
+        back_kmalloc_node,
+        Some(target),
+        "kmalloc_node_strict after the pages came back"
+    );
+    Ok(())
+}
+
+/// Issue 14 bug 6: kfree finds the owner of every object, from slabs created before and after
+/// other slabs, large kmallocs and descriptor pages, on every memory node. The owner lives
+/// only in the page's PageMeta (one lookup, one load), so there is no second map whose
+/// allocation could fail and hide earlier slabs' owners; each object's owner word is checked
+/// against its page's PageMeta, then every object is freed with no bad kfree.
+fn owners(_ctx: &Ctx) -> TestResult {
+    let topo = crate::topology::get();
+    let nodes: Vec<NodeId> = topo
+        .nodes
+        .iter()
+        .filter(|n| n.mem_bytes() > 0)
+        .map(|n| n.id)
+        .collect();
+    let bad_before = super::kmalloc::bad_kfrees();
+    let c = KmemCache::create("slub-owners", 200, 0, default_tunables("slub-owners"))
+        .map_err(|e| format!("{:?}", e))?;
+    let per = c.core().order_objects().objects;
+    let mut kobjs: Vec<(NonNull<u8>, usize)> = Vec::new();
+    let mut cobjs: Vec<usize> = Vec::new();
+    // Rounds of new slabs in several caches, a large block in between each.
+    for round in 0..4 {
+        for &n in &nodes {
+            for size in [32, 192, 1024, 4096] {
+                for _ in 0..(2 * PAGE_BYTES * 8 / size).max(4) {
+                    let p = kmalloc_node(size, n)
+                        .ok_or_else(|| TestError::Fail("kmalloc_node".into()))?;
+                    kobjs.push((p, size));
+                }
+            }
+            let big = 3 * PAGE_BYTES + round;
+            let p = kmalloc_node(big, n).ok_or_else(|| TestError::Fail("large".into()))?;
+            kobjs.push((p, big));
+            for _ in 0..per + 1 {
+                cobjs.push(
+                    c.alloc_node(n)
+                        .map(|p| p.as_ptr() as usize)
+                        .ok_or_else(|| TestError::Fail("alloc_node".into()))?,
+                );
+            }
+        }
+    }
+    let mut wrong = 0usize;
+    let mut first_wrong = 0usize;
+    let addrs = kobjs.iter().map(|&(p, _)| p.as_ptr() as usize);
+    for a in addrs.chain(cobjs.iter().copied()) {
+        let meta = frame::page_meta(frame::virt_to_phys(a as u64)).map(|m| m.owner.load(Relaxed));
+        let owner = super::owner_of(a);
+        if owner == 0 || meta != Some(owner) {
+            wrong += 1;
+            first_wrong = if first_wrong == 0 { a } else { first_wrong };
+        }
+    }
+    let small_ksize = kobjs
+        .iter()
+        .filter(|&&(p, size)| super::kmalloc::ksize(p) < size)
+        .count();
+    let (nk, nc) = (kobjs.len(), cobjs.len());
+    // Free the oldest first: their slabs were created before all the others.
+    for (p, _) in kobjs {
+        // SAFETY: p came from kmalloc_node and is freed once, not used after.
+        unsafe { kfree(p) };
+    }
+    for o in cobjs {
+        free(c, o);
+    }
+    let live = c.stats().live_objects();
+    destroy(c)?;
+    crate::println!(
+        "# slub owners: {} kmalloc blocks and {} cache objects on {} nodes: {} wrong owners, {} bad kfrees",
+        nk,
+        nc,
+        nodes.len(),
+        wrong,
+        super::kmalloc::bad_kfrees() - bad_before
+    );
+    kassert_eq!(
+        wrong,
+        0,
+        "objects without their owner (first at {:#x})",
+        first_wrong
+    );
+    kassert_eq!(small_ksize, 0, "ksize below the size asked for");
+    kassert_eq!(live, 0);
+    kassert_eq!(
+        super::kmalloc::bad_kfrees(),
+        bad_before,
+        "kfree dropped objects"
+    );
+    Ok(())
+}
+
 ktest!(SUITE, Test, geometry);
 ktest!(SUITE, Test, paths);
 ktest!(SUITE, Test, remote_frees);
 ktest!(SUITE, Test, slabinfo_exact);
 ktest!(SUITE, Test, memoryless);
+ktest!(SUITE, Test, exhausted_node);
+ktest!(SUITE, Test, owners);
 ktest!(SUITE, Test, debug_reports);
 ktest!(SUITE, Test, "kmalloc", kmalloc_api);
 ktest!(SUITE, Test, bulk);
