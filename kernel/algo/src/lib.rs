@@ -13,6 +13,7 @@ pub mod bench_plan;
 pub mod buddy;
 pub mod ktap;
 pub mod memrange;
+pub mod nodemap;
 pub mod options;
 pub mod rng;
 pub mod slub;
