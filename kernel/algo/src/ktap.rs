@@ -103,7 +103,8 @@ pub fn suite_result_line(number: usize, name: &str, totals: &Totals) -> String {
 /// undeclared one is a bug even when every test passed.
 pub const WATCHED_WARNINGS: &[&str] = &[INVALID_FREE];
 
-/// The frame allocator's warning for a free it refused (kernel/src/mm/frame/mod.rs).
+/// The warning for a free that was refused: by the frame allocator (the block is dropped)
+/// or by SLUB (`invalid free: not a slab object`, ...; kernel/algo/src/slub/stats.rs).
 pub const INVALID_FREE: &str = "invalid free";
 
 /// What starts the line a test prints before it provokes watched warnings on purpose.
