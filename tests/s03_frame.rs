@@ -225,7 +225,11 @@ fn s03_interleaved_node_ranges_keep_their_frees() {
         "node 1 manages {node1_bytes} bytes:\n{}",
         out.log
     );
-    assert!(out.unexpected_warnings.is_empty(), "{:?}", out.unexpected_warnings);
+    assert!(
+        out.unexpected_warnings.is_empty(),
+        "{:?}",
+        out.unexpected_warnings
+    );
     let invalid = lines_with(&out, "numalab: warning: frame: invalid free");
     assert_eq!(invalid.len(), 6, "frame.invalid_frees' own: {invalid:#?}");
 }

@@ -240,7 +240,9 @@ mod tests {
 
     #[test]
     fn undeclared_invalid_frees_are_unexpected() {
-        let w = |what: &str| format!("numalab: warning: frame: invalid free of 0x1000 order 0 on node 1: {what}: dropped");
+        let w = |what: &str| {
+            format!("numalab: warning: frame: invalid free of 0x1000 order 0 on node 1: {what}: dropped")
+        };
         // At boot, before any test: unexpected.
         let log = format!("{}\nKTAP version 1\n", w("at boot"));
         assert_eq!(unexpected_warnings(&log), vec![w("at boot")]);

@@ -39,7 +39,7 @@ pub struct Built {
 impl NodeMap {
     /// Builds the map from `(node, start_pfn, end_pfn)` ranges in any order. Empty ranges
     /// are dropped; touching ranges of the same node are merged.
-    pub fn new(ranges: impl IntoIterator<Item = (NodeId, u64, u64)>) -> Built {
+    pub fn build(ranges: impl IntoIterator<Item = (NodeId, u64, u64)>) -> Built {
         let mut input: Vec<(u64, usize, u64, NodeId)> = ranges
             .into_iter()
             .enumerate()
@@ -100,7 +100,7 @@ mod tests {
     const MIB_PAGES: u64 = 256; // 4 KiB pages per MiB
 
     fn build(r: &[(u16, u64, u64)]) -> Built {
-        NodeMap::new(r.iter().map(|&(n, s, e)| (NodeId(n), s, e)))
+        NodeMap::build(r.iter().map(|&(n, s, e)| (NodeId(n), s, e)))
     }
 
     /// Issue 14 bug 1: PXM 0 at [0, 256M) + [512M, 1G), PXM 1 at [256M, 512M). Node 0's span

@@ -180,7 +180,7 @@ fn build() -> FrameAllocator {
         })
         .collect();
     let mem_nodes = nodes.iter().flatten().map(|n| n.id).collect();
-    let built = NodeMap::new(nodes.iter().flatten().flat_map(|n| {
+    let built = NodeMap::build(nodes.iter().flatten().flat_map(|n| {
         n.ranges
             .iter()
             .map(move |&(s, e)| (n.id, s >> PAGE_SHIFT, e >> PAGE_SHIFT))
@@ -717,7 +717,8 @@ pub fn settled_bytes() -> Result<Vec<u64>, String> {
         if c.cached_pages != 0 {
             return Err(alloc::format!(
                 "node {}: {} pages cached after drain_all",
-                info.id.0, c.cached_pages
+                info.id.0,
+                c.cached_pages
             ));
         }
         // Pages a holder (SLUB: kmalloc behind the global allocator) took meanwhile count.

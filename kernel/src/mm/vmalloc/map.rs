@@ -45,7 +45,9 @@ impl crate::mm::frame::PageHolder for TablePages {
         TABLE_PAGES_ON
             .get()
             .and_then(|c| c.get(node.index()))
-            .map_or(0, |n| n.load(Ordering::Relaxed) * crate::mm::frame::PAGE_BYTES)
+            .map_or(0, |n| {
+                n.load(Ordering::Relaxed) * crate::mm::frame::PAGE_BYTES
+            })
     }
 }
 
