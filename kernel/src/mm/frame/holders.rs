@@ -8,8 +8,9 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 use numalab_algo::topology::NodeId;
 use spin::Mutex;
 
-/// Room for every subsystem that keeps pages (SLUB and vmalloc's page tables today;
-/// vmalloc's data pages are given back by every test that takes them and need no holder).
+/// Room for every subsystem that keeps pages (SLUB, the heap's page blocks and vmalloc's
+/// page tables today; vmalloc's data pages are given back by every test that takes them and
+/// need no holder).
 const MAX_HOLDERS: usize = 4;
 
 /// A subsystem that holds pages taken from the frame allocator.

@@ -704,9 +704,10 @@ pub fn free_bytes(node: NodeId) -> u64 {
 
 /// For conservation checks: drains every CPU's per-CPU lists, checks every node (free lists,
 /// ranges, counters), and returns per node (indexed by NodeId) its free bytes plus the bytes
-/// the registered page holders keep on it (SLUB, vmalloc's page tables). Only a leak (a
-/// block never freed, or a free refused as invalid) or an unregistered holder changes the
-/// figure across a test that gives back what it took. Not while other CPUs allocate.
+/// the registered page holders keep on it (SLUB, the heap's pages, vmalloc's page tables).
+/// Only a leak (a block never freed, or a free refused as invalid) or an unregistered holder
+/// changes the figure across a test that gives back what it took. Not while other CPUs
+/// allocate.
 pub fn settled_bytes() -> Result<Vec<u64>, String> {
     let topo = crate::topology::get();
     // Allocated before the drain: a heap allocation after it could refill a per-CPU list.
@@ -721,7 +722,7 @@ pub fn settled_bytes() -> Result<Vec<u64>, String> {
                 c.cached_pages
             ));
         }
-        // Pages a holder (SLUB: kmalloc behind the global allocator) took meanwhile count.
+        // Pages a holder took meanwhile (kmalloc or heap pages behind Vec and Box) count.
         settled.push(free_bytes(info.id) + holders_held_bytes_on(info.id));
     }
     Ok(settled)
