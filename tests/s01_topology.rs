@@ -20,7 +20,6 @@ use numalab_algo::acpi::madt::FLAG_ENABLED;
 use numalab_algo::acpi::slit::build::slit;
 use numalab_algo::acpi::srat::build::{cpu, mem, srat, x2cpu};
 use numalab_boot::presets;
-use std::path::PathBuf;
 
 const MIB: u64 = 1 << 20;
 const LOW_NODE_SLACK_MIB: u64 = 32;
@@ -171,13 +170,6 @@ fn boot_and_check(c: &RunConfig, want: &Expect) -> Outcome {
     out
 }
 
-/// Writes `bytes` to a temporary file for `-acpitable file=` (unique per test).
-fn table_file(name: &str, bytes: &[u8]) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("numalab-s01-{}-{name}.aml", std::process::id()));
-    std::fs::write(&path, bytes).unwrap();
-    path
-}
-
 /// QEMU arguments for a 4-CPU, 1 GiB machine without `-numa` (no SRAT of QEMU's own), plus
 /// the given tables.
 fn raw_machine_with(tables: &[(&str, Vec<u8>)]) -> Vec<String> {
@@ -187,7 +179,7 @@ fn raw_machine_with(tables: &[(&str, Vec<u8>)]) -> Vec<String> {
         .collect();
     for (name, bytes) in tables {
         args.push("-acpitable".into());
-        args.push(format!("file={}", table_file(name, bytes).display()));
+        args.push(format!("file={}", acpi_table_file(name, bytes).display()));
     }
     args
 }

@@ -180,6 +180,41 @@ pub fn parse(log: &str) -> Summary {
     summary
 }
 
+/// What starts every warning the kernel prints (its `warn!` macro, kernel/src/serial.rs).
+pub const WARNING_PREFIX: &str = "numalab: warning: ";
+
+/// The warning lines of `log` that contain a watched text
+/// (`numalab_algo::ktap::WATCHED_WARNINGS`, e.g. `invalid free`) and that no test declared
+/// beforehand. A test that provokes such warnings on purpose prints
+/// `# expect-warnings: COUNT WHAT` first; up to COUNT warnings containing WHAT are then
+/// expected until the next KTAP result line (the end of that test). Anything else, including
+/// a warning at boot before any test, is unexpected: the runner fails the run.
+pub fn unexpected_warnings(log: &str) -> Vec<String> {
+    use numalab_algo::ktap::{parse_expect_warnings, WATCHED_WARNINGS};
+    let mut allowed: Vec<(String, u32)> = Vec::new();
+    let mut unexpected = Vec::new();
+    for line in log.lines() {
+        let line = line.trim_end_matches('\r');
+        if let Some(text) = line.strip_prefix(WARNING_PREFIX) {
+            let Some(what) = WATCHED_WARNINGS.iter().find(|w| text.contains(*w)) else {
+                continue;
+            };
+            match allowed.iter_mut().find(|(w, n)| w == what && *n > 0) {
+                Some((_, n)) => *n -= 1,
+                None => unexpected.push(line.to_string()),
+            }
+        } else if let Some((count, what)) = parse_expect_warnings(line) {
+            match allowed.iter_mut().find(|(w, _)| w == what) {
+                Some((_, n)) => *n = n.saturating_add(count),
+                None => allowed.push((what.to_string(), count)),
+            }
+        } else if parse_result(line.trim_start()).is_some() {
+            allowed.clear();
+        }
+    }
+    unexpected
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,6 +236,45 @@ mod tests {
         assert_eq!(s.suite("ktest").unwrap().planned, Some(2));
         assert!(!s.suite("ktest").unwrap().result.as_ref().unwrap().ok);
         assert_eq!(s.structure_errors(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn undeclared_invalid_frees_are_unexpected() {
+        let w = |what: &str| {
+            format!("numalab: warning: frame: invalid free of 0x1000 order 0 on node 1: {what}: dropped")
+        };
+        // At boot, before any test: unexpected.
+        let log = format!("{}\nKTAP version 1\n", w("at boot"));
+        assert_eq!(unexpected_warnings(&log), vec![w("at boot")]);
+        // Declared by the running test: up to the count, until its result line.
+        let log = [
+            "    # invalid_frees: running".to_string(),
+            "    # expect-warnings: 2 invalid free".to_string(),
+            w("one"),
+            "numalab: warning: frame: free of 0x1000 order 0 outside every node: dropped".into(),
+            w("two"),
+            w("three"),
+            "    ok 5 invalid_frees".into(),
+            "    # next: running".into(),
+            w("four"),
+            "    ok 6 next".into(),
+        ]
+        .join("\n");
+        assert_eq!(unexpected_warnings(&log), vec![w("three"), w("four")]);
+        // Other warnings are not watched; a declaration of something else allows nothing.
+        let log = format!(
+            "numalab: warning: SRAT: something\n    # expect-warnings: 3 other thing\n{}\n",
+            w("x")
+        );
+        assert_eq!(unexpected_warnings(&log), vec![w("x")]);
+        // Two declarations add up; a log without watched warnings is clean.
+        let log = format!(
+            "# expect-warnings: 1 invalid free\n# expect-warnings: 1 invalid free\n{}\n{}\n",
+            w("a"),
+            w("b")
+        );
+        assert!(unexpected_warnings(&log).is_empty());
+        assert!(unexpected_warnings(LOG).is_empty());
     }
 
     #[test]

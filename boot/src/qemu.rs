@@ -156,6 +156,9 @@ pub enum Verdict {
     Fail,
     /// Status 33 but no KTAP result line: nothing was tested.
     NoTests,
+    /// Status 33, but the log has this many watched warnings (an `invalid free`: a leaked
+    /// block) that no test declared it would provoke (`ktap::unexpected_warnings`).
+    UnexpectedWarnings(usize),
     /// QEMU itself failed (status 1, or could not start).
     QemuError(String),
     /// Killed after the timeout.
@@ -172,8 +175,14 @@ pub struct Outcome {
     pub log: String,
     pub stderr: String,
     pub ktap: Summary,
+    /// Watched warning lines no test declared (see `Verdict::UnexpectedWarnings`); listed
+    /// whatever the verdict.
+    pub unexpected_warnings: Vec<String>,
     pub elapsed: Duration,
 }
+
+/// Unexpected warnings a failure report shows (the rest are counted).
+const REPORT_WARNINGS: usize = 10;
 
 impl Outcome {
     pub fn passed(&self) -> bool {
@@ -187,6 +196,15 @@ impl Outcome {
             out.push_str(&format!(
                 "numalab: failed test: {} # {}\n",
                 f.name, f.reason
+            ));
+        }
+        for w in self.unexpected_warnings.iter().take(REPORT_WARNINGS) {
+            out.push_str(&format!("numalab: unexpected warning: {w}\n"));
+        }
+        if self.unexpected_warnings.len() > REPORT_WARNINGS {
+            out.push_str(&format!(
+                "numalab: ... and {} more unexpected warnings\n",
+                self.unexpected_warnings.len() - REPORT_WARNINGS
             ));
         }
         out.push_str(&format!("numalab: QEMU command: {}\n", self.command));
@@ -269,6 +287,7 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         log: String::new(),
         stderr: String::new(),
         ktap: Summary::default(),
+        unexpected_warnings: Vec::new(),
         elapsed: start.elapsed(),
     };
     let args = match config.qemu_args(image) {
@@ -354,9 +373,13 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
     let stderr = err_reader.join().unwrap_or_default();
     let log = std::mem::take(&mut *log.lock().unwrap_or_else(|e| e.into_inner()));
     let summary = ktap::parse(&log);
+    let unexpected_warnings = ktap::unexpected_warnings(&log);
     let verdict = match status.map(|s| s.code()) {
         None => Verdict::Timeout,
         Some(Some(STATUS_SUCCESS)) if summary.results.is_empty() => Verdict::NoTests,
+        Some(Some(STATUS_SUCCESS)) if !unexpected_warnings.is_empty() => {
+            Verdict::UnexpectedWarnings(unexpected_warnings.len())
+        }
         Some(Some(STATUS_SUCCESS)) => Verdict::Pass,
         Some(Some(STATUS_FAILURE)) => Verdict::Fail,
         Some(Some(1)) => Verdict::QemuError(format!("QEMU exited with 1: {}", stderr.trim())),
@@ -369,6 +392,7 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         log,
         stderr,
         ktap: summary,
+        unexpected_warnings,
         elapsed: start.elapsed(),
     }
 }

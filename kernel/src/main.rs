@@ -46,6 +46,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     topology::init();
     percpu::init_boot_node();
     mm::frame::init();
+    mm::heap::init();
     topology::print_numactl(&mm::frame::free_bytes);
     smp::init();
     mm::slub::init();

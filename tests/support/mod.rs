@@ -91,6 +91,14 @@ pub fn shared_pass(config: &RunConfig) -> Arc<Outcome> {
     outcome
 }
 
+/// Writes `bytes` (an ACPI table, from numalab_algo's builders) to a temporary file for QEMU's
+/// `-acpitable file=`; `name` must be unique among the tests of one process.
+pub fn acpi_table_file(name: &str, bytes: &[u8]) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("numalab-{}-{name}.aml", std::process::id()));
+    std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    path
+}
+
 /// The lines of the log that start with `prefix`.
 pub fn lines_with<'a>(outcome: &'a Outcome, prefix: &str) -> Vec<&'a str> {
     outcome

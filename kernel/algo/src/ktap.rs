@@ -97,6 +97,34 @@ pub fn suite_result_line(number: usize, name: &str, totals: &Totals) -> String {
     result_line(number, name, &totals.outcome())
 }
 
+/// Warnings that the host runner watches for (substrings of a `numalab: warning:` line): one
+/// in a run's log fails the run unless the test running then declared it beforehand with
+/// [`expect_warnings_line`]. An invalid free is a leak (the block is dropped), so an
+/// undeclared one is a bug even when every test passed.
+pub const WATCHED_WARNINGS: &[&str] = &[INVALID_FREE];
+
+/// The warning for a free that was refused: by the frame allocator (the block is dropped)
+/// or by SLUB (`invalid free: not a slab object`, ...; kernel/algo/src/slub/stats.rs).
+pub const INVALID_FREE: &str = "invalid free";
+
+/// What starts the line a test prints before it provokes watched warnings on purpose.
+pub const EXPECT_WARNINGS: &str = "# expect-warnings: ";
+
+/// `# expect-warnings: COUNT WHAT` (indented in the suite's block, a KTAP diagnostic line):
+/// the test running now provokes up to COUNT warnings whose text contains WHAT (one of
+/// [`WATCHED_WARNINGS`]). The allowance ends with the test's result line.
+pub fn expect_warnings_line(count: u32, what: &str) -> String {
+    format!("{INDENT}{EXPECT_WARNINGS}{count} {what}")
+}
+
+/// Reads a line printed by [`expect_warnings_line`] (any indentation): the count and WHAT.
+pub fn parse_expect_warnings(line: &str) -> Option<(u32, &str)> {
+    let rest = line.trim_start().strip_prefix(EXPECT_WARNINGS)?;
+    let (count, what) = rest.split_once(' ')?;
+    let what = what.trim_end();
+    Some((count.parse().ok()?, what)).filter(|_| !what.is_empty())
+}
+
 /// Keeps a reason on one line (KTAP directives end at the newline).
 fn one_line(reason: &str) -> String {
     reason.replace('\n', " | ")
@@ -139,6 +167,26 @@ mod tests {
         all.merge(&t);
         all.merge(&t);
         assert_eq!(all.total(), 4);
+    }
+
+    #[test]
+    fn expect_warnings_lines_round_trip() {
+        let line = expect_warnings_line(6, "invalid free");
+        assert_eq!(line, "    # expect-warnings: 6 invalid free");
+        assert_eq!(parse_expect_warnings(&line), Some((6, "invalid free")));
+        assert_eq!(
+            parse_expect_warnings("# expect-warnings: 1 invalid free\r"),
+            Some((1, "invalid free"))
+        );
+        for bad in [
+            "# expect-warnings: x invalid free",
+            "# expect-warnings: 3",
+            "# expect-warnings: 3 ",
+            "# expect-warning: 3 invalid free",
+            "ok 1 a",
+        ] {
+            assert_eq!(parse_expect_warnings(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod buddy;
 pub mod knob;
 pub mod ktap;
 pub mod memrange;
+pub mod nodemap;
 pub mod options;
 pub mod rng;
 pub mod slub;

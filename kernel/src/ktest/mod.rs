@@ -223,6 +223,14 @@ fn selected(suite: Suite, opts: &Options) -> Vec<&'static KTest> {
     tests
 }
 
+/// Declares that the running test is about to provoke, on purpose, up to `count` warnings
+/// whose text contains `what` (one of `numalab_algo::ktap::WATCHED_WARNINGS`, such as
+/// `ktap::INVALID_FREE`). The host runner fails a run whose log has a watched warning that
+/// no test declared; the declaration lasts until this test's result line (docs/testing.md).
+pub fn expect_warnings(count: u32, what: &str) {
+    crate::println!("{}", ktap::expect_warnings_line(count, what));
+}
+
 /// Runs the selected tests of `suite`, printing KTAP version 1 with one subtest block per
 /// KSuite. Returns true when no test failed and at least one ran.
 pub fn run(suite: Suite, ctx: &Ctx) -> bool {

@@ -5,10 +5,40 @@
 //!
 //! Frees go back to where the block came from: inside the bootstrap heap's range -> the
 //! bootstrap heap; a page-sized layout -> the frame allocator; anything else -> kfree.
+//! The pages held for page-sized layouts are counted per node (a frame page holder), so
+//! conservation checks see a heap that grew as held, not as lost.
 
 use super::early;
 use super::frame::{self, Pages, Policy, MAX_ORDER, PAGE_BYTES};
 use core::alloc::{GlobalAlloc, Layout};
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use numalab_algo::acpi::numa::MAX_NODES;
+use numalab_algo::topology::NodeId;
+
+/// Pages held for page-sized layouts, per node (every node id is below MAX_NODES).
+static PAGES_ON: [AtomicU64; MAX_NODES] = [const { AtomicU64::new(0) }; MAX_NODES];
+
+fn pages_on(node: NodeId) -> Option<&'static AtomicU64> {
+    PAGES_ON.get(node.index())
+}
+
+/// The heap as a holder of frame pages.
+struct HeapPages;
+
+impl frame::PageHolder for HeapPages {
+    fn name(&self) -> &'static str {
+        "heap pages"
+    }
+
+    fn held_bytes_on(&self, node: NodeId) -> u64 {
+        pages_on(node).map_or(0, |n| n.load(Relaxed) * PAGE_BYTES)
+    }
+}
+
+/// Registers the heap's pages with the frame allocator's holders (once, after frame::init).
+pub fn init() {
+    frame::register_holder(&HeapPages);
+}
 
 struct KernelHeap;
 
@@ -46,6 +76,9 @@ unsafe impl GlobalAlloc for KernelHeap {
         if frame::is_ready() {
             if let Some(order) = page_order(layout) {
                 if let Ok(pages) = frame::alloc_pages(order, Policy::Local) {
+                    if let Some(n) = pages_on(pages.node()) {
+                        n.fetch_add(pages.nr_pages() as u64, Relaxed);
+                    }
                     let (phys, _) = pages.into_raw();
                     return frame::phys_to_virt(phys) as *mut u8;
                 }
@@ -66,7 +99,12 @@ unsafe impl GlobalAlloc for KernelHeap {
             let phys = frame::virt_to_phys(ptr as u64);
             // SAFETY: a block outside the bootstrap heap came from alloc_pages(order) above,
             // with the same layout and hence the same order; the caller gives it up.
-            drop(unsafe { Pages::from_raw(phys, order) });
+            let pages = unsafe { Pages::from_raw(phys, order) };
+            // A refused pair (not from alloc above) has no node and was never counted.
+            if let Some(n) = pages_on(pages.node()) {
+                n.fetch_sub(1 << order, Relaxed);
+            }
+            drop(pages);
         } else if let Some(p) = core::ptr::NonNull::new(ptr) {
             // SAFETY: a small block outside the bootstrap heap came from kmalloc_aligned
             // above; the caller gives it up.

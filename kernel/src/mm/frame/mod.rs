@@ -17,9 +17,11 @@ mod pcp;
 mod stats;
 mod tests;
 
+use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use numalab_algo::nodemap::NodeMap;
 use numalab_algo::topology::{NodeId, Topology};
 use spin::Once;
 
@@ -95,6 +97,9 @@ struct FrameAllocator {
     /// empty slice (no managed page, pages of two nodes, or a node span that does not cover
     /// the whole section: looked up by range). Fixed at init.
     sections: Vec<&'static [PageMeta]>,
+    /// Which node manages a page: every node's managed ranges (not its span: another node's
+    /// memory may lie between a node's ranges).
+    node_map: NodeMap,
     pcp_enabled: bool,
     pcp_batch_pages: u32,
     /// Frees of addresses outside every node.
@@ -181,6 +186,19 @@ fn build() -> FrameAllocator {
         .collect();
     let mem_nodes = nodes.iter().flatten().map(|n| n.id).collect();
     let sections = build_sections(&nodes);
+    let built = NodeMap::build(nodes.iter().flatten().flat_map(|n| {
+        n.ranges
+            .iter()
+            .map(move |&(s, e)| (n.id, s >> PAGE_SHIFT, e >> PAGE_SHIFT))
+    }));
+    if built.overlap_pages != 0 {
+        // Cannot happen with the topology's disjoint node ranges; if it did, two buddies
+        // would share pages, and a free goes to the node whose range starts first.
+        warn!(
+            "frame: {} pages are managed by two nodes: each goes to the range that starts first",
+            built.overlap_pages
+        );
+    }
     let local_lists = (0..nr_cpus)
         .map(|i| {
             let node = topo.cpus.get(i).map_or(NodeId(0), |c| c.node);
@@ -197,6 +215,7 @@ fn build() -> FrameAllocator {
         cpus,
         mem_nodes,
         sections,
+        node_map: built.map,
         pcp_enabled,
         pcp_batch_pages: batch,
         stray_frees: AtomicU64::new(0),
@@ -330,16 +349,11 @@ pub fn virt_to_phys(virt: u64) -> u64 {
     virt - crate::mm::early::info().phys_offset
 }
 
-/// The node whose managed pages include `phys`.
+/// The node whose managed pages include `phys`: looked up by the nodes' ranges, never by
+/// their spans (a node's span may hold another node's memory).
+#[inline]
 pub fn node_of_phys(phys: u64) -> Option<NodeId> {
-    let pfn = phys >> PAGE_SHIFT;
-    FRAME
-        .get()?
-        .nodes
-        .iter()
-        .flatten()
-        .find(|n| n.base_pfn <= pfn && pfn < n.end_pfn)
-        .map(|n| n.id)
+    FRAME.get()?.node_map.node_of(phys >> PAGE_SHIFT)
 }
 
 /// First pfn of `node`'s memmap span (None without memory).
@@ -425,14 +439,12 @@ pub fn page_meta(phys: u64) -> Option<&'static PageMeta> {
     page_meta_by_range(fa, phys)
 }
 
+/// The slow path: the node whose managed ranges hold the page (`node_of_phys`'s map).
 #[cold]
 fn page_meta_by_range(fa: &FrameAllocator, phys: u64) -> Option<&'static PageMeta> {
-    let node = fa
-        .nodes
-        .iter()
-        .flatten()
-        .find(|n| n.holds(phys & !(PAGE_BYTES - 1), PAGE_BYTES))?;
-    node.meta(phys >> PAGE_SHIFT)
+    let pfn = phys >> PAGE_SHIFT;
+    let nid = fa.node_map.node_of(pfn)?;
+    fa.nodes.get(nid.index())?.as_ref()?.meta(pfn)
 }
 
 /// Allocates 2^order pages under `policy`. The fast path (Local, orders 0..=3, a block on
@@ -772,6 +784,32 @@ pub fn free_bytes(node: NodeId) -> u64 {
     node_counters(node).map_or(0, |c| {
         (c.buddy_free_pages + c.pcp_pages) as u64 * PAGE_BYTES
     })
+}
+
+/// For conservation checks: drains every CPU's per-CPU lists, checks every node (free lists,
+/// ranges, counters), and returns per node (indexed by NodeId) its free bytes plus the bytes
+/// the registered page holders keep on it (SLUB, the heap's pages, vmalloc's page tables).
+/// Only a leak (a block never freed, or a free refused as invalid) or an unregistered holder
+/// changes the figure across a test that gives back what it took. Not while other CPUs
+/// allocate.
+pub fn settled_bytes() -> Result<Vec<u64>, String> {
+    let topo = crate::topology::get();
+    // Allocated before the drain: a heap allocation after it could refill a per-CPU list.
+    let mut settled = Vec::with_capacity(topo.nr_nodes());
+    drain_all();
+    for info in &topo.nodes {
+        let c = stats::check_node(info.id)?;
+        if c.cached_pages != 0 {
+            return Err(alloc::format!(
+                "node {}: {} pages cached after drain_all",
+                info.id.0,
+                c.cached_pages
+            ));
+        }
+        // Pages a holder took meanwhile (kmalloc or heap pages behind Vec and Box) count.
+        settled.push(free_bytes(info.id) + holders_held_bytes_on(info.id));
+    }
+    Ok(settled)
 }
 
 /// The counters of one node (None without memory or before init).

@@ -15,10 +15,9 @@ pub const PAGE_SHIFT: u32 = 12;
 /// A node with memory.
 pub struct Node {
     pub id: NodeId,
-    /// First pfn of the span the memmap covers.
+    /// First pfn of the span the memmap covers (first range's start to last range's end;
+    /// other nodes' memory may lie inside it).
     pub base_pfn: u64,
-    /// One past the last pfn of the span.
-    pub end_pfn: u64,
     pub memmap: MemMap,
     /// The node lock: the buddy allocator and its free lists.
     pub buddy: IrqSpinLock<Buddy<MemMap>>,
@@ -72,7 +71,6 @@ impl Node {
         Ok(Node {
             id,
             base_pfn,
-            end_pfn,
             memmap,
             buddy: IrqSpinLock::new(buddy),
             ranges,
@@ -82,7 +80,9 @@ impl Node {
         })
     }
 
-    /// The metadata of `pfn`, if it is in this node's span.
+    /// The metadata of `pfn`, if it is in this node's span. The span may hold other nodes'
+    /// pages (whose metadata is in their own memmaps): callers find the node by range first
+    /// (`frame::page_meta`), or know the page is this node's.
     #[inline]
     pub fn meta(&self, pfn: u64) -> Option<&'static PageMeta> {
         let pages: &'static [PageMeta] = self.memmap.pages;

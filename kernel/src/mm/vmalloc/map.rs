@@ -8,7 +8,10 @@
 //! the vmalloc range keeps its page tables). Leaf entries of an area are written only by the
 //! area's owner.
 
+use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
+use numalab_algo::topology::NodeId;
+use spin::Once;
 
 use x86_64::registers::control::Cr3;
 use x86_64::registers::model_specific::{Efer, EferFlags};
@@ -22,8 +25,46 @@ const ADDR_MASK: u64 = 0x000f_ffff_ffff_f000;
 /// Page-table pages vmalloc allocated (kept for the range's lifetime).
 static TABLE_PAGES: AtomicU64 = AtomicU64::new(0);
 
+/// The same pages per node (indexed by NodeId), set up by `init_holder`.
+static TABLE_PAGES_ON: Once<&'static [AtomicU64]> = Once::new();
+
 pub fn table_pages() -> u64 {
     TABLE_PAGES.load(Ordering::Relaxed)
+}
+
+/// vmalloc's page tables as a holder of frame pages: they are never given back, so the frame
+/// allocator's conservation checks (free + held per node) must count them.
+struct TablePages;
+
+impl crate::mm::frame::PageHolder for TablePages {
+    fn name(&self) -> &'static str {
+        "vmalloc page tables"
+    }
+
+    fn held_bytes_on(&self, node: NodeId) -> u64 {
+        TABLE_PAGES_ON
+            .get()
+            .and_then(|c| c.get(node.index()))
+            .map_or(0, |n| {
+                n.load(Ordering::Relaxed) * crate::mm::frame::PAGE_BYTES
+            })
+    }
+}
+
+/// Sets up the per-node counts of table pages for `nr_nodes` nodes and registers them as a
+/// page holder; once, before the first table is allocated (vmalloc's init).
+pub fn init_holder(nr_nodes: usize) {
+    let mut first = false;
+    TABLE_PAGES_ON.call_once(|| {
+        first = true;
+        (0..nr_nodes)
+            .map(|_| AtomicU64::new(0))
+            .collect::<Vec<_>>()
+            .leak()
+    });
+    if first {
+        crate::mm::frame::register_holder(&TablePages);
+    }
 }
 
 fn phys_offset() -> u64 {
@@ -64,7 +105,7 @@ fn next_table(e: &AtomicU64) -> Option<u64> {
     if cur & PRESENT != 0 {
         return (cur & HUGE == 0).then_some(cur & ADDR_MASK);
     }
-    let (phys, _) = super::backing::alloc_page(crate::topology::NodeId(0), true)?;
+    let (phys, node) = super::backing::alloc_page(NodeId(0), true)?;
     match e.compare_exchange(
         0,
         phys | PRESENT | WRITABLE,
@@ -73,6 +114,11 @@ fn next_table(e: &AtomicU64) -> Option<u64> {
     ) {
         Ok(_) => {
             TABLE_PAGES.fetch_add(1, Ordering::Relaxed);
+            // A table allocated before init_holder (none is) would look leaked to the
+            // conservation checks, which then fail loudly.
+            if let Some(n) = TABLE_PAGES_ON.get().and_then(|c| c.get(node.index())) {
+                n.fetch_add(1, Ordering::Relaxed);
+            }
             Some(phys)
         }
         Err(other) => {

@@ -84,6 +84,7 @@ pub fn init(opts: &Options) {
     if !probe::init() {
         crate::warn!("vmalloc: exception fixup table full; fault probes will not work");
     }
+    map::init_holder(crate::topology::get().nr_nodes());
     let Some((base, slot)) = map::claim_slot() else {
         crate::warn!("vmalloc: no free PML4 slot for the vmalloc range; vmalloc unavailable");
         return;

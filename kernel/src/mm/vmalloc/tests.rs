@@ -234,8 +234,25 @@ fn data_pages() -> u64 {
     backing::pages_out() - map::table_pages()
 }
 
-/// Purges everything (pools too) and checks that every page and all virtual space are back.
-fn conserved(v: &Vmalloc, data_before: u64) -> Result<(), String> {
+/// What a test starts from: vmalloc's own count of data pages, and the frame allocator's
+/// free + held bytes per node (`frame::settled_bytes`: its per-CPU lists drained, vmalloc's
+/// page tables and SLUB's pages counted as held).
+struct Before {
+    data_pages: u64,
+    frame: Vec<u64>,
+}
+
+fn snapshot() -> Result<Before, String> {
+    Ok(Before {
+        data_pages: data_pages(),
+        frame: crate::mm::frame::settled_bytes()?,
+    })
+}
+
+/// Purges everything (pools too) and checks that every page and all virtual space are back:
+/// vmalloc's own count of pages out, and, what sees a leak below vmalloc (a free the frame
+/// allocator refused), every node's free pages in the frame allocator.
+fn conserved(v: &Vmalloc, before: &Before) -> Result<(), String> {
     v.purge(Scope::All, true);
     for (i, c) in v.node_counts().iter().enumerate() {
         if c.busy_areas + c.lazy_areas + c.pool_areas != 0 {
@@ -252,12 +269,23 @@ fn conserved(v: &Vmalloc, data_before: u64) -> Result<(), String> {
     if v.lazy_pages() != 0 {
         return Err(format!("lazy pages {} after purge", v.lazy_pages()));
     }
-    if data_pages() != data_before {
+    if data_pages() != before.data_pages {
         return Err(format!(
             "pages not conserved: {} data pages held before the case, {} after",
-            data_before,
+            before.data_pages,
             data_pages()
         ));
+    }
+    let after = crate::mm::frame::settled_bytes()?;
+    for (node, (b, a)) in before.frame.iter().zip(&after).enumerate() {
+        if a != b {
+            return Err(format!(
+                "frame pages not conserved on node {}: {} pages free or held before, {} after",
+                node,
+                b / P,
+                a / P
+            ));
+        }
     }
     Ok(())
 }
@@ -273,7 +301,7 @@ fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
         let Some(v) = super::design(p) else {
             return Err(TestError::Skip(String::from("vmalloc not initialized")));
         };
-        let data_before = data_pages();
+        let before = snapshot()?;
         let (passed, failed, xfailed, ticks) = (
             AtomicU64::new(0),
             AtomicU64::new(0),
@@ -318,7 +346,7 @@ fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
         if let Some(e) = first_error.lock().take() {
             failures.push(format!("{}: {}", p.name(), e));
         }
-        if let Err(e) = conserved(v, data_before) {
+        if let Err(e) = conserved(v, &before) {
             failures.push(format!("{}: {}", p.name(), e));
         }
     }
@@ -335,7 +363,7 @@ fn bad_input(_ctx: &Ctx) -> TestResult {
         let Some(v) = super::design(p) else {
             return Err(TestError::Skip(String::from("vmalloc not initialized")));
         };
-        let data_before = data_pages();
+        let before = snapshot()?;
         kassert_eq!(va(v, 0, P), Err(VmError::ZeroSize));
         kassert_eq!(va(v, 1 << 40, P), Err(VmError::TooLarge(1 << 40)));
         kassert_eq!(va(v, P, 3 * P), Err(VmError::BadAlign(3 * P)));
@@ -363,7 +391,7 @@ fn bad_input(_ctx: &Ctx) -> TestResult {
             Err(FreeFault::AlreadyFreed { start: a })
         );
         kassert_eq!(v.counters.bad_frees.get() - bad_before, 4);
-        conserved(v, data_before)?;
+        conserved(v, &before)?;
     }
     let outside = super::bad_outside();
     kassert!(super::vfree(super::VAddr(0x1234)).is_err());
@@ -380,7 +408,7 @@ fn lazy_purge_shootdown(ctx: &Ctx) -> TestResult {
         let Some(v) = super::scratch(layout, 1 << 30) else {
             return Err(TestError::Skip(String::from("vmalloc not initialized")));
         };
-        let data_before = data_pages();
+        let before = snapshot()?;
         for _ in 0..ctx.opts.get(&crate::options::VMALLOC_TEST_LOOPS).max(100) {
             let a = va(&v, P, P).map_err(|e| format!("{:?}", e))?;
             free(&v, a)?;
@@ -400,7 +428,7 @@ fn lazy_purge_shootdown(ctx: &Ctx) -> TestResult {
             );
         }
         kassert!(v.global_lock_stats().acquisitions > 0);
-        conserved(&v, data_before)?;
+        conserved(&v, &before)?;
     }
     Ok(())
 }
@@ -412,7 +440,7 @@ fn exhaustion(_ctx: &Ctx) -> TestResult {
     let Some(v) = super::scratch(layout, 64 * P) else {
         return Err(TestError::Skip(String::from("vmalloc not initialized")));
     };
-    let data_before = data_pages();
+    let before = snapshot()?;
     let mut got = Vec::new();
     while let Ok(a) = va(&v, 3 * P, P) {
         got.push(a);
@@ -440,7 +468,7 @@ fn exhaustion(_ctx: &Ctx) -> TestResult {
         "a lazy range is reclaimed by a purge"
     );
     free(&v, big)?;
-    conserved(&v, data_before)?;
+    conserved(&v, &before)?;
     Ok(())
 }
 
@@ -494,7 +522,7 @@ fn api(_ctx: &Ctx) -> TestResult {
     let Some(v) = super::active() else {
         return Err(TestError::Skip(String::from("vmalloc not initialized")));
     };
-    let data_before = data_pages();
+    let before = snapshot()?;
     let a = super::vmalloc(10_000).map_err(|e| format!("{:?}", e))?;
     let z = super::vzalloc(2 * P as usize).map_err(|e| format!("{:?}", e))?;
     let n = super::vmalloc_node(P as usize, crate::topology::NodeId(0))
@@ -528,7 +556,7 @@ fn api(_ctx: &Ctx) -> TestResult {
     for x in [a, z, n] {
         kassert!(super::vfree(x).is_ok());
     }
-    conserved(v, data_before)?;
+    conserved(v, &before)?;
     kassert!(v.counters.allocs.get() >= 4);
     let _: Option<*mut u8> = Some(a.as_mut_ptr());
     let _: super::VmallocError = VmError::NoMemory;
@@ -542,7 +570,7 @@ fn owned_areas(_ctx: &Ctx) -> TestResult {
     let Some(v) = super::active() else {
         return Err(TestError::Skip(String::from("vmalloc not initialized")));
     };
-    let data_before = data_pages();
+    let before = snapshot()?;
     let frees_before = v.counters.frees.get();
     let bad_before = v.counters.bad_frees.get();
     let mut a = super::VmArea::vmalloc(3 * P as usize).map_err(|e| format!("{:?}", e))?;
@@ -572,7 +600,7 @@ fn owned_areas(_ctx: &Ctx) -> TestResult {
     drop((a, z, n));
     kassert_eq!(v.counters.frees.get() - frees_before, 4);
     kassert_eq!(v.counters.bad_frees.get(), bad_before);
-    Ok(conserved(v, data_before)?)
+    Ok(conserved(v, &before)?)
 }
 
 /// The dump has the format of /proc/vmallocinfo with per-NUMA-node page counts; the
