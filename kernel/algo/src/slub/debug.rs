@@ -64,8 +64,8 @@ impl<P: Platform> Cache<P> {
     }
 
     /// Checks an object a debug cache is about to hand out: it must be in the free state
-    /// with its red zone intact and its poison intact, and the next free pointer must stay
-    /// inside the CPU slab. Misuse is reported (the object is still handed out, marked
+    /// with its red zone intact and its poison intact, and the next free pointer must be an
+    /// object boundary inside the CPU slab. Misuse is reported (the object is still handed out, marked
     /// allocated; a corrupt private freelist is dropped).
     pub(crate) fn debug_alloc_checks(&self, c: &CpuSlab, obj: usize) {
         let p = &self.plat;
@@ -87,8 +87,14 @@ impl<P: Platform> Cache<P> {
             }
         }
         if self.debug.sanity {
+            // The next free pointer must be an object boundary inside the CPU slab: in range
+            // is not enough (a pointer between two objects would hand out an overlap).
             let next = c.debug_freelist.load(Relaxed);
-            if next != 0 && next.wrapping_sub(c.base.load(Relaxed)) >= c.span.load(Relaxed) {
+            let off = next.wrapping_sub(c.base.load(Relaxed));
+            if next != 0
+                && (off >= c.span.load(Relaxed)
+                    || self.object_index(off) >= self.order_objects().objects)
+            {
                 c.debug_freelist.store(0, Relaxed);
                 self.report_error(next, ErrorKind::FreelistCorrupt, None);
             }
