@@ -258,8 +258,11 @@ pub fn queue_lazy<M: Copy, S: Shards<M>>(
     size_bytes: u64,
 ) -> Option<Scope> {
     let layout = *s.layout();
-    let node_lazy = on_node(s, vn, |n| n.lazy_push(start, size_bytes));
+    // Count the pages before the area is visible on a list: a purge on another CPU can take
+    // the list right after the push, and subtracts what it took; counted after, the total
+    // would go below zero in between (an unsigned wrap that forces purges).
     let total = s.lazy_add((size_bytes / PAGE_BYTES) as i64);
+    let node_lazy = on_node(s, vn, |n| n.lazy_push(start, size_bytes));
     match layout.policy {
         Policy::Numa if node_lazy > layout.lazy_max_pages => Some(Scope::Node(vn)),
         Policy::Numa => None,
@@ -358,6 +361,11 @@ mod tests {
         lazy: Cell<u64>,
         free_locks: Cell<u64>,
         flushes: Cell<u64>,
+        /// Set by a test: the next node-lock section that leaves a lazy area on a node runs a
+        /// purge of everything right after (another CPU purging between two steps of a free).
+        purge_after_lazy_push: Cell<bool>,
+        /// The largest lazy total seen (a wrapped, "negative" count shows up as huge).
+        lazy_max_seen: Cell<u64>,
     }
 
     impl Host {
@@ -372,6 +380,8 @@ mod tests {
                 lazy: Cell::new(0),
                 free_locks: Cell::new(0),
                 flushes: Cell::new(0),
+                purge_after_lazy_push: Cell::new(false),
+                lazy_max_seen: Cell::new(0),
             }
         }
     }
@@ -389,10 +399,17 @@ mod tests {
             f(&mut self.free.borrow_mut())
         }
         fn with_node<R>(&self, vn: VnId, f: impl FnOnce(&mut VmapNode<Busy<u32>>) -> R) -> R {
-            f(&mut self.nodes[vn.index()].borrow_mut())
+            let r = f(&mut self.nodes[vn.index()].borrow_mut());
+            let pushed = self.nodes[vn.index()].borrow().lazy_pages() > 0;
+            if pushed && self.purge_after_lazy_push.replace(false) {
+                purge(self, Scope::All, false);
+            }
+            r
         }
         fn lazy_add(&self, delta: i64) -> u64 {
-            self.lazy.set((self.lazy.get() as i64 + delta) as u64);
+            self.lazy.set(self.lazy.get().wrapping_add_signed(delta));
+            self.lazy_max_seen
+                .set(self.lazy_max_seen.get().max(self.lazy.get()));
             self.lazy.get()
         }
         fn flush_tlb(&self, start: u64, end: u64) {
@@ -413,6 +430,26 @@ mod tests {
             assert_eq!(r.flushes, 1);
         }
         Ok(size)
+    }
+
+    /// Issue 14: a purge on another CPU between a free's push onto a lazy list and its add to
+    /// the lazy page count took the area's pages off the count before they were on it, and
+    /// the unsigned count wrapped (a huge "total" that forces purges). The count is now raised
+    /// before the area becomes visible on a list, so it never goes below zero.
+    #[test]
+    fn lazy_count_never_goes_below_zero_when_a_purge_runs_in_between() {
+        let h = Host::new(Policy::Cpu, 2, 1, 1 << 20, 1024);
+        let a = reserve(&h, 4 * P, P, CpuId(0), NodeId(0), 1).unwrap().start;
+        h.purge_after_lazy_push.set(true);
+        assert_eq!(free(&h, a, NodeId(0)), Ok(4 * P));
+        assert!(!h.purge_after_lazy_push.get(), "the purge ran");
+        assert_eq!(h.lazy.get(), 0);
+        assert!(
+            h.lazy_max_seen.get() <= 4,
+            "lazy count wrapped: {:#x}",
+            h.lazy_max_seen.get()
+        );
+        conserved(&h);
     }
 
     fn conserved(h: &Host) {
