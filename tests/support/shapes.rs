@@ -49,13 +49,14 @@ pub fn memoryless() -> Arc<Outcome> {
     shared_pass(&memoryless_config())
 }
 
-/// `8node`: 64 vCPUs; only the SMP tests (the whole suite would take many minutes on 2 host
-/// cores), with `smp.verbose=1` (s01, s02).
+/// `8node`: 8 nodes x 8 CPUs, 64 vCPUs; the whole test suite (s01, s02, s04). Per-CPU
+/// structures sized by the CPU count only cross a page here (issue 14 bug 7: a destroyed
+/// SLUB cache kept its 64 * 320-byte per-CPU array, whole heap pages). On the 2-core host
+/// the boot took 121.7 s inside a whole `./qemu-run.sh test` (3 min 57 s in all), 142.8 s
+/// on its own, 183.1 s beside another session's QEMUs: under 3 minutes, so not `#[ignore]`d.
 pub fn eight_node_config() -> RunConfig {
-    let mut c = config("8node");
+    let mut c = whole_suite("8node");
     c.timeout = Duration::from_secs(600);
-    c.sets.push("smp.verbose=1".into());
-    c.sets.push("filter=smp".into());
     c
 }
 

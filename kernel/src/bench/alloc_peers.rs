@@ -325,8 +325,9 @@ fn alloc_peers_inner(clock: Clock) -> TestResult {
     }
     .line();
     crate::println!("{}", line);
-    c64.destroy()
-        .map_err(|n| alloc::format!("bench-64: {} live", n))?;
+    // SAFETY: the bench's last use of its cache (its peer wrapper `cp` is not used after
+    // this), run on this CPU only.
+    unsafe { c64.destroy() }.map_err(|n| alloc::format!("bench-64: {} live", n))?;
 
     let (base, size, phys) = arena()?;
     let mut ll = LinkedList(linked_list_allocator::Heap::empty());

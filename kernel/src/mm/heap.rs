@@ -35,6 +35,11 @@ impl frame::PageHolder for HeapPages {
     }
 }
 
+/// Pages the heap holds for page-sized layouts, all nodes together.
+pub fn held_pages() -> u64 {
+    PAGES_ON.iter().map(|n| n.load(Relaxed)).sum()
+}
+
 /// Registers the heap's pages with the frame allocator's holders (once, after frame::init).
 pub fn init() {
     frame::register_holder(&HeapPages);
