@@ -93,6 +93,12 @@ options! {
         default: "tsc",
         help: "how rdtsc is read: set to icount by the host's --icount",
     };
+    BENCH_REP: u64 = Spec {
+        key: "bench.rep",
+        kind: Kind::U64 { min: 0, max: 1_000_000 },
+        default: "0",
+        help: "repetition number set by qemu-run.sh bench: odd repetitions run each experiment's cases in reverse order",
+    };
     FRAME_PCP: bool = Spec {
         key: "frame.pcp",
         kind: Kind::Bool,

@@ -109,7 +109,7 @@ fn memoryless_node(_ctx: &Ctx) -> TestResult {
     let per_cpu = super::pick(4000, 400) as usize;
     let cpus = workload::online().len() as u32;
     if memoryless_with_cpus {
-        for (case, fix) in [("fixed", true), ("unfixed", false)] {
+        for (case, fix) in super::rep_order([("fixed", true), ("unfixed", false)]) {
             let kib = run_case(case, fix, per_cpu)?;
             super::record(NAME, case, "slab_kib", kib as f64, "kib", cpus);
         }

@@ -148,7 +148,7 @@ fn numa_locality(ctx: &Ctx) -> TestResult {
     let per_cpu = super::pick(10_000, 600);
     let n = cpus.len() as u32;
     let hz = workload::ticks_per_sec();
-    for (case, prefer_local) in [("prefer_local", true), ("default", false)] {
+    for (case, prefer_local) in super::rep_order([("prefer_local", true), ("default", false)]) {
         let s = run_case(case, prefer_local, per_cpu)?;
         super::record(
             NAME,

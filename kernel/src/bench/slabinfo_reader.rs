@@ -122,10 +122,10 @@ fn slabinfo_reader(ctx: &Ctx) -> TestResult {
     let cpus = workload::online().len() as u32;
     let pool_objs = super::pick(4096, 512) as usize;
     let reads = super::pick(500, 40);
-    for (case, mode) in [
+    for (case, mode) in super::rep_order([
         ("scan", SlabinfoMode::Scan),
         ("counters", SlabinfoMode::Counters),
-    ] {
+    ]) {
         let s = run_case(case, mode, pool_objs, reads)?;
         super::record(
             NAME,

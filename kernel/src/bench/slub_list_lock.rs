@@ -184,7 +184,7 @@ fn slub_list_lock(ctx: &Ctx) -> TestResult {
     let counts = cpu_counts(online.len(), CPU_PERCENTS);
     let hz = workload::ticks_per_sec();
     let mut knobs = Vec::new();
-    for (case, tunables) in tunings(Some(x2_objects)) {
+    for (case, tunables) in super::rep_order(tunings(Some(x2_objects))) {
         let mut counters = CaseCounters::new(case);
         for &k in &counts {
             let cpus = workload::first_cpus(k);

@@ -142,7 +142,7 @@ fn one_cpu(opts: &Options, p: Policy) -> Result<(), TestError> {
 /// In the icount boot only the instruction count runs; in the others the all-CPU cases.
 fn vmalloc_scaling(ctx: &Ctx) -> TestResult {
     let opts = ctx.opts;
-    for p in Policy::ALL {
+    for p in super::rep_order(Policy::ALL) {
         if super::instruction_boot() {
             one_cpu(opts, p)?;
         } else {

@@ -13,7 +13,11 @@
 //! `# bench progress: EXPERIMENT CASE PERCENT%` at most once per second of guest time.
 //! Experiments meant for the multi-CPU boot skip themselves in the one-CPU icount boot
 //! (`needs_cpus`), and instruction-count experiments emit only when it is one
-//! (`instruction_boot`).
+//! (`instruction_boot`: icount clock and one CPU online). Under icount with several CPUs online
+//! (the host's `det` boot: QEMU runs the vCPUs round-robin on one host thread) the multi-CPU
+//! experiments run, and every count they print is a function of the code alone.
+//! `bench.rep=N` (set by the host for its N-th repetition) reverses the case order of
+//! multi-case experiments on odd repetitions (`rep_order`).
 //!
 //! A leaf like the rest of ktest: serial, options and arch only; the node count comes from the
 //! runner's context (`set_machine`).
@@ -34,10 +38,14 @@ static SELECTION: Once<Selection> = Once::new();
 static PROGRESS: Mutex<Option<ProgressLimiter>> = Mutex::new(None);
 /// NUMA nodes of the machine, for the records' `nodes` field (set by `ktest::run`).
 static NR_NODES: AtomicU32 = AtomicU32::new(1);
+/// CPUs online when the tests started (set by `ktest::run`).
+static CPUS_ONLINE: AtomicU32 = AtomicU32::new(1);
 
-/// Remembers the machine's node count for `record` (called by the runner before any test).
-pub(super) fn set_machine(nr_nodes: usize) {
+/// Remembers the machine's node count for `record` and the CPUs online for
+/// `instruction_boot` (called by the runner before any test).
+pub(super) fn set_machine(nr_nodes: usize, cpus_online: usize) {
     NR_NODES.store(nr_nodes as u32, Relaxed);
+    CPUS_ONLINE.store(cpus_online as u32, Relaxed);
 }
 
 /// The experiments `bench=` selects.
@@ -59,8 +67,25 @@ pub fn clock() -> Clock {
 }
 
 /// True in the host's one-CPU `--icount` boot: instruction metrics run, contention ones skip.
+/// Under icount with several CPUs online (the host's deterministic `det` boot) it is false:
+/// the multi-CPU experiments run there, with ticks counted in instructions.
 pub fn instruction_boot() -> bool {
-    clock() == Clock::Icount
+    clock() == Clock::Icount && CPUS_ONLINE.load(Relaxed) <= 1
+}
+
+/// This boot's repetition number (`bench.rep`, 0 unless the host repeats the boot).
+pub fn rep() -> u64 {
+    crate::options::load().get(&crate::options::BENCH_REP)
+}
+
+/// `cases` in this repetition's order: as given on even repetitions, reversed on odd ones, so
+/// that over repetitions no case always runs first (on a warm or cold machine).
+pub fn rep_order<T>(cases: impl IntoIterator<Item = T>) -> alloc::vec::Vec<T> {
+    let mut v: alloc::vec::Vec<T> = cases.into_iter().collect();
+    if rep() % 2 == 1 {
+        v.reverse();
+    }
+    v
 }
 
 /// True for the short variants (`bench.smoke=1`).

@@ -234,7 +234,7 @@ pub fn expect_warnings(count: u32, what: &str) {
 /// Runs the selected tests of `suite`, printing KTAP version 1 with one subtest block per
 /// KSuite. Returns true when no test failed and at least one ran.
 pub fn run(suite: Suite, ctx: &Ctx) -> bool {
-    bench::set_machine(ctx.nr_nodes);
+    bench::set_machine(ctx.nr_nodes, ctx.cpus_online);
     let tests = selected(suite, ctx.opts);
     let groups: Vec<&[&KTest]> = tests
         .chunk_by(|a, b| core::ptr::eq(a.suite, b.suite))
