@@ -3,10 +3,14 @@
 //! logs and SVG charts beside it, and prints the tables. Also the no-argument main job
 //! (`qemu-run.sh`: tests, stress and smoke benchmarks, then the tables) and `--compare`.
 //!
-//! Boots: `tsc` (the machine as given, all CPUs: contention, throughput, memory), `icount`
-//! (the same machine with one CPU online, `-smp 1,maxcpus=N`, under `--icount`: instruction
-//! counts), and `uma` (only when memoryless_node printed results: the `uma` preset with the
-//! same CPUs and memory, for its `single_node` case).
+//! Boots: `tsc` (the machine as given, all CPUs: contention, throughput, memory; repeated
+//! `--reps` times with the case order reversed on odd repetitions), `det` (the same machine
+//! under `--icount`: QEMU runs the vCPUs round-robin on one host thread, so the counts of the
+//! count experiments are exact and repeat; only counts are kept), `icount` (the same machine
+//! with one CPU online, `-smp 1,maxcpus=N`, under `--icount`: instruction counts), and `uma`
+//! (only when memoryless_node printed results: the `uma` preset with the same CPUs and memory,
+//! for its `single_node` case; repeated like tsc). The main job adds a boot of the `memoryless`
+//! preset for memoryless_node.
 
 use crate::bench::{self, BenchRecord, Boot, BootResult, Violation};
 use crate::cli::{self, exit, BenchOptions, Job};
@@ -32,7 +36,14 @@ pub struct BenchArgs {
     pub out_dir: Option<PathBuf>,
     /// `--compare A B`: no boot, print the change from A to B.
     pub compare: Option<(PathBuf, PathBuf)>,
+    /// Repetitions of every host-time (tsc, uma) boot.
+    pub reps: u32,
+    /// Plan no det boot (the main job's memoryless boot: its counts are in the full run).
+    pub no_det: bool,
 }
+
+/// Repetitions of the host-time boots unless `--reps` says: 3, or 1 for `--smoke`.
+pub const DEFAULT_REPS: u32 = 3;
 
 impl BenchArgs {
     /// What the `bench` command line asks for.
@@ -42,6 +53,8 @@ impl BenchArgs {
             smoke: o.smoke,
             verbose: o.verbose,
             main_job: false,
+            reps: o.reps.unwrap_or(if o.smoke { 1 } else { DEFAULT_REPS }),
+            no_det: false,
             out_dir: o.out,
             compare: o.compare.and_then(|files| match files.as_slice() {
                 [a, b] => Some((a.clone(), b.clone())),
@@ -61,7 +74,30 @@ impl BenchArgs {
             main_job: true,
             out_dir: None,
             compare: None,
+            reps: 1,
+            no_det: false,
         }
+    }
+
+    /// The main job's second machine: memoryless_node on the `memoryless` preset (seed 003's
+    /// shape), with its uma comparison.
+    fn memoryless_job(&self) -> Option<BenchArgs> {
+        if !self.main_job || self.base.user_describes_machine() {
+            return None;
+        }
+        let mut base = self.base.clone();
+        base.topology = crate::presets::find("memoryless")?;
+        base.smp = None;
+        base.mem_mib = None;
+        base.suite = "bench".into();
+        base.sets.retain(|s| !s.starts_with("bench="));
+        base.sets.push("bench=memoryless_node".into());
+        Some(BenchArgs {
+            base,
+            main_job: false,
+            no_det: true,
+            ..self.clone()
+        })
     }
 }
 
@@ -169,14 +205,59 @@ fn machine_size(base: &RunConfig) -> (u32, u64) {
     }
 }
 
-/// The configuration of one boot.
-fn boot_config(args: &BenchArgs, boot: Boot) -> Result<RunConfig, String> {
+/// The experiments `bench=` selects (empty: all).
+fn selected(args: &BenchArgs) -> Vec<&str> {
+    args.base
+        .sets
+        .iter()
+        .filter_map(|s| s.strip_prefix("bench="))
+        .flat_map(|v| v.split(',').map(str::trim).filter(|w| !w.is_empty()))
+        .collect()
+}
+
+/// The experiments that print counts (`MetricKind::Count`): they run again in the det boot.
+pub const COUNT_EXPERIMENTS: &[&str] = &[
+    "slub_list_lock",
+    "slabinfo_reader",
+    "numa_locality",
+    "vmalloc_scaling",
+    "memoryless_node",
+];
+
+/// The det boot's `bench=`: the selected count experiments (all of them when `bench=` selects
+/// everything), or None when no selected experiment prints counts.
+fn det_selection(args: &BenchArgs) -> Option<String> {
+    let sel = selected(args);
+    let names: Vec<&str> = COUNT_EXPERIMENTS
+        .iter()
+        .copied()
+        .filter(|n| sel.is_empty() || sel.contains(n))
+        .collect();
+    (!names.is_empty()).then(|| names.join(","))
+}
+
+/// The machine of `c` as explicit QEMU arguments (preset, --smp and --mem resolved).
+fn explicit_machine(c: &mut RunConfig) {
+    if !c.user_describes_machine() {
+        let cpus = c.smp.unwrap_or(c.topology.cpus);
+        let mem = c.mem_mib.unwrap_or(c.topology.mem_mib);
+        let mut machine = c.topology.qemu_args(cpus, mem);
+        machine.append(&mut c.extra);
+        c.extra = machine;
+    }
+}
+
+/// The configuration of one boot (`rep`: its repetition, 0-based).
+fn boot_config(args: &BenchArgs, boot: Boot, rep: u32) -> Result<RunConfig, String> {
     let mut c = args.base.clone();
-    if boot != Boot::Tsc || !args.main_job {
+    if boot != Boot::Tsc || !args.main_job || rep > 0 {
         c.suite = "bench".into();
     }
     if args.smoke {
         c.sets.push("bench.smoke=1".into());
+    }
+    if rep > 0 {
+        c.sets.push(format!("bench.rep={rep}"));
     }
     c.echo = args.verbose;
     c.echo_prefixes = [
@@ -193,14 +274,14 @@ fn boot_config(args: &BenchArgs, boot: Boot) -> Result<RunConfig, String> {
         Boot::Tsc => {}
         Boot::Icount => {
             c.icount = true;
-            if !c.user_describes_machine() {
-                let cpus = c.smp.unwrap_or(c.topology.cpus);
-                let mem = c.mem_mib.unwrap_or(c.topology.mem_mib);
-                let mut machine = c.topology.qemu_args(cpus, mem);
-                machine.append(&mut c.extra);
-                c.extra = machine;
-            }
+            explicit_machine(&mut c);
             c.extra = one_cpu(&c.extra)?;
+        }
+        Boot::Det => {
+            c.icount = true;
+            let only = det_selection(args).ok_or("bench: no count experiment selected for det")?;
+            c.sets.retain(|s| !s.starts_with("bench="));
+            c.sets.push(format!("bench={only}"));
         }
         Boot::Uma => {
             let (cpus, mem) = machine_size(&args.base);
@@ -218,6 +299,8 @@ fn boot_config(args: &BenchArgs, boot: Boot) -> Result<RunConfig, String> {
 /// One finished boot.
 pub struct BootRun {
     pub boot: Boot,
+    /// Its repetition (0-based; only tsc and uma boots are repeated).
+    pub rep: u32,
     pub config: RunConfig,
     pub outcome: Outcome,
     /// The BENCH lines that keep the contract.
@@ -252,24 +335,64 @@ impl BootRun {
     }
 }
 
-fn run_boot(args: &BenchArgs, boot: Boot, img: &Path) -> Result<BootRun, String> {
-    let config = boot_config(args, boot)?;
+/// Boots `boot` (repetition `rep`) of `args` on `img` and collects its BENCH lines (in the det
+/// boot only the counts, `bench::det_keeps`).
+pub fn run_boot(args: &BenchArgs, boot: Boot, rep: u32, img: &Path) -> Result<BootRun, String> {
+    let config = boot_config(args, boot, rep)?;
+    let reps = if boot.deterministic() { 1 } else { args.reps };
     println!(
-        "numalab: bench: {} boot (suite={}{}): {}",
+        "numalab: bench: {} boot{} (suite={}{}): {}",
         boot.name(),
+        if reps > 1 {
+            format!(" rep {}/{reps}", rep + 1)
+        } else {
+            String::new()
+        },
         config.suite,
         if args.smoke { ", smoke" } else { "" },
         config.qemu_args(img)?.join(" ")
     );
     let outcome = qemu::run(&config, img);
-    let (records, violations) = bench::parse_log(&outcome.log, boot);
+    let (mut records, violations) = bench::parse_log(&outcome.log, boot);
+    records.retain(bench::det_keeps);
+    for r in &mut records {
+        r.rep = rep;
+    }
     Ok(BootRun {
         boot,
+        rep,
         config,
         outcome,
         records,
         violations,
     })
+}
+
+/// The host's core count.
+pub fn host_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The most vCPUs of any boot in `runs`.
+fn max_vcpus(runs: &[BootRun]) -> u32 {
+    runs.iter()
+        .map(|r| machine_size(&r.config).0)
+        .max()
+        .unwrap_or(1)
+}
+
+/// The line printed above the tables: host cores, vCPUs, and whether the host is
+/// oversubscribed (more vCPUs than cores: vCPUs take turns, contention figures are compressed).
+pub fn machine_line(host_cpus: usize, vcpus: u32, reps: u32) -> String {
+    let over = vcpus as usize > host_cpus;
+    format!(
+        "numalab: bench: host {host_cpus} cores, machine {vcpus} vCPUs{}; tsc boots repeated {reps}x (median, min..max; n.s. = ranges overlap)",
+        if over {
+            ": OVERSUBSCRIBED (vCPUs take turns on the host cores; contention figures flagged below are compressed)"
+        } else {
+            ""
+        }
+    )
 }
 
 fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &str) -> Value {
@@ -285,6 +408,8 @@ fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &str) 
         .map(|r| {
             json!({
                 "boot": r.boot.name(),
+                "rep": r.rep,
+                "vcpus": machine_size(&r.config).0,
                 "kernel_cmdline": r.config.kernel_cmdline(),
                 "qemu_args": r.config.qemu_args(img).unwrap_or_default(),
                 "verdict": format!("{:?}", r.outcome.verdict),
@@ -297,12 +422,16 @@ fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &str) 
         "date": iso,
         "git_rev": rev,
         "host": host,
-        "host_cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        "host_cpus": host_cpus(),
+        "vcpus": max_vcpus(runs),
+        "oversubscribed": max_vcpus(runs) as usize > host_cpus(),
+        "reps": args.reps,
         "qemu": qemu_version,
         "topology": if args.base.user_describes_machine() { "custom (QEMU arguments)" } else { args.base.topology.name },
         "options": {
             "smoke": args.smoke,
             "main_job": args.main_job,
+            "reps": args.reps,
             "sets": args.base.sets,
             "firmware": args.base.firmware.name(),
             "extra_qemu_args": args.base.extra,
@@ -319,31 +448,29 @@ const MULTI_CPU_ONLY: &[&str] = &[
     "numa_locality",
 ];
 
-/// The boots `args` needs: tsc, and icount unless `bench=` names only multi-CPU experiments.
-fn planned_boots(args: &BenchArgs) -> Vec<Boot> {
-    let selected: Vec<&str> = args
-        .base
-        .sets
-        .iter()
-        .filter_map(|s| s.strip_prefix("bench="))
-        .flat_map(|v| v.split(',').map(str::trim).filter(|w| !w.is_empty()))
-        .collect();
+/// The boots `args` needs, each with its repetition: tsc (x reps), det unless no selected
+/// experiment prints counts, and icount unless `bench=` names only multi-CPU experiments.
+fn planned_boots(args: &BenchArgs) -> Vec<(Boot, u32)> {
+    let selected = selected(args);
     let icount_useless = !args.main_job
         && !selected.is_empty()
         && selected.iter().all(|n| MULTI_CPU_ONLY.contains(n));
-    if icount_useless {
-        vec![Boot::Tsc]
-    } else {
-        vec![Boot::Tsc, Boot::Icount]
+    let mut plan: Vec<(Boot, u32)> = (0..args.reps.max(1)).map(|r| (Boot::Tsc, r)).collect();
+    if !args.no_det && det_selection(args).is_some() {
+        plan.push((Boot::Det, 0));
     }
+    if !icount_useless {
+        plan.push((Boot::Icount, 0));
+    }
+    plan
 }
 
-/// Runs the tsc and icount boots of `args` on `img` (icount only when some selected
-/// experiment measures there), then the uma boot when memoryless_node printed results.
+/// Runs the boots of `args` on `img` (`planned_boots`), then the uma boot (x reps) when
+/// memoryless_node printed results; the main job then does the same for its memoryless boot.
 pub fn run_boots(args: &BenchArgs, img: &Path) -> Result<Vec<BootRun>, String> {
     let mut runs = Vec::new();
-    for boot in planned_boots(args) {
-        runs.push(run_boot(args, boot, img)?);
+    for (boot, rep) in planned_boots(args) {
+        runs.push(run_boot(args, boot, rep, img)?);
     }
     let memoryless_ran = runs.iter().any(|r| {
         r.records
@@ -351,7 +478,12 @@ pub fn run_boots(args: &BenchArgs, img: &Path) -> Result<Vec<BootRun>, String> {
             .any(|x| x.bench == "memoryless_node" && x.case != "single_node")
     });
     if memoryless_ran {
-        runs.push(run_boot(args, Boot::Uma, img)?);
+        for rep in 0..args.reps.max(1) {
+            runs.push(run_boot(args, Boot::Uma, rep, img)?);
+        }
+    }
+    if let Some(m) = args.memoryless_job() {
+        runs.extend(run_boots(&m, img)?);
     }
     Ok(runs)
 }
@@ -456,7 +588,9 @@ pub fn run(args: &BenchArgs) -> i32 {
     let stem = format!("{stamp}-{rev}");
     match write_results(args, &runs, &all, &img, &dir, &stem, &iso, &rev) {
         Ok(files) => {
-            print!("{}", bench::tables(&all));
+            println!("{}", machine_line(host_cpus(), max_vcpus(&runs), args.reps));
+            print!("{}", bench::tables(&all, host_cpus()));
+            print!("{}", bench::seeds_table(&all));
             println!();
             for f in files {
                 println!("numalab: bench: wrote {}", f.display());
@@ -602,35 +736,96 @@ mod tests {
     #[test]
     fn icount_boot_is_the_same_machine_with_one_cpu() {
         let a = parse(&args("--topology memoryless")).unwrap();
-        let c = boot_config(&a, Boot::Icount).unwrap();
+        let c = boot_config(&a, Boot::Icount, 0).unwrap();
         assert!(c.icount);
         assert!(c.kernel_cmdline().contains("bench.clock=icount"));
         let joined = c.extra.join(" ");
         assert!(joined.starts_with("-smp 1,maxcpus=8 -m 2048M"), "{joined}");
         assert!(joined.contains("-numa node,nodeid=1,cpus=4-7,memdev=m1"));
-        let t = boot_config(&a, Boot::Tsc).unwrap();
+        let t = boot_config(&a, Boot::Tsc, 0).unwrap();
         assert!(!t.kernel_cmdline().contains("bench.clock"));
-        let u = boot_config(&a, Boot::Uma).unwrap();
+        let u = boot_config(&a, Boot::Uma, 0).unwrap();
         assert_eq!(
             (u.topology.name, u.smp, u.mem_mib),
             ("uma", Some(8), Some(2048))
         );
         assert!(u.cmdline().ends_with("bench=memoryless_node"));
         let only = parse(&args("--topology memoryless --set bench=memoryless_node")).unwrap();
-        let u = boot_config(&only, Boot::Uma).unwrap();
+        let u = boot_config(&only, Boot::Uma, 0).unwrap();
         assert_eq!(u.cmdline().matches("bench=").count(), 1, "{}", u.cmdline());
         let bad = parse(&args("-- -smp 4,sockets=2")).unwrap();
-        assert!(boot_config(&bad, Boot::Icount).is_err());
+        assert!(boot_config(&bad, Boot::Icount, 0).is_err());
     }
 
     #[test]
-    fn icount_boot_only_when_it_measures_something() {
-        let both = vec![Boot::Tsc, Boot::Icount];
-        assert_eq!(planned_boots(&parse(&args("--smoke")).unwrap()), both);
-        let ml = parse(&args("--set bench=memoryless_node,numa_locality")).unwrap();
-        assert_eq!(planned_boots(&ml), vec![Boot::Tsc]);
-        let mixed = parse(&args("--set bench=memoryless_node,page_alloc")).unwrap();
-        assert_eq!(planned_boots(&mixed), both);
+    fn boots_planned_for_what_is_selected() {
+        use Boot::*;
+        let plan = |s: &str| planned_boots(&parse(&args(s)).unwrap());
+        assert_eq!(plan("--smoke"), vec![(Tsc, 0), (Det, 0), (Icount, 0)]);
+        assert_eq!(
+            plan("--reps 2"),
+            vec![(Tsc, 0), (Tsc, 1), (Det, 0), (Icount, 0)]
+        );
+        assert_eq!(
+            plan(""),
+            vec![(Tsc, 0), (Tsc, 1), (Tsc, 2), (Det, 0), (Icount, 0)],
+            "three repetitions by default, one with --smoke"
+        );
+        assert_eq!(
+            plan("--smoke --set bench=memoryless_node,numa_locality"),
+            vec![(Tsc, 0), (Det, 0)]
+        );
+        assert_eq!(
+            plan("--smoke --set bench=memoryless_node,page_alloc"),
+            vec![(Tsc, 0), (Det, 0), (Icount, 0)]
+        );
+        // No count experiment selected: no det boot.
+        assert_eq!(
+            plan("--smoke --set bench=alloc_peers"),
+            vec![(Tsc, 0), (Icount, 0)]
+        );
+        for bad in ["--reps 0", "--reps 21", "--reps x"] {
+            assert!(parse(&args(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn det_boot_is_the_whole_machine_under_icount_with_the_count_experiments() {
+        let a = parse(&args("--smoke --set bench=slub_list_lock,alloc_peers")).unwrap();
+        let d = boot_config(&a, Boot::Det, 0).unwrap();
+        assert!(d.icount && d.smp.is_none() && d.extra.is_empty());
+        assert_eq!(
+            d.kernel_cmdline(),
+            "suite=bench bench.smoke=1 bench=slub_list_lock bench.clock=icount"
+        );
+        let q = d.qemu_args(Path::new("x.img")).unwrap().join(" ");
+        assert!(
+            q.contains("-icount shift=0,sleep=off") && q.contains("-smp 8 "),
+            "{q}"
+        );
+        let all = parse(&args("")).unwrap();
+        let d = boot_config(&all, Boot::Det, 0).unwrap();
+        assert!(d
+            .cmdline()
+            .ends_with(&format!("bench={}", COUNT_EXPERIMENTS.join(","))));
+        // Repetitions after the first tell the kernel, which reverses the case order.
+        let t = boot_config(&all, Boot::Tsc, 1).unwrap();
+        assert_eq!(t.cmdline(), "suite=bench bench.rep=1");
+        assert_eq!(
+            boot_config(&all, Boot::Tsc, 0).unwrap().cmdline(),
+            "suite=bench"
+        );
+    }
+
+    #[test]
+    fn the_header_line_flags_oversubscription() {
+        let l = machine_line(2, 8, 3);
+        assert!(
+            l.contains("host 2 cores, machine 8 vCPUs: OVERSUBSCRIBED"),
+            "{l}"
+        );
+        assert!(l.contains("repeated 3x"));
+        assert!(!machine_line(16, 8, 1).contains("OVERSUBSCRIBED"));
     }
 
     #[test]
@@ -639,11 +834,23 @@ mod tests {
             panic!("no arguments is not the main job");
         };
         let a = BenchArgs::main_job(base);
-        let t = boot_config(&a, Boot::Tsc).unwrap();
+        let t = boot_config(&a, Boot::Tsc, 0).unwrap();
         assert_eq!(t.cmdline(), "suite=all bench.smoke=1");
-        let i = boot_config(&a, Boot::Icount).unwrap();
+        let i = boot_config(&a, Boot::Icount, 0).unwrap();
         assert_eq!(i.cmdline(), "suite=bench bench.smoke=1");
         assert_eq!(t.topology.name, "4node");
+        assert_eq!(a.reps, 1);
+        // memoryless_node joins the main job on its seed's machine, without a det boot.
+        let m = a
+            .memoryless_job()
+            .expect("the main job has a memoryless boot");
+        assert_eq!(m.base.topology.name, "memoryless");
+        assert_eq!(planned_boots(&m), vec![(Boot::Tsc, 0)]);
+        assert_eq!(
+            boot_config(&m, Boot::Tsc, 0).unwrap().cmdline(),
+            "suite=bench bench=memoryless_node bench.smoke=1"
+        );
+        assert!(m.memoryless_job().is_none());
     }
 
     #[test]

@@ -46,10 +46,12 @@ const BENCH_USAGE: &str = "qemu-run.sh bench [OPTIONS] [-- QEMU ARGS...]
        qemu-run.sh bench --compare A.jsonl B.jsonl";
 
 const BENCH_ABOUT: &str = "Runs the experiments (all, or --set bench=NAME[,NAME]) in a \
-multi-CPU boot (contention, throughput, memory; clock tsc) and a one-CPU --icount boot \
+multi-CPU boot (tsc: contention, throughput, memory; host time, repeated --reps times), a \
+multi-CPU --icount boot (det: vCPUs round-robin, exact counts), a one-CPU --icount boot \
 (instruction counts), plus a uma boot for memoryless_node's single_node case; checks the BENCH \
 contract; writes target/bench/<date>-<rev>.jsonl, the serial logs and SVG charts; prints one \
-table per experiment with ratios against its baseline case (docs/benchmarks.md).";
+table per experiment (median, min..max, ratio against its baseline case) and the seeds table \
+(docs/benchmarks.md). slub_list_lock is best read on --topology 2x8 (two nodes of 8 CPUs).";
 
 /// The whole command line: the run options, or a subcommand.
 #[derive(Parser, Debug)]
@@ -146,6 +148,10 @@ pub struct BenchOptions {
     /// No boot: print per bench/case/metric the change from A to B
     #[arg(long, num_args = 2, value_names = ["A.jsonl", "B.jsonl"])]
     pub compare: Option<Vec<PathBuf>>,
+    /// Repeat every host-time (tsc) boot R times, case order reversed on odd repetitions;
+    /// tables show median and min..max (default 3, 1 with --smoke)
+    #[arg(long, value_name = "R", value_parser = parse_reps)]
+    pub reps: Option<u32>,
     #[command(flatten)]
     pub machine: MachineOptions,
     /// The run options that the bench runner chooses itself: accepted by the parser only to
@@ -276,6 +282,15 @@ fn parse_smp(text: &str) -> Result<u32, String> {
         Ok(n)
     } else {
         Err(format!("{n} is outside 1..=255 (the TCG limit)"))
+    }
+}
+
+fn parse_reps(text: &str) -> Result<u32, String> {
+    let n: u32 = text.parse().map_err(|_| "not a number".to_string())?;
+    if (1..=20).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!("{n} is outside 1..=20"))
     }
 }
 

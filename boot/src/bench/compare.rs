@@ -1,17 +1,25 @@
-//! `qemu-run.sh bench --compare A B`: per bench/case/metric/cpus/clock the change from one
-//! result file to another, then the measurements only one side has.
+//! `qemu-run.sh bench --compare A B`: per bench/case/metric/cpus/boot the change of the median
+//! (over repetitions) from one result file to another, then the measurements only one side has.
 
 use super::record::{BenchRecord, Key};
-use super::table::fmt_value;
+use super::table::{fmt_value, Spread};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// Per bench/case/metric/cpus/clock: the value in `a`, in `b`, and the change in percent;
-/// then the measurements only one side has.
+/// Per bench/case/metric/cpus/boot: the median over repetitions in `a`, in `b`, and the change
+/// in percent; then the measurements only one side has.
 pub fn compare(a: &[BenchRecord], b: &[BenchRecord]) -> String {
     let index = |rs: &[BenchRecord]| -> BTreeMap<Key, (f64, String)> {
-        rs.iter()
-            .map(|r| (r.key(), (r.value, r.unit.clone())))
+        let mut values: BTreeMap<Key, (Vec<f64>, String)> = BTreeMap::new();
+        for r in rs {
+            let e = values
+                .entry(r.key())
+                .or_insert_with(|| (Vec::new(), r.unit.clone()));
+            e.0.push(r.value);
+        }
+        values
+            .into_iter()
+            .filter_map(|(k, (v, unit))| Some((k, (Spread::of(&v)?.median, unit))))
             .collect()
     };
     let (ia, ib) = (index(a), index(b));
@@ -19,7 +27,7 @@ pub fn compare(a: &[BenchRecord], b: &[BenchRecord]) -> String {
     let _ = writeln!(
         out,
         "{:<18} {:<26} {:<34} {:>4} {:>6} {:>12} {:>12} {:>9}",
-        "bench", "case", "metric", "cpus", "clock", "A", "B", "change"
+        "bench", "case", "metric", "cpus", "boot", "A", "B", "change"
     );
     for (key, (va, unit)) in &ia {
         let Some((vb, _)) = ib.get(key) else { continue };
@@ -48,7 +56,7 @@ pub fn compare(a: &[BenchRecord], b: &[BenchRecord]) -> String {
         for key in mine.keys().filter(|k| !other.contains_key(*k)) {
             let _ = writeln!(
                 out,
-                "only in {side}: {} {} {} cpus={} clock={}",
+                "only in {side}: {} {} {} cpus={} boot={}",
                 key.0, key.1, key.2, key.3, key.4
             );
         }

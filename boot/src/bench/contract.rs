@@ -45,7 +45,9 @@ const fn req_numa(
     }
 }
 
-/// Every required bench/case/metric (docs/benchmarks.md lists them with their meaning).
+/// Every required bench/case/metric (docs/benchmarks.md lists them with their meaning). The
+/// det boot requires the counts (`MetricKind::Count`) of what the tsc boot requires, and keeps
+/// nothing else.
 pub fn required() -> Vec<Required> {
     use Boot::*;
     let mut out = vec![
@@ -62,6 +64,8 @@ pub fn required() -> Vec<Required> {
         req("vmalloc_scaling", "*", "instructions_per_pair", Icount),
         req("memoryless_node", "fixed", "slab_kib", Tsc),
         req("memoryless_node", "unfixed", "slab_kib", Tsc),
+        req("memoryless_node", "fixed", "slab_kib", Det),
+        req("memoryless_node", "unfixed", "slab_kib", Det),
         req("memoryless_node", "single_node", "slab_kib", Uma),
     ];
     for w in ["fast64", "random", "burst256"] {
@@ -81,6 +85,12 @@ pub fn required() -> Vec<Required> {
         ] {
             out.push(req("slub_list_lock", case, metric, Tsc));
         }
+        for metric in [
+            "list_lock_acquisitions_per_kop",
+            "list_lock_contended_per_kop",
+        ] {
+            out.push(req("slub_list_lock", case, metric, Det));
+        }
     }
     for case in ["scan", "counters"] {
         for metric in [
@@ -90,10 +100,14 @@ pub fn required() -> Vec<Required> {
         ] {
             out.push(req("slabinfo_reader", case, metric, Tsc));
         }
+        out.push(req("slabinfo_reader", case, "active_objs_error", Det));
     }
     for case in ["prefer_local", "default"] {
         for metric in ["local_object_fraction", "slab_kib", "messages_per_sec"] {
             out.push(req_numa("numa_locality", case, metric, Tsc));
+        }
+        for metric in ["local_object_fraction", "slab_kib"] {
+            out.push(req_numa("numa_locality", case, metric, Det));
         }
     }
     for case in ["global", "cpu", "numa"] {
@@ -103,6 +117,12 @@ pub fn required() -> Vec<Required> {
             "ops_per_sec",
         ] {
             out.push(req("vmalloc_scaling", case, metric, Tsc));
+        }
+        for metric in [
+            "global_lock_acquisitions_per_pair",
+            "contended_acquisitions_per_pair",
+        ] {
+            out.push(req("vmalloc_scaling", case, metric, Det));
         }
         out.push(req_numa(
             "vmalloc_scaling",
@@ -153,6 +173,24 @@ mod tests {
     use super::*;
     use crate::bench::parse_log;
     use crate::bench::tests::line;
+
+    #[test]
+    fn det_requires_counts_the_tsc_boot_also_requires() {
+        let all = required();
+        let det: Vec<&Required> = all.iter().filter(|r| r.boot == Boot::Det).collect();
+        assert!(det.len() >= 10, "{det:?}");
+        for d in det {
+            assert!(
+                all.iter().any(|t| t.boot == Boot::Tsc
+                    && (t.bench, t.case, t.metric) == (d.bench, d.case, d.metric)),
+                "{d:?} is required in det but not in tsc"
+            );
+            assert!(
+                !d.metric.ends_with("_share") && !d.metric.contains("per_sec"),
+                "{d:?}: det keeps counts only"
+            );
+        }
+    }
 
     #[test]
     fn required_measurements_missing_from_a_boot_that_ran() {

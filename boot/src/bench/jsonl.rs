@@ -5,12 +5,14 @@ use super::record::{record_from_json, BenchRecord, Boot, Violation};
 use serde_json::Value;
 
 impl BenchRecord {
-    /// The JSONL form: the kernel's fields plus `boot`.
+    /// The JSONL form: the kernel's fields plus `boot`, `rep` (the repetition of that boot)
+    /// and `kind` (count, instructions or timing: `MetricKind`).
     pub fn to_json(&self) -> Value {
         serde_json::json!({
             "bench": self.bench, "case": self.case, "metric": self.metric,
             "value": self.value, "unit": self.unit, "cpus": self.cpus,
             "nodes": self.nodes, "clock": self.clock, "boot": self.boot.name(),
+            "rep": self.rep, "kind": self.kind().name(),
         })
     }
 }
@@ -41,8 +43,12 @@ pub fn read_jsonl(text: &str) -> Result<(Option<Value>, Vec<BenchRecord>), Vec<V
                     .and_then(Value::as_str)
                     .and_then(Boot::from_name)
                     .unwrap_or(Boot::Tsc);
+                let rep = obj.get("rep").and_then(Value::as_u64).unwrap_or(0);
                 match record_from_json(&obj, boot) {
-                    Ok(r) => records.push(r),
+                    Ok(r) => records.push(BenchRecord {
+                        rep: u32::try_from(rep).unwrap_or(u32::MAX),
+                        ..r
+                    }),
                     Err(m) => violations.push(bad(m)),
                 }
             }

@@ -10,18 +10,22 @@
 mod compare;
 mod contract;
 mod jsonl;
+mod kind;
 mod parse;
 mod record;
+mod seeds;
 mod table;
 
 pub use compare::compare;
 pub use contract::{missing_required, required, BootResult, Required};
 pub use jsonl::read_jsonl;
+pub use kind::{det_keeps, metric_kind, MetricKind};
 pub use parse::{parse_log, registered};
 pub use record::{
     is_case_name, is_snake_name, record_from_json, BenchRecord, Boot, Key, Violation,
 };
-pub use table::{baseline_for, fmt_value, tables};
+pub use seeds::{seeds_table, Direction};
+pub use table::{baseline_for, fmt_value, significance, tables, Significance, Spread};
 
 /// Test helpers shared by the modules' tests.
 #[cfg(test)]

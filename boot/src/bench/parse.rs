@@ -8,11 +8,7 @@ use std::collections::BTreeSet;
 /// A record's clock must be the boot's: under icount rdtsc counts instructions, so nothing
 /// measured there is host time, and nothing outside it is an instruction count.
 fn clock_matches_boot(r: BenchRecord, boot: Boot) -> Result<BenchRecord, String> {
-    let expected = if boot == Boot::Icount {
-        "icount"
-    } else {
-        "tsc"
-    };
+    let expected = boot.clock();
     if r.clock == expected {
         Ok(r)
     } else {
@@ -23,7 +19,7 @@ fn clock_matches_boot(r: BenchRecord, boot: Boot) -> Result<BenchRecord, String>
             r.metric,
             r.clock,
             boot.name(),
-            if boot == Boot::Icount { "an instruction count" } else { "host time" }
+            if boot.clock() == "icount" { "an instruction count" } else { "host time" }
         ))
     }
 }

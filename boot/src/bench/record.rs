@@ -8,6 +8,9 @@ use serde_json::{Map, Value};
 pub enum Boot {
     /// One CPU under `-icount shift=0,sleep=off`: instruction metrics.
     Icount,
+    /// All CPUs under `-icount shift=0,sleep=off`: QEMU runs the vCPUs round-robin on one host
+    /// thread, so every count is a function of the code alone (the same in every run).
+    Det,
     /// All CPUs, plain multi-threaded TCG: contention, throughput, memory.
     Tsc,
     /// The `uma` preset with the machine's CPUs and memory (memoryless_node's `single_node`).
@@ -18,6 +21,7 @@ impl Boot {
     pub fn name(self) -> &'static str {
         match self {
             Boot::Icount => "icount",
+            Boot::Det => "det",
             Boot::Tsc => "tsc",
             Boot::Uma => "uma",
         }
@@ -26,10 +30,27 @@ impl Boot {
     pub fn from_name(name: &str) -> Option<Boot> {
         match name {
             "icount" => Some(Boot::Icount),
+            "det" => Some(Boot::Det),
             "tsc" => Some(Boot::Tsc),
             "uma" => Some(Boot::Uma),
             _ => None,
         }
+    }
+
+    /// The clock the kernel reads in this boot: `icount` (rdtsc counts guest instructions)
+    /// in the icount and det boots, `tsc` (host time) in the others.
+    pub fn clock(self) -> &'static str {
+        match self {
+            Boot::Icount | Boot::Det => "icount",
+            Boot::Tsc | Boot::Uma => "tsc",
+        }
+    }
+
+    /// True when every value this boot prints repeats exactly from run to run (icount: one
+    /// CPU; det: round-robin vCPUs under icount). The other boots run on host time and are
+    /// repeated (`--reps`).
+    pub fn deterministic(self) -> bool {
+        matches!(self, Boot::Icount | Boot::Det)
     }
 }
 
@@ -45,9 +66,12 @@ pub struct BenchRecord {
     pub nodes: u32,
     pub clock: String,
     pub boot: Boot,
+    /// The repetition of the boot that printed it (0-based; `--reps`).
+    pub rep: u32,
 }
 
-/// The identity of a measurement across runs.
+/// The identity of a measurement across runs and repetitions: bench, case, metric, cpus and
+/// the boot's name (which implies the clock).
 pub type Key = (String, String, String, u32, String);
 
 impl BenchRecord {
@@ -57,7 +81,7 @@ impl BenchRecord {
             self.case.clone(),
             self.metric.clone(),
             self.cpus,
-            self.clock.clone(),
+            self.boot.name().to_string(),
         )
     }
 }
@@ -146,5 +170,6 @@ pub fn record_from_json(obj: &Map<String, Value>, boot: Boot) -> Result<BenchRec
         nodes,
         clock,
         boot,
+        rep: 0,
     })
 }

@@ -1,0 +1,368 @@
+//! The `seeds` table: for each Linux thread numalab replays (docs/linux-reference.md), the
+//! thread's own figure as a ratio (the change over the baseline), numalab's ratio of the same
+//! change from this run with its spread, and whether the two move the same way. Never tuned
+//! to agree: a disagreement is printed as one.
+
+use super::record::{BenchRecord, Boot};
+use super::table::{fmt_value, Spread};
+use std::fmt::Write as _;
+
+/// One comparison: `metric` of `case` (in `boot`) over `metric` of `base` (in `base_boot`), at
+/// the most CPUs both have, against the thread's own ratio.
+#[derive(Clone, Copy, Debug)]
+pub struct SeedRow {
+    pub seed: &'static str,
+    pub bench: &'static str,
+    pub metric: &'static str,
+    pub case: &'static str,
+    pub boot: Boot,
+    pub base: &'static str,
+    pub base_boot: Boot,
+    /// What the thread reports, in its words and numbers.
+    pub thread_figure: &'static str,
+    /// The same change as a ratio (new / old) in the thread; only its side of 1 is compared.
+    pub thread_ratio: f64,
+}
+
+/// The rows, with the thread figures taken from the threads (docs/linux-reference.md).
+pub fn rows() -> Vec<SeedRow> {
+    use Boot::*;
+    let row =
+        |seed, bench, metric, case, boot, base, base_boot, thread_figure, thread_ratio| SeedRow {
+            seed,
+            bench,
+            metric,
+            case,
+            boot,
+            base,
+            base_boot,
+            thread_figure,
+            thread_ratio,
+        };
+    vec![
+        row(
+            "000",
+            "slub_list_lock",
+            "ops_per_cpu",
+            "cpu_partial_x2",
+            Tsc,
+            "linux_default",
+            Tsc,
+            "+78.1% will-it-scale mmap1 at 100% of 112 CPUs",
+            1.781,
+        ),
+        row(
+            "000",
+            "slub_list_lock",
+            "list_lock_acquisitions_per_kop",
+            "cpu_partial_x2",
+            Det,
+            "linux_default",
+            Det,
+            "spin slow path 43.65% -> 9.24% of cycles",
+            9.24 / 43.65,
+        ),
+        row(
+            "001",
+            "slabinfo_reader",
+            "max_list_lock_hold",
+            "counters",
+            Tsc,
+            "scan",
+            Tsc,
+            "scan held list_lock ~100 ms, irqs off; counters: no walk",
+            0.0,
+        ),
+        row(
+            "002",
+            "vmalloc_scaling",
+            "ops_per_sec",
+            "cpu",
+            Tsc,
+            "global",
+            Tsc,
+            "test_vmalloc 64 threads 10m51s -> 51s (~12x)",
+            651.0 / 51.0,
+        ),
+        row(
+            "002",
+            "vmalloc_scaling",
+            "global_lock_acquisitions_per_pair",
+            "cpu",
+            Det,
+            "global",
+            Det,
+            "lock slow path 93.07% -> 16.51% of cycles",
+            16.51 / 93.07,
+        ),
+        row(
+            "003",
+            "memoryless_node",
+            "slab_kib",
+            "unfixed",
+            Tsc,
+            "single_node",
+            Uma,
+            "442560 kB vs 195904 kB single-node (2.26x)",
+            442_560.0 / 195_904.0,
+        ),
+        row(
+            "004",
+            "numa_locality",
+            "messages_per_sec",
+            "prefer_local",
+            Tsc,
+            "default",
+            Tsc,
+            "hackbench -32.7% (1 group, 16-CPU POWER guest)",
+            1.3700 / 2.0353,
+        ),
+        row(
+            "004",
+            "numa_locality",
+            "local_object_fraction",
+            "prefer_local",
+            Det,
+            "default",
+            Det,
+            "more local objects (the series' aim; no figure)",
+            f64::INFINITY,
+        ),
+    ]
+}
+
+/// Whether numalab's change moves the metric the way the thread's did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Agrees,
+    Disagrees,
+    /// The spread of numalab's ratio includes 1: no direction.
+    Unclear,
+    /// One side is missing from this run.
+    NotMeasured,
+}
+
+impl Direction {
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::Agrees => "agrees",
+            Direction::Disagrees => "DISAGREES",
+            Direction::Unclear => "unclear (spread includes 1x)",
+            Direction::NotMeasured => "not measured in this run",
+        }
+    }
+}
+
+/// Numalab's side of a row: CPUs, the ratio of medians and its range (min/max .. max/min).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measured {
+    pub cpus: u32,
+    pub ratio: f64,
+    pub low: f64,
+    pub high: f64,
+    pub reps: usize,
+}
+
+fn values(records: &[BenchRecord], row: &SeedRow, case: &str, boot: Boot, cpus: u32) -> Vec<f64> {
+    records
+        .iter()
+        .filter(|r| {
+            r.bench == row.bench
+                && r.metric == row.metric
+                && r.case == case
+                && r.boot == boot
+                && r.cpus == cpus
+        })
+        .map(|r| r.value)
+        .collect()
+}
+
+/// Numalab's ratio for `row` in `records`, at the most CPUs both sides were measured with.
+pub fn measure(records: &[BenchRecord], row: &SeedRow) -> Option<Measured> {
+    let cpus = records
+        .iter()
+        .filter(|r| {
+            r.bench == row.bench
+                && r.metric == row.metric
+                && r.case == row.case
+                && r.boot == row.boot
+        })
+        .map(|r| r.cpus)
+        .filter(|&c| !values(records, row, row.base, row.base_boot, c).is_empty())
+        .max()?;
+    let a = Spread::of(&values(records, row, row.case, row.boot, cpus))?;
+    let b = Spread::of(&values(records, row, row.base, row.base_boot, cpus))?;
+    let div = |x: f64, y: f64| {
+        if y != 0.0 {
+            x / y
+        } else if x == 0.0 {
+            1.0
+        } else {
+            f64::INFINITY
+        }
+    };
+    Some(Measured {
+        cpus,
+        ratio: div(a.median, b.median),
+        low: div(a.min, b.max),
+        high: div(a.max, b.min),
+        reps: a.n.min(b.n),
+    })
+}
+
+/// The direction of `m` against the thread's ratio.
+pub fn direction(thread_ratio: f64, m: Option<&Measured>) -> Direction {
+    let Some(m) = m else {
+        return Direction::NotMeasured;
+    };
+    if m.low <= 1.0 && m.high >= 1.0 {
+        return Direction::Unclear;
+    }
+    if (m.ratio > 1.0) == (thread_ratio > 1.0) {
+        Direction::Agrees
+    } else {
+        Direction::Disagrees
+    }
+}
+
+fn fmt_ratio(x: f64) -> String {
+    if x.is_finite() {
+        format!("{}x", fmt_value((x * 1000.0).round() / 1000.0))
+    } else {
+        "inf".into()
+    }
+}
+
+/// The seeds table for `records`.
+pub fn seeds_table(records: &[BenchRecord]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n== seeds (the thread's figure vs this run: ratio case / baseline; direction: both on the same side of 1x) =="
+    );
+    let _ = writeln!(
+        out,
+        "{:<4} {:<16} {:<66} {:<58} {:<36} direction",
+        "seed", "bench", "change (metric, boot)", "thread", "numalab (median, min..max)"
+    );
+    for row in rows() {
+        let m = measure(records, &row);
+        let thread = if row.thread_ratio.is_finite() {
+            format!("{} = {}", row.thread_figure, fmt_ratio(row.thread_ratio))
+        } else {
+            format!("{} = >1x", row.thread_figure)
+        };
+        let numalab = match &m {
+            Some(m) if row.boot.deterministic() && row.base_boot.deterministic() => {
+                format!("{} exact, {} cpus", fmt_ratio(m.ratio), m.cpus)
+            }
+            Some(m) if m.reps < 2 => format!("{} (1 rep), {} cpus", fmt_ratio(m.ratio), m.cpus),
+            Some(m) => format!(
+                "{} ({}..{}), {} cpus",
+                fmt_ratio(m.ratio),
+                fmt_ratio(m.low),
+                fmt_ratio(m.high),
+                m.cpus
+            ),
+            None => "-".into(),
+        };
+        let change = format!(
+            "{} / {} {} ({})",
+            row.case,
+            row.base,
+            row.metric,
+            if row.boot == row.base_boot {
+                row.boot.name().to_string()
+            } else {
+                format!("{} / {}", row.boot.name(), row.base_boot.name())
+            }
+        );
+        let _ = writeln!(
+            out,
+            "{:<4} {:<16} {:<66} {:<58} {:<36} {}",
+            row.seed,
+            row.bench,
+            change,
+            thread,
+            numalab,
+            direction(row.thread_ratio, m.as_ref()).name()
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(
+        bench: &str,
+        case: &str,
+        metric: &str,
+        boot: Boot,
+        cpus: u32,
+        value: f64,
+    ) -> BenchRecord {
+        BenchRecord {
+            bench: bench.into(),
+            case: case.into(),
+            metric: metric.into(),
+            value,
+            unit: "x".into(),
+            cpus,
+            nodes: 2,
+            clock: boot.clock().into(),
+            boot,
+            rep: 0,
+        }
+    }
+
+    #[test]
+    fn every_seed_has_a_row_and_figures_are_ratios() {
+        let seeds: Vec<&str> = rows().iter().map(|r| r.seed).collect();
+        for s in ["000", "001", "002", "003", "004"] {
+            assert!(seeds.contains(&s), "{s}");
+        }
+        for r in rows() {
+            assert!(r.thread_ratio >= 0.0 && r.thread_ratio != 1.0, "{r:?}");
+        }
+    }
+
+    #[test]
+    fn direction_uses_the_spread_and_reports_disagreement() {
+        let m = "slab_kib";
+        let mut rs = vec![
+            rec("memoryless_node", "unfixed", m, Boot::Tsc, 8, 600.0),
+            rec("memoryless_node", "unfixed", m, Boot::Tsc, 8, 500.0),
+            rec("memoryless_node", "single_node", m, Boot::Uma, 8, 100.0),
+            rec("memoryless_node", "single_node", m, Boot::Uma, 8, 120.0),
+            // Fewer CPUs on one side only: not used.
+            rec("memoryless_node", "unfixed", m, Boot::Tsc, 4, 1.0),
+        ];
+        let row = rows().into_iter().find(|r| r.seed == "003").unwrap();
+        let got = measure(&rs, &row).unwrap();
+        assert_eq!(got.cpus, 8);
+        assert!((got.ratio - 550.0 / 110.0).abs() < 1e-9, "{got:?}");
+        assert!(
+            (got.low - 500.0 / 120.0).abs() < 1e-9 && got.high == 6.0,
+            "{got:?}"
+        );
+        assert_eq!(direction(row.thread_ratio, Some(&got)), Direction::Agrees);
+        // Less slab memory than single-node: the thread's direction is not reproduced.
+        rs[0].value = 50.0;
+        rs[1].value = 60.0;
+        let got = measure(&rs, &row).unwrap();
+        assert_eq!(
+            direction(row.thread_ratio, Some(&got)),
+            Direction::Disagrees
+        );
+        // A spread that crosses 1x gives no direction.
+        rs[1].value = 150.0;
+        let got = measure(&rs, &row).unwrap();
+        assert_eq!(direction(row.thread_ratio, Some(&got)), Direction::Unclear);
+        assert_eq!(direction(2.0, None), Direction::NotMeasured);
+        let t = seeds_table(&rs);
+        assert!(t.contains("442560 kB") && t.contains("unclear"), "{t}");
+        assert!(t.contains("not measured in this run"), "{t}");
+    }
+}
