@@ -5,7 +5,7 @@
 //! 2-core hosts this project is developed on (and needs no font handling: SVG text is
 //! rendered by the viewer).
 
-use crate::bench::{fmt_value, BenchRecord};
+use crate::bench::{fmt_value, BenchRecord, Spread};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -165,46 +165,57 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) 
     svg
 }
 
-/// Draws one chart per bench/metric/clock measured at more than one CPU count into `dir`
-/// (`BENCH-METRIC.svg`) and returns the files written.
+/// Draws one chart per bench/metric/boot measured at more than one CPU count into `dir`
+/// (`BENCH-METRIC-BOOT.svg`; each point the median over the boot's repetitions) and returns
+/// the files written.
 pub fn scaling_charts(records: &[BenchRecord], dir: &Path) -> Result<Vec<PathBuf>, String> {
-    type Group<'a> = BTreeMap<(&'a str, &'a str, &'a str), Vec<&'a BenchRecord>>;
+    type Group<'a> = BTreeMap<(&'a str, &'a str, &'static str), Vec<&'a BenchRecord>>;
     let mut groups: Group = BTreeMap::new();
     for r in records {
         groups
-            .entry((&r.bench, &r.metric, &r.clock))
+            .entry((&r.bench, &r.metric, r.boot.name()))
             .or_default()
             .push(r);
     }
     let mut written = Vec::new();
-    for ((bench, metric, clock), rows) in groups {
+    for ((bench, metric, boot), rows) in groups {
         let mut cpus: Vec<u32> = rows.iter().map(|r| r.cpus).collect();
         cpus.sort_unstable();
         cpus.dedup();
         if cpus.len() < 2 {
             continue;
         }
-        let mut series: Vec<Series> = Vec::new();
+        let mut values: BTreeMap<(usize, u32), Vec<f64>> = BTreeMap::new();
+        let mut cases: Vec<&str> = Vec::new();
         for r in &rows {
-            let point = (r.cpus as f64, r.value);
-            match series.iter_mut().find(|s| s.name == r.case) {
-                Some(s) => s.points.push(point),
-                None => series.push(Series {
-                    name: r.case.clone(),
-                    points: vec![point],
-                }),
+            if !cases.contains(&r.case.as_str()) {
+                cases.push(&r.case);
             }
+            let i = cases.iter().position(|c| *c == r.case).unwrap_or(0);
+            values.entry((i, r.cpus)).or_default().push(r.value);
         }
+        let series: Vec<Series> = cases
+            .iter()
+            .enumerate()
+            .map(|(i, case)| Series {
+                name: case.to_string(),
+                points: values
+                    .iter()
+                    .filter(|((c, _), _)| *c == i)
+                    .filter_map(|((_, n), v)| Some((*n as f64, Spread::of(v)?.median)))
+                    .collect(),
+            })
+            .collect();
         let unit = &rows[0].unit;
         let svg = line_chart(
-            &format!("{bench}: {metric} ({clock})"),
+            &format!("{bench}: {metric} ({boot} boot, median of repetitions)"),
             "CPUs taking part",
             &format!("{metric} [{unit}]"),
             &series,
         );
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let path = dir.join(format!("{bench}-{metric}.svg"));
+        let path = dir.join(format!("{bench}-{metric}-{boot}.svg"));
         std::fs::write(&path, svg).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         written.push(path);
     }

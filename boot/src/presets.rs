@@ -106,6 +106,14 @@ pub fn all() -> Vec<Preset> {
             distances: matrix(8, |i, j| if i == j { 10 } else if i / 4 == j / 4 { 20 } else { 30 }),
         },
         Preset {
+            name: "2x8",
+            about: "seed 000's shape, scaled: 2 nodes x 8 CPUs, 1 GiB each (SLIT 10/21); slub_list_lock with 8 CPUs per list_lock",
+            cpus: 16,
+            mem_mib: 2048,
+            nodes: vec![node(1, 1); 2],
+            distances: matrix(2, |i, j| if i == j { 10 } else { 21 }),
+        },
+        Preset {
             name: "asym",
             about: "2 nodes x 2 CPUs with asymmetric distances (0->1 15, 1->0 25)",
             cpus: 4,
@@ -221,6 +229,16 @@ mod tests {
             p.qemu_args(8, 2048).join(" "),
             "-smp 8 -m 2048M -numa node,nodeid=0,cpus=0-3 -object memory-backend-ram,size=2048M,id=m1 \
              -numa node,nodeid=1,cpus=4-7,memdev=m1 -numa dist,src=0,dst=1,val=40"
+        );
+    }
+
+    #[test]
+    fn two_by_eight_has_eight_cpus_per_node() {
+        let p = find("2x8").unwrap();
+        assert_eq!(
+            p.qemu_args(16, 2048).join(" "),
+            "-smp 16 -m 2048M -object memory-backend-ram,size=1024M,id=m0 -numa node,nodeid=0,cpus=0-7,memdev=m0 \
+             -object memory-backend-ram,size=1024M,id=m1 -numa node,nodeid=1,cpus=8-15,memdev=m1 -numa dist,src=0,dst=1,val=21"
         );
     }
 

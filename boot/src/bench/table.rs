@@ -204,7 +204,9 @@ pub fn tables(records: &[BenchRecord], host_cpus: usize) -> String {
                 let base = baseline_for(bench, &key.1, &cases)
                     .map(|b| (key.0.clone(), b, key.2, key.3))
                     .and_then(|bk| spread(&bk));
+                let is_base = baseline_for(bench, &key.1, &cases).as_deref() == Some(&key.1);
                 let ratio = match base {
+                    Some(_) if is_base => "1.00x".into(),
                     Some(b) if b.median != 0.0 => format!(
                         "{:.2}x{}",
                         s.median / b.median,
