@@ -7,7 +7,10 @@
 #       side by side, longest first. One file: ./qemu-run.sh test --test qemu s01_
 #       --slow   also the slow shapes, #[ignore]d by default (255 vCPUs, full-length benchmarks):
 #                cargo's --include-ignored. CI (.ci/run) runs them too.
-#   ./qemu-run.sh bench [--smoke] [--topology NAME | -- QEMU ARGS]   benchmarks: tables, JSONL, charts
+#   ./qemu-run.sh bench [--smoke] [--reps R] [--topology NAME | -- QEMU ARGS]   benchmarks: tables,
+#       JSONL, charts. Boots: tsc (host time, repeated R times, default 3, 1 with --smoke), det
+#       (all vCPUs under -icount: exact counts), icount (one CPU: instructions); then the tables
+#       (median, min..max, n.s. when ranges overlap) and the seeds table. seed 000: --topology 2x8
 #   ./qemu-run.sh bench --compare A.jsonl B.jsonl                    change between two result files
 # All QEMU knowledge lives in boot/ (numalab-boot); this script only sets up and dispatches.
 set -euo pipefail

@@ -1,8 +1,9 @@
 //! Layer 9: the smoke benchmarks keep the BENCH output contract. Runs `qemu-run.sh bench
-//! --smoke` on the default topology (a multi-CPU boot and a one-CPU --icount boot) and checks
-//! every BENCH line (required fields, lower_snake_case names, finite values) and that every
-//! experiment in the tree that ran printed each of its required bench/case/metric lines.
-//! Never checks speed: the numbers are measurements, not pass/fail criteria.
+//! --smoke` on the default topology (a multi-CPU boot, the multi-CPU --icount `det` boot and a
+//! one-CPU --icount boot) and checks every BENCH line (required fields, lower_snake_case names,
+//! finite values) and that every experiment in the tree that ran printed each of its required
+//! bench/case/metric lines; boots `det` twice and checks its counts repeat exactly. Never
+//! checks speed: the numbers are measurements, not pass/fail criteria.
 
 use numalab_boot::bench::{self, Boot};
 use numalab_boot::bench_run::{self, BenchArgs};
@@ -41,6 +42,17 @@ fn s09_smoke_benchmarks_keep_the_contract() {
         .iter()
         .find(|r| r.boot == Boot::Icount)
         .expect("icount boot");
+    let det = runs.iter().find(|r| r.boot == Boot::Det).expect("det boot");
+    assert!(det
+        .outcome
+        .log
+        .contains("# bench: clock=icount smoke=1 cpus_online=8"));
+    // The det boot keeps counts only, and has them for the contention experiments.
+    assert!(!det.records.is_empty(), "no count in the det boot");
+    for rec in &det.records {
+        assert_eq!(rec.kind(), bench::MetricKind::Count, "{rec:?}");
+        assert_eq!(rec.clock, "icount", "{rec:?}");
+    }
     // Every experiment in the tree is registered in both boots, and the plan says which clock.
     let registered = bench::registered(&tsc.outcome.log);
     assert!(registered.contains("clock_overhead"), "{registered:?}");
@@ -51,7 +63,7 @@ fn s09_smoke_benchmarks_keep_the_contract() {
         .contains("# bench: clock=icount smoke=1 cpus_online=1"));
     assert!(tsc.outcome.log.contains("# bench: clock=tsc smoke=1"));
     // Each boot's lines carry its clock, the 4node machine's node count, finite values.
-    for (run, clock) in [(tsc, "tsc"), (icount, "icount")] {
+    for (run, clock) in [(tsc, "tsc"), (icount, "icount"), (det, "icount")] {
         assert!(!run.records.is_empty(), "no BENCH line in the {clock} boot");
         for rec in &run.records {
             assert_eq!(rec.clock, clock, "{rec:?}");
@@ -79,6 +91,57 @@ fn s09_smoke_benchmarks_keep_the_contract() {
             run.boot.name()
         );
     }
+}
+
+/// Two det boots of one commit print identical counts: the same records, value for value.
+#[test]
+fn s09_det_counts_repeat_exactly() {
+    let args = smoke_args("--topology 4node --set bench=slub_list_lock");
+    let img = numalab::image(args.base.firmware);
+    let cost = 2 * numalab::cost(&args.base);
+    let boot = || {
+        let r = numalab::with_qemu_slot(cost, || bench_run::run_boot(&args, Boot::Det, 0, &img))
+            .expect("det boot starts");
+        assert!(r.outcome.passed(), "{}", r.outcome.failure_report());
+        r
+    };
+    let (a, b) = std::thread::scope(|s| {
+        let first = s.spawn(boot);
+        let second = boot();
+        (first.join().expect("first det boot"), second)
+    });
+    if !bench::registered(&a.outcome.log).contains("slub_list_lock") {
+        eprintln!("slub_list_lock is not in this tree; nothing to check");
+        return;
+    }
+    let counts = |r: &bench_run::BootRun| -> Vec<(String, String, String, u32, f64)> {
+        r.records
+            .iter()
+            .map(|x| {
+                (
+                    x.case.clone(),
+                    x.metric.clone(),
+                    x.unit.clone(),
+                    x.cpus,
+                    x.value,
+                )
+            })
+            .collect()
+    };
+    let (ca, cb) = (counts(&a), counts(&b));
+    assert!(
+        ca.iter()
+            .any(|c| c.1 == "list_lock_acquisitions_per_kop" && c.4 > 0.0),
+        "no list_lock count in the det boot: {ca:?}"
+    );
+    assert!(
+        ca.iter().all(|c| c.2 != "ops_per_sec"),
+        "det keeps counts only"
+    );
+    assert_eq!(
+        ca, cb,
+        "two det boots of one commit printed different counts"
+    );
 }
 
 #[test]
