@@ -4,7 +4,7 @@
 //! every row with what it is.
 //!
 //! The rule (docs/benchmarks.md, "Counts and timings"):
-//! - timing: the unit is a clock unit (`tsc_ticks`, `ticks`, `ns`, `us`, `ms`, `s`) or a rate
+//! - timing: the unit is a clock unit (`tsc_ticks`, `ticks`, `cycles`, `ns`, `us`, `ms`, `s`) or a rate
 //!   per time (`..._per_sec`, `.../s`), or the metric is a share of time (`..._share`, such as
 //!   slub_list_lock's `list_lock_spin_share`, whose unit is `fraction`);
 //! - instructions: the unit is `instructions` (exact in the one-CPU icount boot);
@@ -35,7 +35,16 @@ impl MetricKind {
 }
 
 /// Units that are a length of time.
-const TIME_UNITS: &[&str] = &["tsc_ticks", "ticks", "ns", "us", "ms", "s", "seconds"];
+const TIME_UNITS: &[&str] = &[
+    "tsc_ticks",
+    "ticks",
+    "cycles",
+    "ns",
+    "us",
+    "ms",
+    "s",
+    "seconds",
+];
 
 /// The kind of a measurement with this metric name and unit.
 pub fn metric_kind(metric: &str, unit: &str) -> MetricKind {
@@ -94,6 +103,7 @@ mod tests {
             ("ops_per_sec", "pairs/s", Timing),
             ("max_list_lock_hold", "tsc_ticks", Timing),
             ("round_trip", "ns", Timing),
+            ("instructions_per_pair", "cycles", Timing),
             ("instructions_per_pair", "instructions", Instructions),
         ];
         for (metric, unit, want) in cases {

@@ -4,7 +4,7 @@
 //! to agree: a disagreement is printed as one.
 
 use super::record::{BenchRecord, Boot};
-use super::table::{fmt_value, Spread};
+use super::table::Spread;
 use std::fmt::Write as _;
 
 /// One comparison: `metric` of `case` (in `boot`) over `metric` of `base` (in `base_boot`), at
@@ -227,7 +227,7 @@ pub fn direction(thread_ratio: f64, m: Option<&Measured>) -> Direction {
 
 fn fmt_ratio(x: f64) -> String {
     if x.is_finite() {
-        format!("{}x", fmt_value((x * 1000.0).round() / 1000.0))
+        format!("{x:.3}x")
     } else {
         "inf".into()
     }
@@ -277,15 +277,22 @@ pub fn seeds_table(records: &[BenchRecord]) -> String {
                 format!("{} / {}", row.boot.name(), row.base_boot.name())
             }
         );
+        let one_rep = m.as_ref().is_some_and(|m| m.reps < 2)
+            && !(row.boot.deterministic() && row.base_boot.deterministic());
         let _ = writeln!(
             out,
-            "{:<4} {:<16} {:<66} {:<58} {:<36} {}",
+            "{:<4} {:<16} {:<66} {:<58} {:<36} {}{}",
             row.seed,
             row.bench,
             change,
             thread,
             numalab,
-            direction(row.thread_ratio, m.as_ref()).name()
+            direction(row.thread_ratio, m.as_ref()).name(),
+            if one_rep {
+                " (1 rep: no spread, use --reps 3)"
+            } else {
+                ""
+            }
         );
     }
     out
@@ -364,5 +371,6 @@ mod tests {
         let t = seeds_table(&rs);
         assert!(t.contains("442560 kB") && t.contains("unclear"), "{t}");
         assert!(t.contains("not measured in this run"), "{t}");
+        assert!(t.contains("0.909x (0.417x..1.500x), 8 cpus"), "{t}");
     }
 }
