@@ -68,7 +68,7 @@ pub fn compare(a: &[BenchRecord], b: &[BenchRecord]) -> String {
 mod tests {
     use super::*;
     use crate::bench::tests::line;
-    use crate::bench::{parse_log, Boot};
+    use crate::bench::{parse_log, BenchRecord, Boot};
 
     #[test]
     fn compare_prints_changes_and_one_sided_keys() {
@@ -90,5 +90,25 @@ mod tests {
         assert!(out.contains("-20.0%"), "{out}");
         assert!(out.contains("only in A: b c gone"), "{out}");
         assert!(out.contains("only in B: b d m"), "{out}");
+        // Repetitions compare by their median; det and tsc records of one metric stay apart.
+        let reps = |vals: &[f64], boot: Boot| -> Vec<BenchRecord> {
+            vals.iter()
+                .enumerate()
+                .map(|(i, &v)| BenchRecord {
+                    value: v,
+                    rep: i as u32,
+                    boot,
+                    clock: boot.clock().into(),
+                    ..a[0].clone()
+                })
+                .collect()
+        };
+        let mut ra = reps(&[100.0, 10.0, 90.0], Boot::Tsc);
+        ra.extend(reps(&[7.0], Boot::Det));
+        let mut rb = reps(&[120.0, 110.0, 500.0], Boot::Tsc);
+        rb.extend(reps(&[7.0], Boot::Det));
+        let out = compare(&ra, &rb);
+        assert!(out.contains("+33.3%"), "median 90 -> 120: {out}");
+        assert!(out.contains(" det ") && out.contains("+0.0%"), "{out}");
     }
 }
