@@ -201,9 +201,18 @@ pub fn tables(records: &[BenchRecord], host_cpus: usize) -> String {
                 let (Some(s), Some(r)) = (spread(key), first.get(key)) else {
                     continue;
                 };
-                let base = baseline_for(bench, &key.1, &cases)
-                    .map(|b| (key.0.clone(), b, key.2, key.3))
-                    .and_then(|bk| spread(&bk));
+                // The baseline from the same boot, else (memoryless_node's single_node) from
+                // the other host-time boot of the same machine size: tsc <-> uma.
+                let base = baseline_for(bench, &key.1, &cases).and_then(|b| {
+                    let other = match key.3 {
+                        Boot::Tsc => Some(Boot::Uma),
+                        Boot::Uma => Some(Boot::Tsc),
+                        Boot::Det | Boot::Icount => None,
+                    };
+                    std::iter::once(key.3)
+                        .chain(other)
+                        .find_map(|boot| spread(&(key.0.clone(), b.clone(), key.2, boot)))
+                });
                 let is_base = baseline_for(bench, &key.1, &cases).as_deref() == Some(&key.1);
                 let ratio = match base {
                     Some(_) if is_base => "1.00x".into(),
@@ -405,6 +414,43 @@ mod tests {
             "{t}"
         );
         assert!(tsc_count.contains("host-dependent count"), "{t}");
+        // memoryless_node's baseline single_node comes from the uma boot.
+        let mut ml = reps(
+            "memoryless_node",
+            "unfixed",
+            "slab_kib",
+            "kib",
+            8,
+            Boot::Tsc,
+            &[600.0, 620.0],
+        );
+        ml.extend(reps(
+            "memoryless_node",
+            "single_node",
+            "slab_kib",
+            "kib",
+            8,
+            Boot::Uma,
+            &[100.0, 100.0],
+        ));
+        ml.extend(reps(
+            "memoryless_node",
+            "unfixed",
+            "slab_kib",
+            "kib",
+            8,
+            Boot::Det,
+            &[610.0],
+        ));
+        let t2 = tables(&ml, 2);
+        assert!(
+            row(&t2, "slab_kib", "unfixed", "tsc").contains(&"6.10x"),
+            "{t2}"
+        );
+        assert!(
+            row(&t2, "slab_kib", "unfixed", "det").contains(&"-"),
+            "{t2}"
+        );
         // Not flagged when the host has the cores.
         assert!(!tables(&rs, 8).contains("OVERSUBSCRIBED"));
     }
