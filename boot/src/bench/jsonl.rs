@@ -82,5 +82,27 @@ mod tests {
         assert_eq!(header.unwrap()["git_rev"], "abc");
         assert_eq!(back, records);
         assert!(read_jsonl("{\"bench\":1}\n").is_err());
+        // A repeated det/tsc record keeps its boot, repetition and kind.
+        let r = BenchRecord {
+            rep: 2,
+            boot: Boot::Det,
+            clock: "icount".into(),
+            metric: "list_lock_acquisitions_per_kop".into(),
+            unit: "acquisitions".into(),
+            ..records[0].clone()
+        };
+        let j = r.to_json();
+        assert_eq!(
+            (j["rep"].as_u64(), j["boot"].as_str()),
+            (Some(2), Some("det"))
+        );
+        assert_eq!(j["kind"], "count");
+        let (_, back) = read_jsonl(&format!("{j}\n")).unwrap();
+        assert_eq!(back, vec![r.clone()]);
+        let t = BenchRecord {
+            unit: "ops_per_sec".into(),
+            ..r
+        };
+        assert_eq!(t.to_json()["kind"], "timing");
     }
 }
