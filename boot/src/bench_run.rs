@@ -409,6 +409,7 @@ fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &str) 
             json!({
                 "boot": r.boot.name(),
                 "rep": r.rep,
+                "topology": if r.config.user_describes_machine() { "custom (QEMU arguments)" } else { r.config.topology.name },
                 "vcpus": machine_size(&r.config).0,
                 "kernel_cmdline": r.config.kernel_cmdline(),
                 "qemu_args": r.config.qemu_args(img).unwrap_or_default(),
