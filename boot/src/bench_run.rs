@@ -32,6 +32,8 @@ pub struct BenchArgs {
     pub out_dir: Option<PathBuf>,
     /// `--compare A B`: no boot, print the change from A to B.
     pub compare: Option<(PathBuf, PathBuf)>,
+    /// `--kernel`: numalab, the Linux twin (linux_twin.rs) or both.
+    pub kernel: crate::linux_twin::Kernel,
 }
 
 impl BenchArgs {
@@ -43,6 +45,7 @@ impl BenchArgs {
             verbose: o.verbose,
             main_job: false,
             out_dir: o.out,
+            kernel: o.kernel,
             compare: o.compare.and_then(|files| match files.as_slice() {
                 [a, b] => Some((a.clone(), b.clone())),
                 _ => None,
@@ -61,6 +64,7 @@ impl BenchArgs {
             main_job: true,
             out_dir: None,
             compare: None,
+            kernel: crate::linux_twin::Kernel::Numalab,
         }
     }
 }
@@ -78,7 +82,7 @@ pub fn parse(args: &[String]) -> Result<BenchArgs, clap::Error> {
 }
 
 /// UTC `YYYYMMDD-HHMMSS` and ISO 8601 forms of now.
-fn utc_now() -> (String, String) {
+pub(crate) fn utc_now() -> (String, String) {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
@@ -113,7 +117,7 @@ fn command_line(program: &str, args: &[&str], dir: &Path) -> Option<String> {
 }
 
 /// `git rev-parse --short HEAD`, with `-dirty` when tracked files changed.
-fn git_rev(root: &Path) -> String {
+pub(crate) fn git_rev(root: &Path) -> String {
     let rev = command_line("git", &["rev-parse", "--short", "HEAD"], root)
         .unwrap_or_else(|| "norev".into());
     let dirty = command_line(
@@ -170,7 +174,7 @@ fn machine_size(base: &RunConfig) -> (u32, u64) {
 }
 
 /// The configuration of one boot.
-fn boot_config(args: &BenchArgs, boot: Boot) -> Result<RunConfig, String> {
+pub(crate) fn boot_config(args: &BenchArgs, boot: Boot) -> Result<RunConfig, String> {
     let mut c = args.base.clone();
     if boot != Boot::Tsc || !args.main_job {
         c.suite = "bench".into();
@@ -272,7 +276,13 @@ fn run_boot(args: &BenchArgs, boot: Boot, img: &Path) -> Result<BootRun, String>
     })
 }
 
-fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &str) -> Value {
+pub(crate) fn header(
+    args: &BenchArgs,
+    runs: &[BootRun],
+    img: &Path,
+    iso: &str,
+    rev: &str,
+) -> Value {
     let qemu = args.base.qemu_binary();
     let qemu_version = command_line(&qemu.display().to_string(), &["--version"], Path::new("."))
         .and_then(|v| v.lines().next().map(String::from))
@@ -411,6 +421,9 @@ fn compare_files(a: &Path, b: &Path) -> i32 {
 pub fn run(args: &BenchArgs) -> i32 {
     if let Some((a, b)) = &args.compare {
         return compare_files(a, b);
+    }
+    if args.kernel != crate::linux_twin::Kernel::Numalab {
+        return crate::linux_twin::run(args);
     }
     let start = Instant::now();
     let img = match image::build_kernel().and_then(|k| image::build_image(&k, args.base.firmware)) {

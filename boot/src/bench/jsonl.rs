@@ -1,16 +1,17 @@
-//! The JSONL result file: a record's JSON form (the kernel's fields plus `boot`), and reading a
+//! The JSONL result file: a record's JSON form (the kernel's fields plus `boot` and `kernel`), and reading a
 //! file back (its header and records, or every line that breaks the contract).
 
 use super::record::{record_from_json, BenchRecord, Boot, Violation};
 use serde_json::Value;
 
 impl BenchRecord {
-    /// The JSONL form: the kernel's fields plus `boot`.
+    /// The JSONL form: the kernel's fields plus `boot` and `kernel`.
     pub fn to_json(&self) -> Value {
         serde_json::json!({
             "bench": self.bench, "case": self.case, "metric": self.metric,
             "value": self.value, "unit": self.unit, "cpus": self.cpus,
             "nodes": self.nodes, "clock": self.clock, "boot": self.boot.name(),
+            "kernel": self.kernel,
         })
     }
 }

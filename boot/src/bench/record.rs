@@ -45,6 +45,9 @@ pub struct BenchRecord {
     pub nodes: u32,
     pub clock: String,
     pub boot: Boot,
+    /// The kernel that printed it: `numalab` (whose lines carry no `kernel` field) or
+    /// `linux-VERSION` (the Linux twin, linux_twin.rs).
+    pub kernel: String,
 }
 
 /// The identity of a measurement across runs.
@@ -117,6 +120,15 @@ pub fn record_from_json(obj: &Map<String, Value>, boot: Boot) -> Result<BenchRec
         None => return Err("missing required field 'value'".into()),
     }
     .ok_or_else(|| format!("{bench}/{case}/{metric}: value is not a finite number"))?;
+    let kernel = match obj.get("kernel") {
+        None => "numalab".to_string(),
+        Some(Value::String(k)) if k == "numalab" || k.starts_with("linux-") => k.clone(),
+        Some(other) => {
+            return Err(format!(
+                "field 'kernel' must be \"numalab\" or \"linux-VERSION\", got {other}"
+            ))
+        }
+    };
     let cpus = count_field(obj, "cpus")?;
     let nodes = count_field(obj, "nodes")?;
     if !is_snake_name(&bench) {
@@ -146,5 +158,6 @@ pub fn record_from_json(obj: &Map<String, Value>, boot: Boot) -> Result<BenchRec
         nodes,
         clock,
         boot,
+        kernel,
     })
 }
