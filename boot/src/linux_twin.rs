@@ -118,8 +118,18 @@ impl LinuxBoot {
     }
 
     /// The QEMU arguments that boot it (instead of numalab's disk and fw_cfg command line).
+    /// Two more make Linux's own random sources repeatable, so that icount runs repeat down to
+    /// the instruction: `-seed` turns RDRAND/RDSEED into a seeded generator (Linux seeds its
+    /// RNG, KASLR and SLAB_FREELIST_RANDOM's freelist order from them), and a fixed RTC on
+    /// virtual time replaces the host's wall clock that Linux mixes into its RNG at boot.
+    /// Without them two boots differ in kmalloc/random, burst256 and vmalloc (measured,
+    /// docs/linux-twin.md). numalab reads neither, so its boots go without.
     pub fn qemu_args(&self, config: &RunConfig) -> Vec<String> {
         vec![
+            "-seed".into(),
+            "1".into(),
+            "-rtc".into(),
+            "base=2024-01-01T00:00:00,clock=vm".into(),
             "-kernel".into(),
             self.vmlinuz.display().to_string(),
             "-initrd".into(),
@@ -635,6 +645,10 @@ mod tests {
         assert!(q.contains("-icount shift=0,sleep=off"), "{q}");
         assert!(q.contains("-smp 1,maxcpus=8 -m 2048M"), "{q}");
         assert!(q.contains("-kernel /boot/vmlinuz-6.1.0-57-amd64 -initrd /t/initramfs.cpio"));
+        assert!(
+            q.contains("-seed 1 -rtc base=2024-01-01T00:00:00,clock=vm"),
+            "{q}"
+        );
         assert!(!q.contains("-drive") && !q.contains("-fw_cfg"), "{q}");
         // The same machine as numalab's icount boot: every -smp/-m/-numa/-object argument.
         assert_eq!(c.extra, numalab.extra);
@@ -670,7 +684,10 @@ mod tests {
         let last3 = |prefix: &str| -> Vec<String> {
             let line = t.lines().find(|l| l.starts_with(prefix)).unwrap();
             let words: Vec<&str> = line.split_whitespace().collect();
-            words[words.len() - 3..].iter().map(|w| w.to_string()).collect()
+            words[words.len() - 3..]
+                .iter()
+                .map(|w| w.to_string())
+                .collect()
         };
         assert_eq!(last3("page_alloc"), ["100", "400", "0.250"], "{t}");
         assert_eq!(last3("alloc_peers"), ["50", "-", "-"], "{t}");
