@@ -34,6 +34,8 @@ pub struct BenchArgs {
     pub compare: Option<(PathBuf, PathBuf)>,
     /// `--kernel`: numalab, the Linux twin (linux_twin.rs) or both.
     pub kernel: crate::linux_twin::Kernel,
+    /// `--linux-append`: words added to Linux's command line in the twin's boots.
+    pub linux_append: Option<String>,
 }
 
 impl BenchArgs {
@@ -46,6 +48,7 @@ impl BenchArgs {
             main_job: false,
             out_dir: o.out,
             kernel: o.kernel,
+            linux_append: o.linux_append,
             compare: o.compare.and_then(|files| match files.as_slice() {
                 [a, b] => Some((a.clone(), b.clone())),
                 _ => None,
@@ -65,6 +68,7 @@ impl BenchArgs {
             out_dir: None,
             compare: None,
             kernel: crate::linux_twin::Kernel::Numalab,
+            linux_append: None,
         }
     }
 }

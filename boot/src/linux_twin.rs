@@ -91,6 +91,8 @@ pub struct LinuxBoot {
     pub initramfs: PathBuf,
     /// The kernel release, e.g. `6.1.0-57-amd64`.
     pub release: String,
+    /// `--linux-append`: more words for Linux's command line.
+    pub append: Option<String>,
 }
 
 impl LinuxBoot {
@@ -114,6 +116,11 @@ impl LinuxBoot {
                 words.push(format!("numalab_twin.smoke={v}"));
             }
         }
+        words.extend(
+            self.append
+                .iter()
+                .flat_map(|a| a.split_whitespace().map(String::from)),
+        );
         words.join(" ")
     }
 
@@ -192,6 +199,9 @@ fn sync_file(from: &Path, to: &Path) -> Result<(), String> {
 /// Builds numalab_twin.ko against the installed headers and the initramfs around it, under
 /// target/linux-twin (the checkout itself stays clean). Returns what a boot needs.
 pub fn build() -> Result<LinuxBoot, String> {
+    // One build at a time in this process (tests boot the twin from several threads).
+    static BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = BUILD.lock().unwrap_or_else(|e| e.into_inner());
     let (release, vmlinuz) = installed_release()?;
     let root = image::repo_root();
     let out = root.join("target").join("linux-twin");
@@ -251,6 +261,7 @@ pub fn build() -> Result<LinuxBoot, String> {
         vmlinuz,
         initramfs,
         release,
+        append: None,
     })
 }
 
@@ -303,7 +314,8 @@ pub fn run_boots(args: &BenchArgs) -> Result<Vec<BootRun>, String> {
     if mirrored.is_empty() {
         return Ok(Vec::new());
     }
-    let linux = build()?;
+    let mut linux = build()?;
+    linux.append = args.linux_append.clone();
     let config = boot_config(args, &linux, &mirrored)?;
     println!(
         "numalab: bench: linux icount boot ({}, initramfs {}): {}",
@@ -614,6 +626,7 @@ mod tests {
             vmlinuz: "/boot/vmlinuz-6.1.0-57-amd64".into(),
             initramfs: "/t/initramfs.cpio".into(),
             release: "6.1.0-57-amd64".into(),
+            append: None,
         }
     }
 
@@ -657,6 +670,15 @@ mod tests {
             line,
             "console=ttyS0 printk.time=0 panic=-1 numalab_twin.clock=icount \
              numalab_twin.smoke=1 numalab_twin.bench=page_alloc"
+        );
+        let a = args("--kernel linux --linux-append init_on_alloc=0");
+        let mut l = linux();
+        l.append = a.linux_append.clone();
+        let c = boot_config(&a, &l, &["page_alloc"]).unwrap();
+        assert!(
+            l.cmdline(&c).ends_with(" init_on_alloc=0"),
+            "{}",
+            l.cmdline(&c)
         );
     }
 

@@ -1,0 +1,81 @@
+//! Layer 7: the Linux twin (docs/linux-twin.md). Boots Debian's Linux with the numalab_twin
+//! module twice, in the smoke form of `qemu-run.sh bench --kernel linux`, on the 4node machine
+//! under -icount, and checks the BENCH contract, that every mirrored experiment printed its
+//! records with a `linux-VERSION` kernel field, and that the two runs printed identical
+//! instruction counts. The Linux image and headers come from `./qemu-run.sh setup`: their
+//! absence is a failure, not a skip.
+
+use numalab_boot::bench::Boot;
+use numalab_boot::bench_run::{self, BenchArgs};
+use numalab_boot::linux_twin::{self, MIRRORED, REQUIRED};
+use std::time::Duration;
+
+fn twin_args() -> BenchArgs {
+    let words: Vec<String> = ["--smoke", "--kernel", "linux", "--topology", "4node"]
+        .map(String::from)
+        .to_vec();
+    let mut a = bench_run::parse(&words).expect("bench arguments parse");
+    a.base.timeout = Duration::from_secs(480);
+    a
+}
+
+/// One twin boot in one of the test process's QEMU slots.
+fn twin_boot(args: &BenchArgs) -> bench_run::BootRun {
+    let runs = numalab::with_qemu_slot(numalab::cost(&args.base), || linux_twin::run_boots(args))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(runs.len(), 1, "one Linux boot per run");
+    let run = runs.into_iter().next().expect("one boot");
+    println!(
+        "numalab: Linux twin boot took {:.1} s",
+        run.outcome.elapsed.as_secs_f64()
+    );
+    run
+}
+
+#[test]
+fn s07_linux_twin_keeps_the_contract_and_repeats() {
+    linux_twin::installed_release()
+        .expect("./qemu-run.sh setup installs linux-image-amd64 and linux-headers-amd64");
+    let args = twin_args();
+    let (a, b) = std::thread::scope(|s| {
+        let first = s.spawn(|| twin_boot(&args));
+        let second = twin_boot(&args);
+        (first.join().expect("first twin boot"), second)
+    });
+    for run in [&a, &b] {
+        assert!(run.outcome.passed(), "{}", run.outcome.failure_report());
+        assert_eq!(run.boot, Boot::Icount);
+        let problems = linux_twin::contract_problems(std::slice::from_ref(run));
+        assert!(problems.is_empty(), "contract:\n{}", problems.join("\n"));
+        let ran = run.ran();
+        for (name, _) in MIRRORED {
+            assert!(
+                ran.contains(*name),
+                "{name} did not run:\n{}",
+                run.outcome.log
+            );
+        }
+        for (bench, case, metric) in REQUIRED {
+            let rec = run
+                .records
+                .iter()
+                .find(|r| r.bench == *bench && r.case == *case && r.metric == *metric)
+                .unwrap_or_else(|| panic!("no {bench} {case} {metric}"));
+            assert!(rec.kernel.starts_with("linux-6.1."), "{rec:?}");
+            assert_eq!((rec.clock.as_str(), rec.nodes), ("icount", 4), "{rec:?}");
+            assert!(rec.value > 0.0, "{rec:?}");
+        }
+        assert!(run
+            .outcome
+            .log
+            .contains("# bench: clock=icount smoke=1 cpus_online=1 nodes=4"));
+    }
+    // Under -icount with seeded RDRAND and a virtual-time RTC, Linux repeats exactly.
+    let values = |run: &bench_run::BootRun| -> Vec<(String, String, f64)> {
+        run.records
+            .iter()
+            .map(|r| (r.bench.clone(), r.case.clone(), r.value))
+            .collect()
+    };
+    assert_eq!(values(&a), values(&b), "two icount runs of the twin differ");
+}
