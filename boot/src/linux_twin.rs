@@ -35,6 +35,7 @@ pub const MIRRORED: &[(&str, Boot)] = &[
     ("alloc_peers", Boot::Icount),
     ("page_alloc", Boot::Icount),
     ("vmalloc_scaling", Boot::Icount),
+    ("memoryless_node", Boot::Tsc),
 ];
 
 /// The records every mirrored experiment must print when it ran: (bench, Linux case, metric).
@@ -47,42 +48,58 @@ pub const REQUIRED: &[(&str, &str, &str)] = &[
     ("vmalloc_scaling", "linux", "instructions_per_pair"),
 ];
 
-/// The rows of the side-by-side table: (bench, numalab case, Linux case, metric).
-pub const COUNTERPARTS: &[(&str, &str, &str, &str)] = &[
+/// Records required from memoryless_node when it ran: `linux` on a machine with a memoryless
+/// node (the tsc boot), `linux_single_node` on the one-node comparison machine (the uma boot).
+const REQUIRED_MEMORYLESS: &[(Boot, &str)] =
+    &[(Boot::Tsc, "linux"), (Boot::Uma, "linux_single_node")];
+
+/// The rows of the side-by-side table: (bench, numalab case, Linux case, metric, boot).
+pub const COUNTERPARTS: &[(&str, &str, &str, &str, Boot)] = &[
     (
         "alloc_peers",
         "numalab/fast64",
         "kmalloc/fast64",
-        "instructions_per_pair",
+        PAIR,
+        Boot::Icount,
     ),
     (
         "alloc_peers",
         "numalab/random",
         "kmalloc/random",
-        "instructions_per_pair",
+        PAIR,
+        Boot::Icount,
     ),
     (
         "alloc_peers",
         "numalab/burst256",
         "kmalloc/burst256",
-        "instructions_per_pair",
+        PAIR,
+        Boot::Icount,
     ),
     (
         "alloc_peers",
         "numalab_kmem_cache/fast64",
         "kmem_cache/fast64",
-        "instructions_per_pair",
+        PAIR,
+        Boot::Icount,
     ),
-    ("page_alloc", "numalab", "linux", "instructions_per_pair"),
+    ("page_alloc", "numalab", "linux", PAIR, Boot::Icount),
+    ("vmalloc_scaling", "global", "linux", PAIR, Boot::Icount),
+    ("vmalloc_scaling", "cpu", "linux", PAIR, Boot::Icount),
+    ("vmalloc_scaling", "numa", "linux", PAIR, Boot::Icount),
+    // Linux 6.1 has the memoryless-node fix: its one case faces numalab's fixed and unfixed.
+    ("memoryless_node", "fixed", "linux", "slab_kib", Boot::Tsc),
+    ("memoryless_node", "unfixed", "linux", "slab_kib", Boot::Tsc),
     (
-        "vmalloc_scaling",
-        "global",
-        "linux",
-        "instructions_per_pair",
+        "memoryless_node",
+        "single_node",
+        "linux_single_node",
+        "slab_kib",
+        Boot::Uma,
     ),
-    ("vmalloc_scaling", "cpu", "linux", "instructions_per_pair"),
-    ("vmalloc_scaling", "numa", "linux", "instructions_per_pair"),
 ];
+
+const PAIR: &str = "instructions_per_pair";
 
 /// The Linux image and initramfs one boot uses (qemu.rs turns it into -kernel/-initrd/-append).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -291,50 +308,104 @@ pub fn plan(args: &BenchArgs) -> (Vec<&'static str>, Vec<String>) {
     (mirrored, unmirrored)
 }
 
-/// The configuration of the Linux boot: numalab's icount boot of the same machine, with
-/// `bench=` narrowed to the mirrored experiments and the Linux image instead of the disk.
+/// The configuration of a Linux boot: numalab's `boot` of the same machine, with `bench=`
+/// narrowed to the mirrored experiments and the Linux image instead of the disk.
 pub fn boot_config(
     args: &BenchArgs,
     linux: &LinuxBoot,
+    boot: Boot,
     experiments: &[&str],
 ) -> Result<RunConfig, String> {
-    let mut c = bench_run::boot_config(args, Boot::Icount)?;
+    let mut c = bench_run::boot_config(args, boot)?;
     c.sets.retain(|s| !s.starts_with("bench="));
     c.sets.push(format!("bench={}", experiments.join(",")));
     c.linux = Some(linux.clone());
     Ok(c)
 }
 
-/// Builds the twin and runs its boot (the mirrored experiments of `args`).
-pub fn run_boots(args: &BenchArgs) -> Result<Vec<BootRun>, String> {
-    let (mirrored, unmirrored) = plan(args);
-    for name in &unmirrored {
-        println!("numalab: bench: {name} has no Linux counterpart yet (docs/linux-twin.md): numalab only");
+/// Whether memoryless_node measures on this machine: it has a node with CPUs and no memory
+/// (or is a one-node machine). For a machine given as QEMU arguments: when it is selected.
+fn memoryless_shape(args: &BenchArgs) -> bool {
+    let t = &args.base.topology;
+    if args.base.user_describes_machine() {
+        return selected_names(args).iter().any(|n| n == "memoryless_node");
     }
-    if mirrored.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut linux = build()?;
-    linux.append = args.linux_append.clone();
-    let config = boot_config(args, &linux, &mirrored)?;
+    t.nodes.len() <= 1
+        || t.nodes
+            .iter()
+            .any(|n| n.mem_shares == 0 && n.cpu_shares > 0)
+}
+
+/// One Linux boot of `experiments` in numalab's `boot` configuration.
+fn linux_boot(
+    args: &BenchArgs,
+    linux: &LinuxBoot,
+    boot: Boot,
+    experiments: &[&str],
+) -> Result<BootRun, String> {
+    let config = boot_config(args, linux, boot, experiments)?;
     println!(
-        "numalab: bench: linux icount boot ({}, initramfs {}): {}",
+        "numalab: bench: linux {} boot ({}): {}",
+        boot.name(),
         linux.release,
-        linux.initramfs.display(),
         config
             .qemu_args(Path::new("-"))
             .map(|a| a.join(" "))
             .unwrap_or_default()
     );
     let outcome = qemu::run(&config, Path::new("-"));
-    let (records, violations) = bench::parse_log(&outcome.log, Boot::Icount);
-    Ok(vec![BootRun {
-        boot: Boot::Icount,
+    let (records, violations) = bench::parse_log(&outcome.log, boot);
+    Ok(BootRun {
+        boot,
         config,
         outcome,
         records,
         violations,
-    }])
+    })
+}
+
+/// Builds the twin and runs its boots: icount for the instruction experiments, tsc for
+/// memoryless_node on a machine with a memoryless node, then uma (the one-node machine of the
+/// same size, as numalab's) when that printed its record.
+pub fn run_boots(args: &BenchArgs) -> Result<Vec<BootRun>, String> {
+    let (mirrored, unmirrored) = plan(args);
+    for name in &unmirrored {
+        println!("numalab: bench: {name} has no Linux counterpart yet (docs/linux-twin.md): numalab only");
+    }
+    let in_boot = |boot: Boot| -> Vec<&str> {
+        mirrored
+            .iter()
+            .copied()
+            .filter(|n| MIRRORED.iter().any(|(m, b)| m == n && *b == boot))
+            .collect()
+    };
+    let icount = in_boot(Boot::Icount);
+    let tsc: Vec<&str> = if memoryless_shape(args) {
+        in_boot(Boot::Tsc)
+    } else {
+        Vec::new()
+    };
+    if icount.is_empty() && tsc.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut linux = build()?;
+    linux.append = args.linux_append.clone();
+    let mut runs = Vec::new();
+    if !icount.is_empty() {
+        runs.push(linux_boot(args, &linux, Boot::Icount, &icount)?);
+    }
+    if !tsc.is_empty() {
+        let run = linux_boot(args, &linux, Boot::Tsc, &tsc)?;
+        let memoryless = run
+            .records
+            .iter()
+            .any(|r| r.bench == "memoryless_node" && r.case == "linux");
+        runs.push(run);
+        if memoryless {
+            runs.push(linux_boot(args, &linux, Boot::Uma, &["memoryless_node"])?);
+        }
+    }
+    Ok(runs)
 }
 
 /// Every breach of the twin's contract: malformed BENCH lines, records without a Linux
@@ -359,7 +430,12 @@ pub fn contract_problems(runs: &[BootRun]) -> Vec<String> {
             continue;
         }
         let ran = r.ran();
-        for (bench, case, metric) in REQUIRED.iter().filter(|(b, _, _)| ran.contains(*b)) {
+        let memoryless = REQUIRED_MEMORYLESS
+            .iter()
+            .filter(|(b, _)| *b == r.boot)
+            .map(|(_, case)| ("memoryless_node", *case, "slab_kib"));
+        let wanted = REQUIRED.iter().copied().chain(memoryless);
+        for (bench, case, metric) in wanted.filter(|(b, _, _)| ran.contains(*b)) {
             let present = r
                 .records
                 .iter()
@@ -376,10 +452,10 @@ pub fn contract_problems(runs: &[BootRun]) -> Vec<String> {
 }
 
 /// The side-by-side table: per mirrored measurement, numalab's value, Linux's and
-/// numalab/linux (below 1: numalab executes fewer instructions). Rows with neither value are
-/// left out; a missing side prints `-`.
+/// numalab/linux (below 1: numalab executes fewer instructions or holds less memory). Rows
+/// with neither value are left out; a missing side prints `-`.
 pub fn side_by_side(records: &[BenchRecord]) -> String {
-    let find = |kernel_is_linux: bool, bench: &str, case: &str, metric: &str| {
+    let find = |kernel_is_linux: bool, bench: &str, case: &str, metric: &str, boot: Boot| {
         records
             .iter()
             .find(|r| {
@@ -387,15 +463,15 @@ pub fn side_by_side(records: &[BenchRecord]) -> String {
                     && r.bench == bench
                     && r.case == case
                     && r.metric == metric
-                    && r.boot == Boot::Icount
+                    && r.boot == boot
             })
             .map(|r| (r.value, r.kernel.clone()))
     };
     let mut rows = Vec::new();
     let mut linux_name = BTreeSet::new();
-    for &(bench, ncase, lcase, metric) in COUNTERPARTS {
-        let n = find(false, bench, ncase, metric);
-        let l = find(true, bench, lcase, metric);
+    for &(bench, ncase, lcase, metric, boot) in COUNTERPARTS {
+        let n = find(false, bench, ncase, metric, boot);
+        let l = find(true, bench, lcase, metric, boot);
         if n.is_none() && l.is_none() {
             continue;
         }
@@ -412,6 +488,7 @@ pub fn side_by_side(records: &[BenchRecord]) -> String {
             bench.to_string(),
             format!("{ncase} | {lcase}"),
             metric.to_string(),
+            boot.name().to_string(),
             show(&n),
             show(&l),
             ratio,
@@ -425,6 +502,7 @@ pub fn side_by_side(records: &[BenchRecord]) -> String {
         "bench".to_string(),
         "case (numalab | linux)".into(),
         "metric".into(),
+        "boot".into(),
         "numalab".into(),
         if linux.is_empty() {
             "linux".into()
@@ -440,7 +518,7 @@ pub fn side_by_side(records: &[BenchRecord]) -> String {
         }
     }
     let mut out = String::from(
-        "== linux_twin: the same workload on numalab and on Linux (one CPU, -icount: instructions) ==\n",
+        "== linux_twin: the same workload on numalab and on Linux, same QEMU machine (numalab/linux below 1: numalab uses less) ==\n",
     );
     for row in std::iter::once(&head).chain(&rows) {
         let cells: Vec<String> = row
@@ -448,7 +526,7 @@ pub fn side_by_side(records: &[BenchRecord]) -> String {
             .zip(&widths)
             .enumerate()
             .map(|(i, (c, w))| {
-                if i < 3 {
+                if i < 4 {
                     format!("{c:<w$}")
                 } else {
                     format!("{c:>w$}")
@@ -652,7 +730,7 @@ mod tests {
     #[test]
     fn linux_boot_is_numalab_icount_machine_with_the_linux_image() {
         let a = args("--kernel both --smoke --set bench=page_alloc,slub_list_lock");
-        let c = boot_config(&a, &linux(), &["page_alloc"]).unwrap();
+        let c = boot_config(&a, &linux(), Boot::Icount, &["page_alloc"]).unwrap();
         let numalab = bench_run::boot_config(&a, Boot::Icount).unwrap();
         let q = c.qemu_args(Path::new("-")).unwrap().join(" ");
         assert!(q.contains("-icount shift=0,sleep=off"), "{q}");
@@ -674,7 +752,7 @@ mod tests {
         let a = args("--kernel linux --linux-append init_on_alloc=0");
         let mut l = linux();
         l.append = a.linux_append.clone();
-        let c = boot_config(&a, &l, &["page_alloc"]).unwrap();
+        let c = boot_config(&a, &l, Boot::Icount, &["page_alloc"]).unwrap();
         assert!(
             l.cmdline(&c).ends_with(" init_on_alloc=0"),
             "{}",
