@@ -32,7 +32,11 @@ fn twin_boot(args: &BenchArgs) -> bench_run::BootRun {
     run
 }
 
+/// A slow test, ignored by default: the two Linux boots (side by side) took 165 s on the 2-core
+/// host under load (150-154 s each, 25 s of CPU time each). `./qemu-run.sh test --slow` (and
+/// CI) run it; by hand: `cargo test --test qemu s07_ -- --ignored`.
 #[test]
+#[ignore]
 fn s07_linux_twin_keeps_the_contract_and_repeats() {
     linux_twin::installed_release()
         .expect("./qemu-run.sh setup installs linux-image-amd64 and linux-headers-amd64");
