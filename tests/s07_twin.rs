@@ -49,6 +49,9 @@ fn s07_linux_twin_keeps_the_contract_and_repeats() {
     for run in [&a, &b] {
         assert!(run.outcome.passed(), "{}", run.outcome.failure_report());
         assert_eq!(run.boot, Boot::Icount);
+        // KTAP as numalab's (and kunit's tooling) lays it out.
+        let errors = run.outcome.ktap.structure_errors();
+        assert!(errors.is_empty(), "KTAP layout: {errors:?}");
         let problems = linux_twin::contract_problems(std::slice::from_ref(run));
         assert!(problems.is_empty(), "contract:\n{}", problems.join("\n"));
         let ran = run.ran();
