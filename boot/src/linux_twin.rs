@@ -36,6 +36,7 @@ pub const MIRRORED: &[(&str, Boot)] = &[
     ("page_alloc", Boot::Icount),
     ("vmalloc_scaling", Boot::Icount),
     ("memoryless_node", Boot::Tsc),
+    ("slub_list_lock", Boot::Tsc),
 ];
 
 /// The records every mirrored experiment must print when it ran: (bench, Linux case, metric).
@@ -52,6 +53,19 @@ pub const REQUIRED: &[(&str, &str, &str)] = &[
 /// node (the tsc boot), `linux_single_node` on the one-node comparison machine (the uma boot).
 const REQUIRED_MEMORYLESS: &[(Boot, &str)] =
     &[(Boot::Tsc, "linux"), (Boot::Uma, "linux_single_node")];
+
+/// The command line of the second slub_list_lock boot: order-4 slabs for a 256-byte cache
+/// (256 objects per slab) and the module's order_4/cpu_partial_x2 half.
+pub const ORDER4_WORDS: &str = "slub_max_order=4 slub_min_objects=256 numalab_twin.sll_order4=1";
+
+/// slub_list_lock's Linux cases (the tunings set through /sys/kernel/slab), each required with
+/// `ops_per_cpu` when it ran, and numalab's case each faces.
+pub const SLUB_LIST_LOCK_CASES: &[(&str, &str)] = &[
+    ("linux_default", "linux/default"),
+    ("partial_64", "linux/partial_64"),
+    ("order_4", "linux/order_4"),
+    ("cpu_partial_x2", "linux/cpu_partial_x2"),
+];
 
 /// The rows of the side-by-side table: (bench, numalab case, Linux case, metric, boot).
 pub const COUNTERPARTS: &[(&str, &str, &str, &str, Boot)] = &[
@@ -97,8 +111,32 @@ pub const COUNTERPARTS: &[(&str, &str, &str, &str, Boot)] = &[
         "slab_kib",
         Boot::Uma,
     ),
+    // Throughput per tuning, tsc clock: a trend under TCG (docs/linux-twin.md).
+    (
+        "slub_list_lock",
+        "linux_default",
+        "linux/default",
+        OPS,
+        Boot::Tsc,
+    ),
+    (
+        "slub_list_lock",
+        "partial_64",
+        "linux/partial_64",
+        OPS,
+        Boot::Tsc,
+    ),
+    ("slub_list_lock", "order_4", "linux/order_4", OPS, Boot::Tsc),
+    (
+        "slub_list_lock",
+        "cpu_partial_x2",
+        "linux/cpu_partial_x2",
+        OPS,
+        Boot::Tsc,
+    ),
 ];
 
+const OPS: &str = "ops_per_cpu";
 const PAIR: &str = "instructions_per_pair";
 
 /// The Linux image and initramfs one boot uses (qemu.rs turns it into -kernel/-initrd/-append).
@@ -380,11 +418,11 @@ pub fn run_boots(args: &BenchArgs) -> Result<Vec<BootRun>, String> {
             .collect()
     };
     let icount = in_boot(Boot::Icount);
-    let tsc: Vec<&str> = if memoryless_shape(args) {
-        in_boot(Boot::Tsc)
-    } else {
-        Vec::new()
-    };
+    let shape = memoryless_shape(args);
+    let tsc: Vec<&str> = in_boot(Boot::Tsc)
+        .into_iter()
+        .filter(|n| *n != "memoryless_node" || shape)
+        .collect();
     if icount.is_empty() && tsc.is_empty() {
         return Ok(Vec::new());
     }
@@ -403,6 +441,19 @@ pub fn run_boots(args: &BenchArgs) -> Result<Vec<BootRun>, String> {
         runs.push(run);
         if memoryless {
             runs.push(linux_boot(args, &linux, Boot::Uma, &["memoryless_node"])?);
+        }
+        if tsc.contains(&"slub_list_lock") {
+            // Linux 6.1's slab order is read-only at run time: order_4 and cpu_partial_x2
+            // run in a boot whose command line sets it for every cache, as the thread did.
+            let mut order4 = linux.clone();
+            order4.append = Some(
+                [Some(ORDER4_WORDS), linux.append.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
+            runs.push(linux_boot(args, &order4, Boot::Tsc, &["slub_list_lock"])?);
         }
     }
     Ok(runs)
@@ -448,6 +499,21 @@ pub fn contract_problems(runs: &[BootRun]) -> Vec<String> {
             }
         }
     }
+    // slub_list_lock's four cases come from two boots: every case from one of them.
+    let list_lock_ran = runs
+        .iter()
+        .any(|r| r.outcome.verdict == Verdict::Pass && r.ran().contains("slub_list_lock"));
+    for (_, case) in SLUB_LIST_LOCK_CASES.iter().filter(|_| list_lock_ran) {
+        let present = runs
+            .iter()
+            .flat_map(|r| &r.records)
+            .any(|x| x.bench == "slub_list_lock" && x.case == *case && x.metric == "ops_per_cpu");
+        if !present {
+            out.push(format!(
+                "linux tsc boots: slub_list_lock ran but printed no {case} ops_per_cpu"
+            ));
+        }
+    }
     out
 }
 
@@ -455,26 +521,57 @@ pub fn contract_problems(runs: &[BootRun]) -> Vec<String> {
 /// numalab/linux (below 1: numalab executes fewer instructions or holds less memory). Rows
 /// with neither value are left out; a missing side prints `-`.
 pub fn side_by_side(records: &[BenchRecord]) -> String {
-    let find = |kernel_is_linux: bool, bench: &str, case: &str, metric: &str, boot: Boot| {
+    let matching = |linux: bool, bench: &str, case: &str, metric: &str, boot: Boot| {
         records
             .iter()
-            .find(|r| {
-                r.kernel.starts_with("linux-") == kernel_is_linux
+            .filter(|r| {
+                r.kernel.starts_with("linux-") == linux
                     && r.bench == bench
                     && r.case == case
                     && r.metric == metric
                     && r.boot == boot
             })
-            .map(|r| (r.value, r.kernel.clone()))
+            .collect::<Vec<_>>()
     };
     let mut rows = Vec::new();
     let mut linux_name = BTreeSet::new();
     for &(bench, ncase, lcase, metric, boot) in COUNTERPARTS {
-        let n = find(false, bench, ncase, metric, boot);
-        let l = find(true, bench, lcase, metric, boot);
-        if n.is_none() && l.is_none() {
-            continue;
+        let ns = matching(false, bench, ncase, metric, boot);
+        let ls = matching(true, bench, lcase, metric, boot);
+        let cpus: BTreeSet<u32> = ns.iter().chain(&ls).map(|r| r.cpus).collect();
+        for cpus in cpus {
+            let at = |v: &[&BenchRecord]| {
+                v.iter()
+                    .find(|r| r.cpus == cpus)
+                    .map(|r| (r.value, r.kernel.clone()))
+            };
+            push_row(
+                &mut rows,
+                &mut linux_name,
+                [bench, ncase, lcase, metric],
+                boot,
+                cpus,
+                at(&ns),
+                at(&ls),
+            );
         }
+    }
+    render(rows, linux_name)
+}
+
+type Cell = Option<(f64, String)>;
+
+/// One row of the side-by-side table.
+fn push_row(
+    rows: &mut Vec<[String; 8]>,
+    linux_name: &mut BTreeSet<String>,
+    [bench, ncase, lcase, metric]: [&str; 4],
+    boot: Boot,
+    cpus: u32,
+    n: Cell,
+    l: Cell,
+) {
+    {
         if let Some((_, k)) = &l {
             linux_name.insert(k.clone());
         }
@@ -489,11 +586,16 @@ pub fn side_by_side(records: &[BenchRecord]) -> String {
             format!("{ncase} | {lcase}"),
             metric.to_string(),
             boot.name().to_string(),
+            cpus.to_string(),
             show(&n),
             show(&l),
             ratio,
         ]);
     }
+}
+
+/// The table text of `rows` (empty without rows).
+fn render(rows: Vec<[String; 8]>, linux_name: BTreeSet<String>) -> String {
     if rows.is_empty() {
         return String::new();
     }
@@ -503,6 +605,7 @@ pub fn side_by_side(records: &[BenchRecord]) -> String {
         "case (numalab | linux)".into(),
         "metric".into(),
         "boot".into(),
+        "cpus".into(),
         "numalab".into(),
         if linux.is_empty() {
             "linux".into()
@@ -526,7 +629,7 @@ pub fn side_by_side(records: &[BenchRecord]) -> String {
             .zip(&widths)
             .enumerate()
             .map(|(i, (c, w))| {
-                if i < 4 {
+                if i < 5 {
                     format!("{c:<w$}")
                 } else {
                     format!("{c:>w$}")
@@ -672,15 +775,23 @@ fn write_results(
     }
     let jsonl = dir.join(format!("{stem}.jsonl"));
     std::fs::write(&jsonl, text).map_err(|e| format!("cannot write {}: {e}", jsonl.display()))?;
+    let mut seen = BTreeSet::new();
     let logs = numalab_runs
         .iter()
-        .map(|r| (format!("{}.log", r.boot.name()), r))
+        .map(|r| (r.boot.name().to_string(), r))
         .chain(
             linux_runs
                 .iter()
-                .map(|r| (format!("linux-{}.log", r.boot.name()), r)),
+                .map(|r| (format!("linux-{}", r.boot.name()), r)),
         );
-    for (name, r) in logs {
+    for (stem, r) in logs {
+        // A second boot of the same kind (slub_list_lock's order-4 boot): `linux-tsc-2.log`.
+        let mut name = format!("{stem}.log");
+        let mut n = 1;
+        while !seen.insert(name.clone()) {
+            n += 1;
+            name = format!("{stem}-{n}.log");
+        }
         let log = sub.join(name);
         std::fs::write(&log, &r.outcome.log)
             .map_err(|e| format!("cannot write {}: {e}", log.display()))?;
@@ -719,9 +830,9 @@ mod tests {
 
     #[test]
     fn plan_keeps_the_mirrored_experiments() {
-        let (m, u) = plan(&args("--set bench=alloc_peers,slub_list_lock"));
+        let (m, u) = plan(&args("--set bench=alloc_peers,slabinfo_reader"));
         assert_eq!(m, vec!["alloc_peers"]);
-        assert_eq!(u, vec!["slub_list_lock".to_string()]);
+        assert_eq!(u, vec!["slabinfo_reader".to_string()]);
         let (m, u) = plan(&args(""));
         assert_eq!(m.len(), MIRRORED.len());
         assert!(u.is_empty());
@@ -729,7 +840,7 @@ mod tests {
 
     #[test]
     fn linux_boot_is_numalab_icount_machine_with_the_linux_image() {
-        let a = args("--kernel both --smoke --set bench=page_alloc,slub_list_lock");
+        let a = args("--kernel both --smoke --set bench=page_alloc,slabinfo_reader");
         let c = boot_config(&a, &linux(), Boot::Icount, &["page_alloc"]).unwrap();
         let numalab = bench_run::boot_config(&a, Boot::Icount).unwrap();
         let q = c.qemu_args(Path::new("-")).unwrap().join(" ");
@@ -758,6 +869,17 @@ mod tests {
             "{}",
             l.cmdline(&c)
         );
+        // slub_list_lock's order_4 tuning needs Linux to accept order 4.
+        let a = args("--kernel linux --set bench=slub_list_lock");
+        let c = boot_config(&a, &linux(), Boot::Tsc, &["slub_list_lock"]).unwrap();
+        let line = linux().cmdline(&c);
+        assert!(
+            line.contains("numalab_twin.clock=tsc numalab_twin.bench=slub_list_lock"),
+            "{line}"
+        );
+        assert!(!c.icount, "{c:?}");
+        let (m, _) = plan(&a);
+        assert_eq!(m, vec!["slub_list_lock"]);
     }
 
     fn rec(kernel: &str, bench: &str, case: &str, value: &str) -> String {
@@ -791,6 +913,32 @@ mod tests {
         };
         assert_eq!(last3("page_alloc"), ["100", "400", "0.250"], "{t}");
         assert_eq!(last3("alloc_peers"), ["50", "-", "-"], "{t}");
+        // One row per CPU count for the multi-CPU experiments.
+        let tsc = [
+            "BENCH {\"bench\":\"slub_list_lock\",\"case\":\"linux_default\",\"metric\":\"ops_per_cpu\",\"value\":10,\"unit\":\"ops/s\",\"cpus\":2,\"nodes\":4,\"clock\":\"tsc\"}",
+            "BENCH {\"bench\":\"slub_list_lock\",\"case\":\"linux/default\",\"metric\":\"ops_per_cpu\",\"value\":20,\"unit\":\"ops/s\",\"cpus\":2,\"nodes\":4,\"clock\":\"tsc\",\"kernel\":\"linux-6.1.192\"}",
+            "BENCH {\"bench\":\"slub_list_lock\",\"case\":\"linux/default\",\"metric\":\"ops_per_cpu\",\"value\":40,\"unit\":\"ops/s\",\"cpus\":8,\"nodes\":4,\"clock\":\"tsc\",\"kernel\":\"linux-6.1.192\"}",
+        ]
+        .join("\n");
+        let (records, bad) = bench::parse_log(&tsc, Boot::Tsc);
+        assert!(bad.is_empty(), "{bad:?}");
+        let t = side_by_side(&records);
+        let rows: Vec<Vec<&str>> = t
+            .lines()
+            .filter(|l| l.starts_with("slub_list_lock"))
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(rows.len(), 2, "{t}");
+        assert_eq!(
+            rows[0][rows[0].len() - 5..],
+            ["tsc", "2", "10", "20", "0.500"],
+            "{t}"
+        );
+        assert_eq!(
+            rows[1][rows[1].len() - 5..],
+            ["tsc", "8", "-", "40", "-"],
+            "{t}"
+        );
         assert!(!t.contains("vmalloc_scaling"), "{t}");
         let (_, bad) = bench::parse_log(&rec("freebsd", "page_alloc", "x", "1"), Boot::Icount);
         assert!(bad[0].message.contains("field 'kernel'"), "{bad:?}");
