@@ -1,5 +1,5 @@
-//! The JSONL result file: a record's JSON form (the kernel's fields plus `boot` and `kernel`), and reading a
-//! file back (its header and records, or every line that breaks the contract).
+//! The JSONL result file: a record's JSON form (the kernel's fields plus `boot` and `kernel`),
+//! and reading a file back (its header and records, or every line that breaks the contract).
 
 use super::record::{record_from_json, BenchRecord, Boot, Violation};
 use serde_json::Value;
