@@ -901,6 +901,14 @@ mod tests {
         assert!(bad.is_empty(), "{bad:?}");
         assert_eq!(records[0].kernel, "numalab");
         assert_eq!(records[1].kernel, "linux-6.1.192");
+        // The JSONL keeps the kernel of every record.
+        let text: String = records
+            .iter()
+            .map(|r| format!("{}\n", r.to_json()))
+            .collect();
+        let (_, back) = bench::read_jsonl(&text).unwrap();
+        assert_eq!(back, records);
+        assert!(text.contains("\"kernel\":\"numalab\""), "{text}");
         let t = side_by_side(&records);
         assert!(t.contains("linux-6.1.192"), "{t}");
         let last3 = |prefix: &str| -> Vec<String> {
