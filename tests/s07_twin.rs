@@ -47,8 +47,8 @@ fn twin_boot(args: &BenchArgs) -> bench_run::BootRun {
     run
 }
 
-/// A slow test, ignored by default: the two Linux boots (side by side) took 165 s on the 2-core
-/// host under load (150-154 s each, 25 s of CPU time each). `./qemu-run.sh test --slow` (and
+/// A slow test, ignored by default: the two Linux boots (side by side) took 122 s and 165 s in
+/// two runs on the loaded 2-core host (116-154 s each, about 25 s of CPU time each). `./qemu-run.sh test --slow` (and
 /// CI) run it; by hand: `cargo test --test qemu s07_ -- --ignored`.
 #[test]
 #[ignore]
