@@ -32,12 +32,29 @@ setup_packages() {
     command -v rust-lld >/dev/null || missing+=(lld-22)
     [ -x /usr/bin/cargo-clippy ] || missing+=(rust-web-clippy)
     [ -x /usr/bin/rustfmt ] || missing+=(rustfmt-web)
+    # The Linux twin (docs/linux-twin.md): Debian's own 6.1 kernel booted on the same QEMU machine,
+    # the headers of that same version to build the numalab_twin module against, busybox-static
+    # for the initramfs's shell and tools, cpio to pack the initramfs, gcc and make for kbuild.
+    local pkg
+    for pkg in linux-image-amd64 linux-headers-amd64 busybox-static cpio gcc make; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
+            missing+=("$pkg")
+    done
     if [ ${#missing[@]} -gt 0 ]; then
-        say "installing ${missing[*]} (QEMU, OVMF, Debian's Rust 1.96 with rust-src, rust-lld)"
+        say "installing ${missing[*]} (QEMU, OVMF, Debian's Rust 1.96 with rust-src, rust-lld, Linux twin)"
         local sudo=""
         [ "$(id -u)" = 0 ] || sudo=sudo
         $sudo apt-get update -qq
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+    # The metapackages pull the newest image and headers together; the module is only loadable
+    # when both are the same version, so check it instead of trusting the dependency graph.
+    local image_ver headers_ver
+    image_ver=$(dpkg-query -W -f='${Version}' linux-image-amd64)
+    headers_ver=$(dpkg-query -W -f='${Version}' linux-headers-amd64)
+    if [ "$image_ver" != "$headers_ver" ]; then
+        say "linux-image-amd64 $image_ver and linux-headers-amd64 $headers_ver differ: the twin module cannot load"
+        exit 1
     fi
 }
 

@@ -40,6 +40,10 @@ pub struct BenchArgs {
     pub reps: u32,
     /// Plan no det boot (the main job's memoryless boot: its counts are in the full run).
     pub no_det: bool,
+    /// `--kernel`: numalab, the Linux twin (linux_twin.rs) or both.
+    pub kernel: crate::linux_twin::Kernel,
+    /// `--linux-append`: words added to Linux's command line in the twin's boots.
+    pub linux_append: Option<String>,
 }
 
 /// Repetitions of the host-time boots unless `--reps` says: 3, or 1 for `--smoke`.
@@ -56,6 +60,8 @@ impl BenchArgs {
             reps: o.reps.unwrap_or(if o.smoke { 1 } else { DEFAULT_REPS }),
             no_det: false,
             out_dir: o.out,
+            kernel: o.kernel,
+            linux_append: o.linux_append,
             compare: o.compare.and_then(|files| match files.as_slice() {
                 [a, b] => Some((a.clone(), b.clone())),
                 _ => None,
@@ -76,6 +82,8 @@ impl BenchArgs {
             compare: None,
             reps: 1,
             no_det: false,
+            kernel: crate::linux_twin::Kernel::Numalab,
+            linux_append: None,
         }
     }
 
@@ -114,7 +122,7 @@ pub fn parse(args: &[String]) -> Result<BenchArgs, clap::Error> {
 }
 
 /// UTC `YYYYMMDD-HHMMSS` and ISO 8601 forms of now.
-fn utc_now() -> (String, String) {
+pub(crate) fn utc_now() -> (String, String) {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
@@ -149,7 +157,7 @@ fn command_line(program: &str, args: &[&str], dir: &Path) -> Option<String> {
 }
 
 /// `git rev-parse --short HEAD`, with `-dirty` when tracked files changed.
-fn git_rev(root: &Path) -> String {
+pub(crate) fn git_rev(root: &Path) -> String {
     let rev = command_line("git", &["rev-parse", "--short", "HEAD"], root)
         .unwrap_or_else(|| "norev".into());
     let dirty = command_line(
@@ -248,7 +256,7 @@ fn explicit_machine(c: &mut RunConfig) {
 }
 
 /// The configuration of one boot (`rep`: its repetition, 0-based).
-fn boot_config(args: &BenchArgs, boot: Boot, rep: u32) -> Result<RunConfig, String> {
+pub(crate) fn boot_config(args: &BenchArgs, boot: Boot, rep: u32) -> Result<RunConfig, String> {
     let mut c = args.base.clone();
     if boot != Boot::Tsc || !args.main_job || rep > 0 {
         c.suite = "bench".into();
@@ -395,7 +403,7 @@ pub fn machine_line(host_cpus: usize, vcpus: u32, reps: u32) -> String {
     )
 }
 
-fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &str) -> Value {
+pub(crate) fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &str) -> Value {
     let qemu = args.base.qemu_binary();
     let qemu_version = command_line(&qemu.display().to_string(), &["--version"], Path::new("."))
         .and_then(|v| v.lines().next().map(String::from))
@@ -544,6 +552,9 @@ fn compare_files(a: &Path, b: &Path) -> i32 {
 pub fn run(args: &BenchArgs) -> i32 {
     if let Some((a, b)) = &args.compare {
         return compare_files(a, b);
+    }
+    if args.kernel != crate::linux_twin::Kernel::Numalab {
+        return crate::linux_twin::run(args);
     }
     let start = Instant::now();
     let img = match image::build_kernel().and_then(|k| image::build_image(&k, args.base.firmware)) {

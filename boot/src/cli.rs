@@ -145,6 +145,14 @@ pub struct BenchOptions {
     /// Where results go (default: target/bench in the checkout)
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Which kernel runs the experiments: numalab, Debian's Linux with the numalab_twin module
+    /// (docs/linux-twin.md), or both on the same machine, side by side
+    #[arg(long, value_enum, value_name = "KERNEL", default_value = "numalab")]
+    pub kernel: crate::linux_twin::Kernel,
+    /// Words added to Linux's command line in the twin's boots, e.g. "init_on_alloc=0"
+    /// (Debian's kernel zeroes every allocation by default; docs/linux-twin.md)
+    #[arg(long, value_name = "WORDS", allow_hyphen_values = true)]
+    pub linux_append: Option<String>,
     /// No boot: print per bench/case/metric the change from A to B
     #[arg(long, num_args = 2, value_names = ["A.jsonl", "B.jsonl"])]
     pub compare: Option<Vec<PathBuf>>,
@@ -251,6 +259,7 @@ impl MachineOptions {
             extra: self.qemu_args.clone(),
             echo: true,
             echo_prefixes: Vec::new(),
+            linux: None,
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod bench_svg;
 pub mod cli;
 pub mod image;
 pub mod ktap;
+pub mod linux_twin;
 pub mod presets;
 pub mod qemu;
 

@@ -35,6 +35,9 @@ pub struct RunConfig {
     pub echo: bool,
     /// Without `echo`: still echo the lines that start with one of these (e.g. progress).
     pub echo_prefixes: Vec<String>,
+    /// Boot Linux (the twin, linux_twin.rs) instead of numalab's image: `-kernel`, `-initrd`
+    /// and `-append` replace the disk and the fw_cfg command line.
+    pub linux: Option<crate::linux_twin::LinuxBoot>,
 }
 
 impl RunConfig {
@@ -55,6 +58,7 @@ impl RunConfig {
             extra: Vec::new(),
             echo: false,
             echo_prefixes: Vec::new(),
+            linux: None,
         }
     }
 
@@ -105,17 +109,24 @@ impl RunConfig {
             "max".into(),
             "-device".into(),
             "isa-debug-exit,iobase=0xf4,iosize=0x04".into(),
-            "-drive".into(),
-            // snapshot=on: writes go to a temporary overlay, so parallel runs can share the image.
-            format!("format=raw,snapshot=on,file={}", image.display()),
-            "-fw_cfg".into(),
-            // fw_cfg's option parser splits on commas; QEMU's escape for a comma is ",,".
-            format!(
-                "name=opt/numalab/cmdline,string={}",
-                self.kernel_cmdline().replace(',', ",,")
-            ),
         ];
-        if self.firmware == Firmware::Uefi {
+        if let Some(linux) = &self.linux {
+            args.extend(linux.qemu_args(self));
+        } else {
+            args.extend([
+                "-drive".into(),
+                // snapshot=on: writes go to a temporary overlay, so parallel runs can share the
+                // image.
+                format!("format=raw,snapshot=on,file={}", image.display()),
+                "-fw_cfg".into(),
+                // fw_cfg's option parser splits on commas; QEMU's escape for a comma is ",,".
+                format!(
+                    "name=opt/numalab/cmdline,string={}",
+                    self.kernel_cmdline().replace(',', ",,")
+                ),
+            ]);
+        }
+        if self.firmware == Firmware::Uefi && self.linux.is_none() {
             args.push("-bios".into());
             args.push(ovmf_path(self.qemu.as_deref())?.display().to_string());
         }

@@ -1,18 +1,19 @@
-//! The JSONL result file: a record's JSON form (the kernel's fields plus `boot`), and reading a
-//! file back (its header and records, or every line that breaks the contract).
+//! The JSONL result file: a record's JSON form (the kernel's fields plus `boot` and `kernel`),
+//! and reading a file back (its header and records, or every line that breaks the contract).
 
 use super::record::{record_from_json, BenchRecord, Boot, Violation};
 use serde_json::Value;
 
 impl BenchRecord {
-    /// The JSONL form: the kernel's fields plus `boot`, `rep` (the repetition of that boot)
-    /// and `kind` (count, instructions or timing: `MetricKind`).
+    /// The JSONL form: the kernel's fields plus `boot`, `rep` (the repetition of that boot),
+    /// `kind` (count, instructions or timing: `MetricKind`) and `kernel`.
     pub fn to_json(&self) -> Value {
         serde_json::json!({
             "bench": self.bench, "case": self.case, "metric": self.metric,
             "value": self.value, "unit": self.unit, "cpus": self.cpus,
             "nodes": self.nodes, "clock": self.clock, "boot": self.boot.name(),
             "rep": self.rep, "kind": self.kind().name(),
+            "kernel": self.kernel,
         })
     }
 }

@@ -68,6 +68,9 @@ pub struct BenchRecord {
     pub boot: Boot,
     /// The repetition of the boot that printed it (0-based; `--reps`).
     pub rep: u32,
+    /// The kernel that printed it: `numalab` (whose lines carry no `kernel` field) or
+    /// `linux-VERSION` (the Linux twin, linux_twin.rs).
+    pub kernel: String,
 }
 
 /// The identity of a measurement across runs and repetitions: bench, case, metric, cpus and
@@ -141,6 +144,15 @@ pub fn record_from_json(obj: &Map<String, Value>, boot: Boot) -> Result<BenchRec
         None => return Err("missing required field 'value'".into()),
     }
     .ok_or_else(|| format!("{bench}/{case}/{metric}: value is not a finite number"))?;
+    let kernel = match obj.get("kernel") {
+        None => "numalab".to_string(),
+        Some(Value::String(k)) if k == "numalab" || k.starts_with("linux-") => k.clone(),
+        Some(other) => {
+            return Err(format!(
+                "field 'kernel' must be \"numalab\" or \"linux-VERSION\", got {other}"
+            ))
+        }
+    };
     let cpus = count_field(obj, "cpus")?;
     let nodes = count_field(obj, "nodes")?;
     if !is_snake_name(&bench) {
@@ -171,5 +183,6 @@ pub fn record_from_json(obj: &Map<String, Value>, boot: Boot) -> Result<BenchRec
         clock,
         boot,
         rep: 0,
+        kernel,
     })
 }

@@ -318,6 +318,7 @@ mod tests {
             unit: "x".into(),
             cpus,
             nodes: 2,
+            kernel: "numalab".into(),
             clock: boot.clock().into(),
             boot,
             rep: 0,

@@ -309,6 +309,7 @@ mod tests {
                 unit: unit.into(),
                 cpus,
                 nodes: 4,
+                kernel: "numalab".into(),
                 clock: boot.clock().into(),
                 boot,
                 rep: i as u32,

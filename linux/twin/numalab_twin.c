@@ -1,0 +1,970 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * numalab_twin: numalab's experiments run with Linux's own allocators (docs/linux-twin.md).
+ *
+ * Loaded by the initramfs's init (linux/initramfs/init) with the numalab_twin.* words of the
+ * kernel command line as parameters; prints KTAP version 1 (one suite, "bench", one case per
+ * experiment, as numalab's bench suite) and BENCH lines in numalab's contract
+ * (kernel/algo/src/bench.rs) plus a "kernel" field, then ends the run through QEMU's
+ * isa-debug-exit port (0x10: passed, QEMU exits 33; 0x11: failed, QEMU exits 35).
+ *
+ * Under QEMU's -icount shift=0,sleep=off, rdtsc reads virtual time in ns, one ns per
+ * executed instruction: the same clock numalab's icount boot reads (kernel/src/ktest/bench.rs).
+ *
+ * Parameters: bench=NAME[,NAME] (empty: every experiment), clock=icount|tsc (set by the
+ * host runner: how rdtsc ticks are to be read), smoke=1 (the short variants, as numalab's
+ * bench.smoke=1).
+ */
+#include <linux/module.h>
+#include <linux/kernel.h>
+#include <linux/slab.h>
+#include <linux/gfp.h>
+#include <linux/mm.h>
+#include <linux/vmalloc.h>
+#include <linux/utsname.h>
+#include <linux/nodemask.h>
+#include <linux/cpumask.h>
+#include <linux/string.h>
+#include <linux/irqflags.h>
+#include <linux/kthread.h>
+#include <linux/sched.h>
+#include <linux/fs.h>
+#include <linux/topology.h>
+#include <linux/atomic.h>
+#include <linux/wait.h>
+#include <linux/spinlock.h>
+#include <linux/cpumask.h>
+#include <asm/tsc.h>
+#include <asm/msr.h>
+#include <asm/io.h>
+
+static char *twin_bench = "";
+module_param_named(bench, twin_bench, charp, 0444);
+MODULE_PARM_DESC(bench, "experiments to run, comma-separated (empty: all)");
+static char *twin_clock = "tsc";
+module_param_named(clock, twin_clock, charp, 0444);
+MODULE_PARM_DESC(clock, "icount (rdtsc counts instructions) or tsc (host time)");
+static bool twin_smoke;
+module_param_named(smoke, twin_smoke, bool, 0444);
+MODULE_PARM_DESC(smoke, "short variants of every experiment");
+static bool twin_sll_order4;
+module_param_named(sll_order4, twin_sll_order4, bool, 0444);
+MODULE_PARM_DESC(sll_order4,
+		 "slub_list_lock: run the order_4 and cpu_partial_x2 tunings (a boot with slub_max_order=4 slub_min_objects=256)");
+
+/* isa-debug-exit, as numalab's -device isa-debug-exit,iobase=0xf4 */
+#define DEBUG_EXIT_PORT 0xf4
+#define DEBUG_EXIT_PASS 0x10
+#define DEBUG_EXIT_FAIL 0x11
+
+/* alloc_peers' sizes (kernel/src/bench/alloc_peers.rs) */
+#define FAST_PAIRS 20000ULL
+#define RANDOM_LIVE 1000
+#define RANDOM_STEPS 20000ULL
+#define BURST 256
+#define BURST_ROUNDS 40ULL
+#define RANDOM_SEED 0x2545f4914f6cdd1dULL
+
+#define TWIN_OUT(fmt, ...) printk(KERN_INFO fmt "\n", ##__VA_ARGS__)
+
+static char kernel_name[64];
+
+static bool icount(void)
+{
+	return strcmp(twin_clock, "icount") == 0;
+}
+
+/* numalab's smoke_scaled: a tenth of full in a smoke run, at least floor. */
+static u64 scaled(u64 full, u64 floor)
+{
+	u64 tenth = full / 10;
+
+	if (!twin_smoke)
+		return full;
+	return tenth > floor ? tenth : floor;
+}
+
+/* XorShift64 of kernel/algo/src/rng.rs, bit for bit. */
+struct xorshift64 {
+	u64 state;
+};
+
+static void xorshift64_init(struct xorshift64 *r, u64 seed)
+{
+	r->state = seed ? seed : 0x9e3779b97f4a7c15ULL;
+}
+
+static u64 xorshift64_next(struct xorshift64 *r)
+{
+	r->state ^= r->state << 13;
+	r->state ^= r->state >> 7;
+	r->state ^= r->state << 17;
+	return r->state;
+}
+
+/* "linux-6.1.192" from Debian's version string of the running kernel, else its release. */
+static void set_kernel_name(void)
+{
+	const char *v = strstr(init_utsname()->version, "Debian ");
+	size_t n = 0;
+
+	if (v) {
+		v += strlen("Debian ");
+		while (v[n] && v[n] != '-' && v[n] != ' ' && n < 32)
+			n++;
+	}
+	if (n)
+		snprintf(kernel_name, sizeof(kernel_name), "linux-%.*s", (int)n, v);
+	else
+		snprintf(kernel_name, sizeof(kernel_name), "linux-%s", init_utsname()->release);
+}
+
+/*
+ * One BENCH line: value = num / den, written as numalab's json_num writes it (an integer when
+ * exact, else four decimals).
+ */
+static void record(const char *bench, const char *case_name, const char *metric, u64 num,
+		   u64 den, const char *unit, unsigned int cpus)
+{
+	u64 whole = div64_u64(num, den);
+	u64 rem = num - whole * den;
+	char value[48];
+
+	if (rem == 0) {
+		snprintf(value, sizeof(value), "%llu", whole);
+	} else {
+		u64 frac = div64_u64(rem * 10000 + den / 2, den);
+
+		if (frac >= 10000) {
+			whole++;
+			frac -= 10000;
+		}
+		snprintf(value, sizeof(value), "%llu.%04llu", whole, frac);
+	}
+	TWIN_OUT("BENCH {\"bench\":\"%s\",\"case\":\"%s\",\"metric\":\"%s\",\"value\":%s,"
+		 "\"unit\":\"%s\",\"cpus\":%u,\"nodes\":%u,\"clock\":\"%s\",\"kernel\":\"%s\"}",
+		 bench, case_name, metric, value, unit, cpus, num_possible_nodes(),
+		 icount() ? "icount" : "tsc", kernel_name);
+}
+
+static const char *tick_unit(void)
+{
+	return icount() ? "instructions" : "cycles";
+}
+
+/* ---- alloc_peers: kmalloc and a kmem_cache, each with one object of the size held ---- */
+
+/* fast64 through kmalloc/kfree (exported, out-of-line calls). */
+static int kmalloc_fast64(u64 *ticks)
+{
+	void *held = kmalloc(64, GFP_ATOMIC);
+	void *p;
+	u64 t0, i;
+
+	if (!held)
+		return -ENOMEM;
+	p = kmalloc(64, GFP_ATOMIC);
+	kfree(p);
+	t0 = rdtsc();
+	for (i = 0; i < FAST_PAIRS; i++) {
+		p = kmalloc(64, GFP_ATOMIC);
+		OPTIMIZER_HIDE_VAR(p);
+		kfree(p);
+	}
+	*ticks = rdtsc() - t0;
+	kfree(held);
+	return 0;
+}
+
+/* fast64 through a private 64-byte kmem_cache (kmem_cache_alloc/kmem_cache_free). */
+static int cache_fast64(u64 *ticks)
+{
+	/* SLAB_NO_MERGE does not exist in 6.1: a constructor-less cache may merge with
+	 * kmalloc-64, which is still kmem_cache_alloc's path. */
+	struct kmem_cache *c = kmem_cache_create("numalab_twin_64", 64, 0, 0, NULL);
+	unsigned long flags;
+	void *held, *p;
+	u64 t0, i;
+
+	if (!c)
+		return -ENOMEM;
+	local_irq_save(flags);
+	held = kmem_cache_alloc(c, GFP_ATOMIC);
+	if (!held) {
+		local_irq_restore(flags);
+		kmem_cache_destroy(c);
+		return -ENOMEM;
+	}
+	p = kmem_cache_alloc(c, GFP_ATOMIC);
+	kmem_cache_free(c, p);
+	t0 = rdtsc();
+	for (i = 0; i < FAST_PAIRS; i++) {
+		p = kmem_cache_alloc(c, GFP_ATOMIC);
+		OPTIMIZER_HIDE_VAR(p);
+		kmem_cache_free(c, p);
+	}
+	*ticks = rdtsc() - t0;
+	kmem_cache_free(c, held);
+	local_irq_restore(flags);
+	kmem_cache_destroy(c);
+	return 0;
+}
+
+/* random: sizes 8..4096 from XorShift64(RANDOM_SEED), 1000 live, as alloc_peers.rs. */
+static int kmalloc_random(u64 *ticks)
+{
+	void **live = kcalloc(RANDOM_LIVE, sizeof(void *), GFP_KERNEL);
+	struct xorshift64 rng;
+	u64 t0, s;
+	int i, err = 0;
+
+	if (!live)
+		return -ENOMEM;
+	xorshift64_init(&rng, RANDOM_SEED);
+	for (i = 0; i < RANDOM_LIVE; i++) {
+		live[i] = kmalloc(8 + xorshift64_next(&rng) % 4089, GFP_ATOMIC);
+		if (!live[i]) {
+			err = -ENOMEM;
+			goto out;
+		}
+	}
+	t0 = rdtsc();
+	for (s = 0; s < RANDOM_STEPS; s++) {
+		u64 r = xorshift64_next(&rng);
+		unsigned int k = (r >> 20) % RANDOM_LIVE;
+
+		kfree(live[k]);
+		live[k] = kmalloc(8 + r % 4089, GFP_ATOMIC);
+		if (!live[k]) {
+			err = -ENOMEM;
+			break;
+		}
+	}
+	*ticks = rdtsc() - t0;
+out:
+	for (i = 0; i < RANDOM_LIVE; i++)
+		kfree(live[i]);
+	kfree(live);
+	return err;
+}
+
+/* burst256: 256 objects of 256 bytes allocated, then freed, 40 rounds. */
+static int kmalloc_burst256(u64 *ticks)
+{
+	void **objs = kcalloc(BURST, sizeof(void *), GFP_KERNEL);
+	u64 total = 0, t0, round;
+	int i, n, err = 0;
+
+	if (!objs)
+		return -ENOMEM;
+	for (round = 0; round < BURST_ROUNDS && !err; round++) {
+		t0 = rdtsc();
+		for (n = 0; n < BURST; n++) {
+			objs[n] = kmalloc(256, GFP_ATOMIC);
+			if (!objs[n])
+				break;
+		}
+		for (i = 0; i < n; i++)
+			kfree(objs[i]);
+		total += rdtsc() - t0;
+		if (n != BURST)
+			err = -ENOMEM;
+	}
+	*ticks = total;
+	kfree(objs);
+	return err;
+}
+
+static int alloc_peers(void)
+{
+	unsigned long flags;
+	u64 fast, cache, random, burst;
+	int err;
+
+	/* Interrupts off for the whole run, as numalab's alloc_peers. */
+	local_irq_save(flags);
+	err = kmalloc_fast64(&fast);
+	if (!err)
+		err = kmalloc_random(&random);
+	if (!err)
+		err = kmalloc_burst256(&burst);
+	local_irq_restore(flags);
+	if (err) {
+		TWIN_OUT("    # alloc_peers: kmalloc: %d", err);
+		return err;
+	}
+	/* kmem_cache_create/destroy may sleep: they run with interrupts on, the pairs without. */
+	err = cache_fast64(&cache);
+	if (err) {
+		TWIN_OUT("    # alloc_peers: kmem_cache: %d", err);
+		return err;
+	}
+	record("alloc_peers", "kmalloc/fast64", "instructions_per_pair", fast, FAST_PAIRS,
+	       tick_unit(), 1);
+	record("alloc_peers", "kmalloc/random", "instructions_per_pair", random, RANDOM_STEPS,
+	       tick_unit(), 1);
+	record("alloc_peers", "kmalloc/burst256", "instructions_per_pair", burst,
+	       BURST_ROUNDS * BURST, tick_unit(), 1);
+	record("alloc_peers", "kmem_cache/fast64", "instructions_per_pair", cache, FAST_PAIRS,
+	       tick_unit(), 1);
+	return 0;
+}
+
+/* ---- page_alloc: order-0 alloc_pages/__free_pages pairs on the local node ---- */
+
+static int page_alloc(void)
+{
+	u64 pairs = scaled(100000, 10000), t0, t1, i;
+	unsigned long flags;
+	struct page *p;
+
+	if (!icount())
+		return 1; /* instruction counts only, as numalab's page_alloc */
+	local_irq_save(flags);
+	/* Warm up: the first pair refills the per-CPU list. */
+	p = alloc_pages(GFP_ATOMIC, 0);
+	if (p)
+		__free_pages(p, 0);
+	t0 = rdtsc();
+	for (i = 0; i < pairs; i++) {
+		p = alloc_pages(GFP_ATOMIC, 0);
+		OPTIMIZER_HIDE_VAR(p);
+		if (p)
+			__free_pages(p, 0);
+	}
+	t1 = rdtsc();
+	local_irq_restore(flags);
+	record("page_alloc", "linux", "instructions_per_pair", t1 - t0, pairs, "instructions", 1);
+	return 0;
+}
+
+/* ---- vmalloc_scaling: one-page vmalloc/vfree pairs on one CPU, lazy purges included ---- */
+
+static int vmalloc_pairs(u64 n)
+{
+	u64 i;
+
+	for (i = 0; i < n; i++) {
+		void *p = vmalloc(PAGE_SIZE);
+
+		if (!p)
+			return -ENOMEM;
+		vfree(p);
+	}
+	return 0;
+}
+
+static int vmalloc_scaling(void)
+{
+	/* vmalloc.bench_icount_pairs' default, scaled as numalab scales it. */
+	u64 n = scaled(20000, 1000), t0, t1;
+	int err;
+
+	if (!icount())
+		return 1;
+	/* vmalloc and vfree may sleep: interrupts stay on (timer ticks are counted). */
+	err = vmalloc_pairs(n / 4);
+	if (err)
+		return err;
+	t0 = rdtsc();
+	err = vmalloc_pairs(n);
+	t1 = rdtsc();
+	if (err)
+		return err;
+	record("vmalloc_scaling", "linux", "instructions_per_pair", t1 - t0, n, "instructions", 1);
+	return 0;
+}
+
+/*
+ * ---- memoryless_node: kernel/src/bench/memoryless_node.rs's boot-like load ----
+ *
+ * Every online CPU allocates per_cpu rounds of one object from each of eight private caches
+ * (16..1024 bytes), every other round with kmem_cache_alloc_node(numa_node_id()) as
+ * kmalloc_node callers do, and frees one round in four; then the slab memory of the eight
+ * caches is read from /sys/kernel/slab/NAME/{slabs,order} while the objects are live.
+ * Linux 6.1 has the memoryless-node fix (SLUB treats a node without memory as
+ * NUMA_NO_NODE), so it has one case: "linux" on a machine with a memoryless node,
+ * "linux_single_node" on a one-node machine. The caches are made unmergeable by declaring
+ * their whole object as usercopy, so no other kernel object shares their slabs.
+ */
+
+#define ML_CACHES 8
+static const unsigned int ml_sizes[ML_CACHES] = { 16, 32, 64, 128, 192, 256, 512, 1024 };
+
+struct ml_run {
+	struct kmem_cache *caches[ML_CACHES];
+	unsigned int per_cpu;
+	unsigned int nr_workers;
+	atomic_t ready;
+	atomic_t done;
+	atomic_t failed;
+	wait_queue_head_t wq;
+};
+
+struct ml_worker {
+	struct ml_run *run;
+	void **objs;
+	unsigned int nr_objs;
+};
+
+static int ml_work(void *arg)
+{
+	struct ml_worker *w = arg;
+	struct ml_run *run = w->run;
+	int node = numa_node_id();
+	unsigned int i, c;
+
+	/* Start together, as numalab's barrier (yielding: a CPU may be shared with insmod). */
+	atomic_inc(&run->ready);
+	while (atomic_read(&run->ready) < run->nr_workers)
+		cond_resched();
+	for (i = 0; i < run->per_cpu; i++) {
+		for (c = 0; c < ML_CACHES; c++) {
+			void *o = i % 2 == 0 ? kmem_cache_alloc_node(run->caches[c], GFP_KERNEL, node) :
+					       kmem_cache_alloc(run->caches[c], GFP_KERNEL);
+
+			if (!o)
+				atomic_inc(&run->failed);
+			if (i % 4 == 3) {
+				if (o)
+					kmem_cache_free(run->caches[c], o);
+			} else {
+				/* Kept in cache order, NULL included: objs[j] is from cache j % 8. */
+				w->objs[w->nr_objs++] = o;
+			}
+		}
+		cond_resched();
+	}
+	atomic_inc(&run->done);
+	wake_up(&run->wq);
+	return 0;
+}
+
+/* The first number of a sysfs file such as /sys/kernel/slab/NAME/slabs, or -1. */
+static long long sysfs_number(const char *path)
+{
+	char buf[64] = { 0 };
+	struct file *f = filp_open(path, O_RDONLY, 0);
+	loff_t pos = 0;
+	long long v;
+
+	if (IS_ERR(f))
+		return -1;
+	kernel_read(f, buf, sizeof(buf) - 1, &pos);
+	filp_close(f, NULL);
+	if (sscanf(buf, "%lld", &v) != 1)
+		return -1;
+	return v;
+}
+
+static int memoryless_node(void)
+{
+	unsigned int nr = num_online_cpus(), cpu, k = 0, c, i;
+	bool memoryless = false, single = num_online_nodes() == 1;
+	struct ml_worker *workers;
+	struct ml_run *run;
+	u64 slab_bytes = 0;
+	char path[96];
+	int node, err = 0;
+
+	if (icount())
+		return 1;
+	for_each_online_node(node)
+		memoryless |= !node_state(node, N_MEMORY) && nr_cpus_node(node) > 0;
+	if (!memoryless && !single)
+		return 1;
+	run = kzalloc(sizeof(*run), GFP_KERNEL);
+	workers = kcalloc(nr, sizeof(*workers), GFP_KERNEL);
+	if (!run || !workers) {
+		err = -ENOMEM;
+		goto out;
+	}
+	run->per_cpu = twin_smoke ? 400 : 4000;
+	run->nr_workers = nr;
+	init_waitqueue_head(&run->wq);
+	for (c = 0; c < ML_CACHES; c++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "numalab_ml_%u", ml_sizes[c]);
+		run->caches[c] = kmem_cache_create_usercopy(name, ml_sizes[c], 0, 0, 0,
+							    ml_sizes[c], NULL);
+		if (!run->caches[c]) {
+			err = -ENOMEM;
+			goto out;
+		}
+	}
+	for_each_online_cpu(cpu) {
+		struct task_struct *t;
+
+		workers[k].run = run;
+		workers[k].objs = kvmalloc_array(run->per_cpu * ML_CACHES, sizeof(void *),
+						 GFP_KERNEL);
+		if (!workers[k].objs) {
+			err = -ENOMEM;
+			break;
+		}
+		t = kthread_create_on_cpu(ml_work, &workers[k], cpu, "numalab_ml/%u");
+		if (IS_ERR(t)) {
+			err = PTR_ERR(t);
+			break;
+		}
+		wake_up_process(t);
+		k++;
+	}
+	if (err) {
+		/* Workers already started wait for the others forever: give up the run. */
+		run->nr_workers = k;
+	}
+	wait_event(run->wq, atomic_read(&run->done) == k);
+	for (c = 0; c < ML_CACHES && !err; c++) {
+		long long slabs, order;
+
+		snprintf(path, sizeof(path), "/sys/kernel/slab/numalab_ml_%u/slabs", ml_sizes[c]);
+		slabs = sysfs_number(path);
+		snprintf(path, sizeof(path), "/sys/kernel/slab/numalab_ml_%u/order", ml_sizes[c]);
+		order = sysfs_number(path);
+		if (slabs < 0 || order < 0) {
+			TWIN_OUT("    # memoryless_node: cannot read %s", path);
+			err = -EIO;
+		} else {
+			slab_bytes += (u64)slabs * (PAGE_SIZE << order);
+		}
+	}
+	if (!err && atomic_read(&run->failed)) {
+		TWIN_OUT("    # memoryless_node: %d allocations failed", atomic_read(&run->failed));
+		err = -ENOMEM;
+	}
+	if (!err)
+		record("memoryless_node", single ? "linux_single_node" : "linux", "slab_kib",
+		       slab_bytes / 1024, 1, "kib", nr);
+out:
+	for (k = 0; workers && run && k < nr; k++) {
+		for (i = 0; i < workers[k].nr_objs; i++)
+			if (workers[k].objs[i])
+				kmem_cache_free(run->caches[i % ML_CACHES], workers[k].objs[i]);
+		kvfree(workers[k].objs);
+	}
+	for (c = 0; run && c < ML_CACHES; c++)
+		kmem_cache_destroy(run->caches[c]);
+	kfree(workers);
+	kfree(run);
+	return err;
+}
+
+/*
+ * ---- slub_list_lock: kernel/src/bench/slub_list_lock.rs's mmap1-like load ----
+ *
+ * k of the online CPUs (25%, 50%, 100%) each bulk-allocate batches of 32 256-byte objects
+ * from a private cache, free half themselves and hand the other half to the next CPU, which
+ * frees them (remote frees). Four tunings of the cache with Linux's own knobs:
+ * linux/default (as Linux sizes the cache), linux/partial_64 (min_partial 64 under
+ * /sys/kernel/slab/NAME), linux/order_4 (partial_64 with order-4 slabs) and
+ * linux/cpu_partial_x2 (order_4 with cpu_partial raised to twice order_4's per-CPU partial
+ * bound in slabs, Linux's DIV_ROUND_UP(2 x cpu_partial, objects per slab)). Linux 6.1's
+ * order attribute is read-only, so the slab order comes from the command line: the runner
+ * boots a second time with slub_max_order=4 slub_min_objects=256 (global, as on the thread's
+ * machines) and sll_order4=1 for the last two tunings. Linux 6.1 has no max_partial knob.
+ * Metric: ops_per_cpu (allocations + frees per CPU per second, tsc clock: a trend). Linux's
+ * list_lock acquisitions have no counter in Debian's config (no lock_stat, no SLUB_STATS).
+ */
+
+#define SLL_OBJ 256
+#define SLL_BATCH 32
+#define SLL_NAME "numalab_sll"
+
+struct sll_box {
+	spinlock_t lock;
+	void *head; /* objects linked through their first word */
+};
+
+struct sll_run {
+	struct kmem_cache *cache;
+	struct sll_box *boxes;
+	unsigned int k;
+	u64 rounds;
+	atomic_t ready;
+	atomic_t done;
+	atomic64_t ops;
+	atomic64_t start;
+	atomic64_t end;
+	atomic_t failed;
+	wait_queue_head_t wq;
+};
+
+struct sll_worker {
+	struct sll_run *run;
+	unsigned int me;
+};
+
+static void sll_free_list(struct kmem_cache *c, void *head, u64 *ops)
+{
+	while (head) {
+		void *next = *(void **)head;
+
+		kmem_cache_free(c, head);
+		head = next;
+		(*ops)++;
+	}
+}
+
+static int sll_work(void *arg)
+{
+	struct sll_worker *w = arg;
+	struct sll_run *run = w->run;
+	struct sll_box *next = &run->boxes[(w->me + 1) % run->k];
+	struct sll_box *mine = &run->boxes[w->me];
+	void *batch[SLL_BATCH];
+	u64 ops = 0, round, now, prev;
+	int n, i;
+
+	atomic_inc(&run->ready);
+	while (atomic_read(&run->ready) < run->k)
+		cond_resched();
+	if (w->me == 0)
+		atomic64_set(&run->start, rdtsc());
+	for (round = 0; round < run->rounds; round++) {
+		void *give = NULL, *got;
+
+		n = kmem_cache_alloc_bulk(run->cache, GFP_KERNEL, SLL_BATCH, batch);
+		if (n < SLL_BATCH) {
+			atomic_inc(&run->failed);
+			n = 0;
+		}
+		for (i = n / 2; i < n; i++) {
+			*(void **)batch[i] = give;
+			give = batch[i];
+		}
+		ops += n + n / 2;
+		kmem_cache_free_bulk(run->cache, n / 2, batch);
+		if (run->k > 1 && give) {
+			void *tail = give;
+
+			while (*(void **)tail)
+				tail = *(void **)tail;
+			spin_lock(&next->lock);
+			*(void **)tail = next->head;
+			next->head = give;
+			spin_unlock(&next->lock);
+		} else {
+			u64 uncounted = 0; /* numalab counts frees of sent objects at the receiver */
+
+			sll_free_list(run->cache, give, &uncounted);
+		}
+		spin_lock(&mine->lock);
+		got = mine->head;
+		mine->head = NULL;
+		spin_unlock(&mine->lock);
+		sll_free_list(run->cache, got, &ops);
+		cond_resched();
+	}
+	now = rdtsc();
+	prev = atomic64_read(&run->end);
+	while (now > prev) {
+		u64 old = atomic64_cmpxchg(&run->end, prev, now);
+
+		if (old == prev)
+			break;
+		prev = old;
+	}
+	atomic64_add(ops, &run->ops);
+	atomic_inc(&run->done);
+	wake_up(&run->wq);
+	return 0;
+}
+
+/* Writes a number to /sys/kernel/slab/SLL_NAME/KNOB; 0 or a negative errno. */
+static int sll_knob_write(const char *knob, long long v)
+{
+	char path[96], buf[32];
+	struct file *f;
+	loff_t pos = 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/kernel/slab/%s/%s", SLL_NAME, knob);
+	snprintf(buf, sizeof(buf), "%lld\n", v);
+	f = filp_open(path, O_WRONLY, 0);
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	n = kernel_write(f, buf, strlen(buf), &pos);
+	filp_close(f, NULL);
+	return n < 0 ? (int)n : 0;
+}
+
+static long long sll_knob(const char *knob)
+{
+	char path[96];
+
+	snprintf(path, sizeof(path), "/sys/kernel/slab/%s/%s", SLL_NAME, knob);
+	return sysfs_number(path);
+}
+
+enum sll_case { SLL_DEFAULT, SLL_PARTIAL_64, SLL_ORDER_4, SLL_CPU_PARTIAL_X2, SLL_CASES };
+static const char *const sll_case_names[SLL_CASES] = {
+	"linux/default", "linux/partial_64", "linux/order_4", "linux/cpu_partial_x2"
+};
+
+/* The cache of one case, its knobs set; x2_objects is cpu_partial_x2's object count. */
+static struct kmem_cache *sll_cache(enum sll_case which, long long x2_objects)
+{
+	struct kmem_cache *c = kmem_cache_create_usercopy(SLL_NAME, SLL_OBJ, 0, 0, 0, SLL_OBJ,
+							 NULL);
+	int err = 0;
+
+	if (!c)
+		return NULL;
+	if (which >= SLL_PARTIAL_64)
+		err = sll_knob_write("min_partial", 64);
+	if (!err && which == SLL_CPU_PARTIAL_X2)
+		err = sll_knob_write("cpu_partial", x2_objects);
+	if (err) {
+		TWIN_OUT("    # slub_list_lock: %s: cannot set a knob under /sys/kernel/slab/%s: %d",
+			 sll_case_names[which], SLL_NAME, err);
+		kmem_cache_destroy(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* Linux 6.1's per-CPU partial bound in slabs (slub_set_cpu_partial). */
+static long long sll_cpu_partial_slabs(void)
+{
+	long long objs = sll_knob("objs_per_slab"), cp = sll_knob("cpu_partial");
+
+	if (objs <= 0 || cp < 0)
+		return -1;
+	return (2 * cp + objs - 1) / objs;
+}
+
+static int sll_run_case(enum sll_case which, long long x2_objects, unsigned int k, u64 rounds)
+{
+	struct sll_worker *workers = kcalloc(k, sizeof(*workers), GFP_KERNEL);
+	struct sll_run *run = kzalloc(sizeof(*run), GFP_KERNEL);
+	unsigned int cpu, started = 0, i;
+	u64 ops, ticks, rest = 0;
+	int err = 0;
+
+	if (!workers || !run) {
+		err = -ENOMEM;
+		goto out;
+	}
+	run->cache = sll_cache(which, x2_objects);
+	run->boxes = kcalloc(k, sizeof(*run->boxes), GFP_KERNEL);
+	if (!run->cache || !run->boxes) {
+		err = -ENOMEM;
+		goto out;
+	}
+	TWIN_OUT("# slub_list_lock: case %s cpus %u: slab order %lld, %lld objects/slab, min_partial %lld, cpu_partial %lld objects = %lld slabs",
+		 sll_case_names[which], k, sll_knob("order"), sll_knob("objs_per_slab"),
+		 sll_knob("min_partial"), sll_knob("cpu_partial"), sll_cpu_partial_slabs());
+	for (i = 0; i < k; i++)
+		spin_lock_init(&run->boxes[i].lock);
+	run->k = k;
+	run->rounds = rounds;
+	init_waitqueue_head(&run->wq);
+	for_each_online_cpu(cpu) {
+		struct task_struct *t;
+
+		if (started == k)
+			break;
+		workers[started].run = run;
+		workers[started].me = started;
+		t = kthread_create_on_cpu(sll_work, &workers[started], cpu, "numalab_sll/%u");
+		if (IS_ERR(t)) {
+			err = PTR_ERR(t);
+			break;
+		}
+		started++;
+		wake_up_process(t);
+	}
+	if (started < k)
+		run->k = started; /* the started workers must not wait for the others */
+	wait_event(run->wq, atomic_read(&run->done) == started);
+	for (i = 0; i < k; i++)
+		sll_free_list(run->cache, run->boxes[i].head, &rest);
+	if (!err && atomic_read(&run->failed)) {
+		TWIN_OUT("    # slub_list_lock: %s: %d bulk allocations came back short",
+			 sll_case_names[which], atomic_read(&run->failed));
+		err = -ENOMEM;
+	}
+	if (!err) {
+		ops = atomic64_read(&run->ops) + rest;
+		ticks = max_t(u64, atomic64_read(&run->end) - atomic64_read(&run->start), 1);
+		/* ops / k / (ticks / (tsc_khz * 1000)) */
+		record("slub_list_lock", sll_case_names[which], "ops_per_cpu",
+		       ops * (u64)tsc_khz * 1000, ticks * k, "ops/s", k);
+	}
+out:
+	if (run && run->cache)
+		kmem_cache_destroy(run->cache);
+	if (run)
+		kfree(run->boxes);
+	kfree(run);
+	kfree(workers);
+	return err;
+}
+
+static int slub_list_lock(void)
+{
+	static const unsigned int percents[] = { 25, 50, 100 };
+	unsigned int n = num_online_cpus(), last = 0, p, k;
+	u64 rounds = twin_smoke ? 150 : 5000;
+	long long x2_objects, objs, slabs, order;
+	struct kmem_cache *probe;
+	enum sll_case which;
+	int err;
+
+	if (icount() || n < 2)
+		return 1;
+	/* cpu_partial_x2's objects: objects per slab x twice order_4's bound in slabs. */
+	probe = sll_cache(twin_sll_order4 ? SLL_ORDER_4 : SLL_DEFAULT, 0);
+	if (!probe)
+		return -ENOMEM;
+	objs = sll_knob("objs_per_slab");
+	slabs = sll_cpu_partial_slabs();
+	order = sll_knob("order");
+	kmem_cache_destroy(probe);
+	if (objs <= 0 || slabs < 0)
+		return -EIO;
+	if (twin_sll_order4 && order != 4) {
+		TWIN_OUT("    # slub_list_lock: sll_order4=1 but the cache got order %lld (boot with slub_max_order=4 slub_min_objects=256)",
+			 order);
+		return -EINVAL;
+	}
+	x2_objects = objs * max(slabs, 1LL);
+	for (which = twin_sll_order4 ? SLL_ORDER_4 : SLL_DEFAULT;
+	     which < (twin_sll_order4 ? SLL_CASES : SLL_ORDER_4); which++) {
+		last = 0;
+		for (p = 0; p < ARRAY_SIZE(percents); p++) {
+			k = clamp((n * percents[p] + 99) / 100, 1u, n);
+			if (k == last)
+				continue;
+			last = k;
+			err = sll_run_case(which, x2_objects, k, rounds);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+/* ---- KTAP around the experiments, as numalab's bench suite ---- */
+
+struct experiment {
+	const char *name;
+	/* 0: passed; 1: skipped here (why in skip_reason); negative: failed */
+	int (*run)(void);
+	const char *skip_reason;
+};
+
+static const struct experiment experiments[] = {
+	{ "alloc_peers", alloc_peers, "" },
+	{ "page_alloc", page_alloc, "instruction counts: runs in the icount boot" },
+	{ "vmalloc_scaling", vmalloc_scaling, "instruction counts: runs in the icount boot" },
+	{ "memoryless_node", memoryless_node,
+	  "memory experiment: runs in the multi-CPU boot of a memoryless or one-node machine" },
+	{ "slub_list_lock", slub_list_lock,
+	  "contention experiment: runs in the multi-CPU (tsc) boot" },
+};
+
+static bool selected(const char *name)
+{
+	size_t len = strlen(name);
+	const char *s = twin_bench;
+
+	if (!*s)
+		return true;
+	while (*s) {
+		const char *end = strchrnul(s, ',');
+
+		if ((size_t)(end - s) == len && strncmp(s, name, len) == 0)
+			return true;
+		s = *end ? end + 1 : end;
+	}
+	return false;
+}
+
+/* Every name in bench= must be a mirrored experiment (numalab's bench.plan rule). */
+static bool unknown_selection(char *bad, size_t size)
+{
+	const char *s = twin_bench;
+	size_t i;
+
+	while (*s) {
+		const char *end = strchrnul(s, ',');
+		bool known = end == s;
+
+		for (i = 0; i < ARRAY_SIZE(experiments); i++)
+			known |= strlen(experiments[i].name) == (size_t)(end - s) &&
+				 !strncmp(experiments[i].name, s, end - s);
+		if (!known) {
+			snprintf(bad, size, "%.*s", (int)(end - s), s);
+			return true;
+		}
+		s = *end ? end + 1 : end;
+	}
+	return false;
+}
+
+static int __init numalab_twin_init(void)
+{
+	unsigned int pass = 0, fail = 0, skip = 0, n = 0, i, k;
+	char bad[64];
+	bool bad_selection;
+
+	set_kernel_name();
+	for (i = 0; i < ARRAY_SIZE(experiments); i++)
+		n += selected(experiments[i].name);
+	bad_selection = unknown_selection(bad, sizeof(bad));
+	TWIN_OUT("KTAP version 1");
+	TWIN_OUT("1..1");
+	TWIN_OUT("    KTAP version 1");
+	TWIN_OUT("    # Subtest: bench");
+	TWIN_OUT("    1..%u", n + 1);
+	TWIN_OUT("# bench: registered alloc_peers page_alloc vmalloc_scaling memoryless_node slub_list_lock");
+	TWIN_OUT("# bench: clock=%s smoke=%d cpus_online=%u nodes=%u selected=%s kernel=%s sll_order4=%d",
+		 icount() ? "icount" : "tsc", twin_smoke, num_online_cpus(), num_possible_nodes(),
+		 *twin_bench ? twin_bench : "all", kernel_name, twin_sll_order4);
+	if (bad_selection) {
+		TWIN_OUT("    not ok 1 plan # bench=%s: no such experiment in numalab_twin", bad);
+		fail++;
+	} else {
+		TWIN_OUT("    ok 1 plan");
+		pass++;
+	}
+	for (i = 0, k = 2; i < ARRAY_SIZE(experiments); i++) {
+		const struct experiment *e = &experiments[i];
+		int r;
+
+		if (!selected(e->name))
+			continue;
+		TWIN_OUT("    # %s: running", e->name);
+		r = e->run();
+		if (r == 0) {
+			TWIN_OUT("    ok %u %s", k, e->name);
+			pass++;
+		} else if (r > 0) {
+			TWIN_OUT("    ok %u %s # SKIP %s", k, e->name, e->skip_reason);
+			skip++;
+		} else {
+			TWIN_OUT("    not ok %u %s # error %d", k, e->name, r);
+			fail++;
+		}
+		k++;
+	}
+	TWIN_OUT("# bench: pass:%u fail:%u skip:%u total:%u", pass, fail, skip, pass + fail + skip);
+	TWIN_OUT("%s 1 bench", fail ? "not ok" : "ok");
+	TWIN_OUT("# Totals: pass:%u fail:%u skip:%u total:%u", pass, fail, skip,
+		 pass + fail + skip);
+	outb(fail ? DEBUG_EXIT_FAIL : DEBUG_EXIT_PASS, DEBUG_EXIT_PORT);
+	/* Only reached without isa-debug-exit: stay loaded, init reports the failure. */
+	return -EIO;
+}
+
+static void __exit numalab_twin_exit(void)
+{
+}
+
+module_init(numalab_twin_init);
+module_exit(numalab_twin_exit);
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("numalab's experiments on Linux's own allocators");
