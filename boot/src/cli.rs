@@ -3,6 +3,8 @@
 //! these declarations; a bad command line is a clap error (message, usage line, exit status 2).
 
 use crate::image::Firmware;
+use crate::machine::replay;
+use crate::machine::scale::Plan;
 use crate::presets::{self, Preset};
 use crate::qemu::RunConfig;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
@@ -30,6 +32,7 @@ pub mod exit {
 
 const USAGE: &str = "qemu-run.sh [OPTIONS] [-- QEMU ARGS...]
        qemu-run.sh bench [OPTIONS] [-- QEMU ARGS...]
+       qemu-run.sh topology SOURCE
        qemu-run.sh test [--slow] [CARGO TEST ARGS]";
 
 const ABOUT: &str = "Builds the kernel, boots it under QEMU on a NUMA topology and runs an \
@@ -79,6 +82,23 @@ pub enum Command {
         args_override_self = true
     )]
     Bench(BenchOptions),
+    /// No boot: print Linux's view of a machine description (docs/replay.md)
+    #[command(long_about = TOPOLOGY_ABOUT)]
+    Topology(TopologyOptions),
+}
+
+const TOPOLOGY_ABOUT: &str = "Reads a machine description and prints what Linux would show \
+on it: the numactl -H block, one '#' line per node (proximity domain, APIC ids, memory \
+ranges) and every warning the table parsers raise. No boot. A source that cannot be used is \
+one error line and exit status 2. docs/replay.md";
+
+/// The options of `qemu-run.sh topology`.
+#[derive(Args, Clone, Debug)]
+pub struct TopologyOptions {
+    /// A directory of binary tables (acpidump -b: apic.dat srat.dat slit.dat; or APIC SRAT
+    /// SLIT from /sys/firmware/acpi/tables), an acpidump text, or a numactl -H text
+    #[arg(value_name = "SOURCE")]
+    pub source: PathBuf,
 }
 
 /// The machine and kernel options that a run and `bench` share.
@@ -87,6 +107,10 @@ pub struct MachineOptions {
     /// NUMA machine preset
     #[arg(long, value_name = "NAME", default_value = "4node", value_parser = topology_parser())]
     pub topology: Preset,
+    /// Replay a real machine's NUMA shape: SOURCE as for `topology` (docs/replay.md); the
+    /// kernel's numactl -H is compared with the source's
+    #[arg(long, value_name = "SOURCE", conflicts_with = "topology")]
+    pub machine: Option<PathBuf>,
     /// Number of CPUs, 1..=255 (spread over the preset's nodes that have CPUs)
     #[arg(long, value_name = "N", value_parser = parse_smp)]
     pub smp: Option<u32>,
@@ -190,6 +214,12 @@ pub enum Job {
     Run(RunConfig),
     /// `bench`.
     Bench(BenchOptions),
+    /// `topology SOURCE`: print Linux's view of a machine description, no boot.
+    Topology(PathBuf),
+    /// One boot of `--machine SOURCE`, then the kernel's numactl -H checked against the plan.
+    Replay(RunConfig, Box<Plan>),
+    /// A `--machine` source or plan that cannot be used: one line, exit status 2.
+    Error(String),
 }
 
 /// Parses the arguments after the program name. Errors are clap's: `exit()` prints them (with
@@ -207,10 +237,46 @@ where
             Some(flag) => Err(bench_error(&format!(
                 "bench: {flag} is chosen by the bench runner itself"
             ))),
-            None => Ok(Job::Bench(b)),
+            None => Ok(bench_machine(b)),
         },
+        Some(Command::Topology(t)) => Ok(Job::Topology(t.source)),
         None if empty => Ok(Job::Main(cli.run.config())),
-        None => Ok(Job::Run(cli.run.config())),
+        None => Ok(run_machine(cli.run.config(), &cli.run.machine)),
+    }
+}
+
+/// `--machine` on a run: its plan and QEMU arguments, or the one-line error.
+fn run_machine(mut config: RunConfig, m: &MachineOptions) -> Job {
+    let Some(source) = &m.machine else {
+        return Job::Run(config);
+    };
+    match replay::prepare(source, m.smp, m.mem, &m.qemu_args, &replay::tables_dir()) {
+        Ok((plan, mut args)) => {
+            args.append(&mut config.extra);
+            config.extra = args;
+            Job::Replay(config, Box::new(plan))
+        }
+        Err(e) => Job::Error(e),
+    }
+}
+
+/// `bench --machine`: the replayed machine's QEMU arguments replace the preset (the runner's
+/// notes are printed here: bench has no check of its own).
+fn bench_machine(mut b: BenchOptions) -> Job {
+    let Some(source) = b.machine.machine.take() else {
+        return Job::Bench(b);
+    };
+    let m = &b.machine;
+    match replay::prepare(&source, m.smp, m.mem, &m.qemu_args, &replay::tables_dir()) {
+        Ok((plan, mut args)) => {
+            for note in &plan.notes {
+                eprintln!("numalab: {note}");
+            }
+            args.append(&mut b.machine.qemu_args);
+            b.machine.qemu_args = args;
+            Job::Bench(b)
+        }
+        Err(e) => Job::Error(e),
     }
 }
 
@@ -315,7 +381,7 @@ mod tests {
     fn parse_run(s: &str) -> Result<RunConfig, clap::Error> {
         match parse(words(s))? {
             Job::Run(c) | Job::Main(c) => Ok(c),
-            Job::Bench(_) => panic!("'{s}' parsed as bench"),
+            other => panic!("'{s}' parsed as {other:?}"),
         }
     }
 

@@ -8,6 +8,7 @@ pub mod bench_svg;
 pub mod cli;
 pub mod image;
 pub mod ktap;
+pub mod machine;
 pub mod presets;
 pub mod qemu;
 
