@@ -10,8 +10,11 @@
 
 pub mod dir;
 pub mod replay;
+pub mod samples;
 pub mod scale;
 pub mod tables;
+#[cfg(test)]
+mod tests;
 
 use numalab_algo::acpi::dump_text;
 use numalab_algo::numactl::{self, Numactl, NumactlNode};
