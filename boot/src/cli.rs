@@ -74,6 +74,8 @@ pub struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
+// Parsed once per process: the size of the bench variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// Benchmarks: tables, JSONL and SVG charts
     #[command(
@@ -553,6 +555,31 @@ mod tests {
             .join(" ");
         assert!(!a.contains("-smp"));
         assert!(a.ends_with("-numa node,nodeid=0"));
+    }
+
+    #[test]
+    fn topology_and_machine() {
+        let Ok(Job::Topology(p)) = parse(words("topology some/dir")) else {
+            panic!("topology did not parse");
+        };
+        assert_eq!(p, PathBuf::from("some/dir"));
+        assert_eq!(error("topology").exit_code(), exit::USAGE);
+        let Ok(Job::Error(e)) = parse(words("--machine /no/such/source --suite test")) else {
+            panic!("a missing source is not a Job::Error");
+        };
+        assert_eq!(e, "/no/such/source: No such file or directory");
+        let Ok(Job::Error(e)) = parse(words("bench --machine /no/such/source")) else {
+            panic!("a missing source is not a Job::Error for bench");
+        };
+        assert!(e.starts_with("/no/such/source: "), "{e}");
+        let Ok(Job::Error(e)) = parse(words("--machine x -- -smp 4")) else {
+            panic!("--machine with -smp after -- is not refused");
+        };
+        assert!(e.contains("'-smp' after -- cannot describe it too"), "{e}");
+        let text = error("--machine x --topology uma").to_string();
+        assert!(text.contains("cannot be used with"), "{text}");
+        let long = Cli::command().render_long_help().to_string();
+        assert!(long.contains("--machine <SOURCE>") && long.contains("topology"));
     }
 
     #[test]
