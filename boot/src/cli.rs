@@ -41,7 +41,8 @@ then the benchmark tables).";
 
 const AFTER_HELP: &str = "\
 Exit status: 0 all tests passed; 1 a test failed, the kernel panicked or no test ran;
-2 bad command line; 3 build failed; 4 QEMU missing or failed; 124 timeout.
+2 bad command line or unusable --machine/topology source; 3 build failed; 4 QEMU missing
+or failed; 124 timeout.
 `qemu-run.sh test` runs every test (cargo test) and `qemu-run.sh setup` only installs;
 docs/running.md describes all of it.";
 
