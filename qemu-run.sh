@@ -9,6 +9,8 @@
 #                cargo's --include-ignored. CI (.ci/run) runs them too.
 #   ./qemu-run.sh bench [--smoke] [--topology NAME | -- QEMU ARGS]   benchmarks: tables, JSONL, charts
 #   ./qemu-run.sh bench --compare A.jsonl B.jsonl                    change between two result files
+#   ./qemu-run.sh topology SOURCE   no boot: Linux's view of a real machine's ACPI tables or
+#       numactl -H text; ./qemu-run.sh --machine SOURCE [...] boots its NUMA shape (docs/replay.md)
 # All QEMU knowledge lives in boot/ (numalab-boot); this script only sets up and dispatches.
 set -euo pipefail
 cd "$(dirname "$0")"
