@@ -110,7 +110,7 @@ fn boot_replay(source: &Path) -> Outcome {
     c.sets.push("filter=topology".into());
     c.extra = args;
     let out = boot_pass(&c);
-    if let Err(bad) = replay::check(&plan, &out.log) {
+    if let Err(bad) = replay::check(&plan, &out.log, replay::Slack::for_firmware(c.firmware)) {
         panic!("{}\n{}", bad.join("\n"), out.log);
     }
     out

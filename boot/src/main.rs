@@ -41,7 +41,11 @@ fn run_once(config: &RunConfig, replayed: Option<&Plan>) -> i32 {
     };
     let mut outcome = qemu::run(config, &img);
     if let Some(plan) = replayed {
-        match replay::check(plan, &outcome.log) {
+        match replay::check(
+            plan,
+            &outcome.log,
+            replay::Slack::for_firmware(config.firmware),
+        ) {
             Ok(line) => println!("numalab: replay: {line}"),
             Err(mismatches) => {
                 for m in &mismatches {

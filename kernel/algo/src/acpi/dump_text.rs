@@ -74,7 +74,7 @@ fn row(line: &str) -> Option<Result<(usize, Vec<u8>), &'static str>> {
         Ok(o) => o,
         Err(_) => return Some(Err("offset out of range")),
     };
-    let rest = rest.strip_prefix(' ').unwrap_or(rest);
+    let rest = rest.trim_start();
     let hex = match rest.find("  ") {
         Some(i) => &rest[..i],
         None => rest,
