@@ -577,6 +577,23 @@ mod tests {
             panic!("--machine with -smp after -- is not refused");
         };
         assert!(e.contains("'-smp' after -- cannot describe it too"), "{e}");
+        // A usable source: the run and bench get its QEMU machine instead of a preset.
+        let f = std::env::temp_dir().join(format!("numalab-cli-{}.numactl", std::process::id()));
+        std::fs::write(&f, crate::machine::samples::eight_node_numactl().text()).unwrap();
+        let line = format!("--machine {} --smp 8 --mem 512M --suite test", f.display());
+        let Ok(Job::Replay(c, plan)) = parse(words(&line)) else {
+            panic!("{line} is not a replay");
+        };
+        assert_eq!(c.extra[..4], ["-smp", "8", "-m", "512M"]);
+        assert!(c.user_describes_machine() && c.extra[4] == "-acpitable");
+        assert_eq!((plan.cpus, plan.mem_mib, plan.notes.len()), (8, 512, 2));
+        let Ok(Job::Bench(b)) = parse(words(
+            &format!("bench --smoke {line}").replace(" --suite test", ""),
+        )) else {
+            panic!("bench --machine is not a bench");
+        };
+        assert_eq!(b.machine.qemu_args[..4], ["-smp", "8", "-m", "512M"]);
+        let _ = std::fs::remove_file(&f);
         let text = error("--machine x --topology uma").to_string();
         assert!(text.contains("cannot be used with"), "{text}");
         let long = Cli::command().render_long_help().to_string();
