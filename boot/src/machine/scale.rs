@@ -115,6 +115,18 @@ pub fn plan(
     spare_mib: u64,
 ) -> Result<Plan, String> {
     let mut notes = Vec::new();
+    if let Some(n) = m
+        .nodes
+        .iter()
+        .find(|n| n.cpus.is_empty() && n.size_mib == 0 && m.nodes.len() > 1)
+    {
+        return Err(format!(
+            "{}: node {} has neither CPUs nor memory: no SRAT entry can describe it, so the \
+             booted kernel (like Linux) would make no node of it",
+            m.source.display(),
+            n.id
+        ));
+    }
     let total: u64 = m.nodes.iter().map(|n| n.cpus.len() as u64).sum();
     let with_cpus = m.nodes.iter().filter(|n| !n.cpus.is_empty()).count() as u64;
     let limit = smp.unwrap_or(MAX_VCPUS).min(MAX_VCPUS) as u64;
@@ -303,6 +315,9 @@ mod tests {
         assert!(plan(&m, Some(3), None, 512)
             .unwrap_err()
             .contains("4 nodes have CPUs"));
+        let empty = machine(vec![node(0, 0..2, 64), node(1, 0..0, 0)]);
+        let e = plan(&empty, None, None, 512).unwrap_err();
+        assert!(e.contains("node 1 has neither CPUs nor memory"), "{e}");
     }
 
     #[test]
