@@ -108,7 +108,11 @@ impl Machine {
             self.what
         ));
         for n in &self.nodes {
-            let mut line = format!("# node {}: PXM {}", n.id, n.pxm);
+            let mut line = if n.apic_ids.is_some() {
+                format!("# node {}: PXM {}", n.id, n.pxm)
+            } else {
+                format!("# node {}: replayed as PXM {}", n.id, n.pxm)
+            };
             if n.size_mib == 0 {
                 line.push_str(", memoryless");
             }
@@ -124,7 +128,7 @@ impl Machine {
                         compact(ids)
                     }
                 )),
-                None => line.push_str(", APIC ids not in a numactl text"),
+                None => {}
             }
             match &n.mem_ranges {
                 Some(r) if r.is_empty() => line.push_str(", no memory"),
@@ -138,7 +142,7 @@ impl Machine {
                     ));
                 }
                 None => line.push_str(&format!(
-                    ", {} MiB (ranges not in a numactl text)",
+                    ", {} MiB (a numactl text has no proximity domains, APIC ids or memory ranges)",
                     n.size_mib
                 )),
             }

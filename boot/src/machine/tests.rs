@@ -108,7 +108,7 @@ fn numactl_text_keeps_nodes_cpus_and_distances() {
     assert_eq!(m.numactl(), h);
     assert_eq!(m.report()[..h.lines().len()], h.lines()[..]);
     assert!(m.report().contains(
-        &"# node 2: PXM 2, APIC ids not in a numactl text, 64320 MiB (ranges not in a numactl text)"
+        &"# node 2: replayed as PXM 2, 64320 MiB (a numactl text has no proximity domains, APIC ids or memory ranges)"
             .to_string()
     ));
     // Sparse node ids: the SLIT by domain has default rows for the missing ones.
