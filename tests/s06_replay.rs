@@ -59,6 +59,7 @@ fn s06_topology_prints_linux_view_of_the_four_socket_machine() {
             &"# node 6: PXM 14, APIC ids 48-51, memory 0x580000000-0x680000000 (4096 MiB)"
         ));
         assert!(!out.contains("# warning"), "{out}");
+        assert!(out.contains("# note: replay: SLIT localities 0-1,4-5,8-9,12-13 have no CPU or memory (phantom domains)"));
     }
 }
 

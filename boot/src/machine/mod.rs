@@ -76,8 +76,10 @@ pub struct Machine {
     /// The SLIT to replay, indexed by proximity domain: (localities, row-major matrix). None:
     /// the source's distances are the defaults (no SLIT, or one the parsers do not use).
     pub slit: Option<(usize, Vec<u8>)>,
-    /// The parsers' warnings, then notes about the replay ("replay: ...").
+    /// The parsers' warnings (the kernel prints the same ones when it boots on the tables).
     pub warnings: Vec<String>,
+    /// What the source lacks or a replay changes ("replay: ..."): not problems of the tables.
+    pub notes: Vec<String>,
 }
 
 impl Machine {
@@ -150,6 +152,9 @@ impl Machine {
         }
         for w in &self.warnings {
             out.push(format!("# warning: {w}"));
+        }
+        for n in &self.notes {
+            out.push(format!("# note: {n}"));
         }
         out
     }
@@ -276,9 +281,9 @@ fn from_numactl(path: &Path, text: &str) -> Result<Machine, SourceError> {
             matrix[a.pxm as usize * localities + b.pxm as usize] = h.distances[i][j];
         }
     }
-    let mut warnings = Vec::new();
+    let mut notes = Vec::new();
     if nodes.iter().enumerate().any(|(i, n)| n.id as usize != i) {
-        warnings.push(format!(
+        notes.push(format!(
             "replay: node ids {} are sparse: numalab numbers nodes densely, so the booted \
              kernel calls them 0-{}",
             numactl::id_ranges(&nodes.iter().map(|n| n.id).collect::<Vec<_>>()),
@@ -291,7 +296,8 @@ fn from_numactl(path: &Path, text: &str) -> Result<Machine, SourceError> {
         nodes,
         distances: h.distances,
         slit: Some((localities, matrix)),
-        warnings,
+        warnings: Vec::new(),
+        notes,
     })
 }
 

@@ -268,6 +268,7 @@ mod tests {
                 .collect(),
             slit: None,
             warnings: vec![],
+            notes: vec![],
         }
     }
 

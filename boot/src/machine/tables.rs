@@ -215,6 +215,17 @@ pub fn machine(source: &Path, raw: &RawTables) -> Result<Machine, SourceError> {
         .next()
         .filter(|s| s.distances_for(&pxms).is_ok())
         .map(|s| (s.localities, s.matrix));
+    if let Some((n, m)) = &slit {
+        let phantoms: Vec<u32> = (0..*n as u32).filter(|p| !pxms.contains(p)).collect();
+        if !phantoms.is_empty() && m.len() == n * n {
+            notes.push(format!(
+                "replay: SLIT localities {} have no CPU or memory (phantom domains): their rows \
+                 and columns are skipped; the replayed SLIT keeps those below PXM {}",
+                numalab_algo::numactl::id_ranges(&phantoms),
+                pxms.iter().max().copied().unwrap_or(0)
+            ));
+        }
+    }
     if let Some(order) = linux_order(first_srat.as_ref(), &pxms) {
         notes.push(format!(
             "replay: Linux numbers nodes in the order their proximity domains first appear in \
@@ -241,15 +252,14 @@ pub fn machine(source: &Path, raw: &RawTables) -> Result<Machine, SourceError> {
                 .into(),
         );
     }
-    let mut warnings = outcome.warnings;
-    warnings.extend(notes);
     Ok(Machine {
         source: source.to_path_buf(),
         what,
         nodes,
         distances,
         slit,
-        warnings,
+        warnings: outcome.warnings,
+        notes,
     })
 }
 
