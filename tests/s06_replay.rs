@@ -1,7 +1,7 @@
 //! Replaying a real machine (issue 15, docs/replay.md): `qemu-run.sh topology SOURCE` on
 //! machine descriptions written by numalab_boot::machine::samples (binary tables as
 //! `acpidump -b` writes them, an `acpidump` text, a `numactl -H` text) and on sources that
-//! cannot be used, through the runner binary; and two boots with `--machine`: the 4-socket,
+//! cannot be used, through qemu-run.sh; and two boots with `--machine`: the 4-socket,
 //! 8-domain machine (sparse domains from 2, two memoryless domains, phantom SLIT localities)
 //! and the 8-node, 64-CPU numactl text, each scaled to 16 CPUs and 1 GiB, whose printed
 //! `numactl -H` must match the replayed machine (numalab_boot::machine::replay::check).
@@ -19,20 +19,22 @@ fn dir(name: &str) -> PathBuf {
     d
 }
 
-/// `qemu-run.sh topology SOURCE` as the runner binary runs it: (status, stdout, stderr).
-fn topology(source: &Path) -> (i32, String, String) {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
-        .current_dir(numalab_boot::image::repo_root())
-        .args(["run", "-q", "-p", "numalab-boot", "--", "topology"])
-        .arg(source)
+/// `qemu-run.sh ARGS`: (status, stdout, stderr).
+fn qemu_run_sh(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
+    let out = Command::new(numalab_boot::image::repo_root().join("qemu-run.sh"))
+        .args(args)
         .output()
-        .expect("cargo run");
+        .expect("run qemu-run.sh");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// `qemu-run.sh topology SOURCE`.
+fn topology(source: &Path) -> (i32, String, String) {
+    qemu_run_sh(&["topology".as_ref(), source.as_os_str()])
 }
 
 #[test]
@@ -100,6 +102,22 @@ fn s06_topology_refuses_unusable_sources_in_one_line() {
         assert!(err.contains(problem), "{err}");
         assert!(out.is_empty(), "{out}");
     }
+    // The same source for a boot: one line, exit 2, nothing booted.
+    let missing = d.join("missing");
+    let (status, out, err) = qemu_run_sh(&[
+        "--machine".as_ref(),
+        missing.as_os_str(),
+        "--suite".as_ref(),
+        "test".as_ref(),
+    ]);
+    assert_eq!(status, 2, "{out}{err}");
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "qemu-run.sh: --machine: {}: No such file or directory",
+            missing.display()
+        )
+    );
 }
 
 /// Boots `source` with `--machine` on 16 CPUs and 1 GiB (the topology suite only) and

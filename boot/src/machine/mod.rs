@@ -121,16 +121,13 @@ impl Machine {
             if n.cpus.is_empty() {
                 line.push_str(", CPU-less");
             }
-            match &n.apic_ids {
-                Some(ids) => line.push_str(&format!(
-                    ", APIC ids {}",
-                    if ids.is_empty() {
-                        "none".to_string()
-                    } else {
-                        compact(ids)
-                    }
-                )),
-                None => {}
+            if let Some(ids) = &n.apic_ids {
+                let ids = if ids.is_empty() {
+                    "none".to_string()
+                } else {
+                    compact(ids)
+                };
+                line.push_str(&format!(", APIC ids {ids}"));
             }
             match &n.mem_ranges {
                 Some(r) if r.is_empty() => line.push_str(", no memory"),
