@@ -7,7 +7,8 @@
 //!   localities are phantoms), the second domain of sockets 1 and 3 memoryless, 4 CPUs per
 //!   domain with APIC ids `socket * 16 + domain * 4 + core`, sockets 2 and 3 as x2APIC
 //!   entries, disabled placeholder processors (APIC ids 0, 0xff, 0xffffffff), an I/O APIC
-//!   and a reserved MADT entry type, disabled zero-length SRAT entries.
+//!   and a reserved MADT entry type; disabled SRAT processor entries with the same
+//!   placeholder ids in domain 0 and disabled zero-length memory entries.
 //! - [`eight_node_numactl`]: `numactl -H` of an 8-node, 64-CPU box (two sockets of four
 //!   sub-NUMA clusters, hyperthread siblings numbered 32 above their cores).
 
@@ -92,6 +93,9 @@ pub fn four_socket() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
             }
         }
     }
+    s.push(cpu(0, 0, false));
+    s.push(cpu(0, 0xff, false));
+    s.push(x2cpu(0, u32::MAX, false));
     s.push(mem(0, 0, 0, 0));
     s.push(mem(0, 0, 0, 0));
     let matrix: Vec<Vec<u8>> = (0..16)
