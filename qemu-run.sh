@@ -12,6 +12,8 @@
 #       (all vCPUs under -icount: exact counts), icount (one CPU: instructions); then the tables
 #       (median, min..max, n.s. when ranges overlap) and the seeds table. seed 000: --topology 2x8
 #   ./qemu-run.sh bench --compare A.jsonl B.jsonl                    change between two result files
+#   ./qemu-run.sh topology SOURCE   no boot: Linux's view of a real machine's ACPI tables or
+#       numactl -H text; ./qemu-run.sh --machine SOURCE [...] boots its NUMA shape (docs/replay.md)
 # All QEMU knowledge lives in boot/ (numalab-boot); this script only sets up and dispatches.
 set -euo pipefail
 cd "$(dirname "$0")"

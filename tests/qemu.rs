@@ -14,6 +14,8 @@ mod s03_frame;
 mod s04_slub;
 #[path = "s05_vmalloc.rs"]
 mod s05_vmalloc;
+#[path = "s06_replay.rs"]
+mod s06_replay;
 #[path = "s07_twin.rs"]
 mod s07_twin;
 #[path = "s09_bench.rs"]

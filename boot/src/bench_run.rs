@@ -114,7 +114,7 @@ pub fn parse(args: &[String]) -> Result<BenchArgs, clap::Error> {
     let words = std::iter::once("bench".to_string()).chain(args.iter().cloned());
     match cli::parse(words)? {
         Job::Bench(o) => Ok(BenchArgs::from_options(o)),
-        Job::Main(_) | Job::Run(_) => Err(clap::Error::raw(
+        _ => Err(clap::Error::raw(
             clap::error::ErrorKind::MissingSubcommand,
             "not a bench command line\n",
         )),

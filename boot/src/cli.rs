@@ -3,6 +3,8 @@
 //! these declarations; a bad command line is a clap error (message, usage line, exit status 2).
 
 use crate::image::Firmware;
+use crate::machine::replay;
+use crate::machine::scale::Plan;
 use crate::presets::{self, Preset};
 use crate::qemu::RunConfig;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
@@ -30,6 +32,7 @@ pub mod exit {
 
 const USAGE: &str = "qemu-run.sh [OPTIONS] [-- QEMU ARGS...]
        qemu-run.sh bench [OPTIONS] [-- QEMU ARGS...]
+       qemu-run.sh topology SOURCE
        qemu-run.sh test [--slow] [CARGO TEST ARGS]";
 
 const ABOUT: &str = "Builds the kernel, boots it under QEMU on a NUMA topology and runs an \
@@ -38,7 +41,8 @@ memoryless_node on the memoryless preset, then the benchmark and seeds tables)."
 
 const AFTER_HELP: &str = "\
 Exit status: 0 all tests passed; 1 a test failed, the kernel panicked or no test ran;
-2 bad command line; 3 build failed; 4 QEMU missing or failed; 124 timeout.
+2 bad command line or unusable --machine/topology source; 3 build failed; 4 QEMU missing
+or failed; 124 timeout.
 `qemu-run.sh test` runs every test (cargo test) and `qemu-run.sh setup` only installs;
 docs/running.md describes all of it.";
 
@@ -73,6 +77,8 @@ pub struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
+// Parsed once per process: the size of the bench variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// Benchmarks: tables, JSONL and SVG charts
     #[command(
@@ -81,6 +87,23 @@ pub enum Command {
         args_override_self = true
     )]
     Bench(BenchOptions),
+    /// No boot: print Linux's view of a machine description (docs/replay.md)
+    #[command(long_about = TOPOLOGY_ABOUT)]
+    Topology(TopologyOptions),
+}
+
+const TOPOLOGY_ABOUT: &str = "Reads a machine description and prints what Linux would show \
+on it: the numactl -H block, one '#' line per node (proximity domain, APIC ids, memory \
+ranges) and every warning the table parsers raise. No boot. A source that cannot be used is \
+one error line and exit status 2. docs/replay.md";
+
+/// The options of `qemu-run.sh topology`.
+#[derive(Args, Clone, Debug)]
+pub struct TopologyOptions {
+    /// A directory of binary tables (acpidump -b: apic.dat srat.dat slit.dat; or APIC SRAT
+    /// SLIT from /sys/firmware/acpi/tables), an acpidump text, or a numactl -H text
+    #[arg(value_name = "SOURCE")]
+    pub source: PathBuf,
 }
 
 /// The machine and kernel options that a run and `bench` share.
@@ -89,6 +112,10 @@ pub struct MachineOptions {
     /// NUMA machine preset
     #[arg(long, value_name = "NAME", default_value = "4node", value_parser = topology_parser())]
     pub topology: Preset,
+    /// Replay a real machine's NUMA shape: SOURCE as for `topology` (docs/replay.md); the
+    /// kernel's numactl -H is compared with the source's
+    #[arg(long, value_name = "SOURCE", conflicts_with = "topology")]
+    pub machine: Option<PathBuf>,
     /// Number of CPUs, 1..=255 (spread over the preset's nodes that have CPUs)
     #[arg(long, value_name = "N", value_parser = parse_smp)]
     pub smp: Option<u32>,
@@ -204,6 +231,12 @@ pub enum Job {
     Run(RunConfig),
     /// `bench`.
     Bench(BenchOptions),
+    /// `topology SOURCE`: print Linux's view of a machine description, no boot.
+    Topology(PathBuf),
+    /// One boot of `--machine SOURCE`, then the kernel's numactl -H checked against the plan.
+    Replay(RunConfig, Box<Plan>),
+    /// A `--machine` source or plan that cannot be used: one line, exit status 2.
+    Error(String),
 }
 
 /// Parses the arguments after the program name. Errors are clap's: `exit()` prints them (with
@@ -221,10 +254,46 @@ where
             Some(flag) => Err(bench_error(&format!(
                 "bench: {flag} is chosen by the bench runner itself"
             ))),
-            None => Ok(Job::Bench(b)),
+            None => Ok(bench_machine(b)),
         },
+        Some(Command::Topology(t)) => Ok(Job::Topology(t.source)),
         None if empty => Ok(Job::Main(cli.run.config())),
-        None => Ok(Job::Run(cli.run.config())),
+        None => Ok(run_machine(cli.run.config(), &cli.run.machine)),
+    }
+}
+
+/// `--machine` on a run: its plan and QEMU arguments, or the one-line error.
+fn run_machine(mut config: RunConfig, m: &MachineOptions) -> Job {
+    let Some(source) = &m.machine else {
+        return Job::Run(config);
+    };
+    match replay::prepare(source, m.smp, m.mem, &m.qemu_args, &replay::tables_dir()) {
+        Ok((plan, mut args)) => {
+            args.append(&mut config.extra);
+            config.extra = args;
+            Job::Replay(config, Box::new(plan))
+        }
+        Err(e) => Job::Error(e),
+    }
+}
+
+/// `bench --machine`: the replayed machine's QEMU arguments replace the preset (the runner's
+/// notes are printed here: bench has no check of its own).
+fn bench_machine(mut b: BenchOptions) -> Job {
+    let Some(source) = b.machine.machine.take() else {
+        return Job::Bench(b);
+    };
+    let m = &b.machine;
+    match replay::prepare(&source, m.smp, m.mem, &m.qemu_args, &replay::tables_dir()) {
+        Ok((plan, mut args)) => {
+            for note in &plan.notes {
+                eprintln!("numalab: {note}");
+            }
+            args.append(&mut b.machine.qemu_args);
+            b.machine.qemu_args = args;
+            Job::Bench(b)
+        }
+        Err(e) => Job::Error(e),
     }
 }
 
@@ -339,7 +408,7 @@ mod tests {
     fn parse_run(s: &str) -> Result<RunConfig, clap::Error> {
         match parse(words(s))? {
             Job::Run(c) | Job::Main(c) => Ok(c),
-            Job::Bench(_) => panic!("'{s}' parsed as bench"),
+            other => panic!("'{s}' parsed as {other:?}"),
         }
     }
 
@@ -511,6 +580,48 @@ mod tests {
             .join(" ");
         assert!(!a.contains("-smp"));
         assert!(a.ends_with("-numa node,nodeid=0"));
+    }
+
+    #[test]
+    fn topology_and_machine() {
+        let Ok(Job::Topology(p)) = parse(words("topology some/dir")) else {
+            panic!("topology did not parse");
+        };
+        assert_eq!(p, PathBuf::from("some/dir"));
+        assert_eq!(error("topology").exit_code(), exit::USAGE);
+        let Ok(Job::Error(e)) = parse(words("--machine /no/such/source --suite test")) else {
+            panic!("a missing source is not a Job::Error");
+        };
+        assert_eq!(e, "/no/such/source: No such file or directory");
+        let Ok(Job::Error(e)) = parse(words("bench --machine /no/such/source")) else {
+            panic!("a missing source is not a Job::Error for bench");
+        };
+        assert!(e.starts_with("/no/such/source: "), "{e}");
+        let Ok(Job::Error(e)) = parse(words("--machine x -- -smp 4")) else {
+            panic!("--machine with -smp after -- is not refused");
+        };
+        assert!(e.contains("'-smp' after -- cannot describe it too"), "{e}");
+        // A usable source: the run and bench get its QEMU machine instead of a preset.
+        let f = std::env::temp_dir().join(format!("numalab-cli-{}.numactl", std::process::id()));
+        std::fs::write(&f, crate::machine::samples::eight_node_numactl().text()).unwrap();
+        let line = format!("--machine {} --smp 8 --mem 512M --suite test", f.display());
+        let Ok(Job::Replay(c, plan)) = parse(words(&line)) else {
+            panic!("{line} is not a replay");
+        };
+        assert_eq!(c.extra[..4], ["-smp", "8", "-m", "512M"]);
+        assert!(c.user_describes_machine() && c.extra[4] == "-acpitable");
+        assert_eq!((plan.cpus, plan.mem_mib, plan.notes.len()), (8, 512, 2));
+        let Ok(Job::Bench(b)) = parse(words(
+            &format!("bench --smoke {line}").replace(" --suite test", ""),
+        )) else {
+            panic!("bench --machine is not a bench");
+        };
+        assert_eq!(b.machine.qemu_args[..4], ["-smp", "8", "-m", "512M"]);
+        let _ = std::fs::remove_file(&f);
+        let text = error("--machine x --topology uma").to_string();
+        assert!(text.contains("cannot be used with"), "{text}");
+        let long = Cli::command().render_long_help().to_string();
+        assert!(long.contains("--machine <SOURCE>") && long.contains("topology"));
     }
 
     #[test]

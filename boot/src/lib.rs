@@ -9,6 +9,7 @@ pub mod cli;
 pub mod image;
 pub mod ktap;
 pub mod linux_twin;
+pub mod machine;
 pub mod presets;
 pub mod qemu;
 

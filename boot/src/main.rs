@@ -2,6 +2,7 @@
 
 use numalab_boot::bench_run::{self, BenchArgs};
 use numalab_boot::cli::{self, exit, Job};
+use numalab_boot::machine::{self, replay, scale::Plan};
 use numalab_boot::{image, qemu, RunConfig, Verdict};
 
 fn main() {
@@ -10,12 +11,26 @@ fn main() {
     std::process::exit(match job {
         Job::Main(base) => bench_run::run(&BenchArgs::main_job(base)),
         Job::Bench(options) => bench_run::run(&BenchArgs::from_options(options)),
-        Job::Run(config) => run_once(&config),
+        Job::Run(config) => run_once(&config, None),
+        Job::Replay(config, plan) => {
+            for note in &plan.notes {
+                eprintln!("numalab: {note}");
+            }
+            run_once(&config, Some(&plan))
+        }
+        Job::Topology(source) => {
+            machine::topology_command(&source, &mut std::io::stdout(), &mut std::io::stderr())
+        }
+        Job::Error(e) => {
+            eprintln!("qemu-run.sh: --machine: {e}");
+            exit::USAGE
+        }
     });
 }
 
-/// One boot: build, run, report; returns the exit status.
-fn run_once(config: &RunConfig) -> i32 {
+/// One boot: build, run, report (with `--machine`, the kernel's numactl -H checked against
+/// the replayed machine: a mismatch fails the run); returns the exit status.
+fn run_once(config: &RunConfig, replayed: Option<&Plan>) -> i32 {
     let built = image::build_kernel().and_then(|k| image::build_image(&k, config.firmware));
     let img = match built {
         Ok(i) => i,
@@ -24,7 +39,24 @@ fn run_once(config: &RunConfig) -> i32 {
             return exit::BUILD;
         }
     };
-    let outcome = qemu::run(config, &img);
+    let mut outcome = qemu::run(config, &img);
+    if let Some(plan) = replayed {
+        match replay::check(
+            plan,
+            &outcome.log,
+            replay::Slack::for_firmware(config.firmware),
+        ) {
+            Ok(line) => println!("numalab: replay: {line}"),
+            Err(mismatches) => {
+                for m in &mismatches {
+                    eprintln!("numalab: replay mismatch: {m}");
+                }
+                if outcome.verdict == Verdict::Pass {
+                    outcome.verdict = Verdict::Fail;
+                }
+            }
+        }
+    }
     let t = &outcome.ktap;
     match &outcome.verdict {
         Verdict::Pass => {

@@ -15,6 +15,7 @@ pub mod knob;
 pub mod ktap;
 pub mod memrange;
 pub mod nodemap;
+pub mod numactl;
 pub mod options;
 pub mod rng;
 pub mod slub;

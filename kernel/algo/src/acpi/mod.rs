@@ -13,6 +13,7 @@
 //! [`Topology`]: crate::topology::Topology
 
 pub mod apic;
+pub mod dump_text;
 pub mod madt;
 pub mod numa;
 pub mod sdt;
