@@ -21,6 +21,7 @@
 //! Nothing is printed while a list_lock is held (reports are printed after release).
 
 pub mod info;
+mod irq_hammer;
 pub mod kmalloc;
 mod object;
 pub mod platform;
@@ -149,6 +150,7 @@ pub fn boot_slabinfo_mode() -> SlabinfoMode {
 /// allocator.
 pub fn init() {
     let t = default_tunables("");
+    slabmap::init();
     kmalloc::init();
     READY.store(true, Relaxed);
     crate::mm::frame::register_holder(&SlubPages);
@@ -296,7 +298,7 @@ impl KmemCache {
     /// cpu_slab, the nodes and the kmem_cache) goes back to the heap. With live objects it
     /// reports them (cache and count), stays usable, and returns the count.
     ///
-    /// The per-CPU array is nr_cpus * 320 bytes: from 13 CPUs on it is whole heap pages
+    /// The per-CPU array is nr_cpus * CPU_SLAB_BYTES (384): from 11 CPUs on it is whole heap pages
     /// (64 CPUs: an order-3 block), which a leaked cache used to keep for good (issue 14
     /// bug 7: 40 pages per 5 caches on 8 nodes x 8 CPUs).
     ///
