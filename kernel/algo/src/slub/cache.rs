@@ -369,43 +369,61 @@ impl<P: Platform> Cache<P> {
     /// node for `node`.
     #[inline(always)]
     pub(crate) fn alloc_inner(&self, node: Option<NodeId>, strict: bool) -> Option<usize> {
+        let obj = self.alloc_raw_inner(node, strict);
+        (obj != 0).then_some(obj)
+    }
+
+    /// `alloc` returning the address, 0 when out of memory (for callers that turn it into
+    /// a nullable pointer without a tagged Option in between).
+    #[inline(always)]
+    pub fn alloc_raw(&self) -> usize {
+        self.alloc_raw_inner(None, false)
+    }
+
+    /// The fast path (0: out of memory). Straight-line code: a failed compare (an
+    /// interrupt changed the CPU slab) hands the request to the slow path, which runs with
+    /// interrupts off and cannot be raced.
+    #[inline(always)]
+    fn alloc_raw_inner(&self, node: Option<NodeId>, strict: bool) -> usize {
         let node = node.map(|n| self.effective_node(n));
         let c = self.cpu_slab();
-        loop {
-            let tid = c.tid.load(Relaxed);
-            // The tid is read before everything it vouches for (same CPU: a compiler fence).
-            compiler_fence(Ordering::Acquire);
-            let obj = c.freelist.load(Relaxed);
-            if obj == 0 || !node.is_none_or(|n| self.cpu_slab_serves(c, n, strict)) {
-                return self.alloc_slow_entry(node, strict);
-            }
-            let fp = obj + self.layout.fp_offset;
-            // If an interrupt took `obj` meanwhile this may read a user's word: the compare
-            // below then fails (the tid moved) and the value is never used.
-            let next = decode(self.plat.load(fp), self.random, fp);
-            if self.plat.cpu_cmpxchg_double(
-                [&c.freelist, &c.tid],
-                [obj, tid],
-                [next, tid.wrapping_add(1)],
-            ) {
-                self.plat.cpu_inc(&c.alloc_fastpath);
-                return Some(obj);
-            }
-            self.plat
-                .cpu_inc(c.stats.counter(Stat::CmpxchgDoubleCpuFail));
+        let tid = c.tid.load(Relaxed);
+        // The tid is read before everything it vouches for (same CPU: a compiler fence).
+        compiler_fence(Ordering::Acquire);
+        let obj = c.freelist.load(Relaxed);
+        if obj == 0 || !node.is_none_or(|n| self.cpu_slab_serves(c, n, strict)) {
+            return self.alloc_slow_entry(node, strict, false);
         }
+        let fp = obj + self.layout.fp_offset;
+        // If an interrupt took `obj` meanwhile this may read a user's word: the compare
+        // below then fails (the tid moved) and the value is never used.
+        let next = decode(self.plat.load(fp), self.random, fp);
+        if self.plat.cpu_cmpxchg_double(
+            [&c.freelist, &c.tid],
+            [obj, tid],
+            [next, tid.wrapping_add(1)],
+        ) {
+            self.plat.cpu_inc(&c.alloc_fastpath);
+            return obj;
+        }
+        self.alloc_slow_entry(node, strict, true)
     }
 
     /// The allocation slow path with interrupts off; advances the tid before enabling them.
+    /// `raced`: the fast path's compare failed (counted as cmpxchg_double_cpu_fail).
+    /// Returns the object or 0.
     #[cold]
     #[inline(never)]
-    fn alloc_slow_entry(&self, node: Option<NodeId>, strict: bool) -> Option<usize> {
+    fn alloc_slow_entry(&self, node: Option<NodeId>, strict: bool, raced: bool) -> usize {
         let irq = self.plat.irq_save();
         let c = self.cpu_slab();
+        if raced {
+            c.stats.inc(Stat::CmpxchgDoubleCpuFail);
+        }
         let r = self.alloc_slow(c, node, strict);
         c.bump_tid();
         self.plat.irq_restore(irq);
-        r
+        r.unwrap_or(0)
     }
 
     /// Frees an object of this cache. Bad frees (not a slab object, another cache's object,
@@ -416,40 +434,40 @@ impl<P: Platform> Cache<P> {
     /// (Linux's double-free check); it is pushed with a compare-and-swap of (freelist, tid).
     /// One multiply tells both bounds: for an offset that is a multiple of the stride,
     /// `(off * odd_inverse) ror shift` is the object index; for any other offset it is
-    /// larger than any index.
+    /// larger than any index. A failed compare hands the free to the slow path.
     #[inline]
     pub fn free(&self, obj: usize) {
         let c = self.cpu_slab();
-        loop {
-            let tid = c.tid.load(Relaxed);
-            compiler_fence(Ordering::Acquire);
-            let head = c.freelist.load(Relaxed);
-            let index = self.object_index(obj.wrapping_sub(c.base.load(Relaxed)));
-            if index >= c.objects.load(Relaxed) || obj == head {
-                return self.free_slow_entry(obj);
-            }
-            let fp = obj + self.layout.fp_offset;
-            self.plat.store(fp, encode(head, self.random, fp));
-            if self.plat.cpu_cmpxchg_double(
-                [&c.freelist, &c.tid],
-                [head, tid],
-                [obj, tid.wrapping_add(1)],
-            ) {
-                self.plat.cpu_inc(&c.free_fastpath);
-                return;
-            }
-            self.plat
-                .cpu_inc(c.stats.counter(Stat::CmpxchgDoubleCpuFail));
+        let tid = c.tid.load(Relaxed);
+        compiler_fence(Ordering::Acquire);
+        let head = c.freelist.load(Relaxed);
+        let index = self.object_index(obj.wrapping_sub(c.base.load(Relaxed)));
+        if index >= c.objects.load(Relaxed) || obj == head {
+            return self.free_slow_entry(obj, false);
         }
+        let fp = obj + self.layout.fp_offset;
+        self.plat.store(fp, encode(head, self.random, fp));
+        if self.plat.cpu_cmpxchg_double(
+            [&c.freelist, &c.tid],
+            [head, tid],
+            [obj, tid.wrapping_add(1)],
+        ) {
+            self.plat.cpu_inc(&c.free_fastpath);
+            return;
+        }
+        self.free_slow_entry(obj, true)
     }
 
     /// The free slow path with interrupts off (the tid advanced before enabling them), then
-    /// the report of a bad free with no lock held.
+    /// the report of a bad free with no lock held. `raced` as for `alloc_slow_entry`.
     #[cold]
     #[inline(never)]
-    fn free_slow_entry(&self, obj: usize) {
+    fn free_slow_entry(&self, obj: usize, raced: bool) {
         let irq = self.plat.irq_save();
         let c = self.cpu_slab();
+        if raced {
+            c.stats.inc(Stat::CmpxchgDoubleCpuFail);
+        }
         let bad = self.free_slow(c, obj);
         c.bump_tid();
         self.plat.irq_restore(irq);

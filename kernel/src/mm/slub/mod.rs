@@ -243,10 +243,8 @@ impl KmemCache {
 
     #[inline]
     pub fn alloc(&self) -> Option<NonNull<u8>> {
-        // SAFETY: the core hands out object addresses, never 0.
-        self.0
-            .alloc()
-            .map(|a| unsafe { NonNull::new_unchecked(a as *mut u8) })
+        // 0 (out of memory) becomes None with no tag to test.
+        NonNull::new(self.0.alloc_raw() as *mut u8)
     }
 
     /// An object, preferably from `node`'s memory (another node's when `node` is out of

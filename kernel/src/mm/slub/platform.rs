@@ -102,29 +102,29 @@ impl Platform for KernelPlatform {
         let addr = pair[0] as *const AtomicUsize as usize;
         debug_assert!(addr.is_multiple_of(16));
         debug_assert_eq!(pair[1] as *const AtomicUsize as usize, addr + 8);
-        let ok: u8;
         // SAFETY: `addr` is the 16-byte aligned (freelist, tid) pair of the running CPU's
         // slot (CpuSlab: repr(C, align(64)), both at offsets 0 and 8, asserted at compile
         // time), valid for the cache's life. cmpxchg16b compares rdx:rax with the pair and
         // stores rcx:rbx when equal; rbx is LLVM's, so the new low word is swapped into it
-        // and back around the instruction. The lock prefix is not needed against interrupts
-        // (an instruction is never split by one) but cmpxchg16b is only defined with it.
+        // and back around the instruction (mov keeps ZF for the branch). The lock prefix is
+        // not needed against interrupts (an instruction is never split by one) but
+        // cmpxchg16b is only defined with it.
         unsafe {
             core::arch::asm!(
                 "xchg {lo}, rbx",
                 "lock cmpxchg16b xmmword ptr [{addr}]",
                 "mov rbx, {lo}",
-                "sete {ok}",
+                "je {done}",
                 addr = in(reg) addr,
                 lo = inout(reg) new[0] => _,
-                ok = out(reg_byte) ok,
                 inout("rax") old[0] => _,
                 inout("rdx") old[1] => _,
                 in("rcx") new[1],
+                done = label { return true; },
                 options(nostack)
             );
         }
-        ok != 0
+        false
     }
 
     #[inline(always)]
