@@ -431,7 +431,6 @@ fn alloc_peers_inner(clock: Clock) -> TestResult {
     let mut ll = OutOfLine(ll);
     emit("linked_list_allocator", run(&mut ll), harness_call, clock);
     // The heap is not used past this point; its arena goes back.
-    drop(ll);
     free_arena(phys, ARENA_ORDER);
 
     let (base, size, phys) = arena()?;

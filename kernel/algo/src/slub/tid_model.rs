@@ -86,12 +86,11 @@ impl Cpu {
             }
             p = self.next[p];
         }
-        for i in 0..N {
-            let held = self.holder[i] != 0;
-            if on_list[i] + held as usize != 1 {
+        for (i, (&listed, &holder)) in on_list.iter().zip(self.holder.iter()).enumerate() {
+            let held = holder != 0;
+            if listed + held as usize != 1 {
                 return Err(format!(
-                    "object {i}: on the freelist {} times, held {held}: {self:?}",
-                    on_list[i]
+                    "object {i}: on the freelist {listed} times, held {held}: {self:?}"
                 ));
             }
         }
