@@ -24,6 +24,9 @@ pub struct PerCpu {
     node: AtomicU16,
     mem_node: AtomicU16,
     apic_id: AtomicU32,
+    /// `cpu * CPU_SLAB_BYTES`: this CPU's byte offset in every SLUB cache's per-CPU array,
+    /// so reaching the slot is one GS-relative add (Linux's this_cpu_ptr).
+    slub_slot_off: AtomicUsize,
     /// Cross-CPU call queues and counters (kernel/src/smp).
     pub smp: crate::smp::PerCpuSmp,
     /// Scratch word for the per-CPU privacy test (smp tests only).
@@ -34,6 +37,7 @@ const OFFSET_SELF: usize = offset_of!(PerCpu, self_addr);
 const OFFSET_CPU: usize = offset_of!(PerCpu, cpu);
 const OFFSET_NODE: usize = offset_of!(PerCpu, node);
 const OFFSET_MEM_NODE: usize = offset_of!(PerCpu, mem_node);
+const OFFSET_SLUB_SLOT: usize = offset_of!(PerCpu, slub_slot_off);
 
 impl PerCpu {
     /// A fresh area for `cpu`; `install` must run on that CPU before it uses the accessors.
@@ -44,6 +48,7 @@ impl PerCpu {
             node: AtomicU16::new(node.0),
             mem_node: AtomicU16::new(mem_node.0),
             apic_id: AtomicU32::new(apic_id),
+            slub_slot_off: AtomicUsize::new(cpu.0 as usize * numalab_algo::slub::CPU_SLAB_BYTES),
             smp: crate::smp::PerCpuSmp::new(),
             test_word: AtomicU64::new(0),
         }
@@ -166,6 +171,12 @@ pub fn node_id() -> NodeId {
 #[inline]
 pub fn mem_node_id() -> NodeId {
     NodeId(gs_load!(u16, "word", "x", OFFSET_MEM_NODE))
+}
+
+/// The calling CPU's byte offset in a SLUB per-CPU array (`cpu * CPU_SLAB_BYTES`).
+#[inline(always)]
+pub fn slub_slot_offset() -> usize {
+    gs_load!(usize, "qword", "r", OFFSET_SLUB_SLOT)
 }
 
 /// How many CPUs are online.

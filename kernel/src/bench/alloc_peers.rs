@@ -3,8 +3,15 @@
 //! slabmalloc (one ZoneAllocator for the CPU, as NrOS uses it) and buddy_system_allocator,
 //! on three workloads: fast64 (one 64-byte object allocated and freed, repeated), random
 //! (sizes 8..4096, 1000 live objects, fixed seed) and burst256 (256 objects of 256 bytes
-//! allocated, then freed). Peers run unlocked on arenas of frame pages; numalab pays for its
-//! interrupt masking and counters.
+//! allocated, then freed).
+//!
+//! Measured the same way for everyone (issue 11 item 6): every allocator holds one live
+//! object of the workload's size class before timing (1000 in random), every call goes
+//! through an `#[inline(never)]` entry point (as Linux's exported kmalloc/kfree), interrupts
+//! are enabled, and the cost of the same loop around empty entry points (`harness`, reported
+//! as its own metric) is subtracted. numalab is also reported inlined into the loop
+//! (`numalab_inline`, `numalab_kmem_cache_inline`, minus the inlined harness) and with
+//! interrupts off (`*_irqoff`). Peers run unlocked on arenas of frame pages.
 
 use crate::ktest::{Ctx, TestError, TestResult};
 use crate::mm::frame::{self, Pages, Policy};
@@ -163,12 +170,45 @@ fn free_arena(phys: u64, order: u8) {
     drop(unsafe { Pages::from_raw(phys, order) });
 }
 
+/// The same allocator behind `#[inline(never)]` entry points: the loop pays a call and a
+/// return per operation, and the allocator its own prologue, as a caller of Linux's exported
+/// kmalloc/kfree does.
+struct OutOfLine<P>(P);
+impl<P: Peer> Peer for OutOfLine<P> {
+    #[inline(never)]
+    fn alloc(&mut self, layout: Layout) -> Option<NonNull<u8>> {
+        self.0.alloc(layout)
+    }
+    #[inline(never)]
+    unsafe fn free(&mut self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { self.0.free(ptr, layout) }
+    }
+}
+
+/// No allocator at all: the loop, the call and the bookkeeping of each workload (the
+/// harness cost subtracted from every other figure).
+struct Empty(NonNull<u8>);
+impl Peer for Empty {
+    #[inline(always)]
+    fn alloc(&mut self, _layout: Layout) -> Option<NonNull<u8>> {
+        Some(core::hint::black_box(self.0))
+    }
+    #[inline(always)]
+    unsafe fn free(&mut self, ptr: NonNull<u8>, _layout: Layout) {
+        core::hint::black_box(ptr);
+    }
+}
+
 /// Instructions (or cycles) per pair for each workload on `peer`, or None if it ran out.
+/// `peer` holds one live object of the workload's size class while fast64 and burst256 are
+/// timed (random keeps 1000).
 fn run<P: Peer>(peer: &mut P) -> [Option<f64>; 3] {
     let rdtsc = crate::arch::rdtsc;
     let l64 = Layout::from_size_align(64, 8).expect("valid layout");
     // fast64
     let fast = (|| {
+        let held = peer.alloc(l64)?;
         let p = peer.alloc(l64)?;
         // SAFETY: p came from this peer.
         unsafe { peer.free(p, l64) };
@@ -178,7 +218,10 @@ fn run<P: Peer>(peer: &mut P) -> [Option<f64>; 3] {
             // SAFETY: p came from this peer and is dropped right away.
             unsafe { peer.free(core::hint::black_box(p), l64) };
         }
-        Some((rdtsc() - t0) as f64 / FAST_PAIRS as f64)
+        let t = rdtsc() - t0;
+        // SAFETY: held came from this peer, freed once.
+        unsafe { peer.free(held, l64) };
+        Some(t as f64 / FAST_PAIRS as f64)
     })();
     // random
     let random = (|| {
@@ -219,8 +262,10 @@ fn run<P: Peer>(peer: &mut P) -> [Option<f64>; 3] {
     // burst256
     let burst = (|| {
         let l = Layout::from_size_align(256, 8).expect("valid layout");
+        let held = peer.alloc(l)?;
         let mut objs: Vec<NonNull<u8>> = Vec::with_capacity(BURST);
         let mut total = 0u64;
+        let mut ok = true;
         for _ in 0..BURST_ROUNDS {
             let t0 = rdtsc();
             for _ in 0..BURST {
@@ -235,35 +280,48 @@ fn run<P: Peer>(peer: &mut P) -> [Option<f64>; 3] {
             }
             total += rdtsc() - t0;
             if objs.len() != BURST {
-                return None;
+                ok = false;
+                break;
             }
             objs.clear();
         }
-        Some(total as f64 / (BURST_ROUNDS * BURST as u64) as f64)
+        // SAFETY: held came from this peer, freed once.
+        unsafe { peer.free(held, l) };
+        ok.then_some(total as f64 / (BURST_ROUNDS * BURST as u64) as f64)
     })();
     [fast, random, burst]
 }
 
-fn emit(allocator: &str, results: [Option<f64>; 3], clock: Clock) {
-    let topo = crate::topology::get();
-    for (workload, v) in ["fast64", "random", "burst256"].iter().zip(results) {
+const WORKLOADS: [&str; 3] = ["fast64", "random", "burst256"];
+
+fn record(case: &str, metric: &str, value: f64, clock: Clock) {
+    let line = Record {
+        bench: "alloc_peers",
+        case,
+        metric,
+        value,
+        unit: if clock == Clock::Icount {
+            "instructions"
+        } else {
+            "cycles"
+        },
+        cpus: 1,
+        nodes: crate::topology::get().nr_nodes() as u32,
+        clock,
+    }
+    .line();
+    crate::println!("{}", line);
+}
+
+/// Prints `allocator`'s figures less the harness's (None: ran out of memory, printed as NaN).
+fn emit(allocator: &str, results: [Option<f64>; 3], harness: [Option<f64>; 3], clock: Clock) {
+    for ((workload, v), h) in WORKLOADS.iter().zip(results).zip(harness) {
         let case = alloc::format!("{}/{}", allocator, workload);
-        let line = Record {
-            bench: "alloc_peers",
-            case: &case,
-            metric: "instructions_per_pair",
-            value: v.unwrap_or(f64::NAN),
-            unit: if clock == Clock::Icount {
-                "instructions"
-            } else {
-                "cycles"
-            },
-            cpus: 1,
-            nodes: topo.nr_nodes() as u32,
-            clock,
-        }
-        .line();
-        crate::println!("{}", line);
+        let value = match (v, h) {
+            (Some(v), Some(h)) => v - h,
+            _ => f64::NAN,
+        };
+        record(&case, "instructions_per_pair", value, clock);
         if v.is_none() {
             crate::println!(
                 "# alloc_peers: {} ran out of memory on {}",
@@ -278,63 +336,100 @@ fn emit(allocator: &str, results: [Option<f64>; 3], clock: Clock) {
 fn alloc_peers(_ctx: &Ctx) -> TestResult {
     let clock = super::clock();
     let irq = x86_64::instructions::interrupts::are_enabled();
-    x86_64::instructions::interrupts::disable();
+    x86_64::instructions::interrupts::enable();
     let result = alloc_peers_inner(clock);
-    if irq {
-        x86_64::instructions::interrupts::enable();
+    if !irq {
+        x86_64::instructions::interrupts::disable();
     }
     result
 }
 
+/// Runs `f` with interrupts off (the `*_irqoff` variants); they are on around it.
+fn irqs_off<R>(f: impl FnOnce() -> R) -> R {
+    x86_64::instructions::interrupts::disable();
+    let r = f();
+    x86_64::instructions::interrupts::enable();
+    r
+}
+
 fn alloc_peers_inner(clock: Clock) -> TestResult {
-    emit("numalab", run(&mut Kmalloc), clock);
-    // The kmem_cache fast path alone (a 64-byte cache; random and burst use size 4096/256
-    // caches would not be comparable, so the cache peer uses one 4096-byte cache for all).
+    static mut SINK: [u64; 512] = [0; 512];
+    // Only the address is taken; Empty never dereferences it.
+    let sink = NonNull::new(core::ptr::addr_of_mut!(SINK) as *mut u8).expect("static address");
+    let harness_call = run(&mut OutOfLine(Empty(sink)));
+    let harness_inline = run(&mut Empty(sink));
+    for (workload, (c, i)) in WORKLOADS
+        .iter()
+        .zip(harness_call.iter().zip(harness_inline))
+    {
+        let v = c.unwrap_or(f64::NAN);
+        record(
+            &alloc::format!("harness/{}", workload),
+            "harness_instructions_per_pair",
+            v,
+            clock,
+        );
+        let v = i.unwrap_or(f64::NAN);
+        record(
+            &alloc::format!("harness_inline/{}", workload),
+            "harness_instructions_per_pair",
+            v,
+            clock,
+        );
+    }
+
+    emit("numalab", run(&mut OutOfLine(Kmalloc)), harness_call, clock);
+    emit("numalab_inline", run(&mut Kmalloc), harness_inline, clock);
+    emit(
+        "numalab_irqoff",
+        irqs_off(|| run(&mut OutOfLine(Kmalloc))),
+        harness_call,
+        clock,
+    );
+
+    // The kmem_cache entry points alone, on caches of each workload's size class (random has
+    // no single class; it is kmalloc's workload).
     let c64 = KmemCache::create("bench-64", 64, 0, default_tunables("bench-64"))
         .map_err(|e| alloc::format!("{:?}", e))?;
-    let mut cp = CachePeer(c64);
-    let l64 = Layout::from_size_align(64, 8).expect("valid layout");
-    let fast = {
-        let p = cp
-            .alloc(l64)
-            .ok_or_else(|| TestError::Fail("bench-64".into()))?;
-        // SAFETY: p came from the cache.
-        unsafe { cp.free(p, l64) };
-        let t0 = crate::arch::rdtsc();
-        for _ in 0..FAST_PAIRS {
-            if let Some(p) = cp.alloc(l64) {
-                // SAFETY: p came from the cache and is dropped right away.
-                unsafe { cp.free(core::hint::black_box(p), l64) };
-            }
+    let c256 = KmemCache::create("bench-256", 256, 0, default_tunables("bench-256"))
+        .map_err(|e| alloc::format!("{:?}", e))?;
+    for (suffix, inline, irqoff) in [
+        ("", false, false),
+        ("_inline", true, false),
+        ("_irqoff", false, true),
+    ] {
+        let mut fast = [None; 3];
+        for (cache, w) in [(c64, 0), (c256, 2)] {
+            let r = match (inline, irqoff) {
+                (true, _) => run(&mut CachePeer(cache)),
+                (false, true) => irqs_off(|| run(&mut OutOfLine(CachePeer(cache)))),
+                (false, false) => run(&mut OutOfLine(CachePeer(cache))),
+            };
+            fast[w] = r[w];
         }
-        (crate::arch::rdtsc() - t0) as f64 / FAST_PAIRS as f64
-    };
-    let line = Record {
-        bench: "alloc_peers",
-        case: "numalab_kmem_cache/fast64",
-        metric: "instructions_per_pair",
-        value: fast,
-        unit: if clock == Clock::Icount {
-            "instructions"
-        } else {
-            "cycles"
-        },
-        cpus: 1,
-        nodes: crate::topology::get().nr_nodes() as u32,
-        clock,
+        let h = if inline { harness_inline } else { harness_call };
+        for w in [0, 2] {
+            let case = alloc::format!("numalab_kmem_cache{}/{}", suffix, WORKLOADS[w]);
+            let value = match (fast[w], h[w]) {
+                (Some(v), Some(h)) => v - h,
+                _ => f64::NAN,
+            };
+            record(&case, "instructions_per_pair", value, clock);
+        }
     }
-    .line();
-    crate::println!("{}", line);
-    // SAFETY: the bench's last use of its cache (its peer wrapper `cp` is not used after
-    // this), run on this CPU only.
+    // SAFETY: the bench's last use of its caches (their peer wrappers are gone), run on this
+    // CPU only.
     unsafe { c64.destroy() }.map_err(|n| alloc::format!("bench-64: {} live", n))?;
+    // SAFETY: as above.
+    unsafe { c256.destroy() }.map_err(|n| alloc::format!("bench-256: {} live", n))?;
 
     let (base, size, phys) = arena()?;
     let mut ll = LinkedList(linked_list_allocator::Heap::empty());
     // SAFETY: the arena is fresh, exclusively owned memory of `size` bytes, freed only after
     // this heap is dropped.
     unsafe { ll.0.init(base as *mut u8, size) };
-    emit("linked_list_allocator", run(&mut ll), clock);
+    let mut ll = OutOfLine(ll);
+    emit("linked_list_allocator", run(&mut ll), harness_call, clock);
     // The heap is not used past this point; its arena goes back.
     free_arena(phys, ARENA_ORDER);
 
@@ -343,7 +438,7 @@ fn alloc_peers_inner(clock: Clock) -> TestResult {
     // SAFETY: as above.
     let claimed = unsafe { t.0.claim(base as *mut u8, size) };
     if claimed.is_some() {
-        emit("talc", run(&mut t), clock);
+        emit("talc", run(&mut OutOfLine(t)), harness_call, clock);
     } else {
         crate::println!("# alloc_peers: talc could not claim its arena");
     }
@@ -353,19 +448,24 @@ fn alloc_peers_inner(clock: Clock) -> TestResult {
     let mut b = Buddy(buddy_system_allocator::Heap::<32>::empty());
     // SAFETY: as above.
     unsafe { b.0.init(base, size) };
-    emit("buddy_system_allocator", run(&mut b), clock);
+    emit(
+        "buddy_system_allocator",
+        run(&mut OutOfLine(b)),
+        harness_call,
+        clock,
+    );
     free_arena(phys, ARENA_ORDER);
 
     if !crate::mm::early::info().phys_offset.is_multiple_of(2 << 20) {
         crate::println!("# alloc_peers: slabmalloc skipped: direct map not 2 MiB aligned");
     } else {
-        let mut s = Slabmalloc {
+        let mut s = OutOfLine(Slabmalloc {
             zone: slabmalloc::ZoneAllocator::new(),
             pages: Vec::with_capacity(256),
-        };
+        });
         let r = run(&mut s);
-        emit("slabmalloc", r, clock);
-        let pages = core::mem::take(&mut s.pages);
+        emit("slabmalloc", r, harness_call, clock);
+        let pages = core::mem::take(&mut s.0.pages);
         drop(s);
         for (phys, order) in pages {
             free_arena(phys, order);

@@ -86,13 +86,28 @@ pub fn handle_call_ipi() {
     apic::eoi();
 }
 
-/// The LAPIC timer's handler: counts the tick.
+/// A function the LAPIC timer handler runs on each tick (0: none), for tests that need work
+/// done in interrupt context (SLUB's interrupt-vs-fast-path hammer).
+static TIMER_HOOK: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+
+/// Installs (Some) or removes (None) the timer tick hook.
+pub fn set_timer_hook(hook: Option<fn()>) {
+    TIMER_HOOK.store(hook.map_or(0, |f| f as usize), Ordering::Release);
+}
+
+/// The LAPIC timer's handler: counts the tick and runs the hook, if any.
 pub fn handle_timer() {
     percpu::this()
         .smp
         .stats
         .timer_ticks
         .fetch_add(1, Ordering::Relaxed);
+    let hook = TIMER_HOOK.load(Ordering::Acquire);
+    if hook != 0 {
+        // SAFETY: TIMER_HOOK only ever holds 0 or a `fn()` stored by set_timer_hook.
+        let f: fn() = unsafe { core::mem::transmute::<usize, fn()>(hook) };
+        f();
+    }
     apic::eoi();
 }
 

@@ -1,11 +1,15 @@
 //! A SLUB cache: per-CPU active slab and partial list, per-node lists, tunables, and the
 //! allocation and free fast paths. The slow paths are in alloc.rs and free.rs.
 //!
-//! Per-CPU state is touched only by its own CPU with interrupts off (`Platform::irq_save`),
-//! so the fast paths are plain loads and stores: no lock prefix, no transaction id. That is
-//! cheaper than Linux's this_cpu_cmpxchg_double loop in instructions, and correct here
-//! because nothing preempts a CPU except interrupts. Other CPUs reach a slab only through
-//! its state word (compare-and-swap) or under its node's list_lock.
+//! Per-CPU state belongs to its own CPU. The fast paths do not mask interrupts: like Linux,
+//! they read the CPU's transaction id (`tid`) first, then the freelist and the active slab's
+//! bounds, and commit with one double-word compare-and-swap of (freelist, tid) that also
+//! advances the tid (`Platform::cpu_cmpxchg_double`, cmpxchg16b in the kernel). Anything
+//! that changes the CPU slab in between (an interrupt handler's fast path, or any slow path,
+//! which runs with interrupts off and advances the tid before it re-enables them) makes the
+//! compare fail and the fast path retries. The argument is written out in docs/slub.md.
+//! Other CPUs reach a slab only through its state word (compare-and-swap) or under its
+//! node's list_lock.
 
 use super::freelist::decode;
 use super::freelist::encode;
@@ -20,7 +24,9 @@ use crate::topology::NodeId;
 use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use core::sync::atomic::{
+    compiler_fence, AtomicBool, AtomicU64, AtomicUsize, Ordering, Ordering::Relaxed,
+};
 
 /// Per-cache knobs (Linux's per-cache sysfs files and slub_* boot parameters).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,19 +76,35 @@ pub enum CreateError {
     BadAlign(usize),
 }
 
-/// One CPU's slab state for one cache (Linux's kmem_cache_cpu).
-#[repr(align(64))]
+/// One CPU's slab state for one cache (Linux's kmem_cache_cpu). The first 64-byte line
+/// holds everything the fast paths touch (freelist and tid as one 16-byte aligned pair for
+/// the double-word compare-and-swap, the active slab, its bounds and node, and the two
+/// fast-path counters); the slow path's state and the other statistics follow on other
+/// lines (`HOT_LINE_BYTES` is checked at compile time below).
+#[repr(C, align(64))]
 #[derive(Default)]
 pub(crate) struct CpuSlab {
     /// Next free object of the active slab (private to this CPU), 0 when none.
     pub freelist: AtomicUsize,
+    /// Transaction id: advanced by every change of this CPU slab (fast path commit, slow
+    /// path, flush), so a fast path that was interrupted sees its compare fail.
+    pub tid: AtomicUsize,
     /// Descriptor of the active slab, 0 when none.
     pub slab: AtomicUsize,
-    /// Address range of the active slab's memory: [base, base + span).
+    /// Address of the active slab's first object.
     pub base: AtomicUsize,
-    pub span: AtomicUsize,
+    /// Objects of the active slab for the fast free path's bound (0: no fast frees, as for
+    /// debug caches).
+    pub objects: AtomicUsize,
     /// Node of the active slab.
     pub node: AtomicUsize,
+    /// alloc_fastpath and free_fastpath, counted here (one interrupt-atomic increment each,
+    /// `Platform::cpu_inc`) rather than in `stats`, so the fast paths stay in this line.
+    pub alloc_fastpath: AtomicU64,
+    pub free_fastpath: AtomicU64,
+    // ---- end of the hot line ----
+    /// Bytes of the active slab's memory: [base, base + span).
+    pub span: AtomicUsize,
     /// 1 + the node whose non-strict requests the active slab serves although it is on
     /// another node (that node was out of pages when the slab was taken); 0: none. Linux
     /// only insists on the node for __GFP_THISNODE; without this, every `alloc_node` of an
@@ -91,12 +113,48 @@ pub(crate) struct CpuSlab {
     /// First slab of the CPU partial list (chained through the descriptors), 0 when none.
     pub partial: AtomicUsize,
     pub partial_slabs: AtomicUsize,
-    /// Objects of the active slab for the fast free path's bound (0: no fast frees, as for
-    /// debug caches).
-    pub objects: AtomicUsize,
     /// Debug caches keep their private freelist here, out of the fast paths' sight.
     pub debug_freelist: AtomicUsize,
     pub stats: CpuStats,
+}
+
+/// Bytes of the per-CPU state the fast paths touch: one cache line.
+pub const HOT_LINE_BYTES: usize = 64;
+/// Bytes of one CPU's slot (the stride of a cache's per-CPU array); the kernel keeps
+/// `cpu * CPU_SLAB_BYTES` in each CPU's per-CPU area so that reaching the slot is one
+/// GS-relative add.
+pub const CPU_SLAB_BYTES: usize = core::mem::size_of::<CpuSlab>();
+
+const _: () = {
+    use core::mem::{align_of, offset_of};
+    assert!(align_of::<CpuSlab>() == HOT_LINE_BYTES);
+    // cmpxchg16b: freelist and tid adjacent, 16-byte aligned.
+    assert!(offset_of!(CpuSlab, freelist) == 0);
+    assert!(offset_of!(CpuSlab, tid) == 8);
+    assert!(offset_of!(CpuSlab, slab) + 8 <= HOT_LINE_BYTES);
+    assert!(offset_of!(CpuSlab, base) + 8 <= HOT_LINE_BYTES);
+    assert!(offset_of!(CpuSlab, objects) + 8 <= HOT_LINE_BYTES);
+    assert!(offset_of!(CpuSlab, node) + 8 <= HOT_LINE_BYTES);
+    assert!(offset_of!(CpuSlab, alloc_fastpath) + 8 <= HOT_LINE_BYTES);
+    assert!(offset_of!(CpuSlab, free_fastpath) + 8 <= HOT_LINE_BYTES);
+    assert!(offset_of!(CpuSlab, span) >= HOT_LINE_BYTES);
+    assert!(offset_of!(CpuSlab, stats) >= HOT_LINE_BYTES);
+};
+
+impl CpuSlab {
+    /// Advances the tid after a change of this CPU slab made with interrupts off.
+    #[inline(always)]
+    pub(crate) fn bump_tid(&self) {
+        self.tid
+            .store(self.tid.load(Relaxed).wrapping_add(1), Relaxed);
+    }
+
+    /// This CPU's counters, the hot fast-path ones included.
+    pub(crate) fn snapshot_into(&self, s: &mut StatsSnapshot) {
+        s.add_cpu(&self.stats);
+        s.add_raw(Stat::AllocFastpath, self.alloc_fastpath.load(Relaxed));
+        s.add_raw(Stat::FreeFastpath, self.free_fastpath.load(Relaxed));
+    }
 }
 
 /// A slab cache over platform `P`. It must not move after its first allocation (its
@@ -306,50 +364,115 @@ impl<P: Platform> Cache<P> {
             || (!strict && c.stands_in_for.load(Relaxed) == node.index() + 1)
     }
 
+    /// The fast path: pop the CPU freelist's head with a compare-and-swap of (freelist,
+    /// tid); the slow path when the freelist is empty or the active slab is on the wrong
+    /// node for `node`.
     #[inline(always)]
     pub(crate) fn alloc_inner(&self, node: Option<NodeId>, strict: bool) -> Option<usize> {
+        let obj = self.alloc_raw_inner(node, strict);
+        (obj != 0).then_some(obj)
+    }
+
+    /// `alloc` returning the address, 0 when out of memory (for callers that turn it into
+    /// a nullable pointer without a tagged Option in between).
+    #[inline(always)]
+    pub fn alloc_raw(&self) -> usize {
+        self.alloc_raw_inner(None, false)
+    }
+
+    /// The fast path (0: out of memory). Straight-line code: a failed compare (an
+    /// interrupt changed the CPU slab) hands the request to the slow path, which runs with
+    /// interrupts off and cannot be raced.
+    #[inline(always)]
+    fn alloc_raw_inner(&self, node: Option<NodeId>, strict: bool) -> usize {
+        let node = node.map(|n| self.effective_node(n));
+        let c = self.cpu_slab();
+        let tid = c.tid.load(Relaxed);
+        // The tid is read before everything it vouches for (same CPU: a compiler fence).
+        compiler_fence(Ordering::Acquire);
+        let obj = c.freelist.load(Relaxed);
+        if obj == 0 || !node.is_none_or(|n| self.cpu_slab_serves(c, n, strict)) {
+            return self.alloc_slow_entry(node, strict, false);
+        }
+        let fp = obj + self.layout.fp_offset;
+        // If an interrupt took `obj` meanwhile this may read a user's word: the compare
+        // below then fails (the tid moved) and the value is never used.
+        let next = decode(self.plat.load(fp), self.random, fp);
+        if self.plat.cpu_cmpxchg_double(
+            [&c.freelist, &c.tid],
+            [obj, tid],
+            [next, tid.wrapping_add(1)],
+        ) {
+            self.plat.cpu_inc(&c.alloc_fastpath);
+            return obj;
+        }
+        self.alloc_slow_entry(node, strict, true)
+    }
+
+    /// The allocation slow path with interrupts off; advances the tid before enabling them.
+    /// `raced`: the fast path's compare failed (counted as cmpxchg_double_cpu_fail).
+    /// Returns the object or 0.
+    #[cold]
+    #[inline(never)]
+    fn alloc_slow_entry(&self, node: Option<NodeId>, strict: bool, raced: bool) -> usize {
         let irq = self.plat.irq_save();
         let c = self.cpu_slab();
-        let obj = c.freelist.load(Relaxed);
-        let node = node.map(|n| self.effective_node(n));
-        let r = if obj != 0 && node.is_none_or(|n| self.cpu_slab_serves(c, n, strict)) {
-            let fp = obj + self.layout.fp_offset;
-            c.freelist
-                .store(decode(self.plat.load(fp), self.random, fp), Relaxed);
-            c.stats.inc(Stat::AllocFastpath);
-            Some(obj)
-        } else {
-            self.alloc_slow(c, node, strict)
-        };
+        if raced {
+            c.stats.inc(Stat::CmpxchgDoubleCpuFail);
+        }
+        let r = self.alloc_slow(c, node, strict);
+        c.bump_tid();
         self.plat.irq_restore(irq);
-        r
+        r.unwrap_or(0)
     }
 
     /// Frees an object of this cache. Bad frees (not a slab object, another cache's object,
     /// not at an object boundary, an immediate double free; with debug flags also every
     /// double free and red zone damage) are reported, counted and dropped.
     ///
-    /// Fast path: `obj` is an object of the CPU's active slab. One multiply tells both:
-    /// for an offset that is a multiple of the stride, `(off * odd_inverse) ror shift` is
-    /// the object index; for any other offset it is larger than any index.
+    /// Fast path: `obj` is an object of the CPU's active slab and not the freelist's head
+    /// (Linux's double-free check); it is pushed with a compare-and-swap of (freelist, tid).
+    /// One multiply tells both bounds: for an offset that is a multiple of the stride,
+    /// `(off * odd_inverse) ror shift` is the object index; for any other offset it is
+    /// larger than any index. A failed compare hands the free to the slow path.
     #[inline]
     pub fn free(&self, obj: usize) {
-        let irq = self.plat.irq_save();
         let c = self.cpu_slab();
+        let tid = c.tid.load(Relaxed);
+        compiler_fence(Ordering::Acquire);
         let head = c.freelist.load(Relaxed);
         let index = self.object_index(obj.wrapping_sub(c.base.load(Relaxed)));
-        if index < c.objects.load(Relaxed) && obj != head {
-            let fp = obj + self.layout.fp_offset;
-            self.plat.store(fp, encode(head, self.random, fp));
-            c.freelist.store(obj, Relaxed);
-            c.stats.inc(Stat::FreeFastpath);
-            self.plat.irq_restore(irq);
-        } else {
-            let bad = self.free_slow(c, obj);
-            self.plat.irq_restore(irq);
-            if let Some(kind) = bad {
-                self.report_error(obj, kind, None);
-            }
+        if index >= c.objects.load(Relaxed) || obj == head {
+            return self.free_slow_entry(obj, false);
+        }
+        let fp = obj + self.layout.fp_offset;
+        self.plat.store(fp, encode(head, self.random, fp));
+        if self.plat.cpu_cmpxchg_double(
+            [&c.freelist, &c.tid],
+            [head, tid],
+            [obj, tid.wrapping_add(1)],
+        ) {
+            self.plat.cpu_inc(&c.free_fastpath);
+            return;
+        }
+        self.free_slow_entry(obj, true)
+    }
+
+    /// The free slow path with interrupts off (the tid advanced before enabling them), then
+    /// the report of a bad free with no lock held. `raced` as for `alloc_slow_entry`.
+    #[cold]
+    #[inline(never)]
+    fn free_slow_entry(&self, obj: usize, raced: bool) {
+        let irq = self.plat.irq_save();
+        let c = self.cpu_slab();
+        if raced {
+            c.stats.inc(Stat::CmpxchgDoubleCpuFail);
+        }
+        let bad = self.free_slow(c, obj);
+        c.bump_tid();
+        self.plat.irq_restore(irq);
+        if let Some(kind) = bad {
+            self.report_error(obj, kind, None);
         }
     }
 
@@ -383,6 +506,7 @@ impl<P: Platform> Cache<P> {
             n += 1;
         }
         c.stats.add(Stat::AllocBulk, n as u64);
+        c.bump_tid();
         self.plat.irq_restore(irq);
         n
     }
@@ -417,7 +541,7 @@ impl<P: Platform> Cache<P> {
     pub fn stats(&self) -> StatsSnapshot {
         let mut s = StatsSnapshot::default();
         for c in self.cpus.iter() {
-            s.add_cpu(&c.stats);
+            c.snapshot_into(&mut s);
         }
         s
     }
@@ -426,7 +550,7 @@ impl<P: Platform> Cache<P> {
     pub fn cpu_stats(&self, cpu: crate::topology::CpuId) -> StatsSnapshot {
         let mut s = StatsSnapshot::default();
         if let Some(c) = self.cpus.get(cpu.index()) {
-            s.add_cpu(&c.stats);
+            c.snapshot_into(&mut s);
         }
         s
     }

@@ -284,6 +284,7 @@ impl<P: Platform> Cache<P> {
         c.partial.store(0, Relaxed);
         c.partial_slabs.store(0, Relaxed);
         self.unfreeze_partials(c, chain);
+        c.bump_tid();
         self.plat.irq_restore(irq);
     }
 

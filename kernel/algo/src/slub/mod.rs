@@ -4,7 +4,8 @@
 //! and in host unit tests with a fake machine.
 //!
 //! Lock order (outermost first), as in Linux's slub.c:
-//! 1. interrupts off on the local CPU (protects that CPU's `CpuSlab`);
+//! 1. interrupts off on the local CPU (the slow paths' hold on that CPU's `CpuSlab`; the fast
+//!    paths run with interrupts on and commit with a compare-and-swap of (freelist, tid));
 //! 2. one node's `list_lock` (protects that node's partial/full lists and `nr_partial`);
 //!    never two list_locks at once;
 //! 3. a slab's state word (freelist head, inuse, frozen): compare-and-swap, no lock.
@@ -26,8 +27,10 @@ pub mod stats;
 mod fake;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tid_model;
 
-pub use cache::{Cache, CreateError, Tunables};
+pub use cache::{Cache, CreateError, Tunables, CPU_SLAB_BYTES, HOT_LINE_BYTES};
 pub use geometry::DebugFlags;
 pub use info::{slabinfo_line, SlabInfo, SlabinfoMode, SLABINFO_HEADER};
 pub use platform::{Platform, Report, SlabPages, DESC_BYTES};

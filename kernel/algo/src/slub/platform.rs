@@ -4,6 +4,7 @@
 //! slub/); the host tests implement it over an array with fake CPUs (fake.rs).
 
 use crate::topology::{CpuId, NodeId, Topology};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// Pages given to a slab.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +48,32 @@ pub trait Platform: Sync {
     #[inline(always)]
     fn this_cpu<'a, T>(&self, slots: &'a [T]) -> &'a T {
         &slots[self.cpu().index()]
+    }
+    /// The fast paths' commit on the running CPU's own slot: if the words `pair[0]` and
+    /// `pair[1]` (adjacent, 16-byte aligned: freelist, tid) equal `old`, replace them with `new` and return true,
+    /// as one step that no interrupt on this CPU can split (the kernel's cmpxchg16b, Linux's
+    /// this_cpu_cmpxchg_double). Only the owning CPU calls it on its slot. The default is for
+    /// platforms without interrupts (the host's fake CPUs are threads with no interrupts).
+    #[inline(always)]
+    fn cpu_cmpxchg_double(
+        &self,
+        pair: [&AtomicUsize; 2],
+        old: [usize; 2],
+        new: [usize; 2],
+    ) -> bool {
+        if pair[0].load(Relaxed) == old[0] && pair[1].load(Relaxed) == old[1] {
+            pair[0].store(new[0], Relaxed);
+            pair[1].store(new[1], Relaxed);
+            true
+        } else {
+            false
+        }
+    }
+    /// Adds one to a counter of the running CPU's own slot in one step that no interrupt on
+    /// this CPU can split (the kernel: a plain `inc` of memory, Linux's this_cpu_inc).
+    #[inline(always)]
+    fn cpu_inc(&self, counter: &AtomicU64) {
+        counter.fetch_add(1, Relaxed);
     }
     /// Disables interrupts; returns whether they were enabled.
     fn irq_save(&self) -> bool;

@@ -55,6 +55,9 @@ pub enum Stat {
     /// A compare-and-swap of a slab word lost a race and was retried (Linux's
     /// cmpxchg_double_fail).
     CmpxchgDoubleFail,
+    /// A fast path's (freelist, tid) compare-and-swap failed because an interrupt (or
+    /// migration) changed the CPU slab in between; it retried (Linux's cmpxchg_double_cpu_fail).
+    CmpxchgDoubleCpuFail,
     /// numalab: objects handed out by alloc_bulk.
     AllocBulk,
     /// numalab: objects returned by free_bulk.
@@ -100,6 +103,7 @@ pub const STAT_NAMES: [(Stat, &str); NR_STATS] = [
     (Stat::DeactivateBypass, "deactivate_bypass"),
     (Stat::OrderFallback, "order_fallback"),
     (Stat::CmpxchgDoubleFail, "cmpxchg_double_fail"),
+    (Stat::CmpxchgDoubleCpuFail, "cmpxchg_double_cpu_fail"),
     (Stat::AllocBulk, "alloc_bulk"),
     (Stat::FreeBulk, "free_bulk"),
 ];
@@ -128,6 +132,11 @@ impl CpuStats {
     pub fn add(&self, stat: Stat, n: u64) {
         let c = &self.counts[stat as usize];
         c.store(c.load(Relaxed).wrapping_add(n), Relaxed);
+    }
+
+    /// The counter itself, for an interrupt-atomic increment (`Platform::cpu_inc`).
+    pub fn counter(&self, stat: Stat) -> &AtomicU64 {
+        &self.counts[stat as usize]
     }
 
     pub fn get(&self, stat: Stat) -> u64 {
@@ -159,6 +168,12 @@ impl Default for StatsSnapshot {
 impl StatsSnapshot {
     pub fn get(&self, stat: Stat) -> u64 {
         self.counts[stat as usize]
+    }
+
+    /// Adds `n` to one counter (the per-CPU fast-path counters kept outside `CpuStats`).
+    pub fn add_raw(&mut self, stat: Stat, n: u64) {
+        let c = &mut self.counts[stat as usize];
+        *c = c.wrapping_add(n);
     }
 
     pub fn add_cpu(&mut self, cpu: &CpuStats) {

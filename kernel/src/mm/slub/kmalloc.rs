@@ -5,7 +5,7 @@
 use super::{default_tunables, owner_of, KmemCache};
 use crate::mm::frame::{self, Policy, PAGE_BYTES};
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::Relaxed};
 use numalab_algo::slub::geometry::{
     get_order, kmalloc_index, kmalloc_index_aligned, natural_align, KMALLOC_MAX_CACHE_BYTES,
     KMALLOC_NAMES, KMALLOC_SIZES,
@@ -20,12 +20,16 @@ use super::platform::MAX_NODES;
 const LARGE_OWNER: usize = 1;
 
 static KMALLOC: Once<[&'static KmemCache; 13]> = Once::new();
+/// The same caches as plain pointers (null before `init`): kmalloc's hot path reads one
+/// without checking a `Once`.
+static KMALLOC_PTRS: [AtomicPtr<KmemCache>; 13] =
+    [const { AtomicPtr::new(core::ptr::null_mut()) }; 13];
 static LARGE_PAGES_ON: [AtomicUsize; MAX_NODES] = [const { AtomicUsize::new(0) }; MAX_NODES];
 /// kfree of pointers that are neither slab objects nor large kmallocs.
 static BAD_KFREES: AtomicUsize = AtomicUsize::new(0);
 
 pub(super) fn init() {
-    KMALLOC.call_once(|| {
+    let caches = KMALLOC.call_once(|| {
         core::array::from_fn(|i| {
             let name = KMALLOC_NAMES[i];
             let size = KMALLOC_SIZES[i];
@@ -35,6 +39,18 @@ pub(super) fn init() {
             }
         })
     });
+    for (slot, c) in KMALLOC_PTRS.iter().zip(caches.iter()) {
+        slot.store(*c as *const KmemCache as *mut KmemCache, Relaxed);
+    }
+}
+
+/// kmalloc cache `i` (an index from kmalloc_index), None before init.
+#[inline(always)]
+fn kmalloc_cache(i: usize) -> Option<&'static KmemCache> {
+    let p = KMALLOC_PTRS.get(i)?.load(Relaxed);
+    // SAFETY: non-null entries are the 'static kmalloc caches stored by `init`, never
+    // destroyed.
+    unsafe { p.as_ref() }
 }
 
 /// The kmalloc cache serving `size_bytes`, if SLUB is up and the size is a cache size.
@@ -77,7 +93,7 @@ fn large_alloc_policy(size_bytes: usize, policy: Policy) -> Option<NonNull<u8>> 
 #[inline]
 pub fn kmalloc(size_bytes: usize) -> Option<NonNull<u8>> {
     match kmalloc_index(size_bytes) {
-        Some(i) => KMALLOC.get()?[i].alloc(),
+        Some(i) => kmalloc_cache(i)?.alloc(),
         None => large_alloc(size_bytes, None),
     }
 }
@@ -149,27 +165,38 @@ pub unsafe fn kfree(ptr: NonNull<u8>) {
     let addr = ptr.as_ptr() as usize;
     match owner(addr) {
         Owner::Slab(cache) => cache.free(addr),
-        Owner::Large(order) => {
-            let phys = frame::virt_to_phys(addr as u64);
-            if !phys.is_multiple_of(PAGE_BYTES) {
-                bad_kfree(addr);
-                return;
-            }
-            super::slabmap::set(addr, 1, 0);
-            if let Some(meta) = frame::page_meta(phys) {
-                meta.private.store(0, Relaxed);
-            }
-            if let Some(node) = frame::node_of_phys(phys) {
-                LARGE_PAGES_ON[node.index().min(MAX_NODES - 1)].fetch_sub(1 << order, Relaxed);
-            }
-            // SAFETY: the head page's owner word said this block came from large_alloc with
-            // this order (into_raw); the caller gives it up.
-            drop(unsafe { frame::Pages::from_raw(phys, order) });
-        }
+        // SAFETY: forwarded from the caller's contract.
+        Owner::Large(order) => unsafe { kfree_large(addr, order) },
         Owner::None => bad_kfree(addr),
     }
 }
 
+/// kfree of a large (page allocator) block: out of line, off the slab path.
+///
+/// # Safety
+/// As for `kfree`; `addr`'s head page is marked LARGE_OWNER with this `order`.
+#[cold]
+#[inline(never)]
+unsafe fn kfree_large(addr: usize, order: u8) {
+    let phys = frame::virt_to_phys(addr as u64);
+    if !phys.is_multiple_of(PAGE_BYTES) {
+        bad_kfree(addr);
+        return;
+    }
+    super::slabmap::set(addr, 1, 0);
+    if let Some(meta) = frame::page_meta(phys) {
+        meta.private.store(0, Relaxed);
+    }
+    if let Some(node) = frame::node_of_phys(phys) {
+        LARGE_PAGES_ON[node.index().min(MAX_NODES - 1)].fetch_sub(1 << order, Relaxed);
+    }
+    // SAFETY: the head page's owner word said this block came from large_alloc with
+    // this order (into_raw); the caller gives it up.
+    drop(unsafe { frame::Pages::from_raw(phys, order) });
+}
+
+#[cold]
+#[inline(never)]
 fn bad_kfree(addr: usize) {
     BAD_KFREES.fetch_add(1, Relaxed);
     warn!("slub: kfree: {} at {:#x}", ErrorKind::NotSlab.name(), addr);

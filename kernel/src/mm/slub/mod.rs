@@ -21,6 +21,7 @@
 //! Nothing is printed while a list_lock is held (reports are printed after release).
 
 pub mod info;
+mod irq_hammer;
 pub mod kmalloc;
 mod object;
 pub mod platform;
@@ -149,6 +150,7 @@ pub fn boot_slabinfo_mode() -> SlabinfoMode {
 /// allocator.
 pub fn init() {
     let t = default_tunables("");
+    slabmap::init();
     kmalloc::init();
     READY.store(true, Relaxed);
     crate::mm::frame::register_holder(&SlubPages);
@@ -241,10 +243,8 @@ impl KmemCache {
 
     #[inline]
     pub fn alloc(&self) -> Option<NonNull<u8>> {
-        // SAFETY: the core hands out object addresses, never 0.
-        self.0
-            .alloc()
-            .map(|a| unsafe { NonNull::new_unchecked(a as *mut u8) })
+        // 0 (out of memory) becomes None with no tag to test.
+        NonNull::new(self.0.alloc_raw() as *mut u8)
     }
 
     /// An object, preferably from `node`'s memory (another node's when `node` is out of
@@ -296,7 +296,7 @@ impl KmemCache {
     /// cpu_slab, the nodes and the kmem_cache) goes back to the heap. With live objects it
     /// reports them (cache and count), stays usable, and returns the count.
     ///
-    /// The per-CPU array is nr_cpus * 320 bytes: from 13 CPUs on it is whole heap pages
+    /// The per-CPU array is nr_cpus * CPU_SLAB_BYTES (384): from 11 CPUs on it is whole heap pages
     /// (64 CPUs: an order-3 block), which a leaked cache used to keep for good (issue 14
     /// bug 7: 40 pages per 5 caches on 8 nodes x 8 CPUs).
     ///

@@ -7,7 +7,7 @@
 
 use crate::mm::frame::{self, Pages, Policy, PAGE_BYTES};
 use crate::sync::IrqSpinLock;
-use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use numalab_algo::slub::{Platform, Report, SlabPages, DESC_BYTES};
 use numalab_algo::topology::{CpuId, NodeId, Topology};
 
@@ -76,12 +76,69 @@ impl Platform for KernelPlatform {
 
     #[inline(always)]
     fn this_cpu<'a, T>(&self, slots: &'a [T]) -> &'a T {
+        if core::mem::size_of::<T>() == numalab_algo::slub::CPU_SLAB_BYTES {
+            // The per-CPU slab arrays: one GS-relative add (this_cpu_ptr).
+            let off = crate::percpu::slub_slot_offset();
+            debug_assert!(off / core::mem::size_of::<T>() < slots.len());
+            // SAFETY: as below; `off` is cpu_id() * size_of::<T>() (percpu::PerCpu::new), a
+            // whole slot inside the array.
+            return unsafe { &*slots.as_ptr().byte_add(off) };
+        }
         let i = crate::percpu::cpu_id().index();
         debug_assert!(i < slots.len());
         // SAFETY: the SLUB core passes one slot per CPU of the topology (Cache::new sizes
         // its per-CPU array with topology().nr_cpus()), and percpu::cpu_id() is the running
         // CPU's dense id, below nr_cpus by construction of the topology and SMP bring-up.
         unsafe { slots.get_unchecked(i) }
+    }
+
+    #[inline(always)]
+    fn cpu_cmpxchg_double(
+        &self,
+        pair: [&AtomicUsize; 2],
+        old: [usize; 2],
+        new: [usize; 2],
+    ) -> bool {
+        let addr = pair[0] as *const AtomicUsize as usize;
+        debug_assert!(addr.is_multiple_of(16));
+        debug_assert_eq!(pair[1] as *const AtomicUsize as usize, addr + 8);
+        // SAFETY: `addr` is the 16-byte aligned (freelist, tid) pair of the running CPU's
+        // slot (CpuSlab: repr(C, align(64)), both at offsets 0 and 8, asserted at compile
+        // time), valid for the cache's life. cmpxchg16b compares rdx:rax with the pair and
+        // stores rcx:rbx when equal; rbx is LLVM's, so the new low word is swapped into it
+        // and back around the instruction (mov keeps ZF for the branch). The lock prefix is
+        // not needed against interrupts (an instruction is never split by one) but
+        // cmpxchg16b is only defined with it.
+        unsafe {
+            core::arch::asm!(
+                "xchg {lo}, rbx",
+                "lock cmpxchg16b xmmword ptr [{addr}]",
+                "mov rbx, {lo}",
+                "je {done}",
+                addr = in(reg) addr,
+                lo = inout(reg) new[0] => _,
+                inout("rax") old[0] => _,
+                inout("rdx") old[1] => _,
+                in("rcx") new[1],
+                done = label { return true; },
+                options(nostack)
+            );
+        }
+        false
+    }
+
+    #[inline(always)]
+    fn cpu_inc(&self, counter: &AtomicU64) {
+        // SAFETY: `counter` is a live, aligned u64 of the running CPU's slot; a plain `inc`
+        // of memory cannot be split by an interrupt on this CPU (Linux's this_cpu_inc), and
+        // other CPUs only read it (an aligned 8-byte store is atomic for them).
+        unsafe {
+            core::arch::asm!(
+                "inc qword ptr [{c}]",
+                c = in(reg) counter.as_ptr(),
+                options(nostack)
+            );
+        }
     }
 
     #[inline(always)]

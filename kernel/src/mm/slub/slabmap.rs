@@ -6,13 +6,22 @@
 //! written while its chunk could not be allocated, and kfree dropped those slabs' objects).
 
 use crate::mm::frame;
-use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 const PAGE_SHIFT: u32 = 12;
 
+/// The direct map's offset, copied from the boot information by `init` so that kfree reads
+/// a plain static instead of checking a `Once` (usize::MAX before: every lookup misses).
+static PHYS_OFFSET: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+/// Copies the direct-map offset (SLUB init, before the first slab).
+pub fn init() {
+    PHYS_OFFSET.store(crate::mm::early::info().phys_offset as usize, Relaxed);
+}
+
 #[inline(always)]
 fn phys_of(virt: usize) -> Option<usize> {
-    virt.checked_sub(crate::mm::early::info().phys_offset as usize)
+    virt.checked_sub(PHYS_OFFSET.load(Relaxed))
 }
 
 /// Records `owner` in the PageMeta of each of the `nr_pages` pages at direct-map address

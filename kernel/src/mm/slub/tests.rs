@@ -991,6 +991,7 @@ ktest!(SUITE, Test, owners);
 ktest!(SUITE, Test, debug_reports);
 ktest!(SUITE, Test, "kmalloc", kmalloc_api);
 ktest!(SUITE, Test, bulk);
+ktest!(SUITE, Test, "irq_hammer", super::irq_hammer::irq_hammer);
 ktest!(SUITE, Test, owned_objects);
 ktest!(SUITE, Test, shrink_and_destroy);
 ktest!(SUITE, Test, conservation);

@@ -1,0 +1,206 @@
+//! The interrupt-vs-fast-path hammer: the LAPIC timer's handler allocates and frees from a
+//! cache while the interrupted CPU hammers the same cache, checking that no object is
+//! handed out twice and none is lost, and that interrupts really split fast paths (the
+//! (freelist, tid) compare failed and was retried: cmpxchg_double_cpu_fail > 0).
+
+use super::KmemCache;
+use crate::arch::apic;
+use crate::ktest::{Ctx, TestError, TestResult};
+use alloc::format;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use numalab_algo::slub::Stat;
+
+/// The cache under test while the hook is installed.
+static CACHE: AtomicPtr<KmemCache> = AtomicPtr::new(core::ptr::null_mut());
+/// Timer ticks that ran the hook, and misuses the hook saw (an object whose tag changed
+/// while the handler held it).
+static HOOK_RUNS: AtomicU64 = AtomicU64::new(0);
+static HOOK_ERRORS: AtomicU64 = AtomicU64::new(0);
+/// Tag sequence (each holder writes a fresh tag into its object and checks it at free).
+static SEQ: AtomicUsize = AtomicUsize::new(1);
+
+/// Objects the handler holds at once, and rounds per tick.
+const HOOK_OBJECTS: usize = 6;
+const HOOK_ROUNDS: usize = 8;
+/// Objects the interrupted loop keeps live.
+const MAIN_OBJECTS: usize = 48;
+/// Ticks to wait for, the timer rate and the main loop's cap on steps.
+const TICKS: u64 = 400;
+const TIMER_PER_SECOND: u64 = 20_000;
+const MAX_STEPS: u64 = 20_000_000;
+
+/// Tag words: the first and last word of the 64-byte object, whichever the free pointer
+/// does not use, both written with the same tag.
+fn tag(obj: NonNull<u8>) -> [*mut usize; 2] {
+    let p = obj.as_ptr() as *mut usize;
+    // SAFETY: 64-byte objects: words 0 and 7 are inside the object.
+    [p, unsafe { p.add(7) }]
+}
+
+fn write_tag(obj: NonNull<u8>, t: usize) {
+    for w in tag(obj) {
+        // SAFETY: the caller holds `obj` (just allocated, 8-byte aligned, 64 bytes).
+        unsafe { w.write_volatile(t) };
+    }
+}
+
+fn tag_ok(obj: NonNull<u8>, t: usize) -> bool {
+    // SAFETY: as in write_tag.
+    tag(obj).iter().all(|w| unsafe { w.read_volatile() } == t)
+}
+
+/// Runs in the timer interrupt: several rounds of allocating objects, tagging them,
+/// checking the tags and freeing them.
+fn hook() {
+    let c = CACHE.load(Relaxed);
+    if c.is_null() {
+        return;
+    }
+    // SAFETY: CACHE is set while the test holds the cache alive and cleared (with the timer
+    // stopped) before it is destroyed.
+    let cache = unsafe { &*c };
+    HOOK_RUNS.fetch_add(1, Relaxed);
+    for _ in 0..HOOK_ROUNDS {
+        let mut held: [Option<(NonNull<u8>, usize)>; HOOK_OBJECTS] = [None; HOOK_OBJECTS];
+        for slot in held.iter_mut() {
+            if let Some(p) = cache.alloc() {
+                let t = SEQ.fetch_add(1, Relaxed);
+                write_tag(p, t);
+                *slot = Some((p, t));
+            }
+        }
+        for (p, t) in held.iter().flatten() {
+            if !tag_ok(*p, *t) {
+                HOOK_ERRORS.fetch_add(1, Relaxed);
+            }
+            // SAFETY: allocated above, freed once.
+            unsafe { cache.free(*p) };
+        }
+    }
+}
+
+/// Stops the timer and removes the hook (also on the error paths).
+fn stop() {
+    apic::timer_periodic(0);
+    crate::smp::set_timer_hook(None);
+    CACHE.store(core::ptr::null_mut(), Relaxed);
+}
+
+pub(super) fn irq_hammer(_ctx: &Ctx) -> TestResult {
+    if apic::timer_hz() == 0 {
+        return Err(TestError::Skip("LAPIC timer not calibrated".into()));
+    }
+    let cache = KmemCache::create("irq-hammer", 64, 0, super::default_tunables("irq-hammer"))
+        .map_err(|e| format!("create: {:?}", e))?;
+    let before = cache.core().stats();
+    HOOK_RUNS.store(0, Relaxed);
+    HOOK_ERRORS.store(0, Relaxed);
+    let were_on = x86_64::instructions::interrupts::are_enabled();
+    CACHE.store(cache as *const KmemCache as *mut KmemCache, Relaxed);
+    crate::smp::set_timer_hook(Some(hook));
+    apic::timer_periodic(TIMER_PER_SECOND);
+    x86_64::instructions::interrupts::enable();
+
+    let mut live: [Option<(NonNull<u8>, usize)>; MAIN_OBJECTS] = [None; MAIN_OBJECTS];
+    let mut twice = 0u64;
+    let mut steps = 0u64;
+    let mut rng = numalab_algo::rng::XorShift64::new(0x1234_5678_9abc_def1);
+    while steps < MAX_STEPS {
+        steps += 1;
+        let r = rng.next_u64();
+        let i = (r % MAIN_OBJECTS as u64) as usize;
+        // Mostly free-then-alloc of one slot; every 4th step a short burst on four slots.
+        let n = if r & 0x300 == 0 { 4 } else { 1 };
+        for k in 0..n {
+            let j = (i + k) % MAIN_OBJECTS;
+            if let Some((p, t)) = live[j].take() {
+                if !tag_ok(p, t) {
+                    twice += 1;
+                }
+                // SAFETY: allocated by this loop, freed once.
+                unsafe { cache.free(p) };
+            }
+        }
+        for k in 0..n {
+            let j = (i + k) % MAIN_OBJECTS;
+            if let Some(p) = cache.alloc() {
+                let t = SEQ.fetch_add(1, Relaxed);
+                write_tag(p, t);
+                live[j] = Some((p, t));
+            }
+        }
+        if steps.is_multiple_of(1024)
+            && HOOK_RUNS.load(Relaxed) >= TICKS
+            && cache
+                .core()
+                .stats()
+                .since(&before)
+                .get(Stat::CmpxchgDoubleCpuFail)
+                > 0
+        {
+            break;
+        }
+    }
+    x86_64::instructions::interrupts::disable();
+    stop();
+    if were_on {
+        x86_64::instructions::interrupts::enable();
+    }
+    for (p, t) in live.iter().flatten() {
+        if !tag_ok(*p, *t) {
+            twice += 1;
+        }
+        // SAFETY: allocated by the loop, freed once.
+        unsafe { cache.free(*p) };
+    }
+    let s = cache.core().stats().since(&before);
+    let runs = HOOK_RUNS.load(Relaxed);
+    let hook_errors = HOOK_ERRORS.load(Relaxed);
+    let retries = s.get(Stat::CmpxchgDoubleCpuFail);
+    crate::println!(
+        "# slub irq_hammer: {} steps, {} timer hooks, alloc_fastpath {} free_fastpath {} alloc_slowpath {} free_slowpath {} cmpxchg_double_cpu_fail {}",
+        steps,
+        runs,
+        s.get(Stat::AllocFastpath),
+        s.get(Stat::FreeFastpath),
+        s.get(Stat::AllocSlowpath),
+        s.get(Stat::FreeSlowpath),
+        retries
+    );
+    let live_after = s.live_objects();
+    // Destroy fails (and counts) if any object was lost from every freelist.
+    // SAFETY: the hook is gone and the timer stopped; this is the cache's last use.
+    let destroyed = unsafe { cache.destroy() };
+    if twice > 0 || hook_errors > 0 {
+        return Err(TestError::Fail(format!(
+            "an object was handed out twice: {} tags overwritten in the loop, {} in the handler",
+            twice, hook_errors
+        )));
+    }
+    if live_after != 0 {
+        return Err(TestError::Fail(format!(
+            "counters say {} objects live after every object was freed",
+            live_after
+        )));
+    }
+    if let Err(live) = destroyed {
+        return Err(TestError::Fail(format!(
+            "{} objects lost (live at destroy after every object was freed)",
+            live
+        )));
+    }
+    if runs < TICKS {
+        return Err(TestError::Fail(format!(
+            "only {} timer hooks ran in {} steps",
+            runs, steps
+        )));
+    }
+    if retries == 0 {
+        return Err(TestError::Fail(format!(
+            "no interrupt split a fast path in {} steps and {} ticks (cmpxchg_double_cpu_fail 0)",
+            steps, runs
+        )));
+    }
+    Ok(())
+}
