@@ -25,8 +25,11 @@
 //! drain them, and the lists seldom exceed min_partial (measured: 1 prefer_local decision and
 //! 2 remote takes in a smoke run on 4node).
 //!
+//! Roles and locality go by the CPU's memory node (its nearest node with memory when its own
+//! is memoryless); a machine whose CPUs all allocate from one memory node skips.
+//!
 //! Metrics per case: `local_object_fraction` (allocations whose memory is on the allocating
-//! CPU's node, all CPUs), `growth_local_object_fraction` (growth-node CPUs only: the CPUs the
+//! CPU's memory node, all CPUs), `growth_local_object_fraction` (growth-node CPUs only: the CPUs the
 //! knob is about), `slab_kib` (the most memory the cache held in slab pages during the run,
 //! sampled), `allocations_per_sec` (all CPUs together, guest time; tsc clock: a trend), and
 //! the mechanism counters (SLUB stat names, per case): `alloc_prefer_local`,
@@ -70,22 +73,28 @@ enum Role {
     Grow,
 }
 
-/// The role of every CPU (by index in `cpus`): nodes with CPUs in node order, even ranks are
-/// message nodes, odd ranks growth nodes; a message CPU sends to the next CPU of its node
-/// (itself when it is alone there).
+/// The memory node a CPU allocates from (its own, or the nearest one with memory when its
+/// node is memoryless).
+fn mem_node_of(cpu: CpuId) -> NodeId {
+    crate::topology::get().mem_node(workload::node_of(cpu))
+}
+
+/// The role of every CPU (by index in `cpus`): the memory nodes of the CPUs in node order,
+/// even ranks are message nodes, odd ranks growth nodes; a message CPU sends to the next CPU
+/// of its memory node (itself when it is alone there).
 fn roles(cpus: &[CpuId]) -> Vec<Role> {
-    let mut nodes: Vec<NodeId> = cpus.iter().map(|&c| workload::node_of(c)).collect();
+    let mut nodes: Vec<NodeId> = cpus.iter().map(|&c| mem_node_of(c)).collect();
     nodes.sort_unstable();
     nodes.dedup();
     (0..cpus.len())
         .map(|i| {
-            let node = workload::node_of(cpus[i]);
+            let node = mem_node_of(cpus[i]);
             let rank = nodes.iter().position(|&n| n == node).unwrap_or(0);
             if rank % 2 == 1 {
                 return Role::Grow;
             }
             let same: Vec<usize> = (0..cpus.len())
-                .filter(|&j| workload::node_of(cpus[j]) == node)
+                .filter(|&j| mem_node_of(cpus[j]) == node)
                 .collect();
             let at = same.iter().position(|&j| j == i).unwrap_or(0);
             Role::Message {
@@ -127,7 +136,7 @@ fn run_case(case: &str, prefer_local: bool, rounds: usize) -> Result<Sample, Str
     let short = AtomicU64::new(0);
     crate::smp::run_on_cpus(&cpus, &|cpu| {
         let me = cpus.iter().position(|&c| c == cpu).unwrap_or(0);
-        let my_node = workload::node_of(cpu);
+        let my_node = mem_node_of(cpu);
         let mut rng = Rng::new(0x5eed_0004 + me as u64);
         let (mut my_local, mut done, mut checksum) = (0u64, 0u64, 0u64);
         let alloc_one = |my_local: &mut u64| -> Option<Obj> {
@@ -246,7 +255,8 @@ fn numa_locality(ctx: &Ctx) -> TestResult {
     let grow = roles(&cpus).iter().filter(|r| **r == Role::Grow).count();
     if grow == 0 {
         return Err(TestError::Skip(format!(
-            "{NAME}: needs CPUs on two or more NUMA nodes"
+            "{NAME}: needs CPUs that allocate from two or more memory nodes (a remote partial \
+             list to take or decline)"
         )));
     }
     let rounds = super::pick(24, 4) as usize;
