@@ -214,7 +214,13 @@ options! {
         key: "vmalloc.bench_icount_pairs",
         kind: Kind::U64 { min: 1, max: 10_000_000 },
         default: "20000",
-        help: "vmalloc_scaling: pairs timed on one CPU for instructions_per_pair",
+        help: "vmalloc_scaling: pairs timed on one CPU (whole purge cycles, at least one)",
+    };
+    SLUB_BENCH_ALLOC_NODE_PERCENT: u64 = Spec {
+        key: "slub.bench_alloc_node_percent",
+        kind: Kind::U64 { min: 0, max: 100 },
+        default: "68",
+        help: "memoryless_node: percent of requests that name the CPU's node (kmalloc_node)",
     };
 }
 

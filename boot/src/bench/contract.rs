@@ -60,12 +60,14 @@ pub fn required() -> Vec<Required> {
             "instructions_per_pair",
             Icount,
         ),
-        req_numa("page_alloc", "*", "local_fraction", Tsc),
         req("vmalloc_scaling", "*", "instructions_per_pair", Icount),
+        req("vmalloc_scaling", "*", "purges", Icount),
         req("memoryless_node", "fixed", "slab_kib", Tsc),
         req("memoryless_node", "unfixed", "slab_kib", Tsc),
         req("memoryless_node", "fixed", "slab_kib", Det),
         req("memoryless_node", "unfixed", "slab_kib", Det),
+        req("memoryless_node", "fixed", "alloc_node_mismatch", Tsc),
+        req("memoryless_node", "unfixed", "alloc_node_mismatch", Tsc),
         req("memoryless_node", "single_node", "slab_kib", Uma),
     ];
     for w in ["fast64", "random", "burst256"] {
@@ -81,7 +83,8 @@ pub fn required() -> Vec<Required> {
             "ops_per_cpu",
             "list_lock_acquisitions_per_kop",
             "list_lock_contended_per_kop",
-            "list_lock_spin_share",
+            "list_lock_wait_per_kop",
+            "list_lock_wait_share",
         ] {
             out.push(req("slub_list_lock", case, metric, Tsc));
         }
@@ -97,13 +100,23 @@ pub fn required() -> Vec<Required> {
             "max_list_lock_hold",
             "mean_list_lock_hold",
             "active_objs_error",
+            "worker_max_alloc_latency",
+            "worker_list_lock_wait_per_kop",
+            "partial_slabs_walked_per_read",
         ] {
             out.push(req("slabinfo_reader", case, metric, Tsc));
         }
         out.push(req("slabinfo_reader", case, "active_objs_error", Det));
     }
     for case in ["prefer_local", "default"] {
-        for metric in ["local_object_fraction", "slab_kib", "messages_per_sec"] {
+        for metric in [
+            "local_object_fraction",
+            "growth_local_object_fraction",
+            "slab_kib",
+            "allocations_per_sec",
+            "alloc_prefer_local",
+            "alloc_remote_partial",
+        ] {
             out.push(req_numa("numa_locality", case, metric, Tsc));
         }
         for metric in ["local_object_fraction", "slab_kib"] {
@@ -114,6 +127,9 @@ pub fn required() -> Vec<Required> {
         for metric in [
             "global_lock_acquisitions_per_pair",
             "contended_acquisitions_per_pair",
+            "node_lock_acquisitions_per_pair",
+            "node_lock_contended_per_pair",
+            "purges_per_kpair",
             "ops_per_sec",
         ] {
             out.push(req("vmalloc_scaling", case, metric, Tsc));
@@ -121,15 +137,11 @@ pub fn required() -> Vec<Required> {
         for metric in [
             "global_lock_acquisitions_per_pair",
             "contended_acquisitions_per_pair",
+            "node_lock_acquisitions_per_pair",
+            "purges_per_kpair",
         ] {
             out.push(req("vmalloc_scaling", case, metric, Det));
         }
-        out.push(req_numa(
-            "vmalloc_scaling",
-            case,
-            "local_page_fraction",
-            Tsc,
-        ));
     }
     out
 }
@@ -204,7 +216,7 @@ mod tests {
             records: &records,
         }];
         let missing = missing_required(&boots);
-        assert_eq!(missing.len(), 5, "{missing:#?}");
+        assert_eq!(missing.len(), 11, "{missing:#?}");
         assert!(missing
             .iter()
             .any(|m| m.contains("case 'counters' metric 'active_objs_error'")));

@@ -6,7 +6,7 @@
 //! The rule (docs/benchmarks.md, "Counts and timings"):
 //! - timing: the unit is a clock unit (`tsc_ticks`, `ticks`, `cycles`, `ns`, `us`, `ms`, `s`) or a rate
 //!   per time (`..._per_sec`, `.../s`), or the metric is a share of time (`..._share`, such as
-//!   slub_list_lock's `list_lock_spin_share`, whose unit is `fraction`);
+//!   slub_list_lock's `list_lock_wait_share`, whose unit is `fraction`);
 //! - instructions: the unit is `instructions` (exact in the one-CPU icount boot);
 //! - count: anything else (`acquisitions`, `slabs`, `kib`, `objects`, `fraction`, `purges`...):
 //!   events or memory, which under round-robin vCPUs (det) depend on the code alone.
@@ -97,9 +97,9 @@ mod tests {
             ("slab_kib", "kib", Count),
             ("local_object_fraction", "fraction", Count),
             ("active_objs_error", "objects", Count),
-            ("list_lock_spin_share", "fraction", Timing),
+            ("list_lock_wait_share", "fraction", Timing),
             ("ops_per_cpu", "ops_per_sec", Timing),
-            ("messages_per_sec", "messages_per_sec", Timing),
+            ("allocations_per_sec", "allocations_per_sec", Timing),
             ("ops_per_sec", "pairs/s", Timing),
             ("max_list_lock_hold", "tsc_ticks", Timing),
             ("round_trip", "ns", Timing),

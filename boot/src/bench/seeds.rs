@@ -109,7 +109,7 @@ pub fn rows() -> Vec<SeedRow> {
         row(
             "004",
             "numa_locality",
-            "messages_per_sec",
+            "allocations_per_sec",
             "prefer_local",
             Tsc,
             "default",

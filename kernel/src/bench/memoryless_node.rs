@@ -1,7 +1,10 @@
 //! `memoryless_node` (seed 003, Bharata B Rao's "Increased mem consumption on cpu,mem-less
 //! node"): a boot-like load (every CPU makes many small allocations from eight caches of 16 to
-//! 1024 bytes, half of them asking for the CPU's own node as kmalloc_node(numa_node_id())
-//! does, and frees one in four), then the memory held in slab pages.
+//! 1024 bytes, `slub.bench_alloc_node_percent` of them (default 68, spread evenly) asking for
+//! the CPU's own node as kmalloc_node(numa_node_id()) does, and frees one in four), then the
+//! memory held in slab pages. The default share is the thread's: in the cache that grew most,
+//! kmalloc-1k, 1952 of 2869 objects came from alloc_fair_sched_group, which allocates per CPU
+//! on cpu_to_node.
 //!
 //! Cases: on a machine with a memoryless node that has CPUs (`--topology memoryless`),
 //! `fixed` (caches with memoryless_fix: a request for a memoryless node is served as one for
@@ -13,6 +16,11 @@
 //!
 //! Metric: `slab_kib`, KiB in slab pages of the eight caches while the objects are live.
 //! Goal: `fixed` within 1.1x of `single_node` (the thread saw 442560 kB vs 195904 kB).
+//! Mechanism counters (SLUB stat names, summed over the eight caches): `alloc_node_mismatch`
+//! (CPU slabs dropped because they were not on the requested node: the unfixed path drops
+//! them for every request naming the memoryless node), `alloc_slab` (new slabs) and
+//! `alloc_node_fallback` (requests served by a slab standing in for an exhausted node). A knob
+//! check fails the experiment when `fixed` and `unfixed` print the same counters.
 //!
 //! Lock order: each CPU's pool lock (spin::Mutex, interrupts on) is taken only by that CPU
 //! during the load, around its allocator calls.
@@ -25,13 +33,28 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
+use numalab_algo::knob::{self, CaseCounters};
+use numalab_algo::slub::Stat;
 use spin::Mutex;
 
 const NAME: &str = "memoryless_node";
 const SIZES_BYTES: [usize; 8] = [16, 32, 64, 128, 192, 256, 512, 1024];
 
-/// Runs the load against fresh caches with `memoryless_fix`; returns KiB in slab pages.
-fn run_case(case: &str, memoryless_fix: bool, per_cpu: usize) -> Result<u64, String> {
+/// The SLUB counters memoryless_fix changes.
+const MECHANISM: [Stat; 3] = [
+    Stat::AllocNodeMismatch,
+    Stat::AllocSlab,
+    Stat::AllocNodeFallback,
+];
+
+/// Runs the load against fresh caches with `memoryless_fix`; returns KiB in slab pages and
+/// the mechanism counters summed over the caches.
+fn run_case(
+    case: &str,
+    memoryless_fix: bool,
+    per_cpu: usize,
+    node_percent: usize,
+) -> Result<(u64, CaseCounters), String> {
     let online = workload::online();
     let mut caches = Vec::new();
     for size in SIZES_BYTES {
@@ -59,7 +82,10 @@ fn run_case(case: &str, memoryless_fix: bool, per_cpu: usize) -> Result<u64, Str
         barrier.wait();
         for i in 0..per_cpu {
             for (c, cache) in caches.iter().enumerate() {
-                let obj = if i % 2 == 0 {
+                // Request i names the node when it crosses the next percent step: exactly
+                // node_percent in 100, spread evenly.
+                let names_node = (i + 1) * node_percent / 100 > i * node_percent / 100;
+                let obj = if names_node {
                     cache.alloc_node(node)
                 } else {
                     cache.alloc()
@@ -78,6 +104,13 @@ fn run_case(case: &str, memoryless_fix: bool, per_cpu: usize) -> Result<u64, Str
         }
     });
     let slab_bytes: u64 = caches.iter().map(|c| c.slab_bytes()).sum();
+    let mut counters = CaseCounters::new(case);
+    for c in &caches {
+        let stats = c.stats();
+        for stat in MECHANISM {
+            counters.add(stat.name(), stats.get(stat));
+        }
+    }
     for p in &pools {
         let mut p = p.lock();
         for (c, objs) in p.iter_mut().enumerate() {
@@ -93,7 +126,31 @@ fn run_case(case: &str, memoryless_fix: bool, per_cpu: usize) -> Result<u64, Str
             short.load(Ordering::Relaxed)
         ));
     }
-    Ok(slab_bytes / 1024)
+    Ok((slab_bytes / 1024, counters))
+}
+
+/// Prints a case's mechanism counters as BENCH records and in the log.
+fn record_counters(counters: &CaseCounters, cpus: u32) {
+    for stat in MECHANISM {
+        let unit = if stat == Stat::AllocSlab {
+            "slabs"
+        } else {
+            "allocations"
+        };
+        super::record(
+            NAME,
+            &counters.case,
+            stat.name(),
+            counters.get(stat.name()) as f64,
+            unit,
+            cpus,
+        );
+    }
+    crate::println!(
+        "# {NAME}: knob counters {}: {}",
+        counters.case,
+        counters.describe()
+    );
 }
 
 fn memoryless_node(_ctx: &Ctx) -> TestResult {
@@ -107,15 +164,22 @@ fn memoryless_node(_ctx: &Ctx) -> TestResult {
         .map(|n| NodeId(n as u16))
         .any(|n| topo.is_memoryless(n) && !topo.is_cpuless(n));
     let per_cpu = super::pick(4000, 400) as usize;
+    let node_percent =
+        crate::options::load().get(&crate::options::SLUB_BENCH_ALLOC_NODE_PERCENT) as usize;
+    crate::println!("# {NAME}: {node_percent}% of requests name the CPU's node");
     let cpus = workload::online().len() as u32;
     if memoryless_with_cpus {
+        let mut knobs = Vec::new();
         for (case, fix) in super::rep_order([("fixed", true), ("unfixed", false)]) {
-            let kib = run_case(case, fix, per_cpu)?;
+            let (kib, counters) = run_case(case, fix, per_cpu, node_percent)?;
             super::record(NAME, case, "slab_kib", kib as f64, "kib", cpus);
+            record_counters(&counters, cpus);
+            knobs.push(counters);
         }
-        Ok(())
+        knob::check(NAME, &knobs).map_err(TestError::Fail)
     } else if topo.nr_nodes() == 1 {
-        let kib = run_case("single_node", true, per_cpu)?;
+        // One case, no knob to check: only the memory (the host merges it as the baseline).
+        let (kib, _) = run_case("single_node", true, per_cpu, node_percent)?;
         super::record(NAME, "single_node", "slab_kib", kib as f64, "kib", cpus);
         Ok(())
     } else {

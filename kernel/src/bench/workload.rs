@@ -1,6 +1,6 @@
 //! Pieces shared by the multi-CPU experiments: which CPUs take part, a start barrier, tick to
-//! second conversion, a per-CPU mailbox for objects freed by another CPU, a seeded random
-//! generator, and the calibration that turns spin-loop counts into time.
+//! second conversion and a per-CPU mailbox for objects freed by another CPU. (Lock waits are
+//! measured by the locks themselves, sync::spinlock, no calibration needed.)
 //!
 //! Lock order: a mailbox lock is a leaf (never held while calling into an allocator).
 
@@ -8,7 +8,7 @@ use super::slub_cache::Obj;
 use crate::sync::IrqSpinLock;
 use crate::topology::{CpuId, NodeId};
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// The online CPUs, by id.
 pub fn online() -> Vec<CpuId> {
@@ -58,6 +58,30 @@ impl Barrier {
     }
 }
 
+/// A start line used again and again: the k-th `wait` of every participant returns once all
+/// of them have made their k-th call (phases of a round-based workload).
+pub struct PhaseBarrier {
+    arrived: AtomicUsize,
+    total: usize,
+}
+
+impl PhaseBarrier {
+    pub const fn new(total: usize) -> PhaseBarrier {
+        PhaseBarrier {
+            arrived: AtomicUsize::new(0),
+            total,
+        }
+    }
+
+    /// Waits for phase `phase` (0, 1, 2 ... each participant calls it once per phase, in order).
+    pub fn wait(&self, phase: usize) {
+        self.arrived.fetch_add(1, Ordering::AcqRel);
+        while self.arrived.load(Ordering::Acquire) < self.total * (phase + 1) {
+            core::hint::spin_loop();
+        }
+    }
+}
+
 /// The latest of several CPUs' end times.
 pub fn store_max(slot: &AtomicU64, value: u64) {
     slot.fetch_max(value, Ordering::AcqRel);
@@ -87,42 +111,4 @@ impl Mailboxes {
     pub fn take(&self, me: usize, into: &mut Vec<Obj>) {
         into.append(&mut self.boxes[me].lock());
     }
-
-    /// How many objects wait for participant `me`.
-    pub fn len(&self, me: usize) -> usize {
-        self.boxes[me].lock().len()
-    }
-}
-
-/// Ticks one spin iteration of an IrqSpinLock costs: one CPU holds a lock for 2 ms of guest
-/// time while another waits on it; the ticks the waiter spent in `lock()` divided by the spins
-/// it counted. `None` with fewer than two CPUs, or when the waiter never spun.
-pub fn ticks_per_spin(a: CpuId, b: CpuId) -> Option<f64> {
-    if a == b {
-        return None;
-    }
-    let lock = IrqSpinLock::new(());
-    let held = AtomicBool::new(false);
-    let hold_ticks = (ticks_per_sec() / 500.0) as u64; // 2 ms of guest time
-    let waited = AtomicU64::new(0);
-    crate::smp::run_on_cpus(&[a, b], &|cpu| {
-        if cpu == a {
-            let guard = lock.lock();
-            held.store(true, Ordering::Release);
-            let t0 = super::now();
-            while super::now().wrapping_sub(t0) < hold_ticks {
-                core::hint::spin_loop();
-            }
-            drop(guard);
-        } else {
-            while !held.load(Ordering::Acquire) {
-                core::hint::spin_loop();
-            }
-            let t0 = super::now();
-            drop(lock.lock());
-            waited.store(super::now().wrapping_sub(t0), Ordering::Release);
-        }
-    });
-    let spins = lock.stats.snapshot().spins;
-    (spins > 0).then(|| waited.load(Ordering::Acquire) as f64 / spins as f64)
 }

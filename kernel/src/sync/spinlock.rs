@@ -1,6 +1,8 @@
 //! `IrqSpinLock<T>`: a spin lock (on the `spin` crate) that disables interrupts while held and
-//! counts acquisitions, contended acquisitions and spin iterations with relaxed atomics (cheap
-//! enough to leave on for benchmarks).
+//! counts acquisitions, contended acquisitions, spin iterations and the wait itself (rdtsc
+//! ticks from the first failed try to the acquisition, summed and longest; instructions under
+//! -icount) with relaxed atomics (cheap enough to leave on for benchmarks: an uncontended
+//! acquisition reads no clock).
 //!
 //! A waiter spins with interrupts off, reading the lock (no writes) and executing PAUSE
 //! (`core::hint::spin_loop()`, which also lets QEMU run other vCPUs); it runs the poll hook
@@ -29,6 +31,10 @@ pub struct LockStats {
     pub contended: AtomicU64,
     /// PAUSE iterations spent waiting.
     pub spins: AtomicU64,
+    /// rdtsc ticks from the first failed try to the acquisition, summed over acquisitions.
+    pub wait_ticks: AtomicU64,
+    /// The longest single wait, rdtsc ticks.
+    pub max_wait_ticks: AtomicU64,
 }
 
 /// A copy of `LockStats` at one moment.
@@ -37,16 +43,32 @@ pub struct LockStatsSnapshot {
     pub acquisitions: u64,
     pub contended: u64,
     pub spins: u64,
+    /// rdtsc ticks waited, summed.
+    pub wait_ticks: u64,
+    /// The longest single wait, rdtsc ticks (since the lock's creation or last reset).
+    pub max_wait_ticks: u64,
 }
 
 impl LockStatsSnapshot {
-    /// Counter differences `self - earlier`.
+    /// Counter differences `self - earlier` (`max_wait_ticks` stays `self`'s: a maximum
+    /// cannot be subtracted; reset the lock to measure it over a window).
     pub fn since(&self, earlier: &LockStatsSnapshot) -> LockStatsSnapshot {
         LockStatsSnapshot {
             acquisitions: self.acquisitions.wrapping_sub(earlier.acquisitions),
             contended: self.contended.wrapping_sub(earlier.contended),
             spins: self.spins.wrapping_sub(earlier.spins),
+            wait_ticks: self.wait_ticks.wrapping_sub(earlier.wait_ticks),
+            max_wait_ticks: self.max_wait_ticks,
         }
+    }
+
+    /// Adds another lock's counters (sums; the longer of the two longest waits).
+    pub fn add(&mut self, other: &LockStatsSnapshot) {
+        self.acquisitions += other.acquisitions;
+        self.contended += other.contended;
+        self.spins += other.spins;
+        self.wait_ticks += other.wait_ticks;
+        self.max_wait_ticks = self.max_wait_ticks.max(other.max_wait_ticks);
     }
 }
 
@@ -56,6 +78,8 @@ impl LockStats {
             acquisitions: AtomicU64::new(0),
             contended: AtomicU64::new(0),
             spins: AtomicU64::new(0),
+            wait_ticks: AtomicU64::new(0),
+            max_wait_ticks: AtomicU64::new(0),
         }
     }
 
@@ -64,6 +88,8 @@ impl LockStats {
             acquisitions: self.acquisitions.load(Relaxed),
             contended: self.contended.load(Relaxed),
             spins: self.spins.load(Relaxed),
+            wait_ticks: self.wait_ticks.load(Relaxed),
+            max_wait_ticks: self.max_wait_ticks.load(Relaxed),
         }
     }
 
@@ -71,6 +97,8 @@ impl LockStats {
         self.acquisitions.store(0, Relaxed);
         self.contended.store(0, Relaxed);
         self.spins.store(0, Relaxed);
+        self.wait_ticks.store(0, Relaxed);
+        self.max_wait_ticks.store(0, Relaxed);
     }
 }
 
@@ -105,6 +133,7 @@ impl<T> IrqSpinLock<T> {
         let guard = match self.inner.try_lock() {
             Some(g) => g,
             None => {
+                let t0 = crate::arch::rdtsc();
                 self.stats.contended.fetch_add(1, Relaxed);
                 let mut spins = 0u64;
                 let g = loop {
@@ -121,7 +150,10 @@ impl<T> IrqSpinLock<T> {
                         break g;
                     }
                 };
+                let waited = crate::arch::rdtsc().wrapping_sub(t0);
                 self.stats.spins.fetch_add(spins, Relaxed);
+                self.stats.wait_ticks.fetch_add(waited, Relaxed);
+                self.stats.max_wait_ticks.fetch_max(waited, Relaxed);
                 g
             }
         };

@@ -36,6 +36,11 @@ pub struct SlabInfo {
     pub max_lock_hold: u64,
     /// list_lock acquisitions this reader made.
     pub lock_acquisitions: u64,
+    /// Partial slabs this reader walked under list_lock (0 for Counters).
+    pub partial_slabs_walked: u64,
+    /// `Platform::now` units this reader spent between asking for a list_lock and holding
+    /// it, summed over nodes (0 for Counters).
+    pub lock_wait: u64,
 }
 
 /// The header of /proc/slabinfo version 2.1.
@@ -75,18 +80,27 @@ impl<P: Platform> Cache<P> {
             SlabinfoMode::Scan => {
                 let mut free = 0usize;
                 for n in self.nodes.iter() {
-                    let (count, held) = p.with_lock(&n.list_lock, || {
+                    let asked = p.now();
+                    let (count, walked, waited, held) = p.with_lock(&n.list_lock, || {
                         let start = p.now();
-                        let mut count = 0usize;
+                        let (mut count, mut walked) = (0usize, 0u64);
                         let mut s = n.partial.head();
                         while s != 0 {
                             let slab = Slab(s);
                             count += slab.objects(p) - slab.state(p).inuse();
+                            walked += 1;
                             s = slab.next(p);
                         }
-                        (count, p.now().wrapping_sub(start))
+                        (
+                            count,
+                            walked,
+                            start.wrapping_sub(asked),
+                            p.now().wrapping_sub(start),
+                        )
                     });
                     free += count;
+                    info.partial_slabs_walked += walked;
+                    info.lock_wait += waited;
                     info.lock_acquisitions += 1;
                     info.max_lock_hold = info.max_lock_hold.max(held);
                 }

@@ -376,6 +376,58 @@ fn prefer_local_takes_new_local_slab() {
     assert_eq!(run(true), (0, 1, 2));
 }
 
+/// numa_locality in miniature on the fake four-node machine: node 0's CPU fills slabs and
+/// frees three objects in four (node 0 keeps many partial slabs, more than min_partial);
+/// then a node-2 CPU fills 16 slabs' worth. Returns the case's knob counters.
+fn numa_locality_case(case: &str, prefer_local: bool) -> crate::knob::CaseCounters {
+    let m = four_node();
+    let t = Tunables {
+        prefer_local,
+        ..Tunables::default()
+    };
+    let c = cache(m, 128, t);
+    on_cpu(0);
+    let objs: Vec<usize> = (0..32 * 24).map(|_| c.alloc().unwrap()).collect();
+    for (i, &o) in objs.iter().enumerate() {
+        if i % 4 != 0 {
+            c.free(o);
+        }
+    }
+    c.flush_all();
+    on_cpu(4); // node 2
+    let grown: Vec<usize> = (0..32 * 16).map(|_| c.alloc().unwrap()).collect();
+    let s = c.stats();
+    for o in grown {
+        c.free(o);
+    }
+    for (i, &o) in objs.iter().enumerate() {
+        if i % 4 == 0 {
+            c.free(o);
+        }
+    }
+    c.destroy().unwrap();
+    let mut k = crate::knob::CaseCounters::new(case);
+    for stat in [Stat::AllocPreferLocal, Stat::AllocRemotePartial] {
+        k.add(stat.name(), s.get(stat));
+    }
+    k
+}
+
+#[test]
+fn knob_check_passes_prefer_local_and_fails_a_deliberately_identical_pair() {
+    let prefer = numa_locality_case("prefer_local", true);
+    let default = numa_locality_case("default", false);
+    assert!(prefer.get("alloc_prefer_local") > 0, "{prefer:?}");
+    assert_eq!(prefer.get("alloc_remote_partial"), 0, "{prefer:?}");
+    assert!(default.get("alloc_remote_partial") > 0, "{default:?}");
+    assert_eq!(default.get("alloc_prefer_local"), 0, "{default:?}");
+    crate::knob::check("numa_locality", &[prefer, default.clone()]).unwrap();
+    // The same configuration under two names: the knob did not turn, the check says so.
+    let again = numa_locality_case("default_again", false);
+    let err = crate::knob::check("numa_locality", &[default, again]).unwrap_err();
+    assert!(err.contains("default and default_again"), "{err}");
+}
+
 #[test]
 fn slabinfo_counters_are_exact_scan_is_not() {
     let m = uma(1024, 4);
@@ -406,9 +458,14 @@ fn slabinfo_counters_are_exact_scan_is_not() {
         line.contains(": tunables    0    0    0 : slabdata"),
         "{line}"
     );
-    // After flushing every CPU the scan agrees.
+    assert_eq!(counters.partial_slabs_walked, 0);
+    // After flushing every CPU the scan agrees, having walked every partial slab once.
     c.flush_all();
-    assert_eq!(c.slabinfo(SlabinfoMode::Scan).active_objs, expected);
+    let flushed = c.slabinfo(SlabinfoMode::Scan);
+    assert_eq!(flushed.active_objs, expected);
+    let partial = c.nr_partial(crate::topology::NodeId(0)) as u64;
+    assert!(partial > 0);
+    assert_eq!(flushed.partial_slabs_walked, partial);
     for o in live {
         c.free(o);
     }

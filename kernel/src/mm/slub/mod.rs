@@ -335,10 +335,7 @@ impl KmemCache {
         let mut s = LockStatsSnapshot::default();
         for n in 0..topo.nr_nodes() {
             if let Some(lock) = self.0.list_lock(NodeId(n as u16)) {
-                let x = lock.stats.snapshot();
-                s.acquisitions += x.acquisitions;
-                s.contended += x.contended;
-                s.spins += x.spins;
+                s.add(&lock.stats.snapshot());
             }
         }
         s

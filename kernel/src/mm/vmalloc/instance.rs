@@ -170,17 +170,13 @@ impl Vmalloc {
         self.free.stats.snapshot()
     }
 
-    /// Acquisitions and contended acquisitions of all vmap node locks together.
+    /// Counters of all vmap node locks together (sums; the longest single wait).
     pub fn node_lock_stats(&self) -> LockStatsSnapshot {
         self.nodes
             .iter()
-            .fold(LockStatsSnapshot::default(), |a, n| {
-                let s = n.stats.snapshot();
-                LockStatsSnapshot {
-                    acquisitions: a.acquisitions + s.acquisitions,
-                    contended: a.contended + s.contended,
-                    spins: a.spins + s.spins,
-                }
+            .fold(LockStatsSnapshot::default(), |mut a, n| {
+                a.add(&n.stats.snapshot());
+                a
             })
     }
 
