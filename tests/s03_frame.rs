@@ -20,6 +20,8 @@ const FRAME_TESTS: &[&str] = &[
     "frame.node_of_page",
     "frame.heap_large",
     "frame.drain_all_cpus",
+    "frame.pcp_double_free_race",
+    "frame.drain_other_cpus_before_failing",
     "frame.dumps",
 ];
 
