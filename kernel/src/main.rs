@@ -10,6 +10,7 @@ mod serial;
 mod acpi;
 mod arch;
 mod bench;
+mod fault;
 mod ktest;
 mod mm;
 mod options;
@@ -51,6 +52,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     smp::init();
     mm::slub::init();
     mm::vmalloc::init(opts);
+    fault::init(opts);
     let suite = ktest::Suite::from_name(opts.get(&crate::options::SUITE));
     let ctx = ktest::Ctx {
         opts,

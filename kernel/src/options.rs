@@ -93,6 +93,24 @@ options! {
         default: "tsc",
         help: "how rdtsc is read: set to icount by the host's --icount",
     };
+    FAULT_PAGE_ALLOC: Word = Spec {
+        key: "fault.page_alloc",
+        kind: Kind::Text,
+        default: "0",
+        help: "fault injection (fail_page_alloc): PROBABILITY%[,INTERVAL[,SEED]] of page allocations fail as out of memory; 0: off",
+    };
+    FAULT_SLAB: Word = Spec {
+        key: "fault.slab",
+        kind: Kind::Text,
+        default: "0",
+        help: "fault injection (failslab): PROBABILITY%[,INTERVAL[,SEED]] of SLUB's new-slab page allocations fail; 0: off",
+    };
+    FAULT_VMALLOC: Word = Spec {
+        key: "fault.vmalloc",
+        kind: Kind::Text,
+        default: "0",
+        help: "fault injection: PROBABILITY%[,INTERVAL[,SEED]] of vmalloc/vmap calls fail halfway through mapping; 0: off",
+    };
     FRAME_PCP: bool = Spec {
         key: "frame.pcp",
         kind: Kind::Bool,

@@ -451,6 +451,9 @@ fn page_meta_by_range(fa: &FrameAllocator, phys: u64) -> Option<&'static PageMet
 /// the CPU's list for its nearest memory node) is inlined; the rest is `alloc_slow`.
 #[inline(always)]
 pub fn alloc_pages(order: u8, policy: Policy) -> Result<Pages, AllocError> {
+    if crate::fault::should_fail(crate::fault::Point::PageAlloc) {
+        return Err(AllocError::OutOfMemory); // fault.page_alloc (crate::fault)
+    }
     if policy == Policy::Local && order <= PCP_MAX_ORDER {
         if let Some(fa) = FRAME.get() {
             let cpu = crate::percpu::cpu_id().index();
