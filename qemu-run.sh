@@ -9,6 +9,7 @@
 #                cargo's --include-ignored. CI (.ci/run) runs them too.
 #   ./qemu-run.sh bench [--smoke] [--topology NAME | -- QEMU ARGS]   benchmarks: tables, JSONL, charts
 #   ./qemu-run.sh bench --compare A.jsonl B.jsonl                    change between two result files
+#   ./qemu-run.sh soak [--minutes N | --ops N | --short] [--seed S] [--topology NAME ...]   the soak
 # All QEMU knowledge lives in boot/ (numalab-boot); this script only sets up and dispatches.
 set -euo pipefail
 cd "$(dirname "$0")"

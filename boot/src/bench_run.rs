@@ -70,7 +70,7 @@ pub fn parse(args: &[String]) -> Result<BenchArgs, clap::Error> {
     let words = std::iter::once("bench".to_string()).chain(args.iter().cloned());
     match cli::parse(words)? {
         Job::Bench(o) => Ok(BenchArgs::from_options(o)),
-        Job::Main(_) | Job::Run(_) => Err(clap::Error::raw(
+        Job::Main(_) | Job::Run(_) | Job::Soak(_) => Err(clap::Error::raw(
             clap::error::ErrorKind::MissingSubcommand,
             "not a bench command line\n",
         )),

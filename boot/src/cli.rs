@@ -79,6 +79,38 @@ pub enum Command {
         args_override_self = true
     )]
     Bench(BenchOptions),
+    /// The soak: every CPU runs a seeded random allocator mix; tags and conservation checked
+    #[command(args_override_self = true)]
+    Soak(SoakOptions),
+}
+
+/// The default of `--timeout` (seconds).
+pub const DEFAULT_TIMEOUT_S: u64 = 600;
+
+/// The options of `qemu-run.sh soak` (docs/testing.md: the soak).
+#[derive(Args, Clone, Debug)]
+pub struct SoakOptions {
+    /// Run this long (minutes) instead of a number of operations
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000),
+          conflicts_with = "ops")]
+    pub minutes: Option<u64>,
+    /// Operations over all CPUs (default 10000000)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub ops: Option<u64>,
+    /// The short soak of the main job and CI (1000000 operations)
+    #[arg(long)]
+    pub short: bool,
+    /// Seed of every CPU's operation mix (printed; the same seed repeats a run's choices)
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    pub seed: u64,
+    /// Keep the serial log in FILE
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Do not echo the serial console (the log is still shown on failure)
+    #[arg(long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub machine: MachineOptions,
 }
 
 /// The machine and kernel options that a run and `bench` share.
@@ -100,7 +132,7 @@ pub struct MachineOptions {
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
     pub sets: Vec<String>,
     /// Kill QEMU after this long and report a timeout
-    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT_S)]
     pub timeout: u64,
     /// QEMU binary to use (e.g. DIR/qemu of a QEMU bundle, docs/running.md)
     #[arg(long, value_name = "PATH")]
@@ -118,7 +150,7 @@ pub struct RunOptions {
     pub machine: MachineOptions,
     /// In-kernel suite to run
     #[arg(long, value_name = "NAME", default_value = "all",
-          value_parser = ["test", "stress", "bench", "all"])]
+          value_parser = ["test", "stress", "bench", "all", "soak"])]
     pub suite: String,
     /// Add -icount shift=0,sleep=off: guest rdtsc counts instructions exactly
     #[arg(long)]
@@ -190,6 +222,8 @@ pub enum Job {
     Run(RunConfig),
     /// `bench`.
     Bench(BenchOptions),
+    /// `soak`.
+    Soak(SoakOptions),
 }
 
 /// Parses the arguments after the program name. Errors are clap's: `exit()` prints them (with
@@ -209,6 +243,7 @@ where
             ))),
             None => Ok(Job::Bench(b)),
         },
+        Some(Command::Soak(s)) => Ok(Job::Soak(s)),
         None if empty => Ok(Job::Main(cli.run.config())),
         None => Ok(Job::Run(cli.run.config())),
     }
@@ -316,6 +351,7 @@ mod tests {
         match parse(words(s))? {
             Job::Run(c) | Job::Main(c) => Ok(c),
             Job::Bench(_) => panic!("'{s}' parsed as bench"),
+            Job::Soak(_) => panic!("'{s}' parsed as soak"),
         }
     }
 

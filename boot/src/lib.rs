@@ -10,6 +10,7 @@ pub mod image;
 pub mod ktap;
 pub mod presets;
 pub mod qemu;
+pub mod soak;
 
 pub use image::Firmware;
 pub use qemu::{Outcome, RunConfig, Verdict};

@@ -11,6 +11,7 @@ fn main() {
         Job::Main(base) => bench_run::run(&BenchArgs::main_job(base)),
         Job::Bench(options) => bench_run::run(&BenchArgs::from_options(options)),
         Job::Run(config) => run_once(&config),
+        Job::Soak(options) => numalab_boot::soak::run(&options),
     });
 }
 

@@ -17,6 +17,7 @@ mod options;
 mod panic;
 mod percpu;
 mod smp;
+mod soak;
 mod sync;
 mod topology;
 
