@@ -14,6 +14,8 @@ mod s03_frame;
 mod s04_slub;
 #[path = "s05_vmalloc.rs"]
 mod s05_vmalloc;
+#[path = "s06_soak.rs"]
+mod s06_soak;
 #[path = "s09_bench.rs"]
 mod s09_bench;
 

@@ -23,8 +23,8 @@ pub struct FaultAttr {
 pub const DEFAULT_SEED: u64 = 1;
 
 impl FaultAttr {
-    /// Parses an option value `PROBABILITY[,INTERVAL[,SEED]]` (percent 0..=100, interval
-    /// >= 1, default 1, seed default 1; decimal or 0x hex). `0` or an empty value: None (no
+    /// Parses an option value `PROBABILITY[,INTERVAL[,SEED]]` (percent 0..=100, interval at
+    /// least 1, default 1, seed default 1; decimal or 0x hex). `0` or an empty value: None (no
     /// injection). A bad value is an error naming what is wrong.
     pub fn parse(text: &str) -> Result<Option<FaultAttr>, String> {
         let text = text.trim();
@@ -69,7 +69,7 @@ impl FaultAttr {
     /// `interval`-th call is eligible (calls interval-1, 2*interval-1, ...), and an eligible
     /// call fails with `probability_pct` percent, chosen by a hash of the seed and `n`.
     pub fn should_fail(&self, n: u64) -> bool {
-        if self.interval > 1 && (n + 1) % self.interval != 0 {
+        if self.interval > 1 && !(n + 1).is_multiple_of(self.interval) {
             return false;
         }
         self.probability_pct >= 100
