@@ -156,7 +156,7 @@ proptest! {
                     Err(_) => {
                         // Only when no aligned run of free pages exists in the model.
                         let fits = (0..PAGES).any(|p| {
-                            (start + p * PAGE) % align == 0
+                            (start + p * PAGE).is_multiple_of(align)
                                 && p + pages <= PAGES
                                 && (p..p + pages).all(|q| !used[q as usize])
                         });
