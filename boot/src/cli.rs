@@ -442,7 +442,7 @@ mod tests {
             ("--set novalue", "expected KEY=VALUE"),
             (
                 "--suite fast",
-                "[possible values: test, stress, bench, all]",
+                "[possible values: test, stress, bench, all, soak]",
             ),
             ("--smp", "a value is required for '--smp <N>'"),
             (
