@@ -14,6 +14,7 @@
 #   ./qemu-run.sh bench --compare A.jsonl B.jsonl                    change between two result files
 #   ./qemu-run.sh topology SOURCE   no boot: Linux's view of a real machine's ACPI tables or
 #       numactl -H text; ./qemu-run.sh --machine SOURCE [...] boots its NUMA shape (docs/replay.md)
+#   ./qemu-run.sh soak [--minutes N | --ops N | --short] [--seed S] [--topology NAME ...]   the soak
 # All QEMU knowledge lives in boot/ (numalab-boot); this script only sets up and dispatches.
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -18,6 +18,8 @@ mod s05_vmalloc;
 mod s06_replay;
 #[path = "s07_twin.rs"]
 mod s07_twin;
+#[path = "s08_soak.rs"]
+mod s08_soak;
 #[path = "s09_bench.rs"]
 mod s09_bench;
 

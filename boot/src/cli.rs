@@ -90,6 +90,38 @@ pub enum Command {
     /// No boot: print Linux's view of a machine description (docs/replay.md)
     #[command(long_about = TOPOLOGY_ABOUT)]
     Topology(TopologyOptions),
+    /// The soak: every CPU runs a seeded random allocator mix; tags and conservation checked
+    #[command(args_override_self = true)]
+    Soak(SoakOptions),
+}
+
+/// The default of `--timeout` (seconds).
+pub const DEFAULT_TIMEOUT_S: u64 = 600;
+
+/// The options of `qemu-run.sh soak` (docs/testing.md: the soak).
+#[derive(Args, Clone, Debug)]
+pub struct SoakOptions {
+    /// Run this long (minutes) instead of a number of operations
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000),
+          conflicts_with = "ops")]
+    pub minutes: Option<u64>,
+    /// Operations over all CPUs (default 10000000)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub ops: Option<u64>,
+    /// The short soak of the main job and CI (1000000 operations)
+    #[arg(long)]
+    pub short: bool,
+    /// Seed of every CPU's operation mix (printed; the same seed repeats a run's choices)
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    pub seed: u64,
+    /// Keep the serial log in FILE
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Do not echo the serial console (the log is still shown on failure)
+    #[arg(long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub machine: MachineOptions,
 }
 
 const TOPOLOGY_ABOUT: &str = "Reads a machine description and prints what Linux would show \
@@ -129,7 +161,7 @@ pub struct MachineOptions {
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
     pub sets: Vec<String>,
     /// Kill QEMU after this long and report a timeout
-    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT_S)]
     pub timeout: u64,
     /// QEMU binary to use (e.g. DIR/qemu of a QEMU bundle, docs/running.md)
     #[arg(long, value_name = "PATH")]
@@ -147,7 +179,7 @@ pub struct RunOptions {
     pub machine: MachineOptions,
     /// In-kernel suite to run
     #[arg(long, value_name = "NAME", default_value = "all",
-          value_parser = ["test", "stress", "bench", "all"])]
+          value_parser = ["test", "stress", "bench", "all", "soak"])]
     pub suite: String,
     /// Add -icount shift=0,sleep=off: guest rdtsc counts instructions exactly
     #[arg(long)]
@@ -237,6 +269,8 @@ pub enum Job {
     Replay(RunConfig, Box<Plan>),
     /// A `--machine` source or plan that cannot be used: one line, exit status 2.
     Error(String),
+    /// `soak`.
+    Soak(SoakOptions),
 }
 
 /// Parses the arguments after the program name. Errors are clap's: `exit()` prints them (with
@@ -257,6 +291,7 @@ where
             None => Ok(bench_machine(b)),
         },
         Some(Command::Topology(t)) => Ok(Job::Topology(t.source)),
+        Some(Command::Soak(s)) => Ok(Job::Soak(s)),
         None if empty => Ok(Job::Main(cli.run.config())),
         None => Ok(run_machine(cli.run.config(), &cli.run.machine)),
     }
@@ -499,7 +534,7 @@ mod tests {
             ("--set novalue", "expected KEY=VALUE"),
             (
                 "--suite fast",
-                "[possible values: test, stress, bench, all]",
+                "[possible values: test, stress, bench, all, soak]",
             ),
             ("--smp", "a value is required for '--smp <N>'"),
             (

@@ -12,6 +12,7 @@ pub mod linux_twin;
 pub mod machine;
 pub mod presets;
 pub mod qemu;
+pub mod soak;
 
 pub use image::Firmware;
 pub use qemu::{Outcome, RunConfig, Verdict};

@@ -25,6 +25,7 @@ fn main() {
             eprintln!("qemu-run.sh: --machine: {e}");
             exit::USAGE
         }
+        Job::Soak(options) => numalab_boot::soak::run(&options),
     });
 }
 

@@ -10,12 +10,14 @@ mod serial;
 mod acpi;
 mod arch;
 mod bench;
+mod fault;
 mod ktest;
 mod mm;
 mod options;
 mod panic;
 mod percpu;
 mod smp;
+mod soak;
 mod sync;
 mod topology;
 
@@ -51,6 +53,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     smp::init();
     mm::slub::init();
     mm::vmalloc::init(opts);
+    fault::init(opts);
     let suite = ktest::Suite::from_name(opts.get(&crate::options::SUITE));
     let ctx = ktest::Ctx {
         opts,

@@ -26,7 +26,7 @@ macro_rules! options {
 options! {
     SUITE: Word = Spec {
         key: "suite",
-        kind: Kind::Choice(&["test", "stress", "bench", "all", "none"]),
+        kind: Kind::Choice(&["test", "stress", "bench", "all", "soak", "none"]),
         default: "test",
         help: "what the kernel runs after boot",
     };
@@ -98,6 +98,48 @@ options! {
         kind: Kind::U64 { min: 0, max: 1_000_000 },
         default: "0",
         help: "repetition number set by qemu-run.sh bench: odd repetitions run each experiment's cases in reverse order",
+    };
+    FAULT_PAGE_ALLOC: Word = Spec {
+        key: "fault.page_alloc",
+        kind: Kind::Text,
+        default: "0",
+        help: "fault injection (fail_page_alloc): PROBABILITY%[,INTERVAL[,SEED]] of page allocations fail as out of memory; 0: off",
+    };
+    FAULT_SLAB: Word = Spec {
+        key: "fault.slab",
+        kind: Kind::Text,
+        default: "0",
+        help: "fault injection (failslab): PROBABILITY%[,INTERVAL[,SEED]] of SLUB's new-slab page allocations fail; 0: off",
+    };
+    FAULT_VMALLOC: Word = Spec {
+        key: "fault.vmalloc",
+        kind: Kind::Text,
+        default: "0",
+        help: "fault injection: PROBABILITY%[,INTERVAL[,SEED]] of vmalloc/vmap calls fail halfway through mapping; 0: off",
+    };
+    SOAK_OPS: u64 = Spec {
+        key: "soak.ops",
+        kind: Kind::U64 { min: 1, max: 1 << 40 },
+        default: "10000000",
+        help: "soak: operations over all CPUs (when soak.seconds is 0)",
+    };
+    SOAK_SECONDS: u64 = Spec {
+        key: "soak.seconds",
+        kind: Kind::U64 { min: 0, max: 1 << 20 },
+        default: "0",
+        help: "soak: run this long instead of soak.ops (0: run soak.ops operations)",
+    };
+    SOAK_SEED: u64 = Spec {
+        key: "soak.seed",
+        kind: Kind::U64 { min: 0, max: u64::MAX },
+        default: "1",
+        help: "soak: seed of every CPU's operation mix (printed at the start; the same seed repeats a run's choices)",
+    };
+    SOAK_CHECKPOINTS: u64 = Spec {
+        key: "soak.checkpoints",
+        kind: Kind::U64 { min: 1, max: 10_000 },
+        default: "10",
+        help: "soak: rounds, each ended by a checkpoint (every tag, per-node conservation)",
     };
     FRAME_PCP: bool = Spec {
         key: "frame.pcp",

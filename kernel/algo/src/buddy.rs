@@ -42,6 +42,16 @@ pub trait BuddyStore {
     fn set_prev(&mut self, idx: u32, prev: u32);
     fn state(&self, idx: u32) -> u8;
     fn set_state(&mut self, idx: u32, state: u8);
+    /// Sets the state of `idx` to `new` if it is `old`, in one step for stores whose states
+    /// other CPUs change without the buddy's lock (the kernel's per-CPU lists move a block
+    /// from allocated to cached with a compare-exchange); false when it was not `old`.
+    fn replace_state(&mut self, idx: u32, old: u8, new: u8) -> bool {
+        if self.state(idx) != old {
+            return false;
+        }
+        self.set_state(idx, new);
+        true
+    }
 }
 
 /// A simple `BuddyStore` on vectors (host tests and small users).
@@ -277,6 +287,16 @@ impl<S: BuddyStore> Buddy<S> {
     /// Allocates a block of 2^order pages; returns its first pfn, or None when no block of
     /// that order or above is free.
     pub fn alloc(&mut self, order: u8) -> Option<u64> {
+        self.alloc_as(order, ALLOCATED)
+    }
+
+    /// `alloc`, the block marked as held by a per-CPU cache (`CACHED | order`) from the start
+    /// (never seen as allocated, so a stale free cannot take it in between).
+    pub fn alloc_cached(&mut self, order: u8) -> Option<u64> {
+        self.alloc_as(order, CACHED)
+    }
+
+    fn alloc_as(&mut self, order: u8, kind: u8) -> Option<u64> {
         if order > MAX_ORDER {
             return None;
         }
@@ -293,7 +313,7 @@ impl<S: BuddyStore> Buddy<S> {
             k -= 1;
             self.push(idx + (1u32 << k), k);
         }
-        self.store.set_state(idx, ALLOCATED | order);
+        self.store.set_state(idx, kind | order);
         Some(self.base_pfn + idx as u64)
     }
 
@@ -345,7 +365,13 @@ impl<S: BuddyStore> Buddy<S> {
 
     fn free_inner(&mut self, pfn: u64, order: u8, cached: bool) -> Result<(), FreeError> {
         let mut idx = self.check_free(pfn, order, cached)?;
-        self.store.set_state(idx, 0);
+        let want = if cached { CACHED } else { ALLOCATED } | order;
+        if !self.store.replace_state(idx, want, 0) {
+            // Another CPU changed the state since the check (a per-CPU list took the block):
+            // this free lost the race; say why as the check now sees it.
+            self.check_free(pfn, order, cached)?;
+            return Err(FreeError::NotAllocated(self.store.state(idx)));
+        }
         let mut order = order;
         let mut abs = pfn;
         while order < MAX_ORDER {
@@ -610,5 +636,75 @@ mod tests {
                 ..Default::default()
             }
         );
+    }
+
+    /// A store where another CPU's per-CPU list takes the block (allocated -> cached) between
+    /// the buddy's check and its state change, as `frame`'s pcp push can without the node
+    /// lock (issue 14).
+    struct RacingStore {
+        inner: VecStore,
+        steal: Option<u32>,
+    }
+
+    impl BuddyStore for RacingStore {
+        fn nr_pages(&self) -> usize {
+            self.inner.nr_pages()
+        }
+        fn next(&self, idx: u32) -> u32 {
+            self.inner.next(idx)
+        }
+        fn prev(&self, idx: u32) -> u32 {
+            self.inner.prev(idx)
+        }
+        fn set_next(&mut self, idx: u32, next: u32) {
+            self.inner.set_next(idx, next)
+        }
+        fn set_prev(&mut self, idx: u32, prev: u32) {
+            self.inner.set_prev(idx, prev)
+        }
+        fn state(&self, idx: u32) -> u8 {
+            self.inner.state(idx)
+        }
+        fn set_state(&mut self, idx: u32, state: u8) {
+            self.inner.set_state(idx, state)
+        }
+        fn replace_state(&mut self, idx: u32, old: u8, new: u8) -> bool {
+            if self.steal.take() == Some(idx) {
+                let s = self.inner.state(idx);
+                self.inner.set_state(idx, CACHED | (s & ORDER_MASK));
+            }
+            self.inner.replace_state(idx, old, new)
+        }
+    }
+
+    #[test]
+    fn a_free_that_loses_the_race_to_a_per_cpu_list_is_refused() {
+        let mut b = Buddy::new(
+            RacingStore {
+                inner: VecStore::new(16),
+                steal: None,
+            },
+            0,
+        );
+        b.add_free_range(0, 16);
+        let p = b.alloc(1).unwrap();
+        b.store.steal = Some(p as u32);
+        assert_eq!(b.free(p, 1), Err(FreeError::AlreadyFree));
+        // Nothing changed but the state the other CPU set: the block is still out.
+        assert_eq!(b.free_pages(), 14);
+        b.check_lists().unwrap();
+        b.free_cached(p, 1).unwrap();
+        assert_eq!(b.free_pages(), 16);
+    }
+
+    #[test]
+    fn alloc_cached_marks_the_block_cached() {
+        let mut b = buddy(0, 8);
+        b.add_free_range(0, 8);
+        let p = b.alloc_cached(1).unwrap();
+        assert_eq!(b.store().state(p as u32), CACHED | 1);
+        assert_eq!(b.free(p, 1), Err(FreeError::AlreadyFree));
+        b.free_cached(p, 1).unwrap();
+        assert_eq!(b.free_pages(), 8);
     }
 }

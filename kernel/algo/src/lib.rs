@@ -11,6 +11,7 @@ pub mod acpi;
 pub mod bench;
 pub mod bench_plan;
 pub mod buddy;
+pub mod fault;
 pub mod knob;
 pub mod ktap;
 pub mod memrange;

@@ -37,6 +37,8 @@ pub enum Kind {
     /// Experiments: print BENCH lines, selected by name with `bench=`; fail only when they
     /// cannot run or a knob check fails.
     Bench,
+    /// The long randomized soak (kernel/src/soak): only with `suite=soak`.
+    Soak,
 }
 
 /// What the kernel runs after boot (`suite=` option).
@@ -46,6 +48,7 @@ pub enum Suite {
     Stress,
     Bench,
     All,
+    Soak,
     None,
 }
 
@@ -55,6 +58,7 @@ impl Suite {
             "stress" => Suite::Stress,
             "bench" => Suite::Bench,
             "all" => Suite::All,
+            "soak" => Suite::Soak,
             "none" => Suite::None,
             _ => Suite::Test,
         }
@@ -62,7 +66,8 @@ impl Suite {
 
     fn includes(self, kind: Kind) -> bool {
         match self {
-            Suite::All => true,
+            Suite::All => kind != Kind::Soak,
+            Suite::Soak => kind == Kind::Soak,
             Suite::None => false,
             Suite::Test => kind == Kind::Test,
             Suite::Stress => kind == Kind::Stress,

@@ -73,6 +73,8 @@ fn page_order(layout: Layout) -> Option<u8> {
 // kmalloc, since page-sized layouts never go to kmalloc).
 unsafe impl GlobalAlloc for KernelHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // Rust's collections cannot see a failure: no injected fault here (like __GFP_NOFAIL).
+        let _exempt = crate::fault::exempt();
         if layout.size() < PAGE_BYTES as usize && super::slub::is_ready() {
             if let Some(p) = super::slub::kmalloc::kmalloc_aligned(layout.size(), layout.align()) {
                 return p.as_ptr();

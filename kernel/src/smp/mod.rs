@@ -15,7 +15,7 @@ mod tlb;
 
 #[allow(unused_imports)] // callers name it when they match on call_on_cpu's error
 pub use call::CallError;
-pub use call::{call_on_cpu, on_each_cpu, run_on_cpus};
+pub use call::{call_on_cpu, on_each_cpu, run_on_cpus, run_pending_calls};
 pub use stats::{dump_stats, CpuStats};
 pub use tlb::tlb_shootdown;
 

@@ -99,4 +99,12 @@ impl BuddyStore for MemMap {
     fn set_state(&mut self, idx: u32, state: u8) {
         self.pages[idx as usize].state.store(state, Relaxed)
     }
+    #[inline]
+    fn replace_state(&mut self, idx: u32, old: u8, new: u8) -> bool {
+        // One step: a per-CPU list's push (no node lock) may race this free (node lock held).
+        self.pages[idx as usize]
+            .state
+            .compare_exchange(old, new, Relaxed, Relaxed)
+            .is_ok()
+    }
 }

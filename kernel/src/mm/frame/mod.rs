@@ -3,9 +3,9 @@
 //!
 //! Lock order (outermost first): the caller's locks (SLUB list_lock, vmalloc locks) > one node
 //! lock (`Node::buddy`) at a time > the serial console lock (never taken while a node lock is
-//! held: warnings are printed after unlocking). Per-CPU lists take no lock: only their owner
-//! CPU changes them (a `busy` flag keeps its own interrupt handlers out, see pcp.rs), and it
-//! takes the node lock inside to refill or drain.
+//! held: warnings are printed after unlocking). Per-CPU lists take no lock: whoever holds a
+//! list's claim (one compare-exchange on its busy bit, see pcp.rs: the owner CPU, or another
+//! CPU draining it) changes it, and takes the node lock inside to refill or drain.
 //!
 //! Layering: `numalab_algo::buddy` (pure split/merge) <- `node` (memmap, node lock) <- `pcp`
 //! (per-CPU lists) <- this module (policies, `Pages`, counters) <- `crate::mm::heap`.
@@ -451,6 +451,9 @@ fn page_meta_by_range(fa: &FrameAllocator, phys: u64) -> Option<&'static PageMet
 /// the CPU's list for its nearest memory node) is inlined; the rest is `alloc_slow`.
 #[inline(always)]
 pub fn alloc_pages(order: u8, policy: Policy) -> Result<Pages, AllocError> {
+    if crate::fault::should_fail(crate::fault::Point::PageAlloc) {
+        return Err(AllocError::OutOfMemory); // fault.page_alloc (crate::fault)
+    }
     if policy == Policy::Local && order <= PCP_MAX_ORDER {
         if let Some(fa) = FRAME.get() {
             let cpu = crate::percpu::cpu_id().index();
@@ -581,9 +584,10 @@ impl FrameAllocator {
                     return Ok(Pages::new(pfn << PAGE_SHIFT, order, nid));
                 }
             }
-            // Slow path: give this CPU's cached pages back (they may merge into a block of
-            // this order) and try once more.
-            if attempt == 0 && self.drain_cpu(cpu) == 0 {
+            // Slow path: give every CPU's cached pages back (they may merge into a block of
+            // this order; Linux's drain_all_pages before giving up) and try once more. Each
+            // list is drained under its claim, legal with interrupts off and locks held.
+            if attempt == 0 && self.drain_every_cpu() == 0 {
                 break;
             }
         }
@@ -726,13 +730,20 @@ impl FrameAllocator {
         );
     }
 
-    /// Gives all of `cpu`'s listed pages back to their buddies. Only on `cpu` itself, or
-    /// while `cpu` is not running. Returns the pages given back.
+    /// Gives all of `cpu`'s listed pages back to their buddies, each list under its claim:
+    /// from any CPU and any context. On `cpu` itself a claimed list is skipped at once (we
+    /// interrupted its owner: waiting would never end); another CPU's claimed list is waited
+    /// for, boundedly (`PcpList::claim`). Returns the pages given back.
     fn drain_cpu(&self, cpu: usize) -> u32 {
+        let me = crate::percpu::cpu_id().index() == cpu;
         let mut drained = 0;
         for node in self.nodes.iter().flatten() {
             let list = self.pcp(cpu, node.id);
-            if let Some(pages) = list.enter() {
+            if list.pages() == 0 {
+                continue;
+            }
+            let claimed = if me { list.enter() } else { list.claim() };
+            if let Some(pages) = claimed {
                 let (n, pages) = list.drain(node, 0, u32::MAX, pages);
                 drained += n;
                 list.exit(pages);
@@ -740,38 +751,28 @@ impl FrameAllocator {
         }
         drained
     }
-}
 
-/// Drains the calling CPU's per-CPU lists into the buddies.
-pub fn drain_local() -> u32 {
-    let Some(fa) = FRAME.get() else { return 0 };
-    let cpu = crate::percpu::cpu_id().index();
-    if cpu >= fa.cpus.len() {
-        return 0;
+    /// `drain_cpu` for every CPU, the caller's first. Returns the pages given back.
+    fn drain_every_cpu(&self) -> u32 {
+        let me = crate::percpu::cpu_id().index();
+        let mut drained = if me < self.cpus.len() {
+            self.drain_cpu(me)
+        } else {
+            0
+        };
+        for cpu in (0..self.cpus.len()).filter(|&c| c != me) {
+            drained += self.drain_cpu(cpu);
+        }
+        drained
     }
-    fa.drain_cpu(cpu)
 }
 
-/// Drains every CPU's per-CPU lists (Linux's drain_all_pages). With one CPU online the
-/// others are not running and their lists are drained from here; with SMP each CPU drains
-/// its own through a cross-CPU call. Returns the pages given back.
+/// Drains every CPU's per-CPU lists (Linux's drain_all_pages) from the calling CPU, each
+/// list under its claim (no cross-CPU call: legal with interrupts off or locks held). Returns
+/// the pages given back.
 pub fn drain_all() -> u32 {
     let Some(fa) = FRAME.get() else { return 0 };
-    if crate::percpu::nr_cpus_online() <= 1 {
-        // The other CPUs are not running: nothing else touches their lists.
-        return (0..fa.cpus.len()).map(|cpu| fa.drain_cpu(cpu)).sum();
-    }
-    drain_all_smp()
-}
-
-/// With several CPUs online: each one drains its own lists (a cross-CPU call each; the SMP
-/// layer runs it in process context, so it never interrupts a list operation).
-fn drain_all_smp() -> u32 {
-    let total = core::sync::atomic::AtomicU32::new(0);
-    crate::smp::on_each_cpu(&|_cpu| {
-        total.fetch_add(drain_local(), Relaxed);
-    });
-    total.load(Relaxed)
+    fa.drain_every_cpu()
 }
 
 /// Pages managed by `node` (0 for a node without memory).

@@ -2,19 +2,26 @@
 //! of free blocks of orders 0..=PCP_MAX_ORDER linked through the memmap, refilled from and
 //! drained to the node's buddy in batches under the node lock.
 //!
-//! Ownership rule: a CPU's lists are changed only by that CPU, or by another CPU while the
-//! owner is not running (before SMP bring-up). Draining another CPU's lists therefore goes
-//! through a cross-CPU call (which the SMP layer runs in process context). Instead of
-//! disabling interrupts, each list has a `busy` flag its owner sets around every operation
-//! (Linux 6.1's pcp trylock idea, without the atomic: only the owner CPU and its own interrupt
-//! handlers can race): an interrupt handler that finds it set goes to the buddy allocator
-//! instead. The fields are atomics used with plain loads and stores (no read-modify-write: the
-//! owner is the only writer), so the counters can be read from anywhere.
+//! Claim rule: a list is changed only by whoever holds its claim, the `BUSY` bit of its count
+//! word, taken in one atomic step (a compare-exchange: Linux 6.1's pcp spin_trylock idea).
+//! The owner CPU tries once (`enter`): if the bit is set, either one of its own interrupt
+//! handlers interrupted it mid-operation or another CPU is draining the list, and it goes to
+//! the buddy allocator instead, so no interrupt masking is needed and nothing spins on the
+//! fast paths. Another CPU drains a list remotely (`claim`, a bounded spin: the holder's
+//! operation is short and waits on nothing but a node lock), which is legal in any context,
+//! interrupts off and caller's locks held included; that is how `drain_all` and the
+//! allocation slow path empty every CPU's lists (no cross-CPU call, which would deadlock with
+//! a CPU spinning on a lock the caller holds). Claim and release are acquire and release, so
+//! the next holder sees the list as the last one left it. The block's state byte moves from
+//! allocated to cached with a compare-exchange (`push`), so two CPUs freeing the same block
+//! at once cannot both put it on a list: one wins, the other's free is refused as invalid.
+//! The counters are atomics written with plain loads and stores by the claim holder (or the
+//! owner CPU), so they can be read from anywhere.
 
 use super::memmap::PageMeta;
 use super::node::Node;
 use core::sync::atomic::Ordering::Relaxed;
-use core::sync::atomic::{compiler_fence, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 const _: () = assert!(core::mem::size_of::<PcpList>().is_power_of_two());
 use numalab_algo::buddy::{ALLOCATED, CACHED, NIL};
@@ -73,8 +80,11 @@ pub struct PcpList {
     pub stats: PcpStats,
 }
 
-/// The bit of `PcpList::word` that says an operation is in progress.
+/// The bit of `PcpList::word` that says an operation is in progress (the claim).
 const BUSY: u32 = 1 << 31;
+
+/// How many times a remote drain tries a claimed list before giving up on it.
+const CLAIM_SPINS: u32 = 1 << 20;
 
 impl PcpList {
     /// The list of one CPU for `node` (None: a node without memory, never used).
@@ -96,26 +106,39 @@ impl PcpList {
         self.word.load(Relaxed) & !BUSY
     }
 
-    /// Claims the list for an operation by its owner CPU and returns its page count; None
-    /// when an operation is already in progress (we are an interrupt handler that interrupted
-    /// it): use the buddy then. `exit` ends the operation with the new count.
+    /// Claims the list for an operation (one compare-exchange) and returns its page count;
+    /// None when it is claimed already (we are an interrupt handler that interrupted its
+    /// owner, or another CPU is draining it): use the buddy then. `exit` ends the operation
+    /// with the new count.
     #[inline(always)]
     pub fn enter(&self) -> Option<u32> {
         let word = self.word.load(Relaxed);
         if word & BUSY != 0 {
             return None;
         }
-        self.word.store(word | BUSY, Relaxed);
-        // Same-CPU ordering only: an interrupt sees the flag before the list changes.
-        compiler_fence(Ordering::SeqCst);
-        Some(word)
+        self.word
+            .compare_exchange(word, word | BUSY, Ordering::Acquire, Relaxed)
+            .ok()
     }
 
-    /// Ends what `enter` began, storing the new page count.
+    /// `enter` for a CPU that is not the owner (a remote drain): retries while the claim is
+    /// held, at most `CLAIM_SPINS` times (the holder's operation is short; the bound keeps an
+    /// interrupt handler that would wait for the operation it interrupted from hanging).
+    /// None when the list stayed claimed.
+    pub fn claim(&self) -> Option<u32> {
+        for _ in 0..CLAIM_SPINS {
+            if let Some(pages) = self.enter() {
+                return Some(pages);
+            }
+            core::hint::spin_loop();
+        }
+        None
+    }
+
+    /// Ends what `enter` began, storing the new page count (and releasing the claim).
     #[inline(always)]
     pub fn exit(&self, pages: u32) {
-        compiler_fence(Ordering::SeqCst);
-        self.word.store(pages, Relaxed);
+        self.word.store(pages, Ordering::Release);
     }
 
     /// Takes a block of `order` off the list (between enter and exit); returns its pfn and
@@ -143,14 +166,16 @@ impl PcpList {
     /// Puts the allocated block of `order` at `pfn` on the list (between enter and exit);
     /// returns the new page count, or None when the block is not the
     /// head of an allocated block of this order or lies outside the node: nothing changed.
+    /// The state moves from allocated to cached in one compare-exchange: of two CPUs freeing
+    /// the same block at once (or one here and one in the buddy, which does the same), only
+    /// one wins.
     #[inline(always)]
     pub fn push(&self, pages: u32, pfn: u64, order: u8) -> Option<u32> {
         let idx = pfn.wrapping_sub(self.base_pfn);
         let meta = self.memmap.get(idx as usize)?;
-        if meta.state.load(Relaxed) != ALLOCATED | order {
-            return None;
-        }
-        meta.state.store(CACHED | order, Relaxed);
+        meta.state
+            .compare_exchange(ALLOCATED | order, CACHED | order, Relaxed, Relaxed)
+            .ok()?;
         let head = &self.heads[order as usize];
         meta.next.store(head.load(Relaxed), Relaxed);
         head.store(idx as u32, Relaxed);
@@ -175,8 +200,10 @@ impl PcpList {
         let head = &self.heads[order as usize];
         let mut added = 0u32;
         for _ in 1..nr_blocks {
-            let Some(pfn) = buddy.alloc(order) else { break };
-            buddy.set_cached(pfn, order, true);
+            // Cached from the start: never allocated, so a stale free cannot push it too.
+            let Some(pfn) = buddy.alloc_cached(order) else {
+                break;
+            };
             let idx = (pfn - node.base_pfn) as u32;
             node.memmap.pages[idx as usize]
                 .next

@@ -564,7 +564,7 @@ fn stress(ctx: &Ctx) -> TestResult {
 }
 
 /// Every online CPU fills its lists (allocates and frees pages on every memory node), then
-/// `drain_all` empties every CPU's lists through cross-CPU calls.
+/// `drain_all` empties every CPU's lists from this CPU, each under its claim.
 fn drain_all_cpus(_ctx: &Ctx) -> TestResult {
     let topo = crate::topology::get();
     settled_bytes()?;
@@ -584,6 +584,95 @@ fn drain_all_cpus(_ctx: &Ctx) -> TestResult {
     Ok(())
 }
 
+/// Another online CPU than the caller (None on one CPU).
+fn other_cpu() -> Option<CpuId> {
+    let me = crate::percpu::cpu_id();
+    crate::smp::online_cpus().iter().copied().find(|&c| c != me)
+}
+
+/// Two CPUs free the same order-0 block at the same moment (a barrier, then both drop it),
+/// `ROUNDS` times: each time exactly one free wins and the other is refused as an invalid
+/// free (issue 14: the per-CPU list's free checked, then set, the state, so both could put
+/// the block on their lists and it was handed out twice later). Conservation after.
+fn pcp_double_free_race(_ctx: &Ctx) -> TestResult {
+    const ROUNDS: u32 = 300;
+    let Some(other) = other_cpu() else {
+        return Err(TestError::Skip(String::from("needs two CPUs")));
+    };
+    let me = crate::percpu::cpu_id();
+    let before = settled_bytes()?;
+    let local = crate::percpu::mem_node_id();
+    let invalid = || node_counters(local).map_or(0, |c| c.invalid_frees);
+    let count0 = invalid();
+    crate::ktest::expect_warnings(ROUNDS, numalab_algo::ktap::INVALID_FREE);
+    for round in 0..ROUNDS {
+        let order = (round % 2) as u8 * 3;
+        let (phys, order) = alloc_pages(order, Policy::Bind(local))
+            .map_err(|e| format!("round {}: {}", round, e))?
+            .into_raw();
+        let arrived = core::sync::atomic::AtomicU32::new(0);
+        crate::smp::run_on_cpus(&[me, other], &|_cpu| {
+            arrived.fetch_add(1, Relaxed);
+            while arrived.load(Relaxed) < 2 {
+                core::hint::spin_loop();
+            }
+            // SAFETY: the block is this test's (into_raw above); both CPUs free it on purpose:
+            // the allocator must refuse one of the two (what is checked).
+            drop(unsafe { Pages::from_raw(phys, order) });
+        });
+        kassert_eq!(
+            invalid() - count0,
+            u64::from(round) + 1,
+            "round {}: frees of {:#x} refused",
+            round,
+            phys
+        );
+    }
+    expect_restored(&before)
+}
+
+/// An allocation that finds its node empty while another CPU's per-CPU list holds pages of
+/// it drains every CPU's lists before failing (issue 14: it drained only its own, so those
+/// pages were out of reach): another CPU fills its list for the local node, then this CPU
+/// takes everything Bind(local) gives, which must be every free page of the node.
+fn drain_other_cpus_before_failing(ctx: &Ctx) -> TestResult {
+    if !ctx.opts.get(&crate::options::FRAME_PCP) {
+        return Err(TestError::Skip(String::from("frame.pcp=0")));
+    }
+    let Some(other) = other_cpu() else {
+        return Err(TestError::Skip(String::from("needs two CPUs")));
+    };
+    let fa = FRAME.get().ok_or_else(|| String::from("not ready"))?;
+    let mut held: Vec<Pages> = Vec::with_capacity(16384);
+    let before = settled_bytes()?;
+    let local = crate::percpu::mem_node_id();
+    crate::smp::call_on_cpu(other, &|_| {
+        drop(alloc_pages(0, Policy::Bind(local)));
+    })
+    .map_err(|e| format!("{:?}", e))?;
+    let listed = fa.pcp(other.index(), local).pages();
+    kassert!(
+        listed > 0,
+        "CPU {} listed no page of node {}",
+        other.0,
+        local.0
+    );
+    let pages = exhaust(Policy::Bind(local), &mut held)?;
+    let held_bytes: u64 = held.iter().map(|p| p.size_bytes() as u64).sum();
+    kassert_eq!(
+        held_bytes + holders_held_bytes_on(local),
+        before[local.index()],
+        "node {} exhausted ({} pages, CPU {} listed {})",
+        local.0,
+        pages,
+        other.0,
+        listed
+    );
+    kassert_eq!(fa.pcp(other.index(), local).pages(), 0);
+    drop(held);
+    expect_restored(&before)
+}
+
 fn o_pcp_off() -> bool {
     !crate::options::load().get(&crate::options::FRAME_PCP)
 }
@@ -599,5 +688,7 @@ ktest!(SUITE, Test, page_meta_index);
 ktest!(SUITE, Test, node_of_page);
 ktest!(SUITE, Test, heap_large);
 ktest!(SUITE, Test, drain_all_cpus);
+ktest!(SUITE, Test, pcp_double_free_race);
+ktest!(SUITE, Test, drain_other_cpus_before_failing);
 ktest!(SUITE, Test, dumps);
 ktest!(SUITE, Stress, stress);

@@ -183,6 +183,9 @@ impl Platform for KernelPlatform {
     }
 
     fn alloc_pages(&self, order: u8, node: Option<NodeId>) -> Option<SlabPages> {
+        if crate::fault::should_fail(crate::fault::Point::Slab) {
+            return None; // fault.slab: a new slab's pages (docs/testing.md)
+        }
         let policy = node.map_or(Policy::Local, Policy::Preferred);
         let pages = frame::alloc_pages(order, policy).ok()?;
         let node = pages.node();
@@ -194,6 +197,9 @@ impl Platform for KernelPlatform {
     }
 
     fn alloc_pages_on(&self, order: u8, node: NodeId) -> Option<SlabPages> {
+        if crate::fault::should_fail(crate::fault::Point::Slab) {
+            return None; // fault.slab, as above
+        }
         let pages = frame::alloc_pages(order, Policy::Bind(node)).ok()?;
         let (phys, _) = pages.into_raw();
         Some(SlabPages {

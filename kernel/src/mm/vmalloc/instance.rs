@@ -216,11 +216,19 @@ impl Vmalloc {
         if r.from_pool {
             self.counters.pool_allocs.add(1);
         }
+        // Fault injection (`fault.vmalloc`): fail halfway, so the half-built area is undone.
+        let fail_at =
+            crate::fault::should_fail(crate::fault::Point::Vmalloc).then_some(nr_pages / 2);
         let local = backing::this_mem_node();
         let (mut n_local, mut n_remote) = (0, 0);
         for i in 0..nr_pages {
             let va = r.start + i * PAGE_BYTES;
-            let ok = match backing::alloc_page(numa, zero) {
+            let page = if fail_at == Some(i) {
+                None
+            } else {
+                backing::alloc_page(numa, zero)
+            };
+            let ok = match page {
                 Some((phys, got)) => {
                     // SAFETY: the area [r.start, +nr_pages) was just reserved for us and is
                     // unmapped (purged areas were unmapped before they reached the free space
@@ -270,7 +278,14 @@ impl Vmalloc {
             meta,
         )?;
         self.counters.allocs.add(1);
+        // Fault injection (`fault.vmalloc`): fail halfway, as a page table allocation would.
+        let fail_at =
+            crate::fault::should_fail(crate::fault::Point::Vmalloc).then_some(phys.len() / 2);
         for (i, &p) in phys.iter().enumerate() {
+            if fail_at == Some(i) {
+                self.release(r, i as u64, AreaKind::Vmap);
+                return Err(VmError::NoMemory);
+            }
             // SAFETY: the area was just reserved for us and is unmapped; the caller lends
             // its pages for as long as the mapping lives (vmap's contract).
             if !unsafe { map::map_page(r.start + i as u64 * PAGE_BYTES, p) } {

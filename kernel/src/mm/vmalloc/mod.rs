@@ -39,6 +39,8 @@ use spin::Once;
 pub use area::VmArea;
 pub use info::{print_counters, vmallocinfo};
 pub use instance::{AreaKind, BadFree, Vmalloc};
+/// The physical page mapped at a vmalloc address, if any (Linux's vmalloc_to_page).
+pub use map::translate;
 
 use crate::topology::NodeId;
 
