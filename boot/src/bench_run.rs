@@ -403,7 +403,13 @@ pub fn machine_line(host_cpus: usize, vcpus: u32, reps: u32) -> String {
     )
 }
 
-pub(crate) fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &str) -> Value {
+pub(crate) fn header(
+    args: &BenchArgs,
+    runs: &[BootRun],
+    img: &Path,
+    iso: &str,
+    rev: &str,
+) -> Value {
     let qemu = args.base.qemu_binary();
     let qemu_version = command_line(&qemu.display().to_string(), &["--version"], Path::new("."))
         .and_then(|v| v.lines().next().map(String::from))
