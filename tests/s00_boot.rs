@@ -27,7 +27,7 @@ fn s00_bios_boots_and_passes() {
     let suites: Vec<&str> = out.ktap.suites.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(
         suites,
-        ["options", "ktest", "early", "topology", "smp", "frame", "slub", "vmalloc"],
+        ["options", "ktest", "early", "topology", "smp", "frame", "slub", "vmalloc", "fault"],
         "{}",
         out.log
     );
