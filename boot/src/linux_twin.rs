@@ -982,6 +982,22 @@ mod tests {
             "{t}"
         );
         assert!(!t.contains("vmalloc_scaling"), "{t}");
+        // The alloc_peers harnesses: the same case name on both kernels, a metric of their own.
+        let harness = [
+            "BENCH {\"bench\":\"alloc_peers\",\"case\":\"harness/fast64\",\"metric\":\"harness_instructions_per_pair\",\"value\":18,\"unit\":\"instructions\",\"cpus\":1,\"nodes\":4,\"clock\":\"icount\"}",
+            "BENCH {\"bench\":\"alloc_peers\",\"case\":\"harness/fast64\",\"metric\":\"harness_instructions_per_pair\",\"value\":15,\"unit\":\"instructions\",\"cpus\":1,\"nodes\":4,\"clock\":\"icount\",\"kernel\":\"linux-6.1.192\"}",
+        ]
+        .join("\n");
+        let (records, bad) = bench::parse_log(&harness, Boot::Icount);
+        assert!(bad.is_empty(), "{bad:?}");
+        let t = side_by_side(&records);
+        let row = t
+            .lines()
+            .find(|l| l.contains("harness/fast64 | harness/fast64"))
+            .unwrap_or_else(|| panic!("{t}"));
+        let words: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(words[words.len() - 3..], ["18", "15", "1.200"], "{t}");
+        assert!(REQUIRED.contains(&("alloc_peers", "harness/burst256", HARNESS)));
         let (_, bad) = bench::parse_log(&rec("freebsd", "page_alloc", "x", "1"), Boot::Icount);
         assert!(bad[0].message.contains("field 'kernel'"), "{bad:?}");
     }
