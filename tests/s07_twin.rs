@@ -2,9 +2,9 @@
 //! module twice, in the smoke form of `qemu-run.sh bench --kernel linux` with the experiments
 //! that measure instructions, on the 4node machine under -icount. Checks the BENCH contract,
 //! that every mirrored icount experiment printed its records with a `linux-VERSION` kernel
-//! field, the KTAP layout, and that the two runs printed identical instruction counts. The
-//! Linux image and headers come from `./qemu-run.sh setup`: their absence is a failure, not a
-//! skip.
+//! field, the KTAP layout, and that the two runs printed identical instruction counts
+//! (alloc_peers, which runs with interrupts on, within 20%). The Linux image and headers come
+//! from `./qemu-run.sh setup`: their absence is a failure, not a skip.
 
 use numalab_boot::bench::Boot;
 use numalab_boot::bench_run::{self, BenchArgs};
@@ -92,12 +92,27 @@ fn s07_linux_twin_keeps_the_contract_and_repeats() {
             .log
             .contains("# bench: clock=icount smoke=1 cpus_online=1 nodes=4"));
     }
-    // Under -icount with seeded RDRAND and a virtual-time RTC, Linux repeats exactly.
-    let values = |run: &bench_run::BootRun| -> Vec<(String, String, f64)> {
+    // Under -icount with seeded RDRAND and a virtual-time RTC, Linux repeats exactly, except
+    // alloc_peers: it runs with interrupts on (as numalab's), and where the timer ticks fall in
+    // its loops varies between boots (docs/linux-twin.md: burst256 printed 591.7 and 681.9).
+    // Those records must name the same cases in the same order and agree within 20%.
+    let values = |run: &bench_run::BootRun, ticks: bool| -> Vec<(String, String, f64)> {
         run.records
             .iter()
+            .filter(|r| (r.bench == "alloc_peers") == ticks)
             .map(|r| (r.bench.clone(), r.case.clone(), r.value))
             .collect()
     };
-    assert_eq!(values(&a), values(&b), "two icount runs of the twin differ");
+    assert_eq!(
+        values(&a, false),
+        values(&b, false),
+        "two icount runs of the twin differ"
+    );
+    let (ta, tb) = (values(&a, true), values(&b, true));
+    assert_eq!(ta.len(), tb.len(), "{ta:?} vs {tb:?}");
+    for (x, y) in ta.iter().zip(&tb) {
+        assert_eq!((&x.0, &x.1), (&y.0, &y.1), "{ta:?} vs {tb:?}");
+        let (lo, hi) = (x.2.min(y.2), x.2.max(y.2));
+        assert!(lo > 0.0 && hi <= lo * 1.2, "{} {}: {lo} vs {hi}", x.0, x.1);
+    }
 }

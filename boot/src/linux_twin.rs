@@ -45,6 +45,9 @@ pub const REQUIRED: &[(&str, &str, &str)] = &[
     ("alloc_peers", "kmalloc/random", "instructions_per_pair"),
     ("alloc_peers", "kmalloc/burst256", "instructions_per_pair"),
     ("alloc_peers", "kmem_cache/fast64", "instructions_per_pair"),
+    ("alloc_peers", "harness/fast64", HARNESS),
+    ("alloc_peers", "harness/random", HARNESS),
+    ("alloc_peers", "harness/burst256", HARNESS),
     ("page_alloc", "linux", "instructions_per_pair"),
     ("vmalloc_scaling", "linux", "instructions_per_pair"),
 ];
@@ -97,6 +100,29 @@ pub const COUNTERPARTS: &[(&str, &str, &str, &str, Boot)] = &[
         PAIR,
         Boot::Icount,
     ),
+    // The empty-loop harness each kernel subtracts from the alloc_peers rows above (the same
+    // loops around empty out-of-line functions): near 1 when the loops match.
+    (
+        "alloc_peers",
+        "harness/fast64",
+        "harness/fast64",
+        HARNESS,
+        Boot::Icount,
+    ),
+    (
+        "alloc_peers",
+        "harness/random",
+        "harness/random",
+        HARNESS,
+        Boot::Icount,
+    ),
+    (
+        "alloc_peers",
+        "harness/burst256",
+        "harness/burst256",
+        HARNESS,
+        Boot::Icount,
+    ),
     ("page_alloc", "numalab", "linux", PAIR, Boot::Icount),
     ("vmalloc_scaling", "global", "linux", PAIR, Boot::Icount),
     ("vmalloc_scaling", "cpu", "linux", PAIR, Boot::Icount),
@@ -138,6 +164,7 @@ pub const COUNTERPARTS: &[(&str, &str, &str, &str, Boot)] = &[
 
 const OPS: &str = "ops_per_cpu";
 const PAIR: &str = "instructions_per_pair";
+const HARNESS: &str = "harness_instructions_per_pair";
 
 /// The Linux image and initramfs one boot uses (qemu.rs turns it into -kernel/-initrd/-append).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -955,6 +982,22 @@ mod tests {
             "{t}"
         );
         assert!(!t.contains("vmalloc_scaling"), "{t}");
+        // The alloc_peers harnesses: the same case name on both kernels, a metric of their own.
+        let harness = [
+            "BENCH {\"bench\":\"alloc_peers\",\"case\":\"harness/fast64\",\"metric\":\"harness_instructions_per_pair\",\"value\":18,\"unit\":\"instructions\",\"cpus\":1,\"nodes\":4,\"clock\":\"icount\"}",
+            "BENCH {\"bench\":\"alloc_peers\",\"case\":\"harness/fast64\",\"metric\":\"harness_instructions_per_pair\",\"value\":15,\"unit\":\"instructions\",\"cpus\":1,\"nodes\":4,\"clock\":\"icount\",\"kernel\":\"linux-6.1.192\"}",
+        ]
+        .join("\n");
+        let (records, bad) = bench::parse_log(&harness, Boot::Icount);
+        assert!(bad.is_empty(), "{bad:?}");
+        let t = side_by_side(&records);
+        let row = t
+            .lines()
+            .find(|l| l.contains("harness/fast64 | harness/fast64"))
+            .unwrap_or_else(|| panic!("{t}"));
+        let words: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(words[words.len() - 3..], ["18", "15", "1.200"], "{t}");
+        assert!(REQUIRED.contains(&("alloc_peers", "harness/burst256", HARNESS)));
         let (_, bad) = bench::parse_log(&rec("freebsd", "page_alloc", "x", "1"), Boot::Icount);
         assert!(bad[0].message.contains("field 'kernel'"), "{bad:?}");
     }

@@ -120,18 +120,18 @@ static void set_kernel_name(void)
 }
 
 /*
- * One BENCH line: value = num / den, written as numalab's json_num writes it (an integer when
- * exact, else four decimals).
+ * One BENCH line: value = num / den, negated when negative is set, written as numalab's
+ * json_num writes it (an integer when exact, else four decimals).
  */
-static void record(const char *bench, const char *case_name, const char *metric, u64 num,
-		   u64 den, const char *unit, unsigned int cpus)
+static void record_signed(const char *bench, const char *case_name, const char *metric,
+			  bool negative, u64 num, u64 den, const char *unit, unsigned int cpus)
 {
 	u64 whole = div64_u64(num, den);
 	u64 rem = num - whole * den;
 	char value[48];
 
 	if (rem == 0) {
-		snprintf(value, sizeof(value), "%llu", whole);
+		snprintf(value, sizeof(value), "%s%llu", negative && num ? "-" : "", whole);
 	} else {
 		u64 frac = div64_u64(rem * 10000 + den / 2, den);
 
@@ -139,7 +139,7 @@ static void record(const char *bench, const char *case_name, const char *metric,
 			whole++;
 			frac -= 10000;
 		}
-		snprintf(value, sizeof(value), "%llu.%04llu", whole, frac);
+		snprintf(value, sizeof(value), "%s%llu.%04llu", negative ? "-" : "", whole, frac);
 	}
 	TWIN_OUT("BENCH {\"bench\":\"%s\",\"case\":\"%s\",\"metric\":\"%s\",\"value\":%s,"
 		 "\"unit\":\"%s\",\"cpus\":%u,\"nodes\":%u,\"clock\":\"%s\",\"kernel\":\"%s\"}",
@@ -147,71 +147,114 @@ static void record(const char *bench, const char *case_name, const char *metric,
 		 icount() ? "icount" : "tsc", kernel_name);
 }
 
+/* A non-negative BENCH value num / den. */
+static void record(const char *bench, const char *case_name, const char *metric, u64 num,
+		   u64 den, const char *unit, unsigned int cpus)
+{
+	record_signed(bench, case_name, metric, false, num, den, unit, cpus);
+}
+
 static const char *tick_unit(void)
 {
 	return icount() ? "instructions" : "cycles";
 }
 
-/* ---- alloc_peers: kmalloc and a kmem_cache, each with one object of the size held ---- */
+/*
+ * ---- alloc_peers: kmalloc and a kmem_cache, measured as kernel/src/bench/alloc_peers.rs ----
+ *
+ * The same measurement as numalab's: interrupts on during the timed loops; one object of the
+ * workload's size class held before timing (random keeps its 1000 live objects instead); every
+ * call out of line (Linux's exported kmalloc/kfree/kmem_cache_*, as numalab's #[inline(never)]
+ * entry points); and the same loops around empty out-of-line functions (the harness: the loop,
+ * the calls and the bookkeeping, numalab's OutOfLine(Empty)) measured first, printed as
+ * harness/WORKLOAD with metric harness_instructions_per_pair, and subtracted from every
+ * figure. GFP_ATOMIC as before: nothing may sleep in the loops. SLUB's fast path does not
+ * disable interrupts (this_cpu_cmpxchg_double), so turning them on changes only what the
+ * timer ticks add, as in numalab's figures.
+ */
 
-/* fast64 through kmalloc/kfree (exported, out-of-line calls). */
-static int kmalloc_fast64(u64 *ticks)
+/* Which allocator a loop calls; a constant at every call, so each loop has direct calls. */
+enum ap_peer { AP_EMPTY, AP_KMALLOC, AP_CACHE };
+
+/* What the empty allocator hands out; only its address is used. */
+static u64 ap_sink[512];
+
+/*
+ * numalab's Empty behind OutOfLine: a real call that returns a static pointer. noinline and
+ * noipa keep GCC from inlining, cloning or dropping the call; the barrier from treating the
+ * function as pure.
+ */
+static noinline __noipa void *ap_empty_alloc(size_t size, gfp_t flags)
 {
-	void *held = kmalloc(64, GFP_ATOMIC);
-	void *p;
+	void *p = ap_sink;
+
+	OPTIMIZER_HIDE_VAR(p);
+	barrier();
+	return p;
+}
+
+/* The empty free: a real call that does nothing. */
+static noinline __noipa void ap_empty_free(const void *p)
+{
+	OPTIMIZER_HIDE_VAR(p);
+	barrier();
+}
+
+static __always_inline void *ap_alloc(enum ap_peer peer, struct kmem_cache *c, size_t size)
+{
+	switch (peer) {
+	case AP_EMPTY:
+		return ap_empty_alloc(size, GFP_ATOMIC);
+	case AP_KMALLOC:
+		return kmalloc(size, GFP_ATOMIC);
+	default:
+		return kmem_cache_alloc(c, GFP_ATOMIC);
+	}
+}
+
+static __always_inline void ap_free(enum ap_peer peer, struct kmem_cache *c, void *p)
+{
+	switch (peer) {
+	case AP_EMPTY:
+		ap_empty_free(p);
+		break;
+	case AP_KMALLOC:
+		kfree(p);
+		break;
+	default:
+		kmem_cache_free(c, p);
+	}
+}
+
+/* fast64: one 64-byte object held, then FAST_PAIRS alloc+free pairs of 64 bytes. */
+static __always_inline int ap_fast64(enum ap_peer peer, struct kmem_cache *c, u64 *ticks)
+{
+	void *held = ap_alloc(peer, c, 64), *p;
 	u64 t0, i;
 
 	if (!held)
 		return -ENOMEM;
-	p = kmalloc(64, GFP_ATOMIC);
-	kfree(p);
-	t0 = rdtsc();
-	for (i = 0; i < FAST_PAIRS; i++) {
-		p = kmalloc(64, GFP_ATOMIC);
-		OPTIMIZER_HIDE_VAR(p);
-		kfree(p);
-	}
-	*ticks = rdtsc() - t0;
-	kfree(held);
-	return 0;
-}
-
-/* fast64 through a private 64-byte kmem_cache (kmem_cache_alloc/kmem_cache_free). */
-static int cache_fast64(u64 *ticks)
-{
-	/* SLAB_NO_MERGE does not exist in 6.1: a constructor-less cache may merge with
-	 * kmalloc-64, which is still kmem_cache_alloc's path. */
-	struct kmem_cache *c = kmem_cache_create("numalab_twin_64", 64, 0, 0, NULL);
-	unsigned long flags;
-	void *held, *p;
-	u64 t0, i;
-
-	if (!c)
-		return -ENOMEM;
-	local_irq_save(flags);
-	held = kmem_cache_alloc(c, GFP_ATOMIC);
-	if (!held) {
-		local_irq_restore(flags);
-		kmem_cache_destroy(c);
+	p = ap_alloc(peer, c, 64);
+	if (!p) {
+		ap_free(peer, c, held);
 		return -ENOMEM;
 	}
-	p = kmem_cache_alloc(c, GFP_ATOMIC);
-	kmem_cache_free(c, p);
+	ap_free(peer, c, p);
 	t0 = rdtsc();
 	for (i = 0; i < FAST_PAIRS; i++) {
-		p = kmem_cache_alloc(c, GFP_ATOMIC);
+		p = ap_alloc(peer, c, 64);
+		if (!p)
+			break;
 		OPTIMIZER_HIDE_VAR(p);
-		kmem_cache_free(c, p);
+		ap_free(peer, c, p);
 	}
 	*ticks = rdtsc() - t0;
-	kmem_cache_free(c, held);
-	local_irq_restore(flags);
-	kmem_cache_destroy(c);
-	return 0;
+	ap_free(peer, c, held);
+	return i == FAST_PAIRS ? 0 : -ENOMEM;
 }
 
-/* random: sizes 8..4096 from XorShift64(RANDOM_SEED), 1000 live, as alloc_peers.rs. */
-static int kmalloc_random(u64 *ticks)
+/* random: sizes 8..4096 from XorShift64(RANDOM_SEED), 1000 live, RANDOM_STEPS replacements. */
+static __always_inline int ap_random(enum ap_peer peer, u64 *ticks)
 {
 	void **live = kcalloc(RANDOM_LIVE, sizeof(void *), GFP_KERNEL);
 	struct xorshift64 rng;
@@ -222,7 +265,7 @@ static int kmalloc_random(u64 *ticks)
 		return -ENOMEM;
 	xorshift64_init(&rng, RANDOM_SEED);
 	for (i = 0; i < RANDOM_LIVE; i++) {
-		live[i] = kmalloc(8 + xorshift64_next(&rng) % 4089, GFP_ATOMIC);
+		live[i] = ap_alloc(peer, NULL, 8 + xorshift64_next(&rng) % 4089);
 		if (!live[i]) {
 			err = -ENOMEM;
 			goto out;
@@ -233,8 +276,8 @@ static int kmalloc_random(u64 *ticks)
 		u64 r = xorshift64_next(&rng);
 		unsigned int k = (r >> 20) % RANDOM_LIVE;
 
-		kfree(live[k]);
-		live[k] = kmalloc(8 + r % 4089, GFP_ATOMIC);
+		ap_free(peer, NULL, live[k]);
+		live[k] = ap_alloc(peer, NULL, 8 + r % 4089);
 		if (!live[k]) {
 			err = -ENOMEM;
 			break;
@@ -243,70 +286,117 @@ static int kmalloc_random(u64 *ticks)
 	*ticks = rdtsc() - t0;
 out:
 	for (i = 0; i < RANDOM_LIVE; i++)
-		kfree(live[i]);
+		if (live[i])
+			ap_free(peer, NULL, live[i]);
 	kfree(live);
 	return err;
 }
 
-/* burst256: 256 objects of 256 bytes allocated, then freed, 40 rounds. */
-static int kmalloc_burst256(u64 *ticks)
+/* burst256: one 256-byte object held, then 40 rounds of 256 allocations and 256 frees. */
+static __always_inline int ap_burst256(enum ap_peer peer, u64 *ticks)
 {
+	void *held = ap_alloc(peer, NULL, 256);
 	void **objs = kcalloc(BURST, sizeof(void *), GFP_KERNEL);
 	u64 total = 0, t0, round;
 	int i, n, err = 0;
 
-	if (!objs)
-		return -ENOMEM;
-	for (round = 0; round < BURST_ROUNDS && !err; round++) {
+	if (!held || !objs) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (round = 0; round < BURST_ROUNDS; round++) {
 		t0 = rdtsc();
 		for (n = 0; n < BURST; n++) {
-			objs[n] = kmalloc(256, GFP_ATOMIC);
+			objs[n] = ap_alloc(peer, NULL, 256);
 			if (!objs[n])
 				break;
 		}
 		for (i = 0; i < n; i++)
-			kfree(objs[i]);
+			ap_free(peer, NULL, objs[i]);
 		total += rdtsc() - t0;
-		if (n != BURST)
+		if (n != BURST) {
 			err = -ENOMEM;
+			break;
+		}
 	}
 	*ticks = total;
+out:
+	if (held)
+		ap_free(peer, NULL, held);
 	kfree(objs);
 	return err;
 }
 
+enum { AP_FAST64, AP_RANDOM, AP_BURST256, AP_WORKLOADS };
+static const char *const ap_workloads[AP_WORKLOADS] = { "fast64", "random", "burst256" };
+static const u64 ap_pairs[AP_WORKLOADS] = { FAST_PAIRS, RANDOM_STEPS, BURST_ROUNDS * BURST };
+
+/* The three workloads on the empty allocator (harness) or kmalloc; 0 or the first error. */
+static __always_inline int ap_run(enum ap_peer peer, u64 ticks[AP_WORKLOADS])
+{
+	int err = ap_fast64(peer, NULL, &ticks[AP_FAST64]);
+
+	if (!err)
+		err = ap_random(peer, &ticks[AP_RANDOM]);
+	if (!err)
+		err = ap_burst256(peer, &ticks[AP_BURST256]);
+	return err;
+}
+
+/* One alloc_peers figure: (ticks - harness) / pairs, as numalab's emit (v - h). */
+static void ap_record(const char *allocator, int w, u64 ticks, u64 harness)
+{
+	char case_name[48];
+	bool below = ticks < harness;
+
+	snprintf(case_name, sizeof(case_name), "%s/%s", allocator, ap_workloads[w]);
+	record_signed("alloc_peers", case_name, "instructions_per_pair", below,
+		      below ? harness - ticks : ticks - harness, ap_pairs[w], tick_unit(), 1);
+}
+
 static int alloc_peers(void)
 {
-	unsigned long flags;
-	u64 fast, cache, random, burst;
-	int err;
+	u64 harness[AP_WORKLOADS], kmalloc_ticks[AP_WORKLOADS], cache_ticks;
+	struct kmem_cache *c;
+	char case_name[48];
+	int err, w;
 
-	/* Interrupts off for the whole run, as numalab's alloc_peers. */
-	local_irq_save(flags);
-	err = kmalloc_fast64(&fast);
-	if (!err)
-		err = kmalloc_random(&random);
-	if (!err)
-		err = kmalloc_burst256(&burst);
-	local_irq_restore(flags);
+	/* numalab enables interrupts around alloc_peers; a module's init runs with them on. */
+	if (irqs_disabled()) {
+		TWIN_OUT("    # alloc_peers: interrupts are off in module init");
+		return -EINVAL;
+	}
+	err = ap_run(AP_EMPTY, harness);
+	if (err) {
+		TWIN_OUT("    # alloc_peers: harness: %d", err);
+		return err;
+	}
+	err = ap_run(AP_KMALLOC, kmalloc_ticks);
 	if (err) {
 		TWIN_OUT("    # alloc_peers: kmalloc: %d", err);
 		return err;
 	}
-	/* kmem_cache_create/destroy may sleep: they run with interrupts on, the pairs without. */
-	err = cache_fast64(&cache);
+	/* A private 64-byte cache. SLAB_NO_MERGE does not exist in 6.1: a constructor-less cache
+	 * may merge with kmalloc-64, which is still kmem_cache_alloc's path. */
+	c = kmem_cache_create("numalab_twin_64", 64, 0, 0, NULL);
+	if (!c) {
+		TWIN_OUT("    # alloc_peers: kmem_cache: %d", -ENOMEM);
+		return -ENOMEM;
+	}
+	err = ap_fast64(AP_CACHE, c, &cache_ticks);
+	kmem_cache_destroy(c);
 	if (err) {
 		TWIN_OUT("    # alloc_peers: kmem_cache: %d", err);
 		return err;
 	}
-	record("alloc_peers", "kmalloc/fast64", "instructions_per_pair", fast, FAST_PAIRS,
-	       tick_unit(), 1);
-	record("alloc_peers", "kmalloc/random", "instructions_per_pair", random, RANDOM_STEPS,
-	       tick_unit(), 1);
-	record("alloc_peers", "kmalloc/burst256", "instructions_per_pair", burst,
-	       BURST_ROUNDS * BURST, tick_unit(), 1);
-	record("alloc_peers", "kmem_cache/fast64", "instructions_per_pair", cache, FAST_PAIRS,
-	       tick_unit(), 1);
+	for (w = 0; w < AP_WORKLOADS; w++) {
+		snprintf(case_name, sizeof(case_name), "harness/%s", ap_workloads[w]);
+		record("alloc_peers", case_name, "harness_instructions_per_pair", harness[w],
+		       ap_pairs[w], tick_unit(), 1);
+	}
+	for (w = 0; w < AP_WORKLOADS; w++)
+		ap_record("kmalloc", w, kmalloc_ticks[w], harness[w]);
+	ap_record("kmem_cache", AP_FAST64, cache_ticks, harness[AP_FAST64]);
 	return 0;
 }
 
