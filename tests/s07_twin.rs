@@ -94,7 +94,8 @@ fn s07_linux_twin_keeps_the_contract_and_repeats() {
     }
     // Under -icount with seeded RDRAND and a virtual-time RTC, Linux repeats exactly, except
     // alloc_peers: it runs with interrupts on (as numalab's), and where the timer ticks fall in
-    // its loops varies between boots (docs/linux-twin.md: burst256 printed 591.7 and 681.9).
+    // its loops varies between boots (docs/linux-twin.md: burst256 printed 591.7 and 681.9);
+    // even with interrupts off, random and burst256 once differed by 0.1% and 0.7%.
     // Those records must name the same cases in the same order and agree within 20%.
     let values = |run: &bench_run::BootRun, ticks: bool| -> Vec<(String, String, f64)> {
         run.records
