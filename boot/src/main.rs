@@ -9,7 +9,17 @@ fn main() {
     // Errors and -h/--help: clap prints them and exits (2 for a bad command line, 0 for help).
     let job = cli::parse(std::env::args_os().skip(1)).unwrap_or_else(|e| e.exit());
     std::process::exit(match job {
-        Job::Main(base) => bench_run::run(&BenchArgs::main_job(base)),
+        Job::Main(base) => {
+            // Tests, stress and smoke benchmarks, then the short soak (issue 14); the first
+            // failing status wins.
+            let bench = bench_run::run(&BenchArgs::main_job(base.clone()));
+            let soak = numalab_boot::soak::main_job(&base);
+            if bench != exit::PASS {
+                bench
+            } else {
+                soak
+            }
+        }
         Job::Bench(options) => bench_run::run(&BenchArgs::from_options(options)),
         Job::Run(config) => run_once(&config, None),
         Job::Replay(config, plan) => {

@@ -49,6 +49,42 @@ pub fn config(o: &SoakOptions) -> RunConfig {
     c
 }
 
+/// The main job's short soak (issue 14: the main job and CI run at least 10^6 operations): the
+/// main job's machine and `--set` options, `suite=soak`, SHORT_OPS operations with seed 1,
+/// console not echoed (a failure prints the whole log).
+pub fn main_job_config(base: &RunConfig) -> RunConfig {
+    let mut c = base.clone();
+    c.suite = "soak".into();
+    let mut sets = vec!["soak.seed=1".to_string(), format!("soak.ops={SHORT_OPS}")];
+    if !base
+        .sets
+        .iter()
+        .any(|s| s.starts_with("vmalloc.lazy_max_pages="))
+    {
+        sets.push(format!("vmalloc.lazy_max_pages={LAZY_MAX_PAGES}"));
+    }
+    // The user's --set come last: they win (a `bench=` or `filter=` is ignored by the soak).
+    sets.extend(base.sets.iter().cloned());
+    c.sets = sets;
+    c.timeout = Duration::from_secs(600 + SHORT_OPS / 2_000);
+    c.log = None;
+    c.echo = false;
+    c
+}
+
+/// Runs the main job's short soak and prints its summary; returns the exit status.
+pub fn main_job(base: &RunConfig) -> i32 {
+    println!("numalab: main job: short soak ({SHORT_OPS} operations, seed 1; `./qemu-run.sh soak` for 10^7)");
+    let c = main_job_config(base);
+    match crate::build_and_run(&c) {
+        Ok(out) => report(&out),
+        Err(e) => {
+            eprintln!("numalab: {e}");
+            exit::BUILD
+        }
+    }
+}
+
 /// The soak's own lines of a log (`# soak: ...`).
 pub fn soak_lines(log: &str) -> Vec<&str> {
     log.lines()
@@ -133,6 +169,25 @@ mod tests {
         let c = config(&soak("soak --ops 5000 --set vmalloc.lazy_max_pages=7"));
         assert!(c.sets.contains(&"soak.ops=5000".to_string()));
         assert!(!c.sets.contains(&"vmalloc.lazy_max_pages=8192".to_string()));
+    }
+
+    #[test]
+    fn main_job_runs_the_short_soak_on_its_machine() {
+        let base = match parse("--topology 2node --set slub.debug=F".split_whitespace()) {
+            Ok(Job::Run(c)) | Ok(Job::Main(c)) => c,
+            other => panic!("{other:?}"),
+        };
+        let c = main_job_config(&base);
+        assert_eq!(c.suite, "soak");
+        assert_eq!(c.topology.name, base.topology.name);
+        assert!(
+            c.sets.contains(&format!("soak.ops={SHORT_OPS}")),
+            "{:?}",
+            c.sets
+        );
+        assert!(c.sets.contains(&"vmalloc.lazy_max_pages=8192".to_string()));
+        assert_eq!(c.sets.last().map(String::as_str), Some("slub.debug=F"));
+        assert!(!c.echo);
     }
 
     #[test]
