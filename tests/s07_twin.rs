@@ -2,8 +2,9 @@
 //! module twice, in the smoke form of `qemu-run.sh bench --kernel linux` with the experiments
 //! that measure instructions, on the 4node machine under -icount. Checks the BENCH contract,
 //! that every mirrored icount experiment printed its records with a `linux-VERSION` kernel
-//! field, the KTAP layout, and that the two runs printed identical instruction counts
-//! (alloc_peers, which runs with interrupts on, within 20%). The Linux image and headers come
+//! field, the KTAP layout, and that the two runs printed the same instruction counts
+//! (alloc_peers within 20%, page_alloc and vmalloc within 0.1%: Linux under icount is close
+//! to, but not, bit-exact; docs/linux-twin.md). The Linux image and headers come
 //! from `./qemu-run.sh setup`: their absence is a failure, not a skip.
 
 use numalab_boot::bench::Boot;
@@ -92,28 +93,30 @@ fn s07_linux_twin_keeps_the_contract_and_repeats() {
             .log
             .contains("# bench: clock=icount smoke=1 cpus_online=1 nodes=4"));
     }
-    // Under -icount with seeded RDRAND and a virtual-time RTC, Linux repeats exactly, except
-    // alloc_peers: it runs with interrupts on (as numalab's), and where the timer ticks fall in
-    // its loops varies between boots (docs/linux-twin.md: burst256 printed 591.7 and 681.9);
-    // even with interrupts off, random and burst256 once differed by 0.1% and 0.7%.
-    // Those records must name the same cases in the same order and agree within 20%.
-    let values = |run: &bench_run::BootRun, ticks: bool| -> Vec<(String, String, f64)> {
+    // Under -icount with seeded RDRAND and a virtual-time RTC, Linux repeats closely but not
+    // bit for bit: alloc_peers runs with interrupts on (as numalab's), and where the timer
+    // ticks fall in its loops varies between boots (docs/linux-twin.md: burst256 printed 591.7
+    // and 681.9); even with interrupts off, random and burst256 once differed by 0.1% and
+    // 0.7%, and vmalloc once printed 8034.3605 vs 8034.3575 (CI, two boots side by side).
+    // Both runs must name the same records in the same order, alloc_peers within 20% and
+    // everything else (page_alloc, vmalloc) within 0.1%.
+    let values = |run: &bench_run::BootRun| -> Vec<(String, String, f64)> {
         run.records
             .iter()
-            .filter(|r| (r.bench == "alloc_peers") == ticks)
             .map(|r| (r.bench.clone(), r.case.clone(), r.value))
             .collect()
     };
-    assert_eq!(
-        values(&a, false),
-        values(&b, false),
-        "two icount runs of the twin differ"
-    );
-    let (ta, tb) = (values(&a, true), values(&b, true));
+    let (ta, tb) = (values(&a), values(&b));
     assert_eq!(ta.len(), tb.len(), "{ta:?} vs {tb:?}");
     for (x, y) in ta.iter().zip(&tb) {
         assert_eq!((&x.0, &x.1), (&y.0, &y.1), "{ta:?} vs {tb:?}");
+        let tolerance = if x.0 == "alloc_peers" { 1.2 } else { 1.001 };
         let (lo, hi) = (x.2.min(y.2), x.2.max(y.2));
-        assert!(lo > 0.0 && hi <= lo * 1.2, "{} {}: {lo} vs {hi}", x.0, x.1);
+        assert!(
+            lo > 0.0 && hi <= lo * tolerance,
+            "two icount runs of the twin differ: {} {}: {lo} vs {hi}",
+            x.0,
+            x.1
+        );
     }
 }
