@@ -5,6 +5,7 @@
 //! busy tree, lazy list and pools) unless it says *NUMA node* ([`crate::topology::NodeId`]).
 //! The kernel (kernel/src/mm/vmalloc/) adds locks, page tables, pages and TLB shootdowns.
 
+pub mod arena;
 pub mod free_space;
 pub mod layout;
 pub mod node;

@@ -2,10 +2,12 @@
 //! carries the largest range size in its subtree (Linux's `subtree_max_size`), so the
 //! lowest-address range that can hold a size and alignment is found without a scan.
 //!
-//! Nodes live in one arena (`Vec`) and link by `u32` index; freed slots are chained through
-//! `left` and reused, so a steady alloc/free workload does not touch the heap. The same tree
+//! Nodes live in one arena (arena.rs: fixed-size chunks, never one large block) and link by
+//! `u32` index; freed slots are chained through `left` and reused, so a steady alloc/free
+//! workload does not touch the heap. The same tree
 //! is the free-space structure (meta `()`) and each vmap node's busy tree (meta = area data).
 
+use super::arena::Arena;
 use alloc::vec::Vec;
 
 const NIL: u32 = u32::MAX;
@@ -35,7 +37,7 @@ pub struct Fit {
 /// Disjoint ranges keyed by start address, with per-subtree maximum size.
 #[derive(Clone, Debug)]
 pub struct AreaTree<M: Copy> {
-    nodes: Vec<Node<M>>,
+    nodes: Arena<Node<M>>,
     root: u32,
     free_head: u32,
     len: usize,
@@ -54,7 +56,7 @@ fn align_up(value: u64, align: u64) -> Option<u64> {
 impl<M: Copy> AreaTree<M> {
     pub const fn new() -> Self {
         AreaTree {
-            nodes: Vec::new(),
+            nodes: Arena::new(),
             root: NIL,
             free_head: NIL,
             len: 0,
@@ -164,8 +166,7 @@ impl<M: Copy> AreaTree<M> {
             self.nodes[i as usize] = node;
             i
         } else {
-            self.nodes.push(node);
-            (self.nodes.len() - 1) as u32
+            self.nodes.push(node) as u32
         }
     }
 

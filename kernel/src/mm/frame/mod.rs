@@ -14,6 +14,7 @@ mod holders;
 mod memmap;
 mod node;
 mod pcp;
+mod section_index;
 mod stats;
 mod tests;
 
@@ -92,11 +93,9 @@ struct FrameAllocator {
     local_lists: &'static [&'static PcpList],
     cpus: Vec<CpuCtx>,
     mem_nodes: Vec<NodeId>,
-    /// The page -> PageMeta index (see `page_meta`): per 2 MiB section of physical memory,
-    /// the section's slice of the memmap of the one node that manages pages in it, or an
-    /// empty slice (no managed page, pages of two nodes, or a node span that does not cover
-    /// the whole section: looked up by range). Fixed at init.
-    sections: Vec<&'static [PageMeta]>,
+    /// The page -> PageMeta index (section_index.rs), fixed at init and published as plain
+    /// statics for `page_meta`: sections indexed.
+    sections: usize,
     /// Which node manages a page: every node's managed ranges (not its span: another node's
     /// memory may lie between a node's ranges).
     node_map: NodeMap,
@@ -185,7 +184,7 @@ fn build() -> FrameAllocator {
         })
         .collect();
     let mem_nodes = nodes.iter().flatten().map(|n| n.id).collect();
-    let sections = build_sections(&nodes);
+    let sections = section_index::build(&nodes);
     let built = NodeMap::build(nodes.iter().flatten().flat_map(|n| {
         n.ranges
             .iter()
@@ -361,82 +360,24 @@ pub fn node_base_pfn(node: NodeId) -> Option<u64> {
     Some(FRAME.get()?.nodes.get(node.index())?.as_ref()?.base_pfn)
 }
 
-/// log2 of the pages of one section of the page -> PageMeta index (2 MiB).
-const SECTION_PAGES_SHIFT: u32 = 9;
-const SECTION_PAGES: usize = 1 << SECTION_PAGES_SHIFT;
-/// Sections indexed at most (512 GiB of physical address space, 4 MiB of index); pages
-/// above are looked up by range.
-const MAX_SECTIONS: u64 = 1 << 18;
-
-/// The page -> PageMeta index: for each 2 MiB section up to the highest managed page, the
-/// section's slice of the memmap of the only node whose managed ranges meet it, when that
-/// node's memmap covers the whole section; otherwise empty (`page_meta` then looks the page
-/// up by range, never by span: a node's span may hold another node's range).
-fn build_sections(nodes: &[Option<Node>]) -> Vec<&'static [PageMeta]> {
-    let end_pfn = nodes
-        .iter()
-        .flatten()
-        .flat_map(|n| n.ranges.iter().map(|r| r.1 >> PAGE_SHIFT))
-        .max()
-        .unwrap_or(0);
-    let nr = end_pfn.div_ceil(SECTION_PAGES as u64).min(MAX_SECTIONS) as usize;
-    // Per section: the node index + 1 meeting it, or MIXED.
-    const MIXED: usize = usize::MAX;
-    let mut owner = alloc::vec![0usize; nr];
-    for node in nodes.iter().flatten() {
-        for &(s, e) in node
-            .ranges
-            .iter()
-            .filter(|r| r.1 >> PAGE_SHIFT > r.0 >> PAGE_SHIFT)
-        {
-            let first = ((s >> PAGE_SHIFT) >> SECTION_PAGES_SHIFT) as usize;
-            let last = (((e >> PAGE_SHIFT) - 1) >> SECTION_PAGES_SHIFT) as usize;
-            for o in owner.iter_mut().take(last + 1).skip(first) {
-                *o = match *o {
-                    0 => node.id.index() + 1,
-                    x if x == node.id.index() + 1 => x,
-                    _ => MIXED,
-                };
-            }
-        }
-    }
-    owner
-        .iter()
-        .enumerate()
-        .map(|(i, &o)| {
-            let Some(node) = o
-                .checked_sub(1)
-                .filter(|_| o != MIXED)
-                .and_then(|n| nodes.get(n)?.as_ref())
-            else {
-                return &[][..];
-            };
-            let first_pfn = (i as u64) << SECTION_PAGES_SHIFT;
-            let pages: &'static [PageMeta] = node.memmap.pages;
-            first_pfn
-                .checked_sub(node.base_pfn)
-                .and_then(|off| pages.get(off as usize..off as usize + SECTION_PAGES))
-                .unwrap_or(&[])
-        })
-        .collect()
-}
-
 /// The metadata (struct page) of the page holding `phys`, if a node manages it. Managed
 /// pages (whatever the layout of the nodes' ranges) always get the same `PageMeta`: the one
-/// of the node whose managed ranges hold the page. Fast path: one index load and the slice;
+/// of the node whose managed ranges hold the page. Fast path: the section index (plain
+/// statics, one bounds check, one load of the section's biased base; section_index.rs);
 /// pages of sections the index leaves empty are looked up by range.
-#[inline]
+#[inline(always)]
 pub fn page_meta(phys: u64) -> Option<&'static PageMeta> {
-    let pfn = phys >> PAGE_SHIFT;
-    let fa = FRAME.get()?;
-    if let Some(meta) = fa
-        .sections
-        .get((pfn >> SECTION_PAGES_SHIFT) as usize)
-        .and_then(|sec| sec.get(pfn as usize & (SECTION_PAGES - 1)))
-    {
-        return Some(meta);
+    match section_index::lookup(phys >> PAGE_SHIFT) {
+        Some(meta) => Some(meta),
+        None => page_meta_slow(phys),
     }
-    page_meta_by_range(fa, phys)
+}
+
+/// `page_meta` for pages outside the section index.
+#[cold]
+#[inline(never)]
+fn page_meta_slow(phys: u64) -> Option<&'static PageMeta> {
+    page_meta_by_range(FRAME.get()?, phys)
 }
 
 /// The slow path: the node whose managed ranges hold the page (`node_of_phys`'s map).

@@ -138,36 +138,62 @@ enum Owner {
 fn owner(ptr: usize) -> Owner {
     match owner_of(ptr) {
         0 => Owner::None,
-        LARGE_OWNER => {
-            let phys = frame::virt_to_phys(ptr as u64);
-            let order = frame::page_meta(phys).map_or(0, |m| m.private.load(Relaxed));
-            Owner::Large(order as u8)
-        }
-        desc => {
-            // The first word of a slab descriptor names its cache.
-            let id = <super::platform::KernelPlatform as numalab_algo::slub::Platform>::load(
-                &super::platform::KernelPlatform,
-                desc,
-            );
-            // SAFETY: descriptors are written only by the SLUB core, whose first word is the
-            // address of the owning `Cache`; caches are leaked `'static` boxes never freed
-            // (destroyed caches stay allocated), so the reference is valid forever.
-            Owner::Slab(unsafe { &*(id as *const Cache<super::platform::KernelPlatform>) })
-        }
+        LARGE_OWNER => Owner::Large(large_order(ptr)),
+        desc => Owner::Slab(slab_cache(desc)),
     }
+}
+
+/// The order of the large kmalloc whose head page holds `ptr` (kept in `private`).
+fn large_order(ptr: usize) -> u8 {
+    let phys = frame::virt_to_phys(ptr as u64);
+    frame::page_meta(phys).map_or(0, |m| m.private.load(Relaxed)) as u8
 }
 
 /// Frees what kmalloc returned. A pointer SLUB does not own is reported and dropped.
 ///
+/// The slab case is the inlined path: the owner word from the page's metadata (one index
+/// load and the owner load, slabmap.rs), the cache from the descriptor's first word, then the
+/// cache's free fast path. Large blocks and foreign pointers go out of line.
+///
 /// # Safety
 /// `ptr` must not be used after this call.
+#[inline]
 pub unsafe fn kfree(ptr: NonNull<u8>) {
     let addr = ptr.as_ptr() as usize;
-    match owner(addr) {
-        Owner::Slab(cache) => cache.free(addr),
+    let desc = owner_of(addr);
+    if desc > LARGE_OWNER {
+        slab_cache(desc).free(addr);
+    } else {
         // SAFETY: forwarded from the caller's contract.
-        Owner::Large(order) => unsafe { kfree_large(addr, order) },
-        Owner::None => bad_kfree(addr),
+        unsafe { kfree_not_slab(addr, desc) }
+    }
+}
+
+/// The cache of the slab whose descriptor is `desc` (an owner word above LARGE_OWNER).
+#[inline(always)]
+fn slab_cache(desc: usize) -> &'static Cache<super::platform::KernelPlatform> {
+    // The first word of a slab descriptor names its cache.
+    let id = <super::platform::KernelPlatform as numalab_algo::slub::Platform>::load(
+        &super::platform::KernelPlatform,
+        desc,
+    );
+    // SAFETY: descriptors are written only by the SLUB core, whose first word is the
+    // address of the owning `Cache`; caches are leaked `'static` boxes never freed
+    // (destroyed caches stay allocated), so the reference is valid forever.
+    unsafe { &*(id as *const Cache<super::platform::KernelPlatform>) }
+}
+
+/// kfree of what is not a slab object: a large block, or a pointer SLUB does not own.
+///
+/// # Safety
+/// As for `kfree`.
+#[cold]
+#[inline(never)]
+unsafe fn kfree_not_slab(addr: usize, owner: usize) {
+    match owner {
+        // SAFETY: forwarded from the caller's contract.
+        LARGE_OWNER => unsafe { kfree_large(addr, large_order(addr)) },
+        _ => bad_kfree(addr),
     }
 }
 

@@ -170,7 +170,7 @@ pub fn init() {
 }
 
 /// The owner word of the page holding virtual address `addr` (0: not a slab page).
-#[inline]
+#[inline(always)]
 pub(crate) fn owner_of(addr: usize) -> usize {
     slabmap::get(addr)
 }

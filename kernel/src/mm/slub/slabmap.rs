@@ -36,7 +36,7 @@ pub fn set(virt: usize, nr_pages: usize, owner: usize) {
 }
 
 /// The owner word of the page holding `virt` (0: none, or not a managed page).
-#[inline]
+#[inline(always)]
 pub fn get(virt: usize) -> usize {
     let Some(phys) = phys_of(virt) else { return 0 };
     frame::page_meta(phys as u64).map_or(0, |m| m.owner.load(Relaxed))
