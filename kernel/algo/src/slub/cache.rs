@@ -369,7 +369,7 @@ impl<P: Platform> Cache<P> {
     /// node for `node`.
     #[inline(always)]
     pub(crate) fn alloc_inner(&self, node: Option<NodeId>, strict: bool) -> Option<usize> {
-        let obj = self.alloc_raw_inner(node, strict);
+        let obj = self.alloc_raw_inner(node, strict) as usize;
         (obj != 0).then_some(obj)
     }
 
@@ -377,14 +377,23 @@ impl<P: Platform> Cache<P> {
     /// a nullable pointer without a tagged Option in between).
     #[inline(always)]
     pub fn alloc_raw(&self) -> usize {
+        self.alloc_raw_inner(None, false) as usize
+    }
+
+    /// `alloc` as a pointer, null when out of memory: the kernel's entry points return it
+    /// as `Option<NonNull<u8>>` with no conversion after the slow path's call, so that call
+    /// is a tail jump.
+    #[inline(always)]
+    pub fn alloc_ptr(&self) -> *mut u8 {
         self.alloc_raw_inner(None, false)
     }
 
-    /// The fast path (0: out of memory). Straight-line code: a failed compare (an
+    /// The fast path (null: out of memory; a pointer so that the slow path's result is
+    /// returned as it is). Straight-line code: a failed compare (an
     /// interrupt changed the CPU slab) hands the request to the slow path, which runs with
     /// interrupts off and cannot be raced.
     #[inline(always)]
-    fn alloc_raw_inner(&self, node: Option<NodeId>, strict: bool) -> usize {
+    fn alloc_raw_inner(&self, node: Option<NodeId>, strict: bool) -> *mut u8 {
         let node = node.map(|n| self.effective_node(n));
         let c = self.cpu_slab();
         let tid = c.tid.load(Relaxed);
@@ -404,17 +413,17 @@ impl<P: Platform> Cache<P> {
             [next, tid.wrapping_add(1)],
         ) {
             self.plat.cpu_inc(&c.alloc_fastpath);
-            return obj;
+            return obj as *mut u8;
         }
         self.alloc_slow_entry(node, strict, true)
     }
 
     /// The allocation slow path with interrupts off; advances the tid before enabling them.
     /// `raced`: the fast path's compare failed (counted as cmpxchg_double_cpu_fail).
-    /// Returns the object or 0.
+    /// Returns the object or null.
     #[cold]
     #[inline(never)]
-    fn alloc_slow_entry(&self, node: Option<NodeId>, strict: bool, raced: bool) -> usize {
+    fn alloc_slow_entry(&self, node: Option<NodeId>, strict: bool, raced: bool) -> *mut u8 {
         let irq = self.plat.irq_save();
         let c = self.cpu_slab();
         if raced {
@@ -423,7 +432,7 @@ impl<P: Platform> Cache<P> {
         let r = self.alloc_slow(c, node, strict);
         c.bump_tid();
         self.plat.irq_restore(irq);
-        r.unwrap_or(0)
+        r.map_or(core::ptr::null_mut(), |obj| obj as *mut u8)
     }
 
     /// Frees an object of this cache. Bad frees (not a slab object, another cache's object,

@@ -373,6 +373,23 @@ pub fn page_meta(phys: u64) -> Option<&'static PageMeta> {
     }
 }
 
+/// The owner word (`PageMeta::owner`) of the page holding `phys`, 0 when no node manages
+/// it: `page_meta(phys)?.owner` without a reference in between (kfree's lookup).
+#[inline(always)]
+pub fn page_owner(phys: u64) -> usize {
+    match section_index::owner(phys >> PAGE_SHIFT) {
+        Some(owner) => owner,
+        None => page_owner_slow(phys),
+    }
+}
+
+/// `page_owner` for pages outside the section index.
+#[cold]
+#[inline(never)]
+fn page_owner_slow(phys: u64) -> usize {
+    page_meta_slow(phys).map_or(0, |m| m.owner.load(core::sync::atomic::Ordering::Relaxed))
+}
+
 /// `page_meta` for pages outside the section index.
 #[cold]
 #[inline(never)]

@@ -45,6 +45,25 @@ pub(super) fn lookup(pfn: u64) -> Option<&'static PageMeta> {
     Some(unsafe { &*(meta as *const PageMeta) })
 }
 
+/// The owner word of page `pfn` through the index, or None (not indexed). The same lookup
+/// as `lookup`, returning the word rather than a reference so that the caller tests no
+/// pointer for null.
+#[inline(always)]
+pub(super) fn owner(pfn: u64) -> Option<usize> {
+    let sec = (pfn >> SECTION_PAGES_SHIFT) as usize;
+    if sec >= SECTIONS.load(Ordering::Acquire) {
+        return None;
+    }
+    // SAFETY: as in `lookup`.
+    let base = unsafe { *BASES.load(Ordering::Relaxed).add(sec) };
+    if base == 0 {
+        return None;
+    }
+    let meta = base.wrapping_add(pfn as usize * core::mem::size_of::<PageMeta>());
+    // SAFETY: as in `lookup`: `meta` is pfn's entry in a 'static node memmap.
+    Some(unsafe { &*(meta as *const PageMeta) }.owner.load(Ordering::Relaxed))
+}
+
 /// Builds and publishes the index: for each section up to the highest managed page, the
 /// biased base of the only node whose managed ranges meet it, when that node's memmap
 /// covers the whole section; otherwise 0 (`page_meta` then looks the page up by range,

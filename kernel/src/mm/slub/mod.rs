@@ -243,8 +243,9 @@ impl KmemCache {
 
     #[inline]
     pub fn alloc(&self) -> Option<NonNull<u8>> {
-        // 0 (out of memory) becomes None with no tag to test.
-        NonNull::new(self.0.alloc_raw() as *mut u8)
+        // Null (out of memory) becomes None with no tag to test, and the slow path's result
+        // is returned as it is (a tail jump).
+        NonNull::new(self.0.alloc_ptr())
     }
 
     /// An object, preferably from `node`'s memory (another node's when `node` is out of

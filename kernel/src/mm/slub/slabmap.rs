@@ -35,9 +35,10 @@ pub fn set(virt: usize, nr_pages: usize, owner: usize) {
     }
 }
 
-/// The owner word of the page holding `virt` (0: none, or not a managed page).
+/// The owner word of the page holding `virt` (0: none, or not a managed page). An address
+/// below the direct map wraps to a physical address no node manages, which the frame
+/// allocator's slow lookup answers with 0, so the fast path tests nothing for it.
 #[inline(always)]
 pub fn get(virt: usize) -> usize {
-    let Some(phys) = phys_of(virt) else { return 0 };
-    frame::page_meta(phys as u64).map_or(0, |m| m.owner.load(Relaxed))
+    frame::page_owner(virt.wrapping_sub(PHYS_OFFSET.load(Relaxed)) as u64)
 }
