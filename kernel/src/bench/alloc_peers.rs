@@ -22,6 +22,7 @@ use core::alloc::Layout;
 use core::ptr::NonNull;
 use numalab_algo::bench::{Clock, Record};
 use numalab_algo::rng::XorShift64;
+use numalab_algo::slub::{Stat, StatsSnapshot};
 
 const FAST_PAIRS: u64 = 20_000;
 const RANDOM_LIVE: usize = 1000;
@@ -37,10 +38,63 @@ trait Peer {
     /// # Safety
     /// `ptr` came from `alloc(layout)` on this peer and is not used again.
     unsafe fn free(&mut self, ptr: NonNull<u8>, layout: Layout);
+    /// Called right before a workload's timed loop (`end` false) and right after it (true),
+    /// outside the timed region: numalab's profile of SLUB events per workload.
+    fn mark(&mut self, _workload: &str, _end: bool) {}
 }
 
-struct Kmalloc;
+/// numalab's kmalloc/kfree. With `profile`, each workload's SLUB events (summed over the
+/// kmalloc caches) are printed per 1000 pairs, to show where the instructions go.
+struct Kmalloc {
+    profile: bool,
+    start: StatsSnapshot,
+}
+impl Kmalloc {
+    const fn plain() -> Kmalloc {
+        Kmalloc {
+            profile: false,
+            start: StatsSnapshot {
+                counts: [0; numalab_algo::slub::stats::NR_STATS],
+            },
+        }
+    }
+    fn kmalloc_stats() -> StatsSnapshot {
+        let mut sum = StatsSnapshot::default();
+        for c in crate::mm::slub::kmalloc::caches().into_iter().flatten() {
+            let s = c.stats();
+            for (a, b) in sum.counts.iter_mut().zip(s.counts) {
+                *a = a.wrapping_add(b);
+            }
+        }
+        sum
+    }
+}
 impl Peer for Kmalloc {
+    fn mark(&mut self, workload: &str, end: bool) {
+        if !self.profile {
+            return;
+        }
+        let now = Kmalloc::kmalloc_stats();
+        if !end {
+            self.start = now;
+            return;
+        }
+        let pairs = match workload {
+            "fast64" => FAST_PAIRS,
+            "random" => RANDOM_STEPS,
+            _ => BURST_ROUNDS * BURST as u64,
+        } as f64;
+        let per_kpair =
+            |st: Stat| now.get(st).wrapping_sub(self.start.get(st)) as f64 * 1000.0 / pairs;
+        let mut line = alloc::format!(
+            "# alloc_peers: numalab/{} SLUB events per 1000 pairs:",
+            workload
+        );
+        for st in PROFILED {
+            line.push_str(&alloc::format!(" {}={:.1}", st.name(), per_kpair(st)));
+        }
+        crate::println!("{}", line);
+    }
     #[inline(always)]
     fn alloc(&mut self, layout: Layout) -> Option<NonNull<u8>> {
         kmalloc(layout.size())
@@ -51,6 +105,20 @@ impl Peer for Kmalloc {
         unsafe { kfree(ptr) }
     }
 }
+
+/// The SLUB events the profile prints (Linux's SLUB stat names).
+const PROFILED: [Stat; 10] = [
+    Stat::AllocSlowpath,
+    Stat::FreeSlowpath,
+    Stat::AllocFromPartial,
+    Stat::AllocSlab,
+    Stat::FreeSlab,
+    Stat::FreeFrozen,
+    Stat::FreeAddPartial,
+    Stat::FreeRemovePartial,
+    Stat::CpuPartialAlloc,
+    Stat::CpuPartialFree,
+];
 
 struct CachePeer(&'static KmemCache);
 impl Peer for CachePeer {
@@ -175,6 +243,9 @@ fn free_arena(phys: u64, order: u8) {
 /// kmalloc/kfree does.
 struct OutOfLine<P>(P);
 impl<P: Peer> Peer for OutOfLine<P> {
+    fn mark(&mut self, workload: &str, end: bool) {
+        self.0.mark(workload, end);
+    }
     #[inline(never)]
     fn alloc(&mut self, layout: Layout) -> Option<NonNull<u8>> {
         self.0.alloc(layout)
@@ -212,6 +283,7 @@ fn run<P: Peer>(peer: &mut P) -> [Option<f64>; 3] {
         let p = peer.alloc(l64)?;
         // SAFETY: p came from this peer.
         unsafe { peer.free(p, l64) };
+        peer.mark("fast64", false);
         let t0 = rdtsc();
         for _ in 0..FAST_PAIRS {
             let p = peer.alloc(l64)?;
@@ -219,6 +291,7 @@ fn run<P: Peer>(peer: &mut P) -> [Option<f64>; 3] {
             unsafe { peer.free(core::hint::black_box(p), l64) };
         }
         let t = rdtsc() - t0;
+        peer.mark("fast64", true);
         // SAFETY: held came from this peer, freed once.
         unsafe { peer.free(held, l64) };
         Some(t as f64 / FAST_PAIRS as f64)
@@ -235,6 +308,7 @@ fn run<P: Peer>(peer: &mut P) -> [Option<f64>; 3] {
             live.push((peer.alloc(l)?, l));
         }
         let mut failed = false;
+        peer.mark("random", false);
         let t0 = rdtsc();
         for _ in 0..RANDOM_STEPS {
             let r = rnd();
@@ -253,6 +327,7 @@ fn run<P: Peer>(peer: &mut P) -> [Option<f64>; 3] {
             }
         }
         let t = rdtsc() - t0;
+        peer.mark("random", true);
         for (p, l) in live {
             // SAFETY: every remaining object came from this peer.
             unsafe { peer.free(p, l) };
@@ -266,6 +341,7 @@ fn run<P: Peer>(peer: &mut P) -> [Option<f64>; 3] {
         let mut objs: Vec<NonNull<u8>> = Vec::with_capacity(BURST);
         let mut total = 0u64;
         let mut ok = true;
+        peer.mark("burst256", false);
         for _ in 0..BURST_ROUNDS {
             let t0 = rdtsc();
             for _ in 0..BURST {
@@ -285,6 +361,7 @@ fn run<P: Peer>(peer: &mut P) -> [Option<f64>; 3] {
             }
             objs.clear();
         }
+        peer.mark("burst256", true);
         // SAFETY: held came from this peer, freed once.
         unsafe { peer.free(held, l) };
         ok.then_some(total as f64 / (BURST_ROUNDS * BURST as u64) as f64)
@@ -378,11 +455,23 @@ fn alloc_peers_inner(clock: Clock) -> TestResult {
         );
     }
 
-    emit("numalab", run(&mut OutOfLine(Kmalloc)), harness_call, clock);
-    emit("numalab_inline", run(&mut Kmalloc), harness_inline, clock);
+    let mut profiled = Kmalloc::plain();
+    profiled.profile = true;
+    emit(
+        "numalab",
+        run(&mut OutOfLine(profiled)),
+        harness_call,
+        clock,
+    );
+    emit(
+        "numalab_inline",
+        run(&mut Kmalloc::plain()),
+        harness_inline,
+        clock,
+    );
     emit(
         "numalab_irqoff",
-        irqs_off(|| run(&mut OutOfLine(Kmalloc))),
+        irqs_off(|| run(&mut OutOfLine(Kmalloc::plain()))),
         harness_call,
         clock,
     );

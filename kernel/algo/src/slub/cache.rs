@@ -472,6 +472,9 @@ impl<P: Platform> Cache<P> {
     #[cold]
     #[inline(never)]
     fn free_slow_entry(&self, obj: usize, raced: bool) {
+        if !raced && self.free_lockless(obj) {
+            return;
+        }
         let irq = self.plat.irq_save();
         let c = self.cpu_slab();
         if raced {

@@ -35,6 +35,57 @@ impl<P: Platform> Cache<P> {
         Ok((slab, off))
     }
 
+    /// The free slow path's lock-free case, run with interrupts on (Linux's __slab_free
+    /// without its list work): `obj` goes to a slab that is frozen (some CPU's active or
+    /// partial slab, this CPU's active slab excluded) or partial and stays partial, with one
+    /// compare-and-swap of the slab's state word. Nothing of the running CPU's `CpuSlab`
+    /// changes except two counters, bumped with `cpu_inc` (one instruction, whole against an
+    /// interrupt), so interrupts need not be masked and the tid need not move. Returns false,
+    /// having changed nothing but the free pointer inside the object being freed, when the
+    /// free needs more (a full or emptied slab, a misuse, this CPU's active slab, a debug
+    /// cache): the caller then takes `free_slow` with interrupts off.
+    #[inline]
+    pub(crate) fn free_lockless(&self, obj: usize) -> bool {
+        if self.debug_any {
+            return false;
+        }
+        let p = &self.plat;
+        let Ok((slab, off)) = self.slab_of(obj) else {
+            return false;
+        };
+        let c = self.cpu_slab();
+        // This CPU's active slab (its freelist head is the double-free check) takes the
+        // full slow path; an interrupt that makes `slab` active afterwards is harmless, since
+        // a frozen slab's state word takes frees from any CPU.
+        if c.slab.load(Relaxed) == slab.0 {
+            return false;
+        }
+        let base = slab.base(p);
+        let fp = obj + self.layout.fp_offset;
+        loop {
+            let old = slab.state(p);
+            if old.free_off() == Some(off) {
+                return false; // a double free: reported by the slow path
+            }
+            let (new, action) = free_transition(old, off, self.has_cpu_partial());
+            if action != FreeAction::Frozen && action != FreeAction::StillPartial {
+                return false;
+            }
+            p.store(
+                fp,
+                encode(old.free_off().map_or(0, |o| base + o), self.random, fp),
+            );
+            if slab.cas_state(p, old, new) {
+                p.cpu_inc(c.stats.counter(Stat::FreeSlowpath));
+                if action == FreeAction::Frozen {
+                    p.cpu_inc(c.stats.counter(Stat::FreeFrozen));
+                }
+                return true;
+            }
+            p.cpu_inc(c.stats.counter(Stat::CmpxchgDoubleFail));
+        }
+    }
+
     /// Linux's __slab_free for one object; returns the misuse found, if any (the free is
     /// then dropped and nothing changed).
     pub(crate) fn free_slow(&self, c: &CpuSlab, obj: usize) -> Option<ErrorKind> {

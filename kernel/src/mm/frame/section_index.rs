@@ -61,7 +61,11 @@ pub(super) fn owner(pfn: u64) -> Option<usize> {
     }
     let meta = base.wrapping_add(pfn as usize * core::mem::size_of::<PageMeta>());
     // SAFETY: as in `lookup`: `meta` is pfn's entry in a 'static node memmap.
-    Some(unsafe { &*(meta as *const PageMeta) }.owner.load(Ordering::Relaxed))
+    Some(
+        unsafe { &*(meta as *const PageMeta) }
+            .owner
+            .load(Ordering::Relaxed),
+    )
 }
 
 /// Builds and publishes the index: for each section up to the highest managed page, the
