@@ -18,6 +18,8 @@ pub mod memrange;
 pub mod nodemap;
 pub mod numactl;
 pub mod options;
+#[cfg(test)]
+mod pcp_model;
 pub mod rng;
 pub mod slub;
 pub mod smp;
