@@ -20,7 +20,7 @@ use crate::buddy::{Buddy, BuddyStore, ALLOCATED, CACHED, NIL};
 use shuttle::scheduler::{PctScheduler, RandomScheduler, Scheduler};
 use shuttle::sync::Mutex;
 use shuttle::{Config, Runner};
-use std::sync::atomic::{AtomicU32, AtomicU8, Ordering::SeqCst};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::SeqCst};
 use std::time::Duration;
 use std::vec::Vec;
 
@@ -35,6 +35,11 @@ fn point() {
     // A plain context-switch point (shuttle does not model time).
     shuttle::thread::sleep(Duration::ZERO);
 }
+
+/// Over all schedules: how often a CPU found its own list claimed (and used the buddy), and
+/// how often a remote drain had to retry its claim: the races the scenarios are about.
+static OWNER_REFUSED: AtomicU64 = AtomicU64::new(0);
+static CLAIM_RETRIED: AtomicU64 = AtomicU64::new(0);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mutation {
@@ -132,9 +137,18 @@ impl Machine<'_> {
             if let Some(pages) = self.enter(cpu) {
                 return Some(pages);
             }
+            if self.mutation == Mutation::None {
+                CLAIM_RETRIED.fetch_add(1, SeqCst);
+            }
             shuttle::thread::yield_now();
         }
         None
+    }
+
+    fn count_refused(&self) {
+        if self.mutation == Mutation::None {
+            OWNER_REFUSED.fetch_add(1, SeqCst);
+        }
     }
 
     /// `PcpList::exit`.
@@ -239,12 +253,14 @@ impl Machine<'_> {
                 self.exit(cpu, pages);
                 got
             }
-            None => self
-                .buddy
-                .lock()
-                .unwrap()
-                .alloc(order)
-                .map(|pfn| pfn as u32),
+            None => {
+                self.count_refused();
+                self.buddy
+                    .lock()
+                    .unwrap()
+                    .alloc(order)
+                    .map(|pfn| pfn as u32)
+            }
         }
     }
 
@@ -262,7 +278,10 @@ impl Machine<'_> {
                     false
                 }
             },
-            None => self.free_buddy(idx, order),
+            None => {
+                self.count_refused();
+                self.free_buddy(idx, order)
+            }
         }
     }
 
@@ -415,6 +434,9 @@ fn model_pcp_double_free_succeeds_once() {
 #[test]
 fn model_pcp_alloc_vs_remote_drain() {
     check(alloc_vs_remote_drain, Mutation::None, ITERATIONS, 12);
+    let (refused, retried) = (OWNER_REFUSED.load(SeqCst), CLAIM_RETRIED.load(SeqCst));
+    eprintln!("model pcp: owner found its list claimed {refused} times, drain retried {retried}");
+    assert!(refused > 0 && retried > 0, "the claim was never contended");
 }
 
 fn failure(f: fn(Mutation), mutation: Mutation, seed: u64) -> Option<String> {

@@ -17,7 +17,7 @@
 use super::cache::Cache;
 use super::platform::{Platform, Report, SlabPages, DESC_BYTES};
 use super::slab::Slab;
-use super::{ErrorKind, Tunables};
+use super::{ErrorKind, Stat, StatsSnapshot, Tunables};
 use crate::topology::{CpuId, CpuInfo, NodeId, NodeInfo, Topology};
 use shuttle::scheduler::{PctScheduler, RandomScheduler, Scheduler};
 use shuttle::{Config, Runner};
@@ -35,6 +35,21 @@ const NR_DESCS: usize = 16;
 /// The model's object size: 4 objects in an order-0 slab.
 const OBJ_BYTES: usize = 1024;
 const OBJS_PER_SLAB: usize = PAGE / OBJ_BYTES;
+
+/// Counters summed over every unmutated schedule, per scenario: the paths a scenario claims
+/// to race must have been taken (and its state-word compare-and-swaps must have failed, at
+/// least sometimes, which is the race itself).
+static COVERAGE: Mutex<Vec<(&str, StatsSnapshot)>> = Mutex::new(Vec::new());
+
+fn covered(scenario: &str, stat: Stat) -> u64 {
+    COVERAGE
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(n, _)| *n == scenario)
+        .map(|(_, s)| s.get(stat))
+        .sum()
+}
 
 shuttle::thread_local! {
     static CPU: Cell<u16> = const { Cell::new(0) };
@@ -370,6 +385,7 @@ impl<'a> Ctx<'a> {
 /// One run of a scenario: a fresh machine and cache, `setup` on CPU 0 (returns the objects
 /// it hands to each CPU), then `work[i]` on CPU i, all at once, then the checks.
 fn scenario(
+    name: &'static str,
     mutation: Mutation,
     t: Tunables,
     setup: fn(&Ctx) -> Vec<Vec<usize>>,
@@ -397,7 +413,33 @@ fn scenario(
         }
     });
     ctx.finish();
+    let stats = c.stats();
+    if mutation == Mutation::None {
+        let mut cov = COVERAGE.lock().unwrap();
+        match cov.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, sum)) => {
+                for st in ALL_STATS {
+                    sum.add_raw(st, stats.get(st));
+                }
+            }
+            None => cov.push((name, stats)),
+        }
+    }
 }
+
+const ALL_STATS: [Stat; 11] = [
+    Stat::FreeFrozen,
+    Stat::FreeAddPartial,
+    Stat::FreeRemovePartial,
+    Stat::FreeSlab,
+    Stat::CpuPartialFree,
+    Stat::CpuPartialAlloc,
+    Stat::CpuPartialDrain,
+    Stat::AllocRefill,
+    Stat::AllocFromPartial,
+    Stat::DeactivateRemoteFrees,
+    Stat::CmpxchgDoubleFail,
+];
 
 fn tunables(cpu_partial_objects: usize, min_partial: usize) -> Tunables {
     Tunables {
@@ -415,6 +457,7 @@ fn tunables(cpu_partial_objects: usize, min_partial: usize) -> Tunables {
 /// then allocates from whatever its frees put on its CPU partial list.
 fn remote_frees_vs_owner(mutation: Mutation) {
     scenario(
+        "owner",
         mutation,
         tunables(2, 1),
         |x| {
@@ -443,11 +486,12 @@ fn remote_frees_vs_owner(mutation: Mutation) {
     )
 }
 
-/// A slab going full -> partial -> empty -> discarded by another CPU's frees (no CPU
-/// partials, min_partial 0) while CPU 0, out of objects, takes partial slabs off the node
-/// list (get_partial_node freezes them) and flushes.
+/// A slab going full -> partial -> empty -> discarded by CPU 1's frees (no CPU partials,
+/// min_partial 0) while CPUs 0 and 2, out of objects, take partial slabs off the node list
+/// (get_partial_node freezes them) and flush.
 fn partial_moves_vs_alloc(mutation: Mutation) {
     scenario(
+        "moves",
         mutation,
         tunables(0, 0),
         |x| {
@@ -456,20 +500,23 @@ fn partial_moves_vs_alloc(mutation: Mutation) {
             vec![vec![], a]
         },
         &[
-            |x, _| {
-                let o1 = x.alloc();
-                let o2 = x.alloc();
-                x.free(o1);
-                x.c.flush_local();
-                x.free(o2);
-            },
+            alloc_two_and_flush,
             |x, mine| {
                 for o in mine {
                     x.free(o);
                 }
             },
+            alloc_two_and_flush,
         ],
     )
+}
+
+fn alloc_two_and_flush(x: &Ctx, _: Vec<usize>) {
+    let o1 = x.alloc();
+    let o2 = x.alloc();
+    x.free(o1);
+    x.c.flush_local();
+    x.free(o2);
 }
 
 /// The CPU partial list's drain: CPU 1's frees freeze full slabs onto its partial list
@@ -477,6 +524,7 @@ fn partial_moves_vs_alloc(mutation: Mutation) {
 /// while CPU 0 frees into the same slabs remotely and both CPUs allocate and flush.
 fn cpu_partial_drain_vs_remote_frees(mutation: Mutation) {
     scenario(
+        "drain",
         mutation,
         tunables(2, 0),
         |x| {
@@ -530,11 +578,40 @@ const ITERATIONS: usize = 300;
 #[test]
 fn model_remote_frees_vs_owner_freeze_unfreeze() {
     check(remote_frees_vs_owner, Mutation::None, ITERATIONS, 1);
+    assert_covered(
+        "owner",
+        &[
+            Stat::FreeFrozen,
+            Stat::AllocRefill,
+            Stat::CpuPartialFree,
+            Stat::DeactivateRemoteFrees,
+            Stat::CmpxchgDoubleFail,
+        ],
+    );
+}
+
+/// Each of `stats` was counted in some schedule of `scenario`.
+fn assert_covered(scenario: &str, stats: &[Stat]) {
+    for &st in stats {
+        let n = covered(scenario, st);
+        eprintln!("model {scenario}: {} {n}", st.name());
+        assert!(n > 0, "{scenario}: {} never happened", st.name());
+    }
 }
 
 #[test]
 fn model_partial_moves_vs_alloc_from_partial() {
     check(partial_moves_vs_alloc, Mutation::None, ITERATIONS, 2);
+    assert_covered(
+        "moves",
+        &[
+            Stat::FreeAddPartial,
+            Stat::FreeRemovePartial,
+            Stat::FreeSlab,
+            Stat::AllocFromPartial,
+            Stat::CmpxchgDoubleFail,
+        ],
+    );
 }
 
 #[test]
@@ -544,6 +621,17 @@ fn model_cpu_partial_drain_vs_remote_frees() {
         Mutation::None,
         ITERATIONS,
         3,
+    );
+    assert_covered(
+        "drain",
+        &[
+            Stat::CpuPartialFree,
+            Stat::CpuPartialDrain,
+            Stat::CpuPartialAlloc,
+            Stat::FreeFrozen,
+            Stat::FreeSlab,
+            Stat::CmpxchgDoubleFail,
+        ],
     );
 }
 

@@ -7,6 +7,8 @@
 
 pub mod free_space;
 pub mod layout;
+#[cfg(test)]
+mod model;
 pub mod node;
 pub mod ops;
 pub mod tree;
