@@ -15,6 +15,8 @@ pub mod fault;
 pub mod knob;
 pub mod ktap;
 pub mod memrange;
+#[cfg(test)]
+mod model_check;
 pub mod nodemap;
 pub mod numactl;
 pub mod options;

@@ -17,11 +17,9 @@
 //! a store instead of the compare-exchange, and a claim taken with a load and a store.
 
 use crate::buddy::{Buddy, BuddyStore, ALLOCATED, CACHED, NIL};
-use shuttle::scheduler::{PctScheduler, RandomScheduler, Scheduler};
+use crate::model_check::{self, point};
 use shuttle::sync::Mutex;
-use shuttle::{Config, Runner};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::SeqCst};
-use std::time::Duration;
 use std::vec::Vec;
 
 /// Pages of the model node (pfn 0..NR_PAGES).
@@ -30,11 +28,6 @@ const PCP_ORDERS: usize = 4;
 const BUSY: u32 = 1 << 31;
 /// pcp.rs's CLAIM_SPINS, smaller: each spin is a scheduling point here.
 const CLAIM_SPINS: u32 = 64;
-
-fn point() {
-    // A plain context-switch point (shuttle does not model time).
-    shuttle::thread::sleep(Duration::ZERO);
-}
 
 /// Over all schedules: how often a CPU found its own list claimed (and used the buddy), and
 /// how often a remote drain had to retry its claim: the races the scenarios are about.
@@ -409,44 +402,33 @@ fn alloc_vs_remote_drain(mutation: Mutation) {
     });
 }
 
-/// `iterations` random and `iterations` PCT (depth 3) schedules, fixed seed.
+/// `iterations` random and `iterations` PCT schedules, fixed seed.
 fn check(f: fn(Mutation), mutation: Mutation, iterations: usize, seed: u64) {
-    let schedulers: [Box<dyn Scheduler + Send>; 2] = [
-        Box::new(RandomScheduler::new_from_seed(seed, iterations)),
-        Box::new(PctScheduler::new_from_seed(seed, 3, iterations)),
-    ];
-    for sched in schedulers {
-        let mut config = Config::new();
-        config.max_steps = shuttle::MaxSteps::FailAfter(20_000);
-        config.stack_size = 1 << 20;
-        Runner::new(sched, config).run(move || f(mutation));
-    }
+    model_check::check(move || f(mutation), iterations, seed);
 }
 
 /// Schedules per scheduler for each scenario (see docs/testing.md for the time it takes).
-const ITERATIONS: usize = 1000;
+const DEFAULT_SCHEDULES: usize = 1000;
+
+fn schedules() -> usize {
+    model_check::schedules(DEFAULT_SCHEDULES)
+}
 
 #[test]
 fn model_pcp_double_free_succeeds_once() {
-    check(double_free, Mutation::None, ITERATIONS, 11);
+    check(double_free, Mutation::None, schedules(), 11);
 }
 
 #[test]
 fn model_pcp_alloc_vs_remote_drain() {
-    check(alloc_vs_remote_drain, Mutation::None, ITERATIONS, 12);
+    check(alloc_vs_remote_drain, Mutation::None, schedules(), 12);
     let (refused, retried) = (OWNER_REFUSED.load(SeqCst), CLAIM_RETRIED.load(SeqCst));
     eprintln!("model pcp: owner found its list claimed {refused} times, drain retried {retried}");
     assert!(refused > 0 && retried > 0, "the claim was never contended");
 }
 
 fn failure(f: fn(Mutation), mutation: Mutation, seed: u64) -> Option<String> {
-    let e = std::panic::catch_unwind(|| check(f, mutation, ITERATIONS, seed)).err()?;
-    Some(
-        e.downcast_ref::<String>()
-            .cloned()
-            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_default(),
-    )
+    model_check::failure(|| check(f, mutation, DEFAULT_SCHEDULES, seed))
 }
 
 #[test]

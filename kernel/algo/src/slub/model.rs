@@ -18,14 +18,12 @@ use super::cache::Cache;
 use super::platform::{Platform, Report, SlabPages, DESC_BYTES};
 use super::slab::Slab;
 use super::{ErrorKind, Stat, StatsSnapshot, Tunables};
+use crate::model_check::{self, point};
 use crate::topology::{CpuId, CpuInfo, NodeId, NodeInfo, Topology};
-use shuttle::scheduler::{PctScheduler, RandomScheduler, Scheduler};
-use shuttle::{Config, Runner};
 use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::Mutex;
-use std::time::Duration;
 use std::vec::Vec;
 
 const BASE: usize = 0x1000_0000;
@@ -53,13 +51,6 @@ fn covered(scenario: &str, stat: Stat) -> u64 {
 
 shuttle::thread_local! {
     static CPU: Cell<u16> = const { Cell::new(0) };
-}
-
-/// A scheduling point: shuttle may run another thread here.
-fn point() {
-    // Shuttle does not model time: a sleep is a plain context-switch point (thread::switch),
-    // unlike yield_now, which also deprioritises the caller.
-    shuttle::thread::sleep(Duration::ZERO);
 }
 
 /// A broken platform, to show the checks can fail.
@@ -557,27 +548,21 @@ fn cpu_partial_drain_vs_remote_frees(mutation: Mutation) {
     )
 }
 
-/// Runs `f` under `iterations` random schedules and `iterations` PCT (depth 3) schedules,
-/// fixed seeds so a failure reproduces.
+/// Runs `f` under `iterations` random and `iterations` PCT schedules (fixed seed).
 fn check(f: fn(Mutation), mutation: Mutation, iterations: usize, seed: u64) {
-    let schedulers: [Box<dyn Scheduler + Send>; 2] = [
-        Box::new(RandomScheduler::new_from_seed(seed, iterations)),
-        Box::new(PctScheduler::new_from_seed(seed, 3, iterations)),
-    ];
-    for sched in schedulers {
-        let mut config = Config::new();
-        config.max_steps = shuttle::MaxSteps::FailAfter(20_000);
-        config.stack_size = 1 << 20;
-        Runner::new(sched, config).run(move || f(mutation));
-    }
+    model_check::check(move || f(mutation), iterations, seed);
 }
 
 /// Schedules per scheduler for each scenario (see docs/testing.md for the time it takes).
-const ITERATIONS: usize = 300;
+const DEFAULT_SCHEDULES: usize = 1000;
+
+fn schedules() -> usize {
+    model_check::schedules(DEFAULT_SCHEDULES)
+}
 
 #[test]
 fn model_remote_frees_vs_owner_freeze_unfreeze() {
-    check(remote_frees_vs_owner, Mutation::None, ITERATIONS, 1);
+    check(remote_frees_vs_owner, Mutation::None, schedules(), 1);
     assert_covered(
         "owner",
         &[
@@ -601,7 +586,7 @@ fn assert_covered(scenario: &str, stats: &[Stat]) {
 
 #[test]
 fn model_partial_moves_vs_alloc_from_partial() {
-    check(partial_moves_vs_alloc, Mutation::None, ITERATIONS, 2);
+    check(partial_moves_vs_alloc, Mutation::None, schedules(), 2);
     assert_covered(
         "moves",
         &[
@@ -619,7 +604,7 @@ fn model_cpu_partial_drain_vs_remote_frees() {
     check(
         cpu_partial_drain_vs_remote_frees,
         Mutation::None,
-        ITERATIONS,
+        schedules(),
         3,
     );
     assert_covered(
@@ -635,23 +620,16 @@ fn model_cpu_partial_drain_vs_remote_frees() {
     );
 }
 
-/// The first failure the checks report for `f` on a broken platform within `iterations`
-/// schedules of each scheduler, or None when every schedule passed.
+/// The first failure the checks report for `f` on a broken platform, or None.
 fn failure(f: fn(Mutation), mutation: Mutation, iterations: usize, seed: u64) -> Option<String> {
-    let e = std::panic::catch_unwind(|| check(f, mutation, iterations, seed)).err()?;
-    Some(
-        e.downcast_ref::<String>()
-            .cloned()
-            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_default(),
-    )
+    model_check::failure(|| check(f, mutation, iterations, seed))
 }
 
 /// Asserts that the checks caught `mutation` with one of `expected` (parts of the failure
 /// messages of the checks above).
 fn assert_caught(f: fn(Mutation), mutation: Mutation, seed: u64, expected: &[&str]) {
-    let msg = failure(f, mutation, ITERATIONS, seed)
-        .unwrap_or_else(|| panic!("{mutation:?} went unnoticed in {ITERATIONS} schedules"));
+    let msg = failure(f, mutation, DEFAULT_SCHEDULES, seed)
+        .unwrap_or_else(|| panic!("{mutation:?} went unnoticed in {DEFAULT_SCHEDULES} schedules"));
     assert!(
         expected.iter().any(|e| msg.contains(e)),
         "{mutation:?} failed, but not as expected: {msg}"

@@ -17,12 +17,10 @@ use super::layout::{Layout, Policy, VnId};
 use super::node::VmapNode;
 use super::ops::{detach, purge, queue_lazy, reserve, Busy, PurgeReport, Scope, Shards};
 use super::PAGE_BYTES;
+use crate::model_check::{self, point};
 use crate::topology::{CpuId, NodeId};
-use shuttle::scheduler::{PctScheduler, RandomScheduler, Scheduler};
 use shuttle::sync::Mutex;
-use shuttle::{Config, Runner};
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
-use std::time::Duration;
 use std::vec::Vec;
 
 const P: u64 = PAGE_BYTES;
@@ -31,11 +29,6 @@ const BASE: u64 = 0xffff_c000_0000_0000;
 const RANGE_PAGES: u64 = 10;
 /// Every area: one page and its guard page.
 const AREA: u64 = 2 * P;
-
-fn point() {
-    // A plain context-switch point (shuttle does not model time).
-    shuttle::thread::sleep(Duration::ZERO);
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mutation {
@@ -243,44 +236,34 @@ fn lazy_vs_reuse(policy: Policy, mutation: Mutation) {
     m.finish();
 }
 
-/// `iterations` random and `iterations` PCT (depth 3) schedules per policy, fixed seed.
+/// `iterations` random and `iterations` PCT schedules per policy, fixed seed.
 fn check(mutation: Mutation, iterations: usize, seed: u64) {
     for policy in Policy::ALL {
-        let schedulers: [Box<dyn Scheduler + Send>; 2] = [
-            Box::new(RandomScheduler::new_from_seed(seed, iterations)),
-            Box::new(PctScheduler::new_from_seed(seed, 3, iterations)),
-        ];
-        for sched in schedulers {
-            let mut config = Config::new();
-            config.max_steps = shuttle::MaxSteps::FailAfter(20_000);
-            config.stack_size = 1 << 20;
-            Runner::new(sched, config).run(move || lazy_vs_reuse(policy, mutation));
-        }
+        model_check::check(move || lazy_vs_reuse(policy, mutation), iterations, seed);
     }
 }
 
 /// Schedules per scheduler and policy (see docs/testing.md for the time it takes).
-const ITERATIONS: usize = 300;
+const DEFAULT_SCHEDULES: usize = 300;
+
+fn schedules() -> usize {
+    model_check::schedules(DEFAULT_SCHEDULES)
+}
 
 #[test]
 fn model_vmalloc_lazy_purge_vs_reuse() {
-    check(Mutation::None, ITERATIONS, 21);
+    let n = schedules();
+    check(Mutation::None, n, 21);
     let reuses = REUSES.load(SeqCst);
     eprintln!("model vmalloc: {reuses} schedules reused a freed range");
     assert!(
-        reuses as usize > ITERATIONS,
+        reuses as usize > n,
         "only {reuses} schedules reused a freed range"
     );
 }
 
 fn failure(mutation: Mutation, seed: u64) -> Option<String> {
-    let e = std::panic::catch_unwind(|| check(mutation, ITERATIONS, seed)).err()?;
-    Some(
-        e.downcast_ref::<String>()
-            .cloned()
-            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_default(),
-    )
+    model_check::failure(|| check(mutation, DEFAULT_SCHEDULES, seed))
 }
 
 #[test]
