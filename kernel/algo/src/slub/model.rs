@@ -265,8 +265,10 @@ struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
+    /// The object's middle word: where a cache without debug flags keeps the free pointer of
+    /// a free object, so an allocator write into a held object shows there first.
     fn tag_addr(&self, obj: usize) -> usize {
-        obj + self.c.layout.fp_offset
+        obj + ((self.c.layout.object_size / 2) & !7)
     }
 
     /// Allocates on the running CPU; the object must not be held already.
@@ -384,7 +386,13 @@ fn scenario(
 ) {
     let m = ModelMachine::new(work.len(), mutation);
     ModelMachine::set_cpu(0);
-    let c: ModelCache = Cache::new(&m, "model", OBJ_BYTES, 0, t, 0x5eed_1234, None).unwrap();
+    // Debug caches add a red zone / state word and the free pointer after the object.
+    let size = if t.debug.any() {
+        OBJ_BYTES - 24
+    } else {
+        OBJ_BYTES
+    };
+    let c: ModelCache = Cache::new(&m, "model", size, 0, t, 0x5eed_1234, None).unwrap();
     assert_eq!(c.order_objects().objects, OBJS_PER_SLAB);
     let ctx = Ctx {
         m: &m,
@@ -451,6 +459,46 @@ fn remote_frees_vs_owner(mutation: Mutation) {
         "owner",
         mutation,
         tunables(2, 1),
+        |x| {
+            let a: Vec<usize> = (0..3).map(|_| x.alloc()).collect();
+            vec![vec![a[0]], vec![a[1], a[2]]]
+        },
+        &[
+            |x, mine| {
+                let b = x.alloc();
+                let d = x.alloc();
+                x.free(mine[0]);
+                x.c.flush_local();
+                let e = x.alloc();
+                x.free(b);
+                x.free(e);
+                let _keep = d;
+            },
+            |x, mine| {
+                for o in mine {
+                    x.free(o);
+                }
+                let o = x.alloc();
+                x.free(o);
+            },
+        ],
+    )
+}
+
+/// `remote_frees_vs_owner` on a debug cache (sanity checks): every allocation and free on
+/// the slow path, full slabs kept on the node's full list under list_lock (get_freelist's
+/// locked unfreeze, frees from the full list), no CPU partial lists.
+fn debug_cache_full_list(mutation: Mutation) {
+    scenario(
+        "debug",
+        mutation,
+        Tunables {
+            debug: super::DebugFlags {
+                sanity: true,
+                ..Default::default()
+            },
+            ..tunables(0, 1)
+        },
         |x| {
             let a: Vec<usize> = (0..3).map(|_| x.alloc()).collect();
             vec![vec![a[0]], vec![a[1], a[2]]]
@@ -582,6 +630,20 @@ fn assert_covered(scenario: &str, stats: &[Stat]) {
         eprintln!("model {scenario}: {} {n}", st.name());
         assert!(n > 0, "{scenario}: {} never happened", st.name());
     }
+}
+
+#[test]
+fn model_debug_cache_full_list_vs_remote_frees() {
+    check(debug_cache_full_list, Mutation::None, schedules(), 4);
+    assert_covered(
+        "debug",
+        &[
+            Stat::FreeAddPartial,
+            Stat::FreeRemovePartial,
+            Stat::FreeSlab,
+            Stat::CmpxchgDoubleFail,
+        ],
+    );
 }
 
 #[test]
