@@ -13,13 +13,18 @@ use numalab_boot::linux_twin::{self, MIRRORED, REQUIRED};
 use std::time::Duration;
 
 fn twin_args() -> BenchArgs {
-    // The icount experiments only: the multi-CPU ones (slub_list_lock, memoryless_node) are
-    // host-timed or need other machines, and one Linux boot takes minutes under TCG.
+    // The icount experiments only: the multi-CPU ones (slub_list_lock, memoryless_node,
+    // numa_locality) are host-timed or need other machines; numa_locality has a test below.
     let icount: Vec<&str> = MIRRORED
         .iter()
         .filter(|(_, b)| *b == Boot::Icount)
         .map(|(n, _)| *n)
         .collect();
+    smoke_args(&icount.join(","))
+}
+
+/// `bench --smoke --kernel linux --topology 4node --set bench=LIST`.
+fn smoke_args(list: &str) -> BenchArgs {
     let words: Vec<String> = [
         "--smoke".to_string(),
         "--kernel".into(),
@@ -27,7 +32,7 @@ fn twin_args() -> BenchArgs {
         "--topology".into(),
         "4node".into(),
         "--set".into(),
-        format!("bench={}", icount.join(",")),
+        format!("bench={list}"),
     ]
     .to_vec();
     let mut a = bench_run::parse(&words).expect("bench arguments parse");
@@ -111,7 +116,11 @@ fn s07_linux_twin_keeps_the_contract_and_repeats() {
             .trim_end()
             .to_string()
     };
-    assert_eq!(start(&a), start(&b), "the two boots started the module at different times");
+    assert_eq!(
+        start(&a),
+        start(&b),
+        "the two boots started the module at different times"
+    );
     let values = |run: &bench_run::BootRun| -> Vec<(String, String, String, f64)> {
         run.records
             .iter()
@@ -120,5 +129,54 @@ fn s07_linux_twin_keeps_the_contract_and_repeats() {
     };
     let (ta, tb) = (values(&a), values(&b));
     assert!(!ta.is_empty());
-    assert_eq!(ta, tb, "two icount runs of the twin printed different figures");
+    assert_eq!(
+        ta, tb,
+        "two icount runs of the twin printed different figures"
+    );
+}
+
+/// numa_locality on Linux: the multi-CPU (tsc) boot of the 4node machine (two message nodes,
+/// two growth nodes) prints the local fractions and the slab memory of the workload, as
+/// numalab's `default` case does. A smoke boot took 33 s on the loaded 2-core host.
+#[test]
+#[ignore]
+fn s07_linux_twin_mirrors_numa_locality() {
+    linux_twin::installed_release()
+        .expect("./qemu-run.sh setup installs linux-image-amd64 and linux-headers-amd64");
+    let args = smoke_args("numa_locality");
+    let runs = numalab::with_qemu_slot(numalab::cost(&args.base), || linux_twin::run_boots(&args))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(runs.len(), 1, "one Linux boot (tsc)");
+    let run = &runs[0];
+    assert!(run.outcome.passed(), "{}", run.outcome.failure_report());
+    assert_eq!(run.boot, Boot::Tsc);
+    let problems = linux_twin::contract_problems(&runs);
+    assert!(problems.is_empty(), "contract:\n{}", problems.join("\n"));
+    assert!(run.ran().contains("numa_locality"), "{}", run.outcome.log);
+    let value = |metric: &str| -> f64 {
+        let rec = run
+            .records
+            .iter()
+            .find(|r| r.bench == "numa_locality" && r.case == "linux" && r.metric == metric)
+            .unwrap_or_else(|| panic!("no numa_locality linux {metric}:\n{}", run.outcome.log));
+        assert!(rec.kernel.starts_with("linux-6.1."), "{rec:?}");
+        assert_eq!((rec.cpus, rec.nodes), (8, 4), "{rec:?}");
+        rec.value
+    };
+    let (all, growth) = (
+        value("local_object_fraction"),
+        value("growth_local_object_fraction"),
+    );
+    // Fractions of allocations; the growth CPUs take remote partial slabs (Linux's
+    // get_any_partial), so they are less local than the message CPUs.
+    assert!(0.0 < growth && growth < all && all <= 1.0, "{growth} {all}");
+    // At least the peak of one growth CPU's 1024 128-byte objects: 128 KiB.
+    assert!(value("slab_kib") >= 128.0, "{}", value("slab_kib"));
+    assert!(
+        run.outcome
+            .log
+            .contains("# numa_locality: case linux: slab order 0, 32 objects/slab"),
+        "{}",
+        run.outcome.log
+    );
 }
