@@ -603,8 +603,8 @@ pub fn contract_problems(runs: &[BootRun]) -> Vec<String> {
     out
 }
 
-/// The side-by-side table: per mirrored measurement, numalab's value, Linux's and
-/// numalab/linux (below 1: numalab executes fewer instructions or holds less memory). Rows
+/// The side-by-side table: per mirrored measurement, numalab's value (the median over its
+/// boot's repetitions), Linux's and numalab/linux (below 1: numalab executes fewer instructions or holds less memory). Rows
 /// with neither value are left out; a missing side prints `-`.
 pub fn side_by_side(records: &[BenchRecord]) -> String {
     let matching = |linux: bool, bench: &str, case: &str, metric: &str, boot: Boot| {
@@ -626,10 +626,13 @@ pub fn side_by_side(records: &[BenchRecord]) -> String {
         let ls = matching(true, bench, lcase, metric, boot);
         let cpus: BTreeSet<u32> = ns.iter().chain(&ls).map(|r| r.cpus).collect();
         for cpus in cpus {
+            // The median over the repetitions of the boot (numalab's tsc boot runs --reps
+            // times), as numalab's own tables show it.
             let at = |v: &[&BenchRecord]| {
-                v.iter()
-                    .find(|r| r.cpus == cpus)
-                    .map(|r| (r.value, r.kernel.clone()))
+                let at_cpus: Vec<&&BenchRecord> = v.iter().filter(|r| r.cpus == cpus).collect();
+                let values: Vec<f64> = at_cpus.iter().map(|r| r.value).collect();
+                let kernel = at_cpus.first().map(|r| r.kernel.clone())?;
+                Some((bench::Spread::of(&values)?.median, kernel))
             };
             push_row(
                 &mut rows,
@@ -1040,6 +1043,20 @@ mod tests {
             "{t}"
         );
         assert!(!t.contains("vmalloc_scaling"), "{t}");
+        // numalab's repetitions of a tsc boot: the median faces Linux's value.
+        let reps = [30, 10, 20]
+            .map(|v| format!("BENCH {{\"bench\":\"numa_locality\",\"case\":\"default\",\"metric\":\"slab_kib\",\"value\":{v},\"unit\":\"kib\",\"cpus\":8,\"nodes\":4,\"clock\":\"tsc\"}}"))
+            .join("\n");
+        let linux = "BENCH {\"bench\":\"numa_locality\",\"case\":\"linux\",\"metric\":\"slab_kib\",\"value\":40,\"unit\":\"kib\",\"cpus\":8,\"nodes\":4,\"clock\":\"tsc\",\"kernel\":\"linux-6.1.192\"}";
+        let (records, bad) = bench::parse_log(&format!("{reps}\n{linux}"), Boot::Tsc);
+        assert!(bad.is_empty(), "{bad:?}");
+        let t = side_by_side(&records);
+        let row = t
+            .lines()
+            .find(|l| l.contains("default | linux") && l.contains("slab_kib"))
+            .unwrap_or_else(|| panic!("{t}"));
+        let words: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(words[words.len() - 3..], ["20", "40", "0.500"], "{t}");
         // The alloc_peers harnesses: the same case name on both kernels, a metric of their own.
         let harness = [
             "BENCH {\"bench\":\"alloc_peers\",\"case\":\"harness/fast64\",\"metric\":\"harness_instructions_per_pair\",\"value\":18,\"unit\":\"instructions\",\"cpus\":1,\"nodes\":4,\"clock\":\"icount\"}",
