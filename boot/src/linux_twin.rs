@@ -37,6 +37,7 @@ pub const MIRRORED: &[(&str, Boot)] = &[
     ("vmalloc_scaling", Boot::Icount),
     ("memoryless_node", Boot::Tsc),
     ("slub_list_lock", Boot::Tsc),
+    ("numa_locality", Boot::Tsc),
 ];
 
 /// The records every mirrored experiment must print when it ran: (bench, Linux case, metric).
@@ -50,6 +51,9 @@ pub const REQUIRED: &[(&str, &str, &str)] = &[
     ("alloc_peers", "harness/burst256", HARNESS),
     ("page_alloc", "linux", "instructions_per_pair"),
     ("vmalloc_scaling", "linux", "instructions_per_pair"),
+    ("numa_locality", "linux", LOCAL),
+    ("numa_locality", "linux", GROWTH_LOCAL),
+    ("numa_locality", "linux", "slab_kib"),
 ];
 
 /// Records required from memoryless_node when it ran: `linux` on a machine with a memoryless
@@ -137,6 +141,26 @@ pub const COUNTERPARTS: &[(&str, &str, &str, &str, Boot)] = &[
         "slab_kib",
         Boot::Uma,
     ),
+    // Linux 6.1 has no prefer_local: its one case faces numalab's default (what Linux does)
+    // and prefer_local (the series' change).
+    ("numa_locality", "default", "linux", LOCAL, Boot::Tsc),
+    ("numa_locality", "prefer_local", "linux", LOCAL, Boot::Tsc),
+    ("numa_locality", "default", "linux", GROWTH_LOCAL, Boot::Tsc),
+    (
+        "numa_locality",
+        "prefer_local",
+        "linux",
+        GROWTH_LOCAL,
+        Boot::Tsc,
+    ),
+    ("numa_locality", "default", "linux", "slab_kib", Boot::Tsc),
+    (
+        "numa_locality",
+        "prefer_local",
+        "linux",
+        "slab_kib",
+        Boot::Tsc,
+    ),
     // Throughput per tuning, tsc clock: a trend under TCG (docs/linux-twin.md).
     (
         "slub_list_lock",
@@ -163,6 +187,8 @@ pub const COUNTERPARTS: &[(&str, &str, &str, &str, Boot)] = &[
 ];
 
 const OPS: &str = "ops_per_cpu";
+const LOCAL: &str = "local_object_fraction";
+const GROWTH_LOCAL: &str = "growth_local_object_fraction";
 const PAIR: &str = "instructions_per_pair";
 const HARNESS: &str = "harness_instructions_per_pair";
 
@@ -278,6 +304,16 @@ fn sync_file(from: &Path, to: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Packs the initramfs in the current folder byte for byte the same in every build (sh -c,
+/// stdout is the archive). Linux unpacks it while it boots, and what it unpacks changes the
+/// instructions it executes: with each build's own modification times and inode numbers,
+/// every run of the same command started the module at a different point and its icount
+/// figures varied (docs/linux-twin.md, "Repeatable counts"). Hence fixed modes, times (the
+/// epoch), owner (root), inode numbers (`--reproducible` renumbers them) and name order.
+const REPRODUCIBLE_CPIO: &str = "chmod 755 . bin bin/busybox init && chmod 644 numalab_twin.ko \
+     && find . -exec touch -h -d @0 {} + \
+     && find . | LC_ALL=C sort | cpio -o -H newc --quiet --reproducible --owner=0:0";
+
 /// Builds numalab_twin.ko against the installed headers and the initramfs around it, under
 /// target/linux-twin (the checkout itself stays clean). Returns what a boot needs.
 pub fn build() -> Result<LinuxBoot, String> {
@@ -313,13 +349,13 @@ pub fn build() -> Result<LinuxBoot, String> {
         .map(PathBuf::from)
         .find(|p| p.is_file())
         .ok_or("Linux twin: busybox not found (./qemu-run.sh setup installs busybox-static)")?;
-    let tree = out.join("initramfs");
+    // A tree of this process's own, so that two runners building at once do not share one.
+    let tree = out.join(format!("initramfs.{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tree);
     std::fs::create_dir_all(tree.join("bin"))
         .map_err(|e| format!("cannot create {}: {e}", tree.display()))?;
     for (from, to) in [
         (busybox.as_path(), tree.join("bin/busybox")),
-        (ko.as_path(), tree.join("numalab_twin.ko")),
         (
             root.join("linux/initramfs/init").as_path(),
             tree.join("init"),
@@ -328,17 +364,39 @@ pub fn build() -> Result<LinuxBoot, String> {
         std::fs::copy(from, &to)
             .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))?;
     }
+    // The module without its debug information and build ID: both name the build folder,
+    // which differs between checkouts.
+    run_cmd(
+        Command::new("objcopy")
+            .arg("--strip-debug")
+            .arg("--remove-section=.note.gnu.build-id")
+            .arg(&ko)
+            .arg(tree.join("numalab_twin.ko")),
+        "objcopy (strip numalab_twin.ko)",
+    )?;
     let initramfs = out.join("initramfs.cpio");
+    let fresh = out.join(format!("initramfs.cpio.{}", std::process::id()));
     run_cmd(
         Command::new("sh")
             .arg("-c")
-            .arg(format!(
-                "find . | LC_ALL=C sort | cpio -o -H newc --quiet > '{}'",
-                initramfs.display()
-            ))
+            .arg(format!("{REPRODUCIBLE_CPIO} > '{}'", fresh.display()))
             .current_dir(&tree),
         "cpio (the initramfs)",
     )?;
+    let _ = std::fs::remove_dir_all(&tree);
+    // Replaced by a rename, never rewritten in place: a QEMU started from another thread or
+    // process may be reading the current one.
+    if std::fs::read(&fresh).ok() == std::fs::read(&initramfs).ok() {
+        let _ = std::fs::remove_file(&fresh);
+    } else {
+        std::fs::rename(&fresh, &initramfs).map_err(|e| {
+            format!(
+                "cannot rename {} to {}: {e}",
+                fresh.display(),
+                initramfs.display()
+            )
+        })?;
+    }
     Ok(LinuxBoot {
         vmlinuz,
         initramfs,
@@ -545,8 +603,8 @@ pub fn contract_problems(runs: &[BootRun]) -> Vec<String> {
     out
 }
 
-/// The side-by-side table: per mirrored measurement, numalab's value, Linux's and
-/// numalab/linux (below 1: numalab executes fewer instructions or holds less memory). Rows
+/// The side-by-side table: per mirrored measurement, numalab's value (the median over its
+/// boot's repetitions), Linux's and numalab/linux (below 1: numalab executes fewer instructions or holds less memory). Rows
 /// with neither value are left out; a missing side prints `-`.
 pub fn side_by_side(records: &[BenchRecord]) -> String {
     let matching = |linux: bool, bench: &str, case: &str, metric: &str, boot: Boot| {
@@ -568,10 +626,13 @@ pub fn side_by_side(records: &[BenchRecord]) -> String {
         let ls = matching(true, bench, lcase, metric, boot);
         let cpus: BTreeSet<u32> = ns.iter().chain(&ls).map(|r| r.cpus).collect();
         for cpus in cpus {
+            // The median over the repetitions of the boot (numalab's tsc boot runs --reps
+            // times), as numalab's own tables show it.
             let at = |v: &[&BenchRecord]| {
-                v.iter()
-                    .find(|r| r.cpus == cpus)
-                    .map(|r| (r.value, r.kernel.clone()))
+                let at_cpus: Vec<&&BenchRecord> = v.iter().filter(|r| r.cpus == cpus).collect();
+                let values: Vec<f64> = at_cpus.iter().map(|r| r.value).collect();
+                let kernel = at_cpus.first().map(|r| r.kernel.clone())?;
+                Some((bench::Spread::of(&values)?.median, kernel))
             };
             push_row(
                 &mut rows,
@@ -982,6 +1043,20 @@ mod tests {
             "{t}"
         );
         assert!(!t.contains("vmalloc_scaling"), "{t}");
+        // numalab's repetitions of a tsc boot: the median faces Linux's value.
+        let reps = [30, 10, 20]
+            .map(|v| format!("BENCH {{\"bench\":\"numa_locality\",\"case\":\"default\",\"metric\":\"slab_kib\",\"value\":{v},\"unit\":\"kib\",\"cpus\":8,\"nodes\":4,\"clock\":\"tsc\"}}"))
+            .join("\n");
+        let linux = "BENCH {\"bench\":\"numa_locality\",\"case\":\"linux\",\"metric\":\"slab_kib\",\"value\":40,\"unit\":\"kib\",\"cpus\":8,\"nodes\":4,\"clock\":\"tsc\",\"kernel\":\"linux-6.1.192\"}";
+        let (records, bad) = bench::parse_log(&format!("{reps}\n{linux}"), Boot::Tsc);
+        assert!(bad.is_empty(), "{bad:?}");
+        let t = side_by_side(&records);
+        let row = t
+            .lines()
+            .find(|l| l.contains("default | linux") && l.contains("slab_kib"))
+            .unwrap_or_else(|| panic!("{t}"));
+        let words: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(words[words.len() - 3..], ["20", "40", "0.500"], "{t}");
         // The alloc_peers harnesses: the same case name on both kernels, a metric of their own.
         let harness = [
             "BENCH {\"bench\":\"alloc_peers\",\"case\":\"harness/fast64\",\"metric\":\"harness_instructions_per_pair\",\"value\":18,\"unit\":\"instructions\",\"cpus\":1,\"nodes\":4,\"clock\":\"icount\"}",

@@ -15,9 +15,13 @@ pub mod fault;
 pub mod knob;
 pub mod ktap;
 pub mod memrange;
+#[cfg(test)]
+mod model_check;
 pub mod nodemap;
 pub mod numactl;
 pub mod options;
+#[cfg(test)]
+mod pcp_model;
 pub mod rng;
 pub mod slub;
 pub mod smp;

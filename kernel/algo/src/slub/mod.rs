@@ -26,6 +26,8 @@ pub mod stats;
 #[cfg(test)]
 mod fake;
 #[cfg(test)]
+mod model;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tid_model;

@@ -8,6 +8,8 @@
 pub mod arena;
 pub mod free_space;
 pub mod layout;
+#[cfg(test)]
+mod model;
 pub mod node;
 pub mod ops;
 pub mod tree;
