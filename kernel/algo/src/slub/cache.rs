@@ -472,15 +472,20 @@ impl<P: Platform> Cache<P> {
     #[cold]
     #[inline(never)]
     fn free_slow_entry(&self, obj: usize, raced: bool) {
-        if !raced && self.free_lockless(obj) {
-            return;
+        // Looked up once, with interrupts on: the slab of an object a caller owns cannot
+        // change under it.
+        let found = self.slab_of(obj);
+        if let (false, Ok((slab, off))) = (raced, found) {
+            if self.free_lockless(obj, slab, off) {
+                return;
+            }
         }
         let irq = self.plat.irq_save();
         let c = self.cpu_slab();
         if raced {
             c.stats.inc(Stat::CmpxchgDoubleCpuFail);
         }
-        let bad = self.free_slow(c, obj);
+        let bad = self.free_slow(c, obj, found);
         c.bump_tid();
         self.plat.irq_restore(irq);
         if let Some(kind) = bad {

@@ -44,15 +44,13 @@ impl<P: Platform> Cache<P> {
     /// having changed nothing but the free pointer inside the object being freed, when the
     /// free needs more (a full or emptied slab, a misuse, this CPU's active slab, a debug
     /// cache): the caller then takes `free_slow` with interrupts off.
+    /// `slab` and `off` are `slab_of(obj)`'s.
     #[inline]
-    pub(crate) fn free_lockless(&self, obj: usize) -> bool {
+    pub(crate) fn free_lockless(&self, obj: usize, slab: Slab, off: usize) -> bool {
         if self.debug_any {
             return false;
         }
         let p = &self.plat;
-        let Ok((slab, off)) = self.slab_of(obj) else {
-            return false;
-        };
         let c = self.cpu_slab();
         // This CPU's active slab (its freelist head is the double-free check) takes the
         // full slow path; an interrupt that makes `slab` active afterwards is harmless, since
@@ -88,9 +86,15 @@ impl<P: Platform> Cache<P> {
 
     /// Linux's __slab_free for one object; returns the misuse found, if any (the free is
     /// then dropped and nothing changed).
-    pub(crate) fn free_slow(&self, c: &CpuSlab, obj: usize) -> Option<ErrorKind> {
+    /// `found` is `slab_of(obj)`'s answer.
+    pub(crate) fn free_slow(
+        &self,
+        c: &CpuSlab,
+        obj: usize,
+        found: Result<(Slab, usize), ErrorKind>,
+    ) -> Option<ErrorKind> {
         let p = &self.plat;
-        let (slab, off) = match self.slab_of(obj) {
+        let (slab, off) = match found {
             Ok(found) => found,
             Err(kind) => return Some(kind),
         };
