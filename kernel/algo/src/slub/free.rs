@@ -35,15 +35,17 @@ impl<P: Platform> Cache<P> {
         Ok((slab, off))
     }
 
-    /// The free slow path's lock-free case, run with interrupts on (Linux's __slab_free
-    /// without its list work): `obj` goes to a slab that is frozen (some CPU's active or
-    /// partial slab, this CPU's active slab excluded) or partial and stays partial, with one
-    /// compare-and-swap of the slab's state word. Nothing of the running CPU's `CpuSlab`
-    /// changes except two counters, bumped with `cpu_inc` (one instruction, whole against an
-    /// interrupt), so interrupts need not be masked and the tid need not move. Returns false,
+    /// The free slow path's lock-free cases, run with interrupts on (Linux's __slab_free
+    /// without list_lock): `obj` goes to a slab that is frozen (some CPU's active or partial
+    /// slab, this CPU's active slab excluded), partial and stays partial, or full (frozen
+    /// onto this CPU's partial list), with one compare-and-swap of the slab's state word.
+    /// Nothing of the running CPU's `CpuSlab` changes except counters, bumped with `cpu_inc`
+    /// (one instruction, whole against an interrupt), so interrupts need not be masked and
+    /// the tid need not move, except around `put_cpu_partial` for a full slab. Returns false,
     /// having changed nothing but the free pointer inside the object being freed, when the
-    /// free needs more (a full or emptied slab, a misuse, this CPU's active slab, a debug
-    /// cache): the caller then takes `free_slow` with interrupts off.
+    /// free needs list_lock (a slab that becomes empty, or a full one without CPU partials),
+    /// is a misuse, is to this CPU's active slab, or is to a debug cache: the caller then
+    /// takes `free_slow` with interrupts off.
     /// `slab` and `off` are `slab_of(obj)`'s.
     #[inline]
     pub(crate) fn free_lockless(&self, obj: usize, slab: Slab, off: usize) -> bool {
@@ -66,7 +68,7 @@ impl<P: Platform> Cache<P> {
                 return false; // a double free: reported by the slow path
             }
             let (new, action) = free_transition(old, off, self.has_cpu_partial());
-            if action != FreeAction::Frozen && action != FreeAction::StillPartial {
+            if matches!(action, FreeAction::AddPartialLocked | FreeAction::EmptyLocked) {
                 return false;
             }
             p.store(
@@ -74,10 +76,23 @@ impl<P: Platform> Cache<P> {
                 encode(old.free_off().map_or(0, |o| base + o), self.random, fp),
             );
             if slab.cas_state(p, old, new) {
-                p.cpu_inc(c.stats.counter(Stat::FreeSlowpath));
-                if action == FreeAction::Frozen {
-                    p.cpu_inc(c.stats.counter(Stat::FreeFrozen));
+                match action {
+                    FreeAction::Frozen => p.cpu_inc(c.stats.counter(Stat::FreeFrozen)),
+                    FreeAction::FreezeToCpuPartial => {
+                        // The compare-and-swap froze the full slab for this CPU; only
+                        // putting it on the CPU partial list needs interrupts off (Linux:
+                        // put_cpu_partial under local_lock_irqsave). Meanwhile the slab is
+                        // frozen and on no list: frees still reach it, allocations do not.
+                        let irq = p.irq_save();
+                        let c = self.cpu_slab();
+                        self.put_cpu_partial(c, slab);
+                        c.stats.inc(Stat::CpuPartialFree);
+                        c.bump_tid();
+                        p.irq_restore(irq);
+                    }
+                    _ => {}
                 }
+                p.cpu_inc(c.stats.counter(Stat::FreeSlowpath));
                 return true;
             }
             p.cpu_inc(c.stats.counter(Stat::CmpxchgDoubleFail));
