@@ -68,7 +68,10 @@ impl<P: Platform> Cache<P> {
                 return false; // a double free: reported by the slow path
             }
             let (new, action) = free_transition(old, off, self.has_cpu_partial());
-            if matches!(action, FreeAction::AddPartialLocked | FreeAction::EmptyLocked) {
+            if matches!(
+                action,
+                FreeAction::AddPartialLocked | FreeAction::EmptyLocked
+            ) {
                 return false;
             }
             p.store(

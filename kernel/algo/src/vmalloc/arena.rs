@@ -100,6 +100,10 @@ mod tests {
         assert_eq!(a[12345], [12345, 12345, 12345, 7, 12345, 12345]);
         // 300,000 48-byte entries in one Vec would be a 16 MiB block after doubling; here
         // nothing is larger than a chunk (24 KiB) or the chunk list.
-        assert!(a.largest_block_bytes() <= 32 * 1024, "{}", a.largest_block_bytes());
+        assert!(
+            a.largest_block_bytes() <= 32 * 1024,
+            "{}",
+            a.largest_block_bytes()
+        );
     }
 }
