@@ -40,6 +40,8 @@ pub struct BenchArgs {
     pub reps: u32,
     /// Plan no det boot (the main job's memoryless boot: its counts are in the full run).
     pub no_det: bool,
+    /// `--icount`: only the instruction-counting boots (det, icount), no tsc or uma boot.
+    pub icount_only: bool,
     /// `--kernel`: numalab, the Linux twin (linux_twin.rs) or both.
     pub kernel: crate::linux_twin::Kernel,
     /// `--linux-append`: words added to Linux's command line in the twin's boots.
@@ -59,6 +61,7 @@ impl BenchArgs {
             main_job: false,
             reps: o.reps.unwrap_or(if o.smoke { 1 } else { DEFAULT_REPS }),
             no_det: false,
+            icount_only: o.icount,
             out_dir: o.out,
             kernel: o.kernel,
             linux_append: o.linux_append,
@@ -82,6 +85,7 @@ impl BenchArgs {
             compare: None,
             reps: 1,
             no_det: false,
+            icount_only: false,
             kernel: crate::linux_twin::Kernel::Numalab,
             linux_append: None,
         }
@@ -463,14 +467,16 @@ const MULTI_CPU_ONLY: &[&str] = &[
     "numa_locality",
 ];
 
-/// The boots `args` needs, each with its repetition: tsc (x reps), det unless no selected
-/// experiment prints counts, and icount unless `bench=` names only multi-CPU experiments.
+/// The boots `args` needs, each with its repetition: tsc (x reps; none with `--icount`), det
+/// unless no selected experiment prints counts, and icount unless `bench=` names only
+/// multi-CPU experiments.
 fn planned_boots(args: &BenchArgs) -> Vec<(Boot, u32)> {
     let selected = selected(args);
     let icount_useless = !args.main_job
         && !selected.is_empty()
         && selected.iter().all(|n| MULTI_CPU_ONLY.contains(n));
-    let mut plan: Vec<(Boot, u32)> = (0..args.reps.max(1)).map(|r| (Boot::Tsc, r)).collect();
+    let tsc_reps = if args.icount_only { 0 } else { args.reps.max(1) };
+    let mut plan: Vec<(Boot, u32)> = (0..tsc_reps).map(|r| (Boot::Tsc, r)).collect();
     if !args.no_det && det_selection(args).is_some() {
         plan.push((Boot::Det, 0));
     }
@@ -484,7 +490,15 @@ fn planned_boots(args: &BenchArgs) -> Vec<(Boot, u32)> {
 /// memoryless_node printed results; the main job then does the same for its memoryless boot.
 pub fn run_boots(args: &BenchArgs, img: &Path) -> Result<Vec<BootRun>, String> {
     let mut runs = Vec::new();
-    for (boot, rep) in planned_boots(args) {
+    let plan = planned_boots(args);
+    if plan.is_empty() {
+        return Err(
+            "--icount: the selected experiments print host-time figures only (no instruction \
+             counts); run them without --icount"
+                .into(),
+        );
+    }
+    for (boot, rep) in plan {
         runs.push(run_boot(args, boot, rep, img)?);
     }
     let memoryless_ran = runs.iter().any(|r| {
@@ -492,7 +506,7 @@ pub fn run_boots(args: &BenchArgs, img: &Path) -> Result<Vec<BootRun>, String> {
             .iter()
             .any(|x| x.bench == "memoryless_node" && x.case != "single_node")
     });
-    if memoryless_ran {
+    if memoryless_ran && !args.icount_only {
         for rep in 0..args.reps.max(1) {
             runs.push(run_boot(args, Boot::Uma, rep, img)?);
         }
@@ -684,7 +698,7 @@ mod tests {
         let c = parse(&args("--compare a.jsonl b.jsonl")).unwrap();
         assert_eq!(c.compare.unwrap().1, PathBuf::from("b.jsonl"));
         assert!(parse(&args("--compare a.jsonl")).is_err());
-        assert!(parse(&args("--icount")).is_err());
+        assert!(parse(&args("--icount")).unwrap().icount_only);
         assert!(parse(&args("--bogus")).is_err());
         let u = parse(&args("-- -smp 8 -m 2G")).unwrap();
         assert_eq!(machine_size(&u.base), (8, 2048));
@@ -705,7 +719,7 @@ mod tests {
     #[test]
     fn bench_command_line_errors_exit_2() {
         // Wrong use of bench's own options prints bench's usage.
-        for bad in ["--compare a.jsonl", "--icount", "--bogus"] {
+        for bad in ["--compare a.jsonl", "--log x", "--bogus"] {
             let e = parse(&args(bad)).unwrap_err().to_string();
             assert!(e.contains("Usage: qemu-run.sh bench"), "{bad}: {e}");
         }
@@ -713,7 +727,6 @@ mod tests {
             "--compare a.jsonl",
             "--compare",
             "--suite test",
-            "--icount",
             "--log x",
             "--quiet",
             "--bogus",
@@ -805,6 +818,16 @@ mod tests {
         for bad in ["--reps 0", "--reps 21", "--reps x"] {
             assert!(parse(&args(bad)).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn icount_plans_only_the_counting_boots() {
+        let a = parse(&["--icount".into(), "--set".into(), "bench=alloc_peers".into()]).unwrap();
+        assert!(a.icount_only);
+        assert!(planned_boots(&a).iter().all(|(b, _)| *b != Boot::Tsc));
+        assert!(planned_boots(&a).contains(&(Boot::Icount, 0)));
+        let plain = parse(&["--set".into(), "bench=alloc_peers".into()]).unwrap();
+        assert!(planned_boots(&plain).contains(&(Boot::Tsc, 0)));
     }
 
     #[test]

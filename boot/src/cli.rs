@@ -219,6 +219,10 @@ pub struct BenchOptions {
     /// tables show median and min..max (default 3, 1 with --smoke)
     #[arg(long, value_name = "R", value_parser = parse_reps)]
     pub reps: Option<u32>,
+    /// Only the instruction-counting boots (det and one-CPU -icount): exact, repeatable
+    /// counts, no host-time boot (and, with --kernel linux|both, Linux's icount boot only)
+    #[arg(long)]
+    pub icount: bool,
     #[command(flatten)]
     pub machine: MachineOptions,
     /// The run options that the bench runner chooses itself: accepted by the parser only to
@@ -232,8 +236,6 @@ pub struct BenchOptions {
 struct RunnerChosen {
     #[arg(long, hide = true, value_name = "NAME")]
     suite: Option<String>,
-    #[arg(long, hide = true)]
-    icount: bool,
     #[arg(long, hide = true, value_name = "FILE")]
     log: Option<PathBuf>,
     #[arg(long, hide = true)]
@@ -245,7 +247,6 @@ impl RunnerChosen {
     fn given(&self) -> Option<&'static str> {
         [
             (self.suite.is_some(), "--suite"),
-            (self.icount, "--icount"),
             (self.log.is_some(), "--log"),
             (self.quiet, "--quiet"),
         ]
@@ -537,10 +538,6 @@ mod tests {
                 "[possible values: test, stress, bench, all, soak]",
             ),
             ("--smp", "a value is required for '--smp <N>'"),
-            (
-                "bench --icount",
-                "--icount is chosen by the bench runner itself",
-            ),
             (
                 "bench --suite test",
                 "--suite is chosen by the bench runner itself",

@@ -507,7 +507,7 @@ pub fn run_boots(args: &BenchArgs) -> Result<Vec<BootRun>, String> {
     let shape = memoryless_shape(args);
     let tsc: Vec<&str> = in_boot(Boot::Tsc)
         .into_iter()
-        .filter(|n| *n != "memoryless_node" || shape)
+        .filter(|n| (*n != "memoryless_node" || shape) && !args.icount_only)
         .collect();
     if icount.is_empty() && tsc.is_empty() {
         return Ok(Vec::new());
