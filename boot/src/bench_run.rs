@@ -475,7 +475,11 @@ fn planned_boots(args: &BenchArgs) -> Vec<(Boot, u32)> {
     let icount_useless = !args.main_job
         && !selected.is_empty()
         && selected.iter().all(|n| MULTI_CPU_ONLY.contains(n));
-    let tsc_reps = if args.icount_only { 0 } else { args.reps.max(1) };
+    let tsc_reps = if args.icount_only {
+        0
+    } else {
+        args.reps.max(1)
+    };
     let mut plan: Vec<(Boot, u32)> = (0..tsc_reps).map(|r| (Boot::Tsc, r)).collect();
     if !args.no_det && det_selection(args).is_some() {
         plan.push((Boot::Det, 0));
@@ -822,7 +826,12 @@ mod tests {
 
     #[test]
     fn icount_plans_only_the_counting_boots() {
-        let a = parse(&["--icount".into(), "--set".into(), "bench=alloc_peers".into()]).unwrap();
+        let a = parse(&[
+            "--icount".into(),
+            "--set".into(),
+            "bench=alloc_peers".into(),
+        ])
+        .unwrap();
         assert!(a.icount_only);
         assert!(planned_boots(&a).iter().all(|(b, _)| *b != Boot::Tsc));
         assert!(planned_boots(&a).contains(&(Boot::Icount, 0)));
