@@ -455,41 +455,14 @@ fn tunables(cpu_partial_objects: usize, min_partial: usize) -> Tunables {
 /// CPU 0 holds a slab with one free object; CPU 1 frees two of its objects meanwhile and
 /// then allocates from whatever its frees put on its CPU partial list.
 fn remote_frees_vs_owner(mutation: Mutation) {
-    scenario(
-        "owner",
-        mutation,
-        tunables(2, 1),
-        |x| {
-            let a: Vec<usize> = (0..3).map(|_| x.alloc()).collect();
-            vec![vec![a[0]], vec![a[1], a[2]]]
-        },
-        &[
-            |x, mine| {
-                let b = x.alloc();
-                let d = x.alloc();
-                x.free(mine[0]);
-                x.c.flush_local();
-                let e = x.alloc();
-                x.free(b);
-                x.free(e);
-                let _keep = d;
-            },
-            |x, mine| {
-                for o in mine {
-                    x.free(o);
-                }
-                let o = x.alloc();
-                x.free(o);
-            },
-        ],
-    )
+    owner_and_remote_frees("owner", mutation, tunables(2, 1))
 }
 
 /// `remote_frees_vs_owner` on a debug cache (sanity checks): every allocation and free on
 /// the slow path, full slabs kept on the node's full list under list_lock (get_freelist's
 /// locked unfreeze, frees from the full list), no CPU partial lists.
 fn debug_cache_full_list(mutation: Mutation) {
-    scenario(
+    owner_and_remote_frees(
         "debug",
         mutation,
         Tunables {
@@ -499,6 +472,15 @@ fn debug_cache_full_list(mutation: Mutation) {
             },
             ..tunables(0, 1)
         },
+    )
+}
+
+/// The owner-versus-remote-frees workload of the two scenarios above, on a cache of `t`.
+fn owner_and_remote_frees(name: &'static str, mutation: Mutation, t: Tunables) {
+    scenario(
+        name,
+        mutation,
+        t,
         |x| {
             let a: Vec<usize> = (0..3).map(|_| x.alloc()).collect();
             vec![vec![a[0]], vec![a[1], a[2]]]

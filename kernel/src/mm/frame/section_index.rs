@@ -24,10 +24,11 @@ static BASES: AtomicPtr<usize> = AtomicPtr::new(core::ptr::null_mut());
 /// Sections in `BASES` (0 before `build`: every lookup misses).
 static SECTIONS: AtomicUsize = AtomicUsize::new(0);
 
-/// The metadata of page `pfn` through the index, or None (not indexed: the caller looks it
-/// up by range).
+/// The address of page `pfn`'s `PageMeta` through the index, or None (not indexed: the
+/// caller looks it up by range). An address, not a reference, so that callers that want
+/// one word of it test no pointer for null.
 #[inline(always)]
-pub(super) fn lookup(pfn: u64) -> Option<&'static PageMeta> {
+fn meta_addr(pfn: u64) -> Option<usize> {
     let sec = (pfn >> SECTION_PAGES_SHIFT) as usize;
     // Acquire pairs with `build`'s Release: a non-zero count means BASES is written.
     if sec >= SECTIONS.load(Ordering::Acquire) {
@@ -39,33 +40,27 @@ pub(super) fn lookup(pfn: u64) -> Option<&'static PageMeta> {
     if base == 0 {
         return None;
     }
-    let meta = base.wrapping_add(pfn as usize * core::mem::size_of::<PageMeta>());
-    // SAFETY: a non-zero base was computed by `build` from a node memmap that covers every
-    // page of this section, so `meta` is the address of pfn's entry in that 'static memmap.
-    Some(unsafe { &*(meta as *const PageMeta) })
+    Some(base.wrapping_add(pfn as usize * core::mem::size_of::<PageMeta>()))
 }
 
-/// The owner word of page `pfn` through the index, or None (not indexed). The same lookup
-/// as `lookup`, returning the word rather than a reference so that the caller tests no
-/// pointer for null.
+/// The metadata of page `pfn` through the index, or None (not indexed).
+#[inline(always)]
+pub(super) fn lookup(pfn: u64) -> Option<&'static PageMeta> {
+    // SAFETY: a non-zero base was computed by `build` from a node memmap that covers every
+    // page of this section, so the address is pfn's entry in that 'static memmap.
+    meta_addr(pfn).map(|meta| unsafe { &*(meta as *const PageMeta) })
+}
+
+/// The owner word of page `pfn` through the index, or None (not indexed): `lookup`'s
+/// entry's `owner`, read without a reference in between (kfree's lookup).
 #[inline(always)]
 pub(super) fn owner(pfn: u64) -> Option<usize> {
-    let sec = (pfn >> SECTION_PAGES_SHIFT) as usize;
-    if sec >= SECTIONS.load(Ordering::Acquire) {
-        return None;
-    }
-    // SAFETY: as in `lookup`.
-    let base = unsafe { *BASES.load(Ordering::Relaxed).add(sec) };
-    if base == 0 {
-        return None;
-    }
-    let meta = base.wrapping_add(pfn as usize * core::mem::size_of::<PageMeta>());
-    // SAFETY: as in `lookup`: `meta` is pfn's entry in a 'static node memmap.
-    Some(
+    // SAFETY: as in `lookup`: the address is pfn's entry in a 'static node memmap.
+    meta_addr(pfn).map(|meta| {
         unsafe { &*(meta as *const PageMeta) }
             .owner
-            .load(Ordering::Relaxed),
-    )
+            .load(Ordering::Relaxed)
+    })
 }
 
 /// Builds and publishes the index: for each section up to the highest managed page, the
