@@ -46,20 +46,21 @@ fn meta_addr(pfn: u64) -> Option<usize> {
 /// The metadata of page `pfn` through the index, or None (not indexed).
 #[inline(always)]
 pub(super) fn lookup(pfn: u64) -> Option<&'static PageMeta> {
-    // SAFETY: a non-zero base was computed by `build` from a node memmap that covers every
-    // page of this section, so the address is pfn's entry in that 'static memmap.
-    meta_addr(pfn).map(|meta| unsafe { &*(meta as *const PageMeta) })
+    meta_addr(pfn).map(|meta| {
+        // SAFETY: a non-zero base was computed by `build` from a node memmap that covers
+        // every page of this section, so the address is pfn's entry in that 'static memmap.
+        unsafe { &*(meta as *const PageMeta) }
+    })
 }
 
 /// The owner word of page `pfn` through the index, or None (not indexed): `lookup`'s
 /// entry's `owner`, read without a reference in between (kfree's lookup).
 #[inline(always)]
 pub(super) fn owner(pfn: u64) -> Option<usize> {
-    // SAFETY: as in `lookup`: the address is pfn's entry in a 'static node memmap.
     meta_addr(pfn).map(|meta| {
-        unsafe { &*(meta as *const PageMeta) }
-            .owner
-            .load(Ordering::Relaxed)
+        // SAFETY: as in `lookup`: the address is pfn's entry in a 'static node memmap.
+        let entry = unsafe { &*(meta as *const PageMeta) };
+        entry.owner.load(Ordering::Relaxed)
     })
 }
 
