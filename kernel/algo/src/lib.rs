@@ -20,6 +20,7 @@ mod model_check;
 pub mod nodemap;
 pub mod numactl;
 pub mod options;
+pub mod pcp;
 #[cfg(test)]
 mod pcp_model;
 pub mod rng;

@@ -1,57 +1,108 @@
-//! Model checks (shuttle) of the page allocator's per-CPU list protocol
-//! (kernel/src/mm/frame/pcp.rs) over the real buddy allocator of this crate.
+//! Model checks (shuttle) of the page allocator's per-CPU list protocol (crate::pcp, the
+//! code the kernel runs) over the real buddy allocator of this crate.
 //!
-//! The per-CPU list itself lives in the kernel (it reads the kernel's memmap and node
-//! structures), so this module carries a step-for-step model of it: the claim (`BUSY` bit of
-//! the count word, taken by one compare-exchange: `enter`, and `claim` that retries for a
-//! remote drain), `push` (the block's state byte moved from allocated to cached by one
-//! compare-exchange, then linked), `pop`, `refill` and `drain` (under the node lock, through
-//! `Buddy::alloc`, `alloc_cached` and `free_cached`). Each function below names the kernel
-//! function it models; a change of pcp.rs must be mirrored here (docs/frame.md says so). The
-//! buddy, its state bytes and its `replace_state` are the real code, on a store whose every
-//! access is a shuttle scheduling point.
+//! The lists, their claim, `push`, `pop`, `refill` and `drain` are the real `PcpList`, on a
+//! machine (`PcpSync`) whose every shared access is a scheduling point and whose remote
+//! claim yields while it spins; the memmap is a vector of pages with the real links. What is
+//! modelled is only the kernel's glue around them (frame/mod.rs): `alloc` (pop, else refill,
+//! else the buddy when the list is claimed), `free` (push, else the buddy) and `drain_cpu`'s
+//! remote drain, each named after the kernel function it stands for.
 //!
 //! Checked: two CPUs freeing one block at once (through their lists or the buddy) succeed
 //! exactly once; an allocation on a CPU racing another CPU's remote drain of its list never
-//! hands out a block twice or loses one. Mutations that must be caught: `push` with a load and
-//! a store instead of the compare-exchange, and a claim taken with a load and a store.
+//! hands out a block twice or loses one. Mutations that must be caught, as mutated
+//! machines: `push`'s state change as a load and a store instead of the compare-exchange,
+//! and a claim taken with a load and a store.
 
-use crate::buddy::{Buddy, BuddyStore, ALLOCATED, CACHED, NIL};
+use crate::buddy::{Buddy, BuddyStore, ALLOCATED, NIL};
 use crate::model_check::{self, point};
+use crate::pcp::{PcpList, PcpPage, PcpSync};
 use shuttle::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::SeqCst};
 use std::vec::Vec;
 
 /// Pages of the model node (pfn 0..NR_PAGES).
 const NR_PAGES: usize = 16;
-const PCP_ORDERS: usize = 4;
-const BUSY: u32 = 1 << 31;
-/// pcp.rs's CLAIM_SPINS, smaller: each spin is a scheduling point here.
-const CLAIM_SPINS: u32 = 64;
 
-/// Over all schedules: how often a CPU found its own list claimed (and used the buddy), and
-/// how often a remote drain had to retry its claim: the races the scenarios are about.
+/// Over all schedules of the unmutated machine: how often a CPU found its own list claimed
+/// (and used the buddy), and how often a remote drain had to retry its claim: the races the
+/// scenarios are about.
 static OWNER_REFUSED: AtomicU64 = AtomicU64::new(0);
 static CLAIM_RETRIED: AtomicU64 = AtomicU64::new(0);
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mutation {
-    None,
-    /// `push` checks the state with a load and writes it with a store.
-    SplitPush,
-    /// `enter` takes the claim with a load and a store.
-    SplitClaim,
+/// The model machine: every hook a scheduling point, a remote claim's spin a yield (so PCT
+/// lets the holder finish), fewer spins (each is a scheduling point here).
+struct Model;
+impl PcpSync for Model {
+    const CLAIM_SPINS: u32 = 64;
+    fn point() {
+        point();
+    }
+    fn spin() {
+        CLAIM_RETRIED.fetch_add(1, SeqCst);
+        shuttle::thread::yield_now();
+    }
 }
 
-/// The memmap: per page a state byte and free/per-CPU list links (the kernel's `PageMeta`).
-struct MemMap {
-    state: Vec<AtomicU8>,
-    next: Vec<AtomicU32>,
-    prev: Vec<AtomicU32>,
+/// Mutation: `push` checks the state with a load and writes it with a store.
+struct SplitPush;
+impl PcpSync for SplitPush {
+    const CLAIM_SPINS: u32 = 64;
+    fn point() {
+        point();
+    }
+    fn spin() {
+        shuttle::thread::yield_now();
+    }
+    fn move_state(state: &AtomicU8, old: u8, new: u8) -> bool {
+        if state.load(SeqCst) != old {
+            return false;
+        }
+        point();
+        state.store(new, SeqCst);
+        true
+    }
 }
 
-/// The buddy's view of the memmap (the kernel's `impl BuddyStore for MemMap`).
-struct Store<'a>(&'a MemMap);
+/// Mutation: `enter` takes the claim with a load and a store.
+struct SplitClaim;
+impl PcpSync for SplitClaim {
+    const CLAIM_SPINS: u32 = 64;
+    fn point() {
+        point();
+    }
+    fn spin() {
+        shuttle::thread::yield_now();
+    }
+    fn claim_word(word: &AtomicU32, old: u32, new: u32) -> bool {
+        if word.load(SeqCst) != old {
+            return false;
+        }
+        point();
+        word.store(new, SeqCst);
+        true
+    }
+}
+
+/// One page's metadata: the buddy's and the lists' links (the kernel's `PageMeta`).
+struct Page {
+    state: AtomicU8,
+    next: AtomicU32,
+    prev: AtomicU32,
+}
+
+impl PcpPage for Page {
+    fn state(&self) -> &AtomicU8 {
+        &self.state
+    }
+    fn next(&self) -> &AtomicU32 {
+        &self.next
+    }
+}
+
+/// The buddy's view of the memmap (the kernel's `impl BuddyStore for MemMap`), every access
+/// a scheduling point.
+struct Store<'a>(&'a [Page]);
 
 impl BuddyStore for Store<'_> {
     fn nr_pages(&self) -> usize {
@@ -59,192 +110,64 @@ impl BuddyStore for Store<'_> {
     }
     fn next(&self, idx: u32) -> u32 {
         point();
-        self.0.next[idx as usize].load(SeqCst)
+        self.0[idx as usize].next.load(SeqCst)
     }
     fn prev(&self, idx: u32) -> u32 {
         point();
-        self.0.prev[idx as usize].load(SeqCst)
+        self.0[idx as usize].prev.load(SeqCst)
     }
     fn set_next(&mut self, idx: u32, next: u32) {
         point();
-        self.0.next[idx as usize].store(next, SeqCst)
+        self.0[idx as usize].next.store(next, SeqCst)
     }
     fn set_prev(&mut self, idx: u32, prev: u32) {
         point();
-        self.0.prev[idx as usize].store(prev, SeqCst)
+        self.0[idx as usize].prev.store(prev, SeqCst)
     }
     fn state(&self, idx: u32) -> u8 {
         point();
-        self.0.state[idx as usize].load(SeqCst)
+        self.0[idx as usize].state.load(SeqCst)
     }
     fn set_state(&mut self, idx: u32, state: u8) {
         point();
-        self.0.state[idx as usize].store(state, SeqCst)
+        self.0[idx as usize].state.store(state, SeqCst)
     }
     fn replace_state(&mut self, idx: u32, old: u8, new: u8) -> bool {
         point();
-        self.0.state[idx as usize]
+        self.0[idx as usize]
+            .state
             .compare_exchange(old, new, SeqCst, SeqCst)
             .is_ok()
     }
 }
 
-/// One CPU's list for the node (the kernel's `PcpList`).
-struct PcpList {
-    heads: [AtomicU32; PCP_ORDERS],
-    word: AtomicU32,
-}
-
-struct Machine<'a> {
-    mem: &'a MemMap,
+struct Machine<'a, S: PcpSync> {
+    mem: &'a [Page],
     buddy: Mutex<Buddy<Store<'a>>>,
-    lists: Vec<PcpList>,
-    mutation: Mutation,
+    lists: Vec<PcpList<'a, Page, S>>,
+    /// Counts the races (the unmutated machine only).
+    counting: bool,
 }
 
-impl Machine<'_> {
-    /// `PcpList::enter`: one compare-exchange sets `BUSY`; None when already claimed.
-    fn enter(&self, cpu: usize) -> Option<u32> {
-        let w = &self.lists[cpu].word;
-        point();
-        let word = w.load(SeqCst);
-        if word & BUSY != 0 {
-            return None;
-        }
-        point();
-        if self.mutation == Mutation::SplitClaim {
-            if w.load(SeqCst) != word {
-                return None;
-            }
-            point();
-            w.store(word | BUSY, SeqCst);
-            return Some(word);
-        }
-        w.compare_exchange(word, word | BUSY, SeqCst, SeqCst).ok()
-    }
-
-    /// `PcpList::claim`: `enter`, retried a bounded number of times (the spin yields here so
-    /// that the scheduler lets the holder finish).
-    fn claim(&self, cpu: usize) -> Option<u32> {
-        for _ in 0..CLAIM_SPINS {
-            if let Some(pages) = self.enter(cpu) {
-                return Some(pages);
-            }
-            if self.mutation == Mutation::None {
-                CLAIM_RETRIED.fetch_add(1, SeqCst);
-            }
-            shuttle::thread::yield_now();
-        }
-        None
-    }
-
+impl<S: PcpSync> Machine<'_, S> {
     fn count_refused(&self) {
-        if self.mutation == Mutation::None {
+        if self.counting {
             OWNER_REFUSED.fetch_add(1, SeqCst);
         }
     }
 
-    /// `PcpList::exit`.
-    fn exit(&self, cpu: usize, pages: u32) {
-        point();
-        self.lists[cpu].word.store(pages, SeqCst);
-    }
-
-    /// `PcpList::pop_raw`: the head block of `order`, marked allocated.
-    fn pop(&self, cpu: usize, pages: u32, order: u8) -> Option<(u32, u32)> {
-        let head = &self.lists[cpu].heads[order as usize];
-        point();
-        let idx = head.load(SeqCst);
-        if idx == NIL {
-            return None;
-        }
-        point();
-        head.store(self.mem.next[idx as usize].load(SeqCst), SeqCst);
-        point();
-        self.mem.state[idx as usize].store(ALLOCATED | order, SeqCst);
-        Some((idx, pages - (1 << order)))
-    }
-
-    /// `PcpList::push`: allocated -> cached in one compare-exchange, then linked; None when
-    /// the block is not an allocated block of `order` (the free is refused).
-    fn push(&self, cpu: usize, pages: u32, idx: u32, order: u8) -> Option<u32> {
-        let st = &self.mem.state[idx as usize];
-        point();
-        if self.mutation == Mutation::SplitPush {
-            if st.load(SeqCst) != ALLOCATED | order {
-                return None;
-            }
-            point();
-            st.store(CACHED | order, SeqCst);
-        } else {
-            st.compare_exchange(ALLOCATED | order, CACHED | order, SeqCst, SeqCst)
-                .ok()?;
-        }
-        let head = &self.lists[cpu].heads[order as usize];
-        point();
-        self.mem.next[idx as usize].store(head.load(SeqCst), SeqCst);
-        point();
-        head.store(idx, SeqCst);
-        Some(pages + (1 << order))
-    }
-
-    /// `PcpList::refill`: under the node lock one block allocated for the caller and
-    /// `batch - 1` more cached onto the list.
-    fn refill(&self, cpu: usize, order: u8, batch_blocks: u32, pages: u32) -> (Option<u32>, u32) {
-        let mut buddy = self.buddy.lock().unwrap();
-        let Some(first) = buddy.alloc(order) else {
-            return (None, pages);
-        };
-        let head = &self.lists[cpu].heads[order as usize];
-        let mut added = 0;
-        for _ in 1..batch_blocks {
-            let Some(pfn) = buddy.alloc_cached(order) else {
-                break;
-            };
-            point();
-            self.mem.next[pfn as usize].store(head.load(SeqCst), SeqCst);
-            point();
-            head.store(pfn as u32, SeqCst);
-            added += 1;
-        }
-        (Some(first as u32), pages + (added << order))
-    }
-
-    /// `PcpList::drain` of everything (the remote drain of `drain_cpu`): every listed block
-    /// back to the buddy under the node lock. Returns the pages given back and the new page
-    /// count.
-    fn drain(&self, cpu: usize, pages: u32) -> (u32, u32) {
-        let mut drained = 0;
-        let mut buddy = self.buddy.lock().unwrap();
-        for (order, head) in self.lists[cpu].heads.iter().enumerate() {
-            loop {
-                point();
-                let idx = head.load(SeqCst);
-                if idx == NIL {
-                    break;
-                }
-                point();
-                head.store(self.mem.next[idx as usize].load(SeqCst), SeqCst);
-                buddy
-                    .free_cached(idx as u64, order as u8)
-                    .expect("a listed block is cached");
-                drained += 1 << order;
-            }
-        }
-        (drained, pages.saturating_sub(drained))
-    }
-
-    /// The kernel's `alloc_on` for the running CPU: its list (pop, else refill), else the
-    /// buddy when the list is claimed.
+    /// The kernel's `alloc_on` for the running CPU: its list (pop, else refill in batches of
+    /// two), else the buddy when the list is claimed.
     fn alloc(&self, cpu: usize, order: u8) -> Option<u32> {
-        match self.enter(cpu) {
+        let list = &self.lists[cpu];
+        match list.enter() {
             Some(pages) => {
-                let (got, pages) = match self.pop(cpu, pages, order) {
-                    Some((idx, pages)) => (Some(idx), pages),
-                    None => self.refill(cpu, order, 2, pages),
+                let (got, pages) = match list.pop(pages, order) {
+                    Some((pfn, pages)) => (Some(pfn), pages),
+                    None => list.refill(&mut self.buddy.lock().unwrap(), order, 2, pages),
                 };
-                self.exit(cpu, pages);
-                got
+                list.exit(pages);
+                got.map(|pfn| pfn as u32)
             }
             None => {
                 self.count_refused();
@@ -260,14 +183,15 @@ impl Machine<'_> {
     /// The kernel's free: onto the running CPU's list (`free_to_pcp`), or the buddy when the
     /// list is claimed (`free_slow`). Returns whether the free was accepted.
     fn free(&self, cpu: usize, idx: u32, order: u8) -> bool {
-        match self.enter(cpu) {
-            Some(pages) => match self.push(cpu, pages, idx, order) {
+        let list = &self.lists[cpu];
+        match list.enter() {
+            Some(pages) => match list.push(pages, idx as u64, order) {
                 Some(new_pages) => {
-                    self.exit(cpu, new_pages);
+                    list.exit(new_pages);
                     true
                 }
                 None => {
-                    self.exit(cpu, pages);
+                    list.exit(pages);
                     false
                 }
             },
@@ -283,29 +207,43 @@ impl Machine<'_> {
         self.buddy.lock().unwrap().free(idx as u64, order).is_ok()
     }
 
+    /// Everything on `cpu`'s list back to the buddy (list entered). Returns the pages given
+    /// back and the new page count; a block the buddy refused fails the model.
+    fn drain_all(&self, cpu: usize, pages: u32) -> (u32, u32) {
+        let list = &self.lists[cpu];
+        let out = list.drain(&mut self.buddy.lock().unwrap(), 0, u32::MAX, pages);
+        assert_eq!(
+            list.stats.drain_refused.load(SeqCst),
+            0,
+            "a listed block is not cached"
+        );
+        out
+    }
+
     /// `drain_cpu` for another CPU's list.
     fn drain_remote(&self, cpu: usize) {
-        point();
-        if self.lists[cpu].word.load(SeqCst) & !BUSY == 0 {
+        let list = &self.lists[cpu];
+        if list.pages() == 0 {
             return;
         }
-        if let Some(pages) = self.claim(cpu) {
-            let (_, pages) = self.drain(cpu, pages);
-            self.exit(cpu, pages);
+        if let Some(pages) = list.claim() {
+            let (_, pages) = self.drain_all(cpu, pages);
+            list.exit(pages);
         }
     }
 
     /// After the CPUs joined: every list drained, `held` freed, and the buddy whole again.
     fn finish(&self, held: &[u32]) {
         for cpu in 0..self.lists.len() {
-            let word = self.lists[cpu].word.load(SeqCst);
-            assert_eq!(word & BUSY, 0, "list of CPU {cpu} left claimed");
-            let (drained, _) = self.drain(cpu, word);
+            let list = &self.lists[cpu];
+            assert!(!list.claimed(), "list of CPU {cpu} left claimed");
+            let pages = list.pages();
+            let (drained, _) = self.drain_all(cpu, pages);
             assert_eq!(
-                drained, word,
+                drained, pages,
                 "list of CPU {cpu}: count and blocks disagree"
             );
-            self.exit(cpu, 0);
+            list.exit(0);
         }
         for &idx in held {
             assert!(self.free_buddy(idx, 0), "held block {idx} not allocated");
@@ -316,34 +254,34 @@ impl Machine<'_> {
     }
 }
 
-/// A fresh node (all pages free in the buddy) and `cpus` empty lists; runs `f`.
-fn with_machine(cpus: usize, mutation: Mutation, f: impl FnOnce(&Machine)) {
-    let mem = MemMap {
-        state: (0..NR_PAGES).map(|_| AtomicU8::new(0)).collect(),
-        next: (0..NR_PAGES).map(|_| AtomicU32::new(NIL)).collect(),
-        prev: (0..NR_PAGES).map(|_| AtomicU32::new(NIL)).collect(),
-    };
+/// A fresh node (all pages free in the buddy) and `cpus` empty lists on machine `S`; runs
+/// `f`.
+fn with_machine<S: PcpSync + 'static>(cpus: usize, f: impl FnOnce(&Machine<S>)) {
+    let mem: Vec<Page> = (0..NR_PAGES)
+        .map(|_| Page {
+            state: AtomicU8::new(0),
+            next: AtomicU32::new(NIL),
+            prev: AtomicU32::new(NIL),
+        })
+        .collect();
     let mut buddy = Buddy::new(Store(&mem), 0);
     buddy.add_free_range(0, NR_PAGES as u64);
     let m = Machine {
         mem: &mem,
         buddy: Mutex::new(buddy),
         lists: (0..cpus)
-            .map(|_| PcpList {
-                heads: [const { AtomicU32::new(NIL) }; PCP_ORDERS],
-                word: AtomicU32::new(0),
-            })
+            .map(|_| PcpList::new(&mem, 0, 0, u32::MAX))
             .collect(),
-        mutation,
+        counting: std::any::TypeId::of::<S>() == std::any::TypeId::of::<Model>(),
     };
     f(&m);
 }
 
 /// Two CPUs free one allocated block at once (CPU 0 through its list, CPU 1 through its
 /// list or, on the second variant, the buddy): exactly one free is accepted.
-fn double_free(mutation: Mutation) {
+fn double_free<S: PcpSync + 'static>() {
     for cpu1_via_buddy in [false, true] {
-        with_machine(2, mutation, |m| {
+        with_machine::<S>(2, |m| {
             let blk = m.alloc(0, 0).unwrap();
             let wins: Vec<bool> = shuttle::thread::scope(|s| {
                 let a = s.spawn(|| m.free(0, blk, 0));
@@ -368,8 +306,8 @@ fn double_free(mutation: Mutation) {
 
 /// CPU 0 allocates from its list (refilled in batches of two) and frees, while CPU 1 drains
 /// CPU 0's list remotely: no block is handed out twice and none is lost.
-fn alloc_vs_remote_drain(mutation: Mutation) {
-    with_machine(2, mutation, |m| {
+fn alloc_vs_remote_drain<S: PcpSync + 'static>() {
+    with_machine::<S>(2, |m| {
         // CPU 0's list holds one cached block (refill: one allocated + one cached).
         let first = m.alloc(0, 0).unwrap();
         let held: Vec<u32> = shuttle::thread::scope(|s| {
@@ -393,7 +331,7 @@ fn alloc_vs_remote_drain(mutation: Mutation) {
         assert_eq!(sorted.len(), all.len(), "block handed out twice: {all:?}");
         for &idx in &all {
             assert_eq!(
-                m.mem.state[idx as usize].load(SeqCst),
+                m.mem[idx as usize].state.load(SeqCst),
                 ALLOCATED,
                 "held block {idx} not allocated"
             );
@@ -403,8 +341,8 @@ fn alloc_vs_remote_drain(mutation: Mutation) {
 }
 
 /// `iterations` random and `iterations` PCT schedules, fixed seed.
-fn check(f: fn(Mutation), mutation: Mutation, iterations: usize, seed: u64) {
-    model_check::check(move || f(mutation), iterations, seed);
+fn check(f: fn(), iterations: usize, seed: u64) {
+    model_check::check(f, iterations, seed);
 }
 
 /// Schedules per scheduler for each scenario (see docs/testing.md for the time it takes).
@@ -416,31 +354,30 @@ fn schedules() -> usize {
 
 #[test]
 fn model_pcp_double_free_succeeds_once() {
-    check(double_free, Mutation::None, schedules(), 11);
+    check(double_free::<Model>, schedules(), 11);
 }
 
 #[test]
 fn model_pcp_alloc_vs_remote_drain() {
-    check(alloc_vs_remote_drain, Mutation::None, schedules(), 12);
+    check(alloc_vs_remote_drain::<Model>, schedules(), 12);
     let (refused, retried) = (OWNER_REFUSED.load(SeqCst), CLAIM_RETRIED.load(SeqCst));
     eprintln!("model pcp: owner found its list claimed {refused} times, drain retried {retried}");
     assert!(refused > 0 && retried > 0, "the claim was never contended");
 }
 
-fn failure(f: fn(Mutation), mutation: Mutation, seed: u64) -> Option<String> {
-    model_check::failure(|| check(f, mutation, DEFAULT_SCHEDULES, seed))
+fn failure(f: fn(), seed: u64) -> Option<String> {
+    model_check::failure(|| check(f, DEFAULT_SCHEDULES, seed))
 }
 
 #[test]
 fn model_pcp_finds_a_non_atomic_push() {
-    let msg = failure(double_free, Mutation::SplitPush, 11).expect("split push went unnoticed");
+    let msg = failure(double_free::<SplitPush>, 11).expect("split push went unnoticed");
     assert!(msg.contains("double free accepted"), "{msg}");
 }
 
 #[test]
 fn model_pcp_finds_a_non_atomic_claim() {
-    let msg = failure(alloc_vs_remote_drain, Mutation::SplitClaim, 12)
-        .expect("split claim went unnoticed");
+    let msg = failure(alloc_vs_remote_drain::<SplitClaim>, 12).expect("split claim went unnoticed");
     assert!(
         [
             "twice",

@@ -163,7 +163,7 @@ fn build() -> FrameAllocator {
     let pcp: &'static [PcpList] = (0..nr_cpus * nr_nodes)
         .map(|i| {
             let node = nodes[i % nr_nodes].as_ref();
-            PcpList::new(
+            pcp::new_list(
                 node,
                 high,
                 node_code(NodeId((i % nr_nodes) as u16)) << NODE_CODE_SHIFT,
@@ -564,7 +564,7 @@ impl FrameAllocator {
                         bump(&list.stats.pcp_hit);
                         (Some(pfn), pages)
                     }
-                    None => list.refill(node, order, self.pcp_batch_pages, pages),
+                    None => pcp::refill(list, node, order, self.pcp_batch_pages, pages),
                 };
                 list.exit(pages);
                 pfn
@@ -655,7 +655,7 @@ impl FrameAllocator {
     #[inline(never)]
     fn drain_batch(&self, list: &PcpList, nid: NodeId, order: u8, pages: u32) -> u32 {
         match self.nodes.get(nid.index()) {
-            Some(Some(node)) => list.drain(node, order, self.pcp_batch_pages, pages).1,
+            Some(Some(node)) => pcp::drain(list, node, order, self.pcp_batch_pages, pages).1,
             _ => pages,
         }
     }
@@ -702,7 +702,7 @@ impl FrameAllocator {
             }
             let claimed = if me { list.enter() } else { list.claim() };
             if let Some(pages) = claimed {
-                let (n, pages) = list.drain(node, 0, u32::MAX, pages);
+                let (n, pages) = pcp::drain(list, node, 0, u32::MAX, pages);
                 drained += n;
                 list.exit(pages);
             }

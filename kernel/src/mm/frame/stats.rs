@@ -59,6 +59,8 @@ pub(super) fn collect(fa: &FrameAllocator, node: &Node) -> NodeCounters {
     c.pcp_hit = sum(|s| &s.pcp_hit);
     c.pcp_refill = sum(|s| &s.pcp_refill);
     c.pcp_drain = sum(|s| &s.pcp_drain);
+    // Listed blocks the buddy refused on drain (leaked, warned about): invalid frees too.
+    c.invalid_frees += sum(|s| &s.drain_refused);
     for (cpu, ctx) in fa.cpus.iter().enumerate() {
         let fast = fa.pcp(cpu, node.id).stats.fast_hits.load(Relaxed);
         c.numa_hit += fast;
