@@ -63,9 +63,11 @@ pub trait PcpSync {
         core::hint::spin_loop();
     }
     /// `word` from `old` to `new` in one step (acquire on success): taking the claim.
+    /// Returns the value it replaced (`old`), or None when the word was not `old`. (Returning
+    /// the compare-exchange's own result, not `old`, saves the fast paths a register copy.)
     #[inline(always)]
-    fn claim_word(word: &AtomicU32, old: u32, new: u32) -> bool {
-        word.compare_exchange(old, new, Acquire, Relaxed).is_ok()
+    fn claim_word(word: &AtomicU32, old: u32, new: u32) -> Option<u32> {
+        word.compare_exchange(old, new, Acquire, Relaxed).ok()
     }
     /// `state` from `old` to `new` in one step: a block becoming cached.
     #[inline(always)]
@@ -174,7 +176,7 @@ impl<'m, P: PcpPage, S: PcpSync> PcpList<'m, P, S> {
             return None;
         }
         S::point();
-        S::claim_word(&self.word, word, word | BUSY).then_some(word)
+        S::claim_word(&self.word, word, word | BUSY)
     }
 
     /// `enter` for a CPU that is not the owner (a remote drain): retries while the claim is

@@ -74,13 +74,13 @@ impl PcpSync for SplitClaim {
     fn spin() {
         shuttle::thread::yield_now();
     }
-    fn claim_word(word: &AtomicU32, old: u32, new: u32) -> bool {
+    fn claim_word(word: &AtomicU32, old: u32, new: u32) -> Option<u32> {
         if word.load(SeqCst) != old {
-            return false;
+            return None;
         }
         point();
         word.store(new, SeqCst);
-        true
+        Some(old)
     }
 }
 
