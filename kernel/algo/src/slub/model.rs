@@ -10,9 +10,14 @@
 //!
 //! Shuttle explores sequentially consistent interleavings only (no weak memory effects);
 //! per-CPU fields (`CpuSlab`) are touched by their own CPU only and are not scheduling
-//! points. Two deliberate mutations of the platform (a compare-and-swap split into a load
-//! and a store; a list_lock that does not lock) must make the checks fail: that shows they
-//! can tell.
+//! points. Cross-CPU calls (`on_each_cpu`, which `flush_all` and `shrink` use) are modelled
+//! as the kernel runs them: a target runs a call only between its operations (its call
+//! points: before each allocation and free, and once it is idle), never in the middle of
+//! one; the caller waits for each target to reach a call point and then runs the function
+//! as that CPU while the target stays parked. Three deliberate mutations of the platform (a
+//! compare-and-swap split into a load and a store; a list_lock that does not lock; a
+//! cross-CPU call that runs on a target in the middle of its operation) must make the checks
+//! fail: that shows they can tell.
 
 use super::cache::Cache;
 use super::platform::{Platform, Report, SlabPages, DESC_BYTES};
@@ -22,7 +27,7 @@ use crate::model_check::{self, point};
 use crate::topology::{CpuId, CpuInfo, NodeId, NodeInfo, Topology};
 use std::cell::Cell;
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::Mutex;
 use std::vec::Vec;
 
@@ -38,6 +43,10 @@ const OBJS_PER_SLAB: usize = PAGE / OBJ_BYTES;
 /// to race must have been taken (and its state-word compare-and-swaps must have failed, at
 /// least sometimes, which is the race itself).
 static COVERAGE: Mutex<Vec<(&str, StatsSnapshot)>> = Mutex::new(Vec::new());
+
+/// Over every unmutated schedule: cross-CPU calls run on a CPU that was parked between its
+/// operations (not idle): the race the shrink scenario is about.
+static CALLS_ON_BUSY_CPUS: AtomicU64 = AtomicU64::new(0);
 
 fn covered(scenario: &str, stat: Stat) -> u64 {
     COVERAGE
@@ -61,6 +70,22 @@ pub(super) enum Mutation {
     SplitCas,
     /// `with_lock` runs `f` without taking the lock.
     NoListLock,
+    /// `on_each_cpu` runs `f` as each CPU at once, whatever that CPU is doing (no handshake).
+    CallMidOperation,
+}
+
+/// One CPU's side of the cross-CPU call handshake.
+struct CallSlot {
+    /// Callers waiting to run a function as this CPU.
+    requested: AtomicUsize,
+    /// The CPU waits at a call point until `requested` is 0.
+    parked: AtomicBool,
+    /// The CPU has no work left (its thread ended, or none was started): always at a call
+    /// point.
+    idle: AtomicBool,
+    /// Held by the caller that runs a function as this CPU (one at a time, as the kernel's
+    /// call queue runs them).
+    running: shuttle::sync::Mutex<()>,
 }
 
 /// One node of `NR_PAGES` pages, `nr_cpus` CPUs; word memory and owner words as std atomics
@@ -74,6 +99,7 @@ pub(super) struct ModelMachine {
     desc_base: usize,
     clock: AtomicU64,
     reports: Mutex<Vec<(usize, ErrorKind)>>,
+    calls: Vec<CallSlot>,
     mutation: Mutation,
 }
 
@@ -104,8 +130,63 @@ impl ModelMachine {
             desc_base,
             clock: AtomicU64::new(0),
             reports: Mutex::new(Vec::new()),
+            calls: (0..nr_cpus)
+                .map(|_| CallSlot {
+                    requested: AtomicUsize::new(0),
+                    parked: AtomicBool::new(false),
+                    idle: AtomicBool::new(true),
+                    running: shuttle::sync::Mutex::new(()),
+                })
+                .collect(),
             mutation,
         }
+    }
+
+    /// A call point of the running CPU (between two of its operations): while callers want
+    /// to run a function as this CPU, park and let them.
+    fn call_point(&self) {
+        let slot = &self.calls[CPU.with(|c| c.get()) as usize];
+        point();
+        if slot.requested.load(SeqCst) == 0 {
+            return;
+        }
+        slot.parked.store(true, SeqCst);
+        while slot.requested.load(SeqCst) != 0 {
+            shuttle::thread::yield_now();
+        }
+        slot.parked.store(false, SeqCst);
+    }
+
+    /// Marks `cpu` as having work (false) or none left (true).
+    fn set_idle(&self, cpu: usize, idle: bool) {
+        point();
+        self.calls[cpu].idle.store(idle, SeqCst);
+    }
+
+    /// `f` run as `target` once it is at a call point (the caller honours calls to itself
+    /// while it waits, as the kernel's wait loop does).
+    fn call_on(&self, target: usize, f: &(dyn Fn() + Sync)) {
+        let me = CPU.with(|c| c.get());
+        let slot = &self.calls[target];
+        slot.requested.fetch_add(1, SeqCst);
+        loop {
+            point();
+            if slot.idle.load(SeqCst) || slot.parked.load(SeqCst) {
+                break;
+            }
+            self.call_point();
+            shuttle::thread::yield_now();
+        }
+        {
+            let _one_at_a_time = slot.running.lock().unwrap();
+            if !slot.idle.load(SeqCst) && self.mutation == Mutation::None {
+                CALLS_ON_BUSY_CPUS.fetch_add(1, SeqCst);
+            }
+            ModelMachine::set_cpu(target as u16);
+            f();
+            ModelMachine::set_cpu(me);
+        }
+        slot.requested.fetch_sub(1, SeqCst);
     }
 
     fn word(&self, addr: usize) -> &AtomicUsize {
@@ -167,11 +248,16 @@ impl Platform for &ModelMachine {
     }
     fn on_each_cpu(&self, f: &(dyn Fn() + Sync)) {
         let me = CPU.with(|c| c.get());
-        for cpu in 0..self.topo.nr_cpus() {
-            ModelMachine::set_cpu(cpu as u16);
-            f();
+        for cpu in (0..self.topo.nr_cpus()).filter(|&c| c != me as usize) {
+            if self.mutation == Mutation::CallMidOperation {
+                ModelMachine::set_cpu(cpu as u16);
+                f();
+                ModelMachine::set_cpu(me);
+            } else {
+                self.call_on(cpu, f);
+            }
         }
-        ModelMachine::set_cpu(me);
+        f();
     }
     fn load(&self, addr: usize) -> usize {
         point();
@@ -273,6 +359,7 @@ impl<'a> Ctx<'a> {
 
     /// Allocates on the running CPU; the object must not be held already.
     fn alloc(&self) -> usize {
+        self.m.call_point();
         let obj = self.c.alloc().expect("the model machine has pages enough");
         assert!(
             self.live.lock().unwrap().insert(obj),
@@ -286,6 +373,7 @@ impl<'a> Ctx<'a> {
 
     /// Frees a held object on the running CPU; its tag must be intact.
     fn free(&self, obj: usize) {
+        self.m.call_point();
         assert!(
             self.live.lock().unwrap().remove(&obj),
             "freeing {obj:#x}, which the test does not hold"
@@ -402,12 +490,17 @@ fn scenario(
     };
     let mut given = setup(&ctx);
     given.resize(work.len(), Vec::new());
+    for cpu in 0..work.len() {
+        m.set_idle(cpu, false);
+    }
     shuttle::thread::scope(|s| {
         for (cpu, (f, objs)) in work.iter().zip(given).enumerate() {
             let ctx = &ctx;
             s.spawn(move || {
                 ModelMachine::set_cpu(cpu as u16);
                 f(ctx, objs);
+                // Idle from here on: a call to this CPU runs at once.
+                ctx.m.set_idle(cpu, true);
             });
         }
     });
@@ -578,6 +671,34 @@ fn cpu_partial_drain_vs_remote_frees(mutation: Mutation) {
     )
 }
 
+/// `shrink` on CPU 2 (`flush_all`: a cross-CPU call to every CPU, then the empty slabs
+/// discarded under list_lock) while CPUs 0 and 1 free and allocate, CPU 1 remotely into CPU
+/// 0's slabs, so CPU 0's flush (deactivate, CPU partial drain) runs between two of its
+/// operations while another CPU's frees change the same slabs.
+fn shrink_vs_alloc_free(mutation: Mutation) {
+    scenario(
+        "shrink",
+        mutation,
+        tunables(2, 1),
+        |x| {
+            // Slab A full on no list, slab B CPU 0's (full) CPU slab.
+            let o: Vec<usize> = (0..2 * OBJS_PER_SLAB).map(|_| x.alloc()).collect();
+            vec![vec![o[4], o[5]], vec![o[0], o[1], o[2], o[3], o[6]], vec![]]
+        },
+        &[free_then_alloc_one, free_then_alloc_one, |x, _| {
+            x.c.shrink();
+        }],
+    )
+}
+
+fn free_then_alloc_one(x: &Ctx, mine: Vec<usize>) {
+    for o in mine {
+        x.free(o);
+    }
+    let o = x.alloc();
+    x.free(o);
+}
+
 /// Runs `f` under `iterations` random and `iterations` PCT schedules (fixed seed).
 fn check(f: fn(Mutation), mutation: Mutation, iterations: usize, seed: u64) {
     model_check::check(move || f(mutation), iterations, seed);
@@ -664,6 +785,23 @@ fn model_cpu_partial_drain_vs_remote_frees() {
     );
 }
 
+#[test]
+fn model_shrink_vs_alloc_and_free() {
+    check(shrink_vs_alloc_free, Mutation::None, schedules(), 5);
+    assert_covered(
+        "shrink",
+        &[
+            Stat::FreeSlab,
+            Stat::CpuPartialFree,
+            Stat::FreeFrozen,
+            Stat::CmpxchgDoubleFail,
+        ],
+    );
+    let busy = CALLS_ON_BUSY_CPUS.load(SeqCst);
+    eprintln!("model shrink: flushes run on a CPU parked between its operations {busy}");
+    assert!(busy > 0, "no flush ran between a busy CPU's operations");
+}
+
 /// The first failure the checks report for `f` on a broken platform, or None.
 fn failure(f: fn(Mutation), mutation: Mutation, iterations: usize, seed: u64) -> Option<String> {
     model_check::failure(|| check(f, mutation, iterations, seed))
@@ -693,6 +831,27 @@ fn model_finds_a_non_atomic_state_word_update() {
             "leaked",
             "in use after everything was freed",
             "subtract with overflow",
+        ],
+    );
+}
+
+#[test]
+fn model_finds_a_cross_cpu_call_in_mid_operation() {
+    // CPU 0's slabs flushed by another thread while CPU 0 is inside an allocation or free:
+    // its CPU slab and partial list change under it.
+    assert_caught(
+        shrink_vs_alloc_free,
+        Mutation::CallMidOperation,
+        5,
+        &[
+            "twice",
+            "written by the allocator",
+            "leaked",
+            "lost objects",
+            "in use after everything was freed",
+            "not given back",
+            "differ",
+            "overflow",
         ],
     );
 }
