@@ -178,16 +178,9 @@ pub fn init() {
         apic::id(),
         timer_hz / 1_000
     );
-    let hold_apic = match opts.get(&crate::options::SMP_HOLD_APIC) {
-        "" | "none" => None,
-        text => match text.parse::<u32>() {
-            Ok(id) => Some(id),
-            Err(_) => {
-                crate::warn!("smp: smp.hold_apic={} is not an APIC id; ignored", text);
-                None
-            }
-        },
-    };
+    let hold_apic = opts
+        .get(&crate::options::SMP_HOLD_APIC)
+        .and_then(|id| u32::try_from(id).ok());
     start_all(
         opts.get(&crate::options::SMP_TIMEOUT_MS),
         hold_apic,

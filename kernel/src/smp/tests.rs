@@ -34,8 +34,7 @@ fn cpus_check_in(_ctx: &Ctx) -> TestResult {
     // A CPU held back on purpose (smp.hold_apic) is expected to be missing.
     let held: Option<u32> = crate::options::load()
         .get(&crate::options::SMP_HOLD_APIC)
-        .parse()
-        .ok();
+        .and_then(|id| u32::try_from(id).ok());
     let missing: Vec<u16> = expected
         .iter()
         .filter(|c| c.cpu.index() < super::MAX_CPUS && percpu::of(c.cpu).is_none())
