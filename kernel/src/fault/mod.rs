@@ -13,7 +13,7 @@
 
 mod tests;
 
-use crate::smp::MAX_CPUS;
+use crate::percpu::MAX_CPUS;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use numalab_algo::fault::FaultAttr;
 use numalab_algo::options::Opt;
