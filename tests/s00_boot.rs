@@ -128,3 +128,39 @@ fn s00_bogus_runner_option_exits_2_with_usage() {
         "{help}"
     );
 }
+
+/// The names of an ELF64 file's sections (little endian, as x86_64 builds are).
+fn elf_section_names(elf: &[u8]) -> Vec<String> {
+    let u16_at = |o: usize| u16::from_le_bytes([elf[o], elf[o + 1]]) as usize;
+    let u32_at = |o: usize| u32::from_le_bytes(elf[o..o + 4].try_into().unwrap()) as usize;
+    let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap()) as usize;
+    assert_eq!(&elf[..4], b"\x7fELF", "not an ELF file");
+    let (shoff, shentsize, shnum, shstrndx) =
+        (u64_at(0x28), u16_at(0x3a), u16_at(0x3c), u16_at(0x3e));
+    let strtab = u64_at(shoff + shstrndx * shentsize + 0x18);
+    (0..shnum)
+        .map(|i| {
+            let name = strtab + u32_at(shoff + i * shentsize);
+            let end = elf[name..].iter().position(|&b| b == 0).unwrap();
+            String::from_utf8_lossy(&elf[name..name + end]).into_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn s00_the_production_kernel_carries_no_tests() {
+    // A plain build (no `ktest` feature) has no `ktests` section; the images' kernel has one.
+    let plain = numalab_boot::image::build_kernel_plain().expect("plain kernel build");
+    let names = elf_section_names(&std::fs::read(&plain).unwrap());
+    assert!(names.iter().any(|n| n == ".text"), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n == "ktests"),
+        "plain kernel has a ktests section: {names:?}"
+    );
+    let tested = numalab_boot::image::build_kernel().expect("kernel build");
+    let names = elf_section_names(&std::fs::read(&tested).unwrap());
+    assert!(
+        names.iter().any(|n| n == "ktests"),
+        "test kernel lacks ktests: {names:?}"
+    );
+}

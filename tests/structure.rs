@@ -548,3 +548,12 @@ fn the_checker_finds_a_circle_and_resolves_paths() {
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].contains("{a, b}"), "{found:?}");
 }
+
+#[test]
+#[ignore]
+fn print_boot_circles() {
+    let b = read_crate(&repo().join("boot/src"));
+    for c in circles(&b) {
+        println!("{c}");
+    }
+}

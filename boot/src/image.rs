@@ -51,16 +51,28 @@ fn mtime(path: &Path) -> Option<SystemTime> {
     std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
-/// Builds the kernel (release profile) and returns the ELF's path.
+/// Builds the kernel (release profile, with the `ktest` feature: tests, stress, benchmarks)
+/// and returns the ELF's path.
 pub fn build_kernel() -> Result<PathBuf, String> {
+    build_kernel_in(&kernel_target_dir(), &["--features", "ktest"])
+}
+
+/// Builds the production kernel: no `ktest` feature, so no tests, stress, benchmarks or soak
+/// in the image (its own target folder, target/kernel-plain).
+pub fn build_kernel_plain() -> Result<PathBuf, String> {
+    build_kernel_in(&repo_root().join("target").join("kernel-plain"), &[])
+}
+
+fn build_kernel_in(target_dir: &Path, features: &[&str]) -> Result<PathBuf, String> {
     let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let kernel_dir = repo_root().join("kernel");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(&kernel_dir)
         .args(["build", "--release", "--quiet"])
+        .args(features)
         .env("RUSTC_BOOTSTRAP", "1")
-        .env("CARGO_TARGET_DIR", kernel_target_dir())
+        .env("CARGO_TARGET_DIR", target_dir)
         // Settings of an outer cargo (cargo test, cargo run) must not leak into the kernel.
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
@@ -72,7 +84,7 @@ pub fn build_kernel() -> Result<PathBuf, String> {
             "kernel build failed ({status}); see the compiler output above"
         ));
     }
-    Ok(kernel_target_dir().join("x86_64-unknown-none/release/numalab-kernel"))
+    Ok(target_dir.join("x86_64-unknown-none/release/numalab-kernel"))
 }
 
 /// llvm-objcopy: the one rustc's sysroot links (qemu-run.sh setup), Debian's, or on PATH.

@@ -88,6 +88,7 @@ pub fn heap_usage() -> (usize, usize) {
 }
 
 /// The bootstrap heap's own test (white-box: it reads the heap's usage).
+#[cfg(feature = "ktest")]
 mod tests {
     use crate::ktest::{Ctx, KSuite, TestResult};
     use crate::{kassert, kassert_eq, ktest};

@@ -2,6 +2,9 @@
 #![no_std]
 #![no_main]
 #![feature(abi_x86_interrupt)]
+// Without the `ktest` feature the subsystems' API that only tests, stress and benchmarks call
+// (counter dumps, test hooks, scratch mappings) has no caller; it stays, unlinted as unused.
+#![cfg_attr(not(feature = "ktest"), allow(dead_code, unused_imports, unused_macros))]
 
 extern crate alloc;
 
@@ -9,15 +12,18 @@ extern crate alloc;
 mod serial;
 mod acpi;
 mod arch;
+#[cfg(feature = "ktest")]
 mod bench;
 mod early;
 mod fault;
+#[cfg(feature = "ktest")]
 mod ktest;
 mod mm;
 mod options;
 mod panic;
 mod percpu;
 mod smp;
+#[cfg(feature = "ktest")]
 mod soak;
 mod sync;
 mod topology;
@@ -35,6 +41,26 @@ pub static BOOTLOADER_CONFIG: BootloaderConfig = {
 };
 
 entry_point!(kernel_main, config = &BOOTLOADER_CONFIG);
+
+/// Runs the suite the options select (tests, stress, benchmarks, soak): whether it passed.
+#[cfg(feature = "ktest")]
+fn run_suite(opts: &'static numalab_algo::options::Options) -> bool {
+    let suite = ktest::Suite::from_name(opts.get(&crate::options::SUITE));
+    let ctx = ktest::Ctx {
+        opts,
+        nr_nodes: topology::get().nr_nodes(),
+        cpus_online: percpu::nr_cpus_online(),
+    };
+    ktest::run(suite, &ctx)
+}
+
+/// A kernel built without the `ktest` feature carries no tests, stress or benchmarks: it
+/// boots, prints the machine and exits.
+#[cfg(not(feature = "ktest"))]
+fn run_suite(_opts: &'static numalab_algo::options::Options) -> bool {
+    println!("numalab: built without the ktest feature: no tests, stress or benchmarks to run");
+    true
+}
 
 fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     serial::init();
@@ -56,13 +82,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     mm::slub::init();
     mm::vmalloc::init(opts);
     fault::init(opts);
-    let suite = ktest::Suite::from_name(opts.get(&crate::options::SUITE));
-    let ctx = ktest::Ctx {
-        opts,
-        nr_nodes: topology::get().nr_nodes(),
-        cpus_online: percpu::nr_cpus_online(),
-    };
-    let passed = ktest::run(suite, &ctx);
+    let passed = run_suite(opts);
     arch::qemu_exit::exit(if passed {
         arch::qemu_exit::ExitCode::Success
     } else {

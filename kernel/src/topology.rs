@@ -128,6 +128,7 @@ pub fn print_numactl(free_bytes: &dyn Fn(NodeId) -> u64) {
 }
 
 /// The topology's own tests (white-box: they read the built topology and the memory map).
+#[cfg(feature = "ktest")]
 mod tests {
     use super::*;
     use crate::ktest::{Ctx, KSuite, TestResult};

@@ -12,6 +12,7 @@ mod call;
 mod queue;
 pub mod start;
 pub mod stats;
+#[cfg(feature = "ktest")]
 mod tests;
 mod tlb;
 

@@ -16,6 +16,7 @@ mod node;
 mod pcp;
 mod section_index;
 mod stats;
+#[cfg(feature = "ktest")]
 mod tests;
 
 use alloc::string::String;

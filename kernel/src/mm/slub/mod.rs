@@ -21,12 +21,15 @@
 //! Nothing is printed while a list_lock is held (reports are printed after release).
 
 pub mod info;
+#[cfg(feature = "ktest")]
 mod irq_hammer;
 pub mod kmalloc;
 mod object;
 pub mod platform;
 pub mod slabmap;
+#[cfg(feature = "ktest")]
 mod stress;
+#[cfg(feature = "ktest")]
 mod tests;
 
 pub use object::Object;

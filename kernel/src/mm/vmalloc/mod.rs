@@ -27,6 +27,7 @@ mod info;
 mod instance;
 mod map;
 mod probe;
+#[cfg(feature = "ktest")]
 mod tests;
 
 use core::panic::Location;
