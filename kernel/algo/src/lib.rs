@@ -10,19 +10,15 @@ extern crate alloc;
 pub mod acpi;
 pub mod bench;
 pub mod bench_plan;
-pub mod buddy;
 pub mod fault;
+pub mod frame;
 pub mod knob;
 pub mod ktap;
 pub mod memrange;
 #[cfg(test)]
 mod model_check;
-pub mod nodemap;
 pub mod numactl;
 pub mod options;
-pub mod pcp;
-#[cfg(test)]
-mod pcp_model;
 pub mod rng;
 pub mod slub;
 pub mod smp;

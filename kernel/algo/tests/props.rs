@@ -5,7 +5,7 @@
 //! bounded so `cargo test` stays fast (issue 14).
 
 use numalab_algo::acpi::{slit, srat};
-use numalab_algo::buddy::{Buddy, FreeError, VecStore};
+use numalab_algo::frame::buddy::{Buddy, FreeError, VecStore};
 use numalab_algo::options::{Kind, Options, Spec};
 use numalab_algo::vmalloc::free_space::FreeSpace;
 use proptest::prelude::*;

@@ -5,7 +5,7 @@
 //! into a `&'static [PageMeta]`.
 
 use core::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering::Relaxed};
-use numalab_algo::buddy::{BuddyStore, NIL};
+use numalab_algo::frame::buddy::{BuddyStore, NIL};
 
 /// Per-page metadata. `owner` and `private` belong to whoever allocated the block (read them
 /// on the head page): SLUB keeps its slab pointer in `owner` (0 = not a slab). The other
@@ -37,7 +37,7 @@ impl PageMeta {
         }
     }
 
-    /// The frame allocator's state byte (see numalab_algo::buddy).
+    /// The frame allocator's state byte (see numalab_algo::frame::buddy).
     pub fn state(&self) -> u8 {
         self.state.load(Relaxed)
     }

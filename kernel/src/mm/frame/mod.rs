@@ -7,7 +7,7 @@
 //! list's claim (one compare-exchange on its busy bit, see pcp.rs: the owner CPU, or another
 //! CPU draining it) changes it, and takes the node lock inside to refill or drain.
 //!
-//! Layering: `numalab_algo::buddy` (pure split/merge) <- `node` (memmap, node lock) <- `pcp`
+//! Layering: `numalab_algo::frame::buddy` (pure split/merge) <- `node` (memmap, node lock) <- `pcp`
 //! (per-CPU lists) <- this module (policies, `Pages`, counters) <- `crate::mm::heap`.
 
 mod holders;
@@ -23,14 +23,14 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
-use numalab_algo::nodemap::NodeMap;
+use numalab_algo::frame::nodemap::NodeMap;
 use numalab_algo::topology::{NodeId, Topology};
 use spin::Once;
 
 pub use holders::{held_bytes_on as holders_held_bytes_on, register_holder, PageHolder};
 pub use memmap::PageMeta;
 pub use node::{PAGE_BYTES, PAGE_SHIFT};
-pub use numalab_algo::buddy::MAX_ORDER;
+pub use numalab_algo::frame::buddy::MAX_ORDER;
 pub use stats::{buddyinfo_lines, numastat_lines, pcp_lines, NodeCounters};
 
 use node::{Node, NodeSkip};
@@ -699,7 +699,7 @@ impl FrameAllocator {
             .check_free(phys >> PAGE_SHIFT, order, false)
         {
             Err(e) => e,
-            Ok(_) => numalab_algo::buddy::FreeError::NotAllocated(state),
+            Ok(_) => numalab_algo::frame::buddy::FreeError::NotAllocated(state),
         };
         warn!(
             "frame: invalid free of {:#x} order {} on node {}: {}: dropped",

@@ -5,7 +5,7 @@ use super::memmap::{MemMap, PageMeta, PAGE_META_BYTES};
 use crate::sync::IrqSpinLock;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use numalab_algo::buddy::Buddy;
+use numalab_algo::frame::buddy::Buddy;
 use numalab_algo::memrange;
 use numalab_algo::topology::NodeId;
 

@@ -1,4 +1,4 @@
-//! Per-CPU page lists in the kernel: the protocol is numalab_algo::pcp (shared with its
+//! Per-CPU page lists in the kernel: the protocol is numalab_algo::frame::pcp (shared with its
 //! model checks); this file gives it the memmap's links, builds one list per (CPU, node)
 //! pair, and takes the node's buddy lock around refills and drains.
 //!
@@ -9,15 +9,15 @@ use super::node::Node;
 use core::sync::atomic::Ordering::Relaxed;
 use core::sync::atomic::{AtomicU32, AtomicU8};
 
-pub use numalab_algo::pcp::{bump, PcpStats, PCP_MAX_ORDER};
+pub use numalab_algo::frame::pcp::{bump, PcpStats, PCP_MAX_ORDER};
 
 /// The lists of one CPU for one node.
-pub type PcpList = numalab_algo::pcp::PcpList<'static, PageMeta>;
+pub type PcpList = numalab_algo::frame::pcp::PcpList<'static, PageMeta>;
 
 // A power of two in size, so indexing the (CPU, node) table is one shift.
 const _: () = assert!(core::mem::size_of::<PcpList>().is_power_of_two());
 
-impl numalab_algo::pcp::PcpPage for PageMeta {
+impl numalab_algo::frame::pcp::PcpPage for PageMeta {
     #[inline(always)]
     fn state(&self) -> &AtomicU8 {
         &self.state

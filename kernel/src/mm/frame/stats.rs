@@ -7,7 +7,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use numalab_algo::buddy::{CheckError, ScanCounts, NR_ORDERS};
+use numalab_algo::frame::buddy::{CheckError, ScanCounts, NR_ORDERS};
 use numalab_algo::topology::NodeId;
 
 /// One node's figures at one moment.

@@ -320,7 +320,7 @@ fn page_meta_words(_ctx: &Ctx) -> TestResult {
     let meta =
         page_meta(p.phys_addr()).ok_or_else(|| String::from("no meta for an allocated page"))?;
     kassert_eq!(meta.owner.load(Relaxed), 0);
-    kassert_eq!(meta.state(), numalab_algo::buddy::ALLOCATED | 1);
+    kassert_eq!(meta.state(), numalab_algo::frame::buddy::ALLOCATED | 1);
     meta.owner.store(0xdead_0000, Relaxed);
     meta.private.store(7, Relaxed);
     kassert_eq!(

@@ -1,4 +1,4 @@
-//! Model checks (shuttle) of the page allocator's per-CPU list protocol (crate::pcp, the
+//! Model checks (shuttle) of the page allocator's per-CPU list protocol (crate::frame::pcp, the
 //! code the kernel runs) over the real buddy allocator of this crate.
 //!
 //! The lists, their claim, `push`, `pop`, `refill` and `drain` are the real `PcpList`, on a
@@ -14,9 +14,9 @@
 //! machines: `push`'s state change as a load and a store instead of the compare-exchange,
 //! and a claim taken with a load and a store.
 
-use crate::buddy::{Buddy, BuddyStore, ALLOCATED, NIL};
+use crate::frame::buddy::{Buddy, BuddyStore, ALLOCATED, NIL};
 use crate::model_check::{self, point};
-use crate::pcp::{PcpList, PcpPage, PcpSync};
+use crate::frame::pcp::{PcpList, PcpPage, PcpSync};
 use shuttle::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::SeqCst};
 use std::vec::Vec;

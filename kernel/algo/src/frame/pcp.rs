@@ -27,7 +27,7 @@ use core::marker::PhantomData;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8};
 
-use crate::buddy::{Buddy, BuddyStore, ALLOCATED, CACHED, NIL};
+use crate::frame::buddy::{Buddy, BuddyStore, ALLOCATED, CACHED, NIL};
 
 /// Highest order kept on per-CPU lists (Linux keeps 0..=3 as well).
 pub const PCP_MAX_ORDER: u8 = 3;
