@@ -4,7 +4,10 @@
 #![feature(abi_x86_interrupt)]
 // Without the `ktest` feature the subsystems' API that only tests, stress and benchmarks call
 // (counter dumps, test hooks, scratch mappings) has no caller; it stays, unlinted as unused.
-#![cfg_attr(not(feature = "ktest"), allow(dead_code, unused_imports, unused_macros))]
+#![cfg_attr(
+    not(feature = "ktest"),
+    allow(dead_code, unused_imports, unused_macros)
+)]
 
 extern crate alloc;
 

@@ -12,7 +12,6 @@
 //! Cost when no point is armed: one relaxed load of the point's `armed` flag per call.
 
 #[cfg(feature = "ktest")]
-
 mod tests;
 
 use crate::percpu::MAX_CPUS;

@@ -10,9 +10,11 @@
 //! Layering: `numalab_algo::frame::buddy` (pure split/merge) <- `node` (memmap, node lock) <- `pcp`
 //! (per-CPU lists) <- this module (policies, `Pages`, counters) <- `crate::mm::heap`.
 
+mod build;
 mod holders;
 mod memmap;
 mod node;
+mod pages;
 mod pcp;
 mod section_index;
 mod stats;
@@ -27,10 +29,13 @@ use numalab_algo::frame::nodemap::NodeMap;
 use numalab_algo::topology::{NodeId, Topology};
 use spin::Once;
 
+pub use build::init;
 pub use holders::{held_bytes_on as holders_held_bytes_on, register_holder, PageHolder};
 pub use memmap::PageMeta;
 pub use node::{PAGE_BYTES, PAGE_SHIFT};
 pub use numalab_algo::frame::buddy::MAX_ORDER;
+pub use pages::Pages;
+use pages::*;
 pub use stats::{buddyinfo_lines, numastat_lines, pcp_lines, NodeCounters};
 
 use node::{Node, NodeSkip};
@@ -108,232 +113,10 @@ struct FrameAllocator {
 
 static FRAME: Once<FrameAllocator> = Once::new();
 
-/// Physical memory the allocator never hands out, besides what the bootloader did not mark
-/// usable: the low 1 MiB (real-mode area, the SMP trampoline's page) and the bootstrap heap.
-const LOW_RESERVED_BYTES: u64 = 1 << 20;
-
-/// Builds one buddy per node with memory (from the topology's ranges, intersected with the
-/// bootloader's usable memory, minus reservations) and the per-CPU lists. Once; boot CPU.
-pub fn init() {
-    FRAME.call_once(build);
-    let fa = FRAME.get().expect("just built");
-    // New page-table pages come from here from now on (the calling CPU's node).
-    crate::arch::paging::set_table_page_source(table_page);
-    // And the pages of per-CPU stacks and areas of CPUs started from now on (their node).
-    crate::smp::start::set_node_page_source(node_pages);
-    for node in fa.nodes.iter().flatten() {
-        println!(
-            "numalab: frame: node {}: {} pages managed in {} ranges, memmap {} KiB at {:#x}",
-            node.id.0,
-            node.managed_pages,
-            node.ranges.len(),
-            (node.memmap_phys.1 - node.memmap_phys.0) / 1024,
-            node.memmap_phys.0
-        );
-    }
-}
-
-fn build() -> FrameAllocator {
-    let topo = crate::topology::get();
-    let early = crate::early::info();
-    let opts = crate::options::load();
-    let usable = crate::topology::usable_ranges();
-    let reserved = [(0, LOW_RESERVED_BYTES), early.heap_phys];
-    let nr_nodes = topo.nr_nodes();
-    let mut nodes = Vec::with_capacity(nr_nodes);
-    for info in &topo.nodes {
-        let ranges = numalab_algo::memrange::intersect(&info.mem_ranges, &usable);
-        let ranges = numalab_algo::memrange::subtract(&ranges, &reserved);
-        let ranges = numalab_algo::memrange::page_align_inward(&ranges, PAGE_BYTES);
-        match Node::build(info.id, &ranges, early.phys_offset) {
-            Ok(node) => nodes.push(Some(node)),
-            Err(NodeSkip::NoMemory) => nodes.push(None),
-            Err(NodeSkip::NoRoomForMemmap(bytes)) => {
-                warn!(
-                    "frame: node {} has no range of {} bytes for its memmap; its memory is not used",
-                    info.id.0, bytes
-                );
-                nodes.push(None);
-            }
-        }
-    }
-    let nr_cpus = topo.nr_cpus().max(1);
-    let pcp_enabled = opts.get(&crate::options::FRAME_PCP);
-    let batch = opts.get(&crate::options::FRAME_PCP_BATCH) as u32;
-    let high = if pcp_enabled {
-        (opts.get(&crate::options::FRAME_PCP_HIGH) as u32).max(batch)
-    } else {
-        0
-    };
-    let pcp: &'static [PcpList] = (0..nr_cpus * nr_nodes)
-        .map(|i| {
-            let node = nodes[i % nr_nodes].as_ref();
-            pcp::new_list(
-                node,
-                high,
-                node_code(NodeId((i % nr_nodes) as u16)) << NODE_CODE_SHIFT,
-            )
-        })
-        .collect::<Vec<_>>()
-        .leak();
-    let cpus = (0..nr_cpus)
-        .map(|i| {
-            let node = topo.cpus.get(i).map(|c| c.node).unwrap_or(NodeId(0));
-            CpuCtx {
-                node,
-                mem_node: topo.mem_node(node),
-                row: &pcp[i * nr_nodes..i * nr_nodes + nr_nodes.min(NODE_CODE_REFUSED as usize)],
-                fallback: topo.fallback_order(node),
-                interleave_next: AtomicU32::new(i as u32),
-            }
-        })
-        .collect();
-    let mem_nodes = nodes.iter().flatten().map(|n| n.id).collect();
-    let sections = section_index::build(&nodes);
-    let built = NodeMap::build(nodes.iter().flatten().flat_map(|n| {
-        n.ranges
-            .iter()
-            .map(move |&(s, e)| (n.id, s >> PAGE_SHIFT, e >> PAGE_SHIFT))
-    }));
-    if built.overlap_pages != 0 {
-        // Cannot happen with the topology's disjoint node ranges; if it did, two buddies
-        // would share pages, and a free goes to the node whose range starts first.
-        warn!(
-            "frame: {} pages are managed by two nodes: each goes to the range that starts first",
-            built.overlap_pages
-        );
-    }
-    let local_lists = (0..nr_cpus)
-        .map(|i| {
-            let node = topo.cpus.get(i).map_or(NodeId(0), |c| c.node);
-            &pcp[i * nr_nodes + topo.mem_node(node).index()]
-        })
-        .collect::<Vec<_>>()
-        .leak();
-    FrameAllocator {
-        topo,
-        nr_nodes,
-        nodes,
-        pcp,
-        local_lists,
-        cpus,
-        mem_nodes,
-        sections,
-        node_map: built.map,
-        pcp_enabled,
-        pcp_batch_pages: batch,
-        stray_frees: AtomicU64::new(0),
-    }
-}
-
-/// One page for a page table, on the calling CPU's node: its physical address (page-table
-/// pages are never freed, so the block is given up).
-fn table_page() -> Option<u64> {
-    alloc_pages(0, Policy::Local).ok().map(|p| p.into_raw().0)
-}
-
-/// 2^order pages on `node` (or the nearest node with free memory) for per-CPU stacks and
-/// areas: their physical address (never freed, so the block is given up).
-fn node_pages(order: u8, node: NodeId) -> Option<u64> {
-    alloc_pages(order, Policy::Preferred(node))
-        .ok()
-        .map(|p| p.into_raw().0)
-}
-
 /// Whether `init` has run (the heap routes large allocations here from then on).
 #[inline]
 pub fn is_ready() -> bool {
     FRAME.get().is_some()
-}
-
-/// An owned block of 2^order pages; dropping it frees it. One word: the physical address
-/// (page aligned) with a node code in bits 0-7 (the node id, or
-/// `NODE_CODE_LOOKUP` for node ids too large for it, or `NODE_CODE_REFUSED`) and the order in
-/// bits 8-11, so that it travels in a register.
-#[derive(Debug)]
-pub struct Pages {
-    raw: u64,
-}
-
-const NODE_CODE_SHIFT: u32 = 0;
-const ORDER_SHIFT: u32 = 8;
-const NODE_CODE_MASK: u64 = 0xff;
-/// Node code of a block whose node is looked up when needed.
-const NODE_CODE_LOOKUP: u64 = 0xff;
-/// Node code of a `from_raw` already refused and reported (freeing it does nothing).
-const NODE_CODE_REFUSED: u64 = 0xfe;
-
-#[inline(always)]
-fn node_code(node: NodeId) -> u64 {
-    if (node.0 as u64) < NODE_CODE_REFUSED {
-        node.0 as u64
-    } else {
-        NODE_CODE_LOOKUP
-    }
-}
-
-impl Pages {
-    #[inline(always)]
-    fn new(phys: u64, order: u8, node: NodeId) -> Pages {
-        Pages {
-            raw: phys | node_code(node) << NODE_CODE_SHIFT | (order as u64) << ORDER_SHIFT,
-        }
-    }
-    #[inline(always)]
-    pub fn phys_addr(&self) -> u64 {
-        self.raw & !(PAGE_BYTES - 1)
-    }
-    /// The block in the direct map.
-    pub fn virt_ptr(&self) -> *mut u8 {
-        phys_to_virt(self.phys_addr()) as *mut u8
-    }
-    #[inline(always)]
-    pub fn order(&self) -> u8 {
-        ((self.raw >> ORDER_SHIFT) & 0xf) as u8
-    }
-    pub fn nr_pages(&self) -> usize {
-        1 << self.order()
-    }
-    pub fn size_bytes(&self) -> usize {
-        (PAGE_BYTES as usize) << self.order()
-    }
-    /// The node the pages belong to (`NodeId(u16::MAX)` for a refused or unmanaged block).
-    pub fn node(&self) -> NodeId {
-        match (self.raw >> NODE_CODE_SHIFT) & NODE_CODE_MASK {
-            NODE_CODE_REFUSED => NOT_MANAGED,
-            NODE_CODE_LOOKUP => node_of_phys(self.phys_addr()).unwrap_or(NOT_MANAGED),
-            code => NodeId(code as u16),
-        }
-    }
-    /// Gives up ownership without freeing; `from_raw` takes it back.
-    pub fn into_raw(self) -> (u64, u8) {
-        let raw = (self.phys_addr(), self.order());
-        core::mem::forget(self);
-        raw
-    }
-    /// Takes back ownership of a block `into_raw` gave up.
-    ///
-    /// # Safety
-    /// `(phys, order)` must come from `into_raw`, and nothing may use the block after the
-    /// returned `Pages` is dropped. (A wrong pair is detected and refused, here or when
-    /// dropped, but the block's previous user would still be left with a dangling pointer.)
-    pub unsafe fn from_raw(phys: u64, order: u8) -> Pages {
-        if phys & (PAGE_BYTES - 1) != 0 || order > MAX_ORDER {
-            // Refused here, so the free fast path need not check alignment.
-            report_unaligned(phys, order);
-            return Pages {
-                raw: NODE_CODE_REFUSED << NODE_CODE_SHIFT,
-            };
-        }
-        Pages::new(phys, order, node_of_phys(phys).unwrap_or(NOT_MANAGED))
-    }
-}
-
-impl Drop for Pages {
-    #[inline(always)]
-    fn drop(&mut self) {
-        free_block(self.raw);
-    }
 }
 
 /// The node of a block no node manages.

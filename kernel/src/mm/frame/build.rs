@@ -1,0 +1,137 @@
+//! Building the frame allocator at boot: one buddy per node with memory (the topology's
+//! ranges intersected with the bootloader's usable memory, minus reservations), its memmap,
+//! the per-CPU lists, and the page sources the lower layers get (page tables, per-CPU areas).
+
+use super::*;
+
+/// Physical memory the allocator never hands out, besides what the bootloader did not mark
+/// usable: the low 1 MiB (real-mode area, the SMP trampoline's page) and the bootstrap heap.
+const LOW_RESERVED_BYTES: u64 = 1 << 20;
+
+/// Builds one buddy per node with memory (from the topology's ranges, intersected with the
+/// bootloader's usable memory, minus reservations) and the per-CPU lists. Once; boot CPU.
+pub fn init() {
+    FRAME.call_once(build);
+    let fa = FRAME.get().expect("just built");
+    // New page-table pages come from here from now on (the calling CPU's node).
+    crate::arch::paging::set_table_page_source(table_page);
+    // And the pages of per-CPU stacks and areas of CPUs started from now on (their node).
+    crate::smp::start::set_node_page_source(node_pages);
+    for node in fa.nodes.iter().flatten() {
+        println!(
+            "numalab: frame: node {}: {} pages managed in {} ranges, memmap {} KiB at {:#x}",
+            node.id.0,
+            node.managed_pages,
+            node.ranges.len(),
+            (node.memmap_phys.1 - node.memmap_phys.0) / 1024,
+            node.memmap_phys.0
+        );
+    }
+}
+
+fn build() -> FrameAllocator {
+    let topo = crate::topology::get();
+    let early = crate::early::info();
+    let opts = crate::options::load();
+    let usable = crate::topology::usable_ranges();
+    let reserved = [(0, LOW_RESERVED_BYTES), early.heap_phys];
+    let nr_nodes = topo.nr_nodes();
+    let mut nodes = Vec::with_capacity(nr_nodes);
+    for info in &topo.nodes {
+        let ranges = numalab_algo::memrange::intersect(&info.mem_ranges, &usable);
+        let ranges = numalab_algo::memrange::subtract(&ranges, &reserved);
+        let ranges = numalab_algo::memrange::page_align_inward(&ranges, PAGE_BYTES);
+        match Node::build(info.id, &ranges, early.phys_offset) {
+            Ok(node) => nodes.push(Some(node)),
+            Err(NodeSkip::NoMemory) => nodes.push(None),
+            Err(NodeSkip::NoRoomForMemmap(bytes)) => {
+                warn!(
+                    "frame: node {} has no range of {} bytes for its memmap; its memory is not used",
+                    info.id.0, bytes
+                );
+                nodes.push(None);
+            }
+        }
+    }
+    let nr_cpus = topo.nr_cpus().max(1);
+    let pcp_enabled = opts.get(&crate::options::FRAME_PCP);
+    let batch = opts.get(&crate::options::FRAME_PCP_BATCH) as u32;
+    let high = if pcp_enabled {
+        (opts.get(&crate::options::FRAME_PCP_HIGH) as u32).max(batch)
+    } else {
+        0
+    };
+    let pcp: &'static [PcpList] = (0..nr_cpus * nr_nodes)
+        .map(|i| {
+            let node = nodes[i % nr_nodes].as_ref();
+            pcp::new_list(
+                node,
+                high,
+                node_code(NodeId((i % nr_nodes) as u16)) << NODE_CODE_SHIFT,
+            )
+        })
+        .collect::<Vec<_>>()
+        .leak();
+    let cpus = (0..nr_cpus)
+        .map(|i| {
+            let node = topo.cpus.get(i).map(|c| c.node).unwrap_or(NodeId(0));
+            CpuCtx {
+                node,
+                mem_node: topo.mem_node(node),
+                row: &pcp[i * nr_nodes..i * nr_nodes + nr_nodes.min(NODE_CODE_REFUSED as usize)],
+                fallback: topo.fallback_order(node),
+                interleave_next: AtomicU32::new(i as u32),
+            }
+        })
+        .collect();
+    let mem_nodes = nodes.iter().flatten().map(|n| n.id).collect();
+    let sections = section_index::build(&nodes);
+    let built = NodeMap::build(nodes.iter().flatten().flat_map(|n| {
+        n.ranges
+            .iter()
+            .map(move |&(s, e)| (n.id, s >> PAGE_SHIFT, e >> PAGE_SHIFT))
+    }));
+    if built.overlap_pages != 0 {
+        // Cannot happen with the topology's disjoint node ranges; if it did, two buddies
+        // would share pages, and a free goes to the node whose range starts first.
+        warn!(
+            "frame: {} pages are managed by two nodes: each goes to the range that starts first",
+            built.overlap_pages
+        );
+    }
+    let local_lists = (0..nr_cpus)
+        .map(|i| {
+            let node = topo.cpus.get(i).map_or(NodeId(0), |c| c.node);
+            &pcp[i * nr_nodes + topo.mem_node(node).index()]
+        })
+        .collect::<Vec<_>>()
+        .leak();
+    FrameAllocator {
+        topo,
+        nr_nodes,
+        nodes,
+        pcp,
+        local_lists,
+        cpus,
+        mem_nodes,
+        sections,
+        node_map: built.map,
+        pcp_enabled,
+        pcp_batch_pages: batch,
+        stray_frees: AtomicU64::new(0),
+    }
+}
+
+/// One page for a page table, on the calling CPU's node: its physical address (page-table
+/// pages are never freed, so the block is given up).
+fn table_page() -> Option<u64> {
+    alloc_pages(0, Policy::Local).ok().map(|p| p.into_raw().0)
+}
+
+/// 2^order pages on `node` (or the nearest node with free memory) for per-CPU stacks and
+/// areas: their physical address (never freed, so the block is given up).
+fn node_pages(order: u8, node: NodeId) -> Option<u64> {
+    alloc_pages(order, Policy::Preferred(node))
+        .ok()
+        .map(|p| p.into_raw().0)
+}
