@@ -139,7 +139,13 @@ options! {
         key: "soak.checkpoints",
         kind: Kind::U64 { min: 1, max: 10_000 },
         default: "10",
-        help: "soak: rounds, each ended by a checkpoint (every tag, per-node conservation)",
+        help: "soak: rounds, each ended by a checkpoint (every tag, per-node conservation, per-cache objects)",
+    };
+    SOAK_LEAK_KFREE: u64 = Spec {
+        key: "soak.leak_kfree",
+        kind: Kind::U64 { min: 0, max: 1 << 20 },
+        default: "0",
+        help: "soak: test-only mutation, kfree drops one slab object free in N while the soak runs (its per-cache object check must fail); 0: off",
     };
     FRAME_PCP: bool = Spec {
         key: "frame.pcp",
