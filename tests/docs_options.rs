@@ -64,6 +64,7 @@ fn documented(running: &str) -> BTreeMap<String, DocRow> {
 
 /// How a default reads in the docs: the spec's text, or a description for an empty one.
 fn default_matches(spec_default: &str, documented: &str) -> bool {
+    let documented = documented.replace('`', "");
     if spec_default.is_empty() {
         documented.starts_with("(empty")
     } else {

@@ -1,7 +1,9 @@
 //! The soak (kernel/src/soak, `qemu-run.sh soak`): the short soak of CI (at least one million
-//! operations on 4node) passes with every checkpoint's per-node conservation and every tag
-//! intact, and so does a soak under fault injection at all three points, whose injected
-//! failures are counted as clean allocation failures.
+//! operations on 4node) passes with every checkpoint's per-node conservation, per-cache
+//! object count and every tag intact, and so does a soak under fault injection at all three
+//! points, whose injected failures are counted as clean allocation failures; with the leak
+//! mutation (`soak.leak_kfree=64`: kfree drops one slab-object free in 64) the soak fails,
+//! naming the cache and the objects lost.
 
 use numalab::*;
 use numalab_boot::cli::{parse, Job};
@@ -56,6 +58,14 @@ fn check_soak(out: &Outcome, min_ops: u64, checkpoints: usize) -> String {
         "{}",
         out.log
     );
+    // Per-cache objects at every checkpoint, at the end, and after the soak's caches went.
+    let object_lines: Vec<&&str> = lines.iter().filter(|l| l.contains(" objects: ")).collect();
+    assert_eq!(object_lines.len(), checkpoints + 2, "{}", out.log);
+    assert!(
+        object_lines.iter().all(|l| l.ends_with(": ok")),
+        "{}",
+        out.log
+    );
     done.to_string()
 }
 
@@ -97,4 +107,26 @@ fn s08_soak_under_fault_injection() {
         out.log
     );
     println!("{done}");
+}
+
+#[test]
+fn s08_soak_fails_on_a_kfree_leak() {
+    // Short: 10^5 operations on 2 CPUs; the first checkpoint already sees the lost objects.
+    let mut c = soak_config("soak --ops 100000 --smp 2 --quiet --set soak.leak_kfree=64");
+    c.timeout = std::time::Duration::from_secs(600);
+    let out = boot(&c);
+    assert_eq!(out.verdict, Verdict::Fail, "{}", out.failure_report());
+    let soak = out.ktap.result("soak.soak").expect("the soak ran");
+    assert!(!soak.ok, "{}", out.log);
+    assert!(
+        soak.reason.contains(": cache kmalloc-") && soak.reason.contains("objects unaccounted for"),
+        "{}",
+        soak.reason
+    );
+    assert!(
+        soak.reason.contains("mutation soak.leak_kfree=64: "),
+        "{}",
+        soak.reason
+    );
+    println!("{}", soak.reason);
 }

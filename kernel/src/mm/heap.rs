@@ -11,8 +11,9 @@
 use super::frame::{self, Pages, Policy, MAX_ORDER, PAGE_BYTES};
 use crate::early;
 use core::alloc::{GlobalAlloc, Layout};
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
 use numalab_algo::acpi::numa::MAX_NODES;
+use numalab_algo::slub::geometry::{kmalloc_index_aligned, KMALLOC_SIZES};
 use numalab_algo::topology::NodeId;
 
 /// Pages held for page-sized layouts, per node (every node id is below MAX_NODES).
@@ -43,6 +44,44 @@ pub fn held_pages() -> u64 {
 /// Registers the heap's pages with the frame allocator's holders (once, after frame::init).
 pub fn init() {
     frame::register_holder(&HeapPages);
+}
+
+/// Whether the heap counts its kmalloc blocks per class (`count_kmalloc_blocks`).
+static KMALLOC_COUNTING: AtomicBool = AtomicBool::new(false);
+/// Per kmalloc class: blocks the heap took from kmalloc minus blocks it gave back to kfree
+/// since counting was turned on (negative when it frees older blocks).
+static KMALLOC_BLOCKS: [AtomicI64; KMALLOC_SIZES.len()] =
+    [const { AtomicI64::new(0) }; KMALLOC_SIZES.len()];
+
+/// Turns the per-class count of the heap's kmalloc blocks on (from zero) or off. The soak's
+/// per-cache object check uses it: a kmalloc cache's active objects are the soak's, the
+/// heap's (this count) and what was live at the start. Off: one relaxed load per small
+/// heap call.
+pub fn count_kmalloc_blocks(on: bool) {
+    KMALLOC_COUNTING.store(false, Relaxed);
+    if on {
+        for c in &KMALLOC_BLOCKS {
+            c.store(0, Relaxed);
+        }
+        KMALLOC_COUNTING.store(true, Relaxed);
+    }
+}
+
+/// Heap blocks of kmalloc class `class` (an index into KMALLOC_SIZES) taken minus given back
+/// since `count_kmalloc_blocks(true)`.
+pub fn kmalloc_blocks(class: usize) -> i64 {
+    KMALLOC_BLOCKS.get(class).map_or(0, |c| c.load(Relaxed))
+}
+
+#[inline(always)]
+fn count_kmalloc_block(layout: Layout, delta: i64) {
+    if KMALLOC_COUNTING.load(Relaxed) {
+        if let Some(c) =
+            kmalloc_index_aligned(layout.size(), layout.align()).and_then(|i| KMALLOC_BLOCKS.get(i))
+        {
+            c.fetch_add(delta, Relaxed);
+        }
+    }
 }
 
 struct KernelHeap;
@@ -77,6 +116,7 @@ unsafe impl GlobalAlloc for KernelHeap {
         let _exempt = crate::fault::exempt();
         if layout.size() < PAGE_BYTES as usize && super::slub::is_ready() {
             if let Some(p) = super::slub::kmalloc::kmalloc_aligned(layout.size(), layout.align()) {
+                count_kmalloc_block(layout, 1);
                 return p.as_ptr();
             }
         }
@@ -113,6 +153,7 @@ unsafe impl GlobalAlloc for KernelHeap {
             }
             drop(pages);
         } else if let Some(p) = core::ptr::NonNull::new(ptr) {
+            count_kmalloc_block(layout, -1);
             // SAFETY: a small block outside the bootstrap heap came from kmalloc_aligned
             // above; the caller gives it up.
             unsafe { super::slub::kmalloc::kfree(p) };

@@ -340,39 +340,93 @@ fn percpu_on_node(_ctx: &Ctx) -> TestResult {
     Ok(())
 }
 
-/// Every CPU's LAPIC timer ticks when started (100 Hz for 50 ms), and stops.
+/// Spins (a load of the tick counter and a `pause`) a CPU makes at least, waiting with
+/// interrupts on for its first LAPIC timer tick, before the test gives up: a bound in the
+/// guest's own work. Under TCG the timer runs on the host's clock, so a loaded host, which
+/// gives a vCPU fewer host cycles per millisecond, makes the tick come after fewer spins,
+/// never more. Measured: the slowest CPU's first tick came after 16264 to 96372 spins on
+/// 4node beside 4 busy loops (docs/smp.md); the bound is 200 times that.
+const TICK_WAIT_SPINS: u64 = 20_000_000;
+/// And at least this long by the TSC (100 periods of the 100 Hz timer), so a fast host
+/// whose spins are quick still waits for many periods.
+const TICK_WAIT_MS: u64 = 1_000;
+
+/// Every CPU's LAPIC timer ticks when started at 100 Hz, and stops: each CPU starts its own
+/// timer and waits for its first tick with interrupts on, bounded by its own work
+/// (TICK_WAIT_SPINS) and the TSC (TICK_WAIT_MS) together, then stops it and sees no tick in
+/// the next 20 ms. The wait used to be 50 ms of TSC time
+/// on the boot CPU alone, which a loaded host failed: the vCPU, or QEMU's timer thread, was
+/// not scheduled within those 50 ms.
 fn lapic_timer_ticks(_ctx: &Ctx) -> TestResult {
     if apic::timer_hz() == 0 {
         return Err(TestError::Skip("LAPIC timer not calibrated".into()));
     }
-    let before = slots(0);
+    let limit_tsc = arch::tsc_hz() * TICK_WAIT_MS / 1000;
+    let ticks = slots(0);
+    let spins = slots(0);
+    let irqs_off = slots(0);
+    let late = slots(0);
     on_each_cpu(&|cpu: CpuId| {
-        before[cpu.index()].store(
-            super::PerCpuSmp::this()
-                .stats
-                .timer_ticks
-                .load(Ordering::Relaxed),
+        let counter = &super::PerCpuSmp::this().stats.timer_ticks;
+        let before = counter.load(Ordering::Relaxed);
+        irqs_off[cpu.index()].store(
+            u64::from(!x86_64::instructions::interrupts::are_enabled()),
             Ordering::Relaxed,
         );
+        let t0 = arch::rdtsc();
         apic::timer_periodic(100);
-    });
-    arch::delay_us(50_000);
-    on_each_cpu(&|_| {
+        let mut n = 0u64;
+        while counter.load(Ordering::Relaxed) == before {
+            n += 1;
+            if n >= TICK_WAIT_SPINS && arch::rdtsc().wrapping_sub(t0) >= limit_tsc {
+                break;
+            }
+            core::hint::spin_loop();
+        }
         apic::timer_periodic(0);
+        // A tick raised just before the stop is taken at the next instruction boundary
+        // (interrupts are on): a few spins of guest work let it land before the count.
+        for _ in 0..1000 {
+            core::hint::spin_loop();
+        }
+        let stopped = counter.load(Ordering::Relaxed);
+        ticks[cpu.index()].store(stopped.wrapping_sub(before), Ordering::Relaxed);
+        spins[cpu.index()].store(n, Ordering::Relaxed);
+        // Stopped means no tick in 2 periods; a loaded host only makes fewer happen.
+        arch::delay_us(20_000);
+        late[cpu.index()].store(
+            counter.load(Ordering::Relaxed).wrapping_sub(stopped),
+            Ordering::Relaxed,
+        );
     });
+    let mut most = 0;
     for &cpu in online_cpus() {
-        let after = percpu::of(cpu).map_or(0, |a| {
-            super::PerCpuSmp::of(a.cpu())
-                .stats
-                .timer_ticks
-                .load(Ordering::Relaxed)
-        });
+        let i = cpu.index();
         kassert!(
-            after > before[cpu.index()].load(Ordering::Relaxed),
-            "CPU {}: no LAPIC timer tick in 50 ms at 100 Hz",
+            irqs_off[i].load(Ordering::Relaxed) == 0,
+            "CPU {}: the call ran with interrupts off",
             cpu.0
         );
+        kassert!(
+            ticks[i].load(Ordering::Relaxed) > 0,
+            "CPU {}: no LAPIC timer tick at 100 Hz in {} spins with interrupts on and at least {} ms of TSC time",
+            cpu.0,
+            spins[i].load(Ordering::Relaxed),
+            TICK_WAIT_MS
+        );
+        kassert!(
+            late[i].load(Ordering::Relaxed) == 0,
+            "CPU {}: {} LAPIC timer ticks after it was stopped",
+            cpu.0,
+            late[i].load(Ordering::Relaxed)
+        );
+        most = most.max(spins[i].load(Ordering::Relaxed));
     }
+    crate::println!(
+        "# smp.lapic_timer_ticks: every CPU ticked; the slowest after {} spins (bound {})",
+        most,
+        TICK_WAIT_SPINS
+    );
     Ok(())
 }
 

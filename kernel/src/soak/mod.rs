@@ -11,10 +11,16 @@
 //! Between rounds (every other CPU idle) the boot CPU checks every live tag and, per node,
 //! conservation: free (buddy + per-CPU lists, drained and checked) + what the page holders
 //! keep (slabs, large kmallocs, heap pages, vmalloc page tables) + the soak's live page
-//! blocks + its live vmalloc pages must be what free + held was at the start. At the end
-//! everything is freed and the same must hold with nothing live. Allocation failures
-//! (fault injection, or real exhaustion) are counted, never errors.
+//! blocks + its live vmalloc pages must be what free + held was at the start; and per SLUB
+//! cache (objects.rs), the exact active objects must be the soak's plus the kernel's own, so
+//! an object lost inside SLUB fails the run although its page still counts as held. At the
+//! end everything is freed, every soak cache is shrunk (no page left) and destroyed, and the
+//! same must hold with nothing live. Allocation failures (fault injection, or real
+//! exhaustion) are counted, never errors. `soak.leak_kfree=N` arms a mutation (kfree drops
+//! one slab-object free in N) that the object check must catch.
 
+mod objects;
+mod ops;
 mod tag;
 
 use crate::ktest;
@@ -202,7 +208,7 @@ impl Soak {
                 kmalloc::kmalloc_node(size, self.random_node(rng))
             };
             obj.map(|o| {
-                let meta = self.next_meta(cpu, ItemKind::Kmalloc, (size / 8) as u32);
+                let meta = self.next_meta(cpu, ItemKind::Kmalloc, size as u32);
                 // SAFETY: a fresh object of at least `size` bytes, 8-byte aligned.
                 unsafe { tag::write_obj(o.as_ptr() as usize, size / 8 * 8, meta.tag()) };
                 (o.as_ptr() as u64, meta)
@@ -261,7 +267,7 @@ impl Soak {
                     tag::check_obj(addr as usize, SHARED_SIZES[meta.param as usize], meta.tag())
                 }
                 ItemKind::Kmalloc => {
-                    tag::check_obj(addr as usize, meta.param as usize * 8, meta.tag())
+                    tag::check_obj(addr as usize, meta.param as usize / 8 * 8, meta.tag())
                 }
                 ItemKind::Vmalloc => {
                     tag::check_pages(addr as usize, meta.param as usize, meta.tag())
@@ -350,150 +356,6 @@ impl Soak {
                 }
                 Op::Free
             }
-        }
-    }
-
-    /// alloc_bulk of up to 16 objects from a shared cache; tags; free_bulk of half; the
-    /// rest go to empty slots (or are freed one by one).
-    fn bulk_op(&self, cpu: CpuId, rng: &mut Rng) {
-        let c = rng.below(self.caches.len() as u64) as usize;
-        let cache = self.caches[c];
-        let n = 1 + rng.below(16) as usize;
-        let mut out = [0usize; 16];
-        let got = cache.alloc_bulk(&mut out[..n]);
-        if got < n {
-            self.alloc_failures.fetch_add(1, Relaxed);
-        }
-        let mut metas = [None; 16];
-        for (i, &o) in out[..got].iter().enumerate() {
-            let meta = self.next_meta(cpu, ItemKind::CacheObj, c as u32);
-            // SAFETY: fresh objects of this cache.
-            unsafe { tag::write_obj(o, SHARED_SIZES[c], meta.tag()) };
-            metas[i] = Some(meta);
-        }
-        self.allocs.fetch_add(got as u64, Relaxed);
-        let half = got / 2;
-        for (i, &o) in out[..half].iter().enumerate() {
-            if let Some(m) = metas[i] {
-                self.check(o as u64, m);
-            }
-        }
-        // SAFETY: the first half are ours, checked, freed once.
-        unsafe { cache.free_bulk(&out[..half]) };
-        self.frees.fetch_add(half as u64, Relaxed);
-        for i in half..got {
-            let (o, m) = (out[i] as u64, metas[i].expect("tagged above"));
-            let slot = &self.slots[rng.below(self.slots.len() as u64) as usize];
-            if slot
-                .word
-                .compare_exchange(EMPTY, BUSY, Acquire, Relaxed)
-                .is_ok()
-            {
-                slot.meta.store(m.pack(), Relaxed);
-                slot.word.store(o, Release);
-            } else {
-                self.free_item(cpu, o, m);
-            }
-        }
-    }
-
-    /// vmap of up to 8 fresh pages: written through the mapping, read through the direct
-    /// map, unmapped, freed.
-    fn vmap_op(&self, cpu: CpuId, rng: &mut Rng) {
-        let n = 1 + rng.below(8) as usize;
-        let mut pages: Vec<Pages> = Vec::with_capacity(n);
-        for _ in 0..n {
-            match alloc_pages(0, Policy::Local) {
-                Ok(p) => pages.push(p),
-                Err(_) => {
-                    self.alloc_failures.fetch_add(1, Relaxed);
-                    return;
-                }
-            }
-        }
-        let phys: Vec<u64> = pages.iter().map(|p| p.phys_addr()).collect();
-        let Ok(a) = vmalloc::vmap(&phys) else {
-            self.alloc_failures.fetch_add(1, Relaxed);
-            return;
-        };
-        let meta = self.next_meta(cpu, ItemKind::Vmalloc, n as u32);
-        // SAFETY: the mapping is ours, n pages.
-        unsafe { tag::write_pages(a.as_u64() as usize, n, meta.tag()) };
-        for (i, p) in pages.iter().enumerate() {
-            self.tag_checks.fetch_add(1, Relaxed);
-            // SAFETY: our page, read through the direct map and through the mapping.
-            let (direct, mapped) = unsafe {
-                let q = p.virt_ptr() as *const u64;
-                let m = (a.as_u64() as usize + i * 4096) as *const u64;
-                (
-                    (q.read_volatile(), q.add(1).read_volatile()),
-                    (m.read_volatile(), m.add(1).read_volatile()),
-                )
-            };
-            if direct.0 != meta.tag() || direct != mapped {
-                self.errors.report(format!(
-                    "vmap {:#x} page {}: direct map reads {:#x?}, the mapping {:#x?}, tag {:#x}",
-                    a.as_u64(),
-                    i,
-                    direct,
-                    mapped,
-                    meta.tag()
-                ));
-            }
-        }
-        if let Err(b) = vmalloc::vunmap(a) {
-            self.errors
-                .report(format!("vunmap({:#x}): {}", a.as_u64(), b.reason()));
-        }
-        self.allocs.fetch_add(1, Relaxed);
-        self.frees.fetch_add(1, Relaxed);
-    }
-
-    /// A private cache: created, filled, checked, freed, shrunk and destroyed.
-    fn cache_op(&self, cpu: CpuId, rng: &mut Rng) {
-        let size = 8 + rng.below(4089) as usize / 8 * 8;
-        let Ok(cache) = KmemCache::create(
-            "soak_private",
-            size,
-            0,
-            crate::mm::slub::default_tunables("soak_private"),
-        ) else {
-            self.errors
-                .report(format!("create of a {}-byte cache failed", size));
-            return;
-        };
-        let mut objs = [(0usize, 0u64); 24];
-        let mut n = 0;
-        for slot in objs.iter_mut().take(1 + rng.below(24) as usize) {
-            match cache.alloc() {
-                Some(o) => {
-                    let m = self.next_meta(cpu, ItemKind::CacheObj, 0);
-                    // SAFETY: a fresh object of `size` bytes.
-                    unsafe { tag::write_obj(o.as_ptr() as usize, size, m.tag()) };
-                    *slot = (o.as_ptr() as usize, m.tag());
-                    n += 1;
-                }
-                None => {
-                    self.alloc_failures.fetch_add(1, Relaxed);
-                    break;
-                }
-            }
-        }
-        for &(o, t) in &objs[..n] {
-            self.tag_checks.fetch_add(1, Relaxed);
-            // SAFETY: our object.
-            if let Err(e) = unsafe { tag::check_obj(o, size, t) } {
-                self.errors
-                    .report(format!("private cache object {:#x}: {:?}", o, e));
-            }
-            // SAFETY: from this cache, freed once.
-            unsafe { cache.free(NonNull::new_unchecked(o as *mut u8)) };
-        }
-        cache.shrink();
-        // SAFETY: every object is back; only this CPU knows the cache.
-        if let Err(live) = unsafe { cache.destroy() } {
-            self.errors
-                .report(format!("destroy of a private cache: {} objects live", live));
         }
     }
 
@@ -635,6 +497,16 @@ impl Soak {
         Ok(checks)
     }
 
+    /// The failure, if any error was reported: the first one and the count.
+    fn failure(&self) -> Option<TestError> {
+        let first = self.errors.first.lock().take()?;
+        Some(TestError::Fail(format!(
+            "{} errors; first: {}",
+            self.errors.count.load(Relaxed),
+            first
+        )))
+    }
+
     /// Frees every live item (boot CPU, others idle).
     fn free_all(&self, cpu: CpuId) {
         for slot in &self.slots {
@@ -650,6 +522,29 @@ impl Soak {
 
 fn opt_u64(ctx: &Ctx, o: &numalab_algo::options::Opt<u64>) -> u64 {
     ctx.opts.get(o)
+}
+
+/// While alive: the heap counts its kmalloc blocks (and the leak mutation may be armed).
+struct Armed<'a>(&'a objects::Objects);
+
+impl Drop for Armed<'_> {
+    fn drop(&mut self) {
+        kmalloc::set_leak_mutation(0);
+        self.0.stop();
+    }
+}
+
+/// An object-check failure, with what the leak mutation dropped when it is armed.
+fn with_mutation(e: String, leak: usize) -> TestError {
+    if leak == 0 {
+        return TestError::Fail(e);
+    }
+    TestError::Fail(format!(
+        "{} (mutation soak.leak_kfree={}: {} kfrees dropped so far)",
+        e,
+        leak,
+        kmalloc::leak_mutation_dropped()
+    ))
 }
 
 /// The soak itself (see the module comment).
@@ -678,14 +573,10 @@ fn soak(ctx: &Ctx) -> TestResult {
     );
     let mut caches = Vec::new();
     for &size in &SHARED_SIZES {
+        let name = format!("soak_shared-{}", size);
         caches.push(
-            KmemCache::create(
-                "soak_shared",
-                size,
-                0,
-                crate::mm::slub::default_tunables("soak_shared"),
-            )
-            .map_err(|e| format!("create {}: {:?}", size, e))?,
+            KmemCache::create(&name, size, 0, crate::mm::slub::default_tunables(&name))
+                .map_err(|e| format!("create {}: {:?}", name, e))?,
         );
     }
     let s = Soak {
@@ -722,6 +613,18 @@ fn soak(ctx: &Ctx) -> TestResult {
         }
     };
     shrink_all();
+    let objects = objects::Objects::start(&s.caches)?;
+    // Disarms the mutation and the heap's count however the soak ends.
+    let _armed = Armed(&objects);
+    let leak = opt_u64(ctx, &crate::options::SOAK_LEAK_KFREE) as usize;
+    if leak > 0 {
+        crate::println!(
+            "# soak: mutation soak.leak_kfree={} armed: kfree drops one slab-object free in {} (the object check must fail)",
+            leak,
+            leak
+        );
+        kmalloc::set_leak_mutation(leak);
+    }
     let start = frame::settled_bytes()?;
     let start_free: Vec<u64> = (0..s.nr_nodes)
         .map(|n| frame::free_bytes(NodeId(n as u16)))
@@ -738,6 +641,14 @@ fn soak(ctx: &Ctx) -> TestResult {
         crate::smp::on_each_cpu(&|cpu| s.run_round(cpu, round, per_cpu, deadline));
         let live = s.check_all_tags();
         let label = format!("checkpoint {}/{}", round + 1, rounds);
+        if s.errors.count.load(Relaxed) != 0 {
+            // A broken item is reported and kept, not freed: the object counts would be
+            // off by it; the first error is the failure.
+            break;
+        }
+        invariants += objects
+            .check(&objects::held(&s.slots), &label, true)
+            .map_err(|e| with_mutation(e, leak))?;
         invariants += s.check_conservation(&start, &label)?;
         crate::println!(
             "# soak: {}: {} operations, {} live items, {} tags checked, {} allocation failures",
@@ -757,15 +668,35 @@ fn soak(ctx: &Ctx) -> TestResult {
     if let Some(v) = vmalloc::active() {
         v.purge(numalab_algo::vmalloc::Scope::All, true);
     }
+    if let Some(e) = s.failure() {
+        return Err(e);
+    }
+    let none = [0; objects::NR_CHECKED];
+    invariants += objects
+        .check(&none, "end", true)
+        .map_err(|e| with_mutation(e, leak))?;
     for &c in &s.caches {
         c.shrink();
-        // SAFETY: every object was freed above; no other CPU runs soak code now.
+        let pages = c.slab_bytes() / 4096;
+        if pages != 0 {
+            return Err(TestError::Fail(format!(
+                "end: cache {}: {} slab pages kept after shrink with no object live",
+                c.name(),
+                pages
+            )));
+        }
+        let name = String::from(c.name());
+        // SAFETY: every object was freed above; no other CPU runs soak code now; `c` is not
+        // used after a successful destroy (`objects` checks only kmalloc caches from here).
         if let Err(live) = unsafe { c.destroy() } {
             s.errors
-                .report(format!("destroy of a shared cache: {} objects live", live));
+                .report(format!("destroy of {}: {} objects live", name, live));
         }
     }
     shrink_all();
+    invariants += objects
+        .check(&none, "end, soak caches destroyed", false)
+        .map_err(|e| with_mutation(e, leak))?;
     invariants += s.check_conservation(&start, "end")?;
     for n in 0..s.nr_nodes {
         let node = NodeId(n as u16);
@@ -803,14 +734,10 @@ fn soak(ctx: &Ctx) -> TestResult {
         crate::fault::injected(crate::fault::Point::Vmalloc),
         seed
     );
-    if let Some(first) = s.errors.first.lock().take() {
-        return Err(TestError::Fail(format!(
-            "{} errors; first: {}",
-            s.errors.count.load(Relaxed),
-            first
-        )));
+    match s.failure() {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 ktest!(SUITE, Soak, soak);

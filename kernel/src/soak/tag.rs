@@ -10,7 +10,7 @@ pub enum ItemKind {
     Pages = 1,
     /// An object of one of the soak's shared caches: param = cache index.
     CacheObj = 2,
-    /// A kmalloc object: size in 8-byte units.
+    /// A kmalloc object: param = the size asked for, in bytes.
     Kmalloc = 3,
     /// A vmalloc area: size in pages.
     Vmalloc = 4,

@@ -33,4 +33,10 @@ super::declare! {
         default: "100",
         help: "loop count of the test_vmalloc cases (test_loop_count)",
     };
+    SOAK_LEAK_KFREE: u64 = Spec {
+        key: "soak.leak_kfree",
+        kind: Kind::U64 { min: 0, max: 1 << 20 },
+        default: "0",
+        help: "soak: test-only mutation, kfree drops one slab object free in N while the soak runs (its per-cache object check must fail); 0: off",
+    };
 }

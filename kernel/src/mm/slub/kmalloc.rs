@@ -162,11 +162,48 @@ pub unsafe fn kfree(ptr: NonNull<u8>) {
     let addr = ptr.as_ptr() as usize;
     let desc = owner_of(addr);
     if desc > LARGE_OWNER {
+        if LEAK_ONE_IN.load(Relaxed) != 0 && leak_this_kfree() {
+            return;
+        }
         slab_cache(desc).free(addr);
     } else {
         // SAFETY: forwarded from the caller's contract.
         unsafe { kfree_not_slab(addr, desc) }
     }
+}
+
+/// Test-only mutation (the soak arms it from `soak.leak_kfree`): when N > 0, one kfree of a
+/// slab object in N is dropped, as a leak inside SLUB would lose it; the soak's per-cache
+/// object check must fail on it. 0 (off, the default): one relaxed load per kfree.
+static LEAK_ONE_IN: AtomicUsize = AtomicUsize::new(0);
+/// Slab-object kfrees seen while the mutation was armed, and how many it dropped.
+static LEAK_SEEN: AtomicUsize = AtomicUsize::new(0);
+static LEAK_DROPPED: AtomicUsize = AtomicUsize::new(0);
+
+/// Arms the leak mutation (drop one kfree in `one_in`, counts from zero) or disarms it (0).
+pub fn set_leak_mutation(one_in: usize) {
+    LEAK_ONE_IN.store(0, Relaxed);
+    if one_in != 0 {
+        LEAK_SEEN.store(0, Relaxed);
+        LEAK_DROPPED.store(0, Relaxed);
+        LEAK_ONE_IN.store(one_in, Relaxed);
+    }
+}
+
+/// The kfrees the leak mutation dropped since it was last armed.
+pub fn leak_mutation_dropped() -> usize {
+    LEAK_DROPPED.load(Relaxed)
+}
+
+#[cold]
+#[inline(never)]
+fn leak_this_kfree() -> bool {
+    let n = LEAK_ONE_IN.load(Relaxed);
+    if n == 0 || LEAK_SEEN.fetch_add(1, Relaxed) % n != n - 1 {
+        return false;
+    }
+    LEAK_DROPPED.fetch_add(1, Relaxed);
+    true
 }
 
 /// The cache of the slab whose descriptor is `desc` (an owner word above LARGE_OWNER).
