@@ -409,7 +409,14 @@ fn parse_reps(text: &str) -> Result<u32, String> {
 }
 
 fn parse_mem(text: &str) -> Result<u64, String> {
-    parse_mem_mib(text).ok_or_else(|| "expected a size such as 2G or 512M, at least 64M".into())
+    let mib = parse_mem_mib(text)
+        .ok_or_else(|| String::from("expected a size such as 2G or 512M, at least 64M"))?;
+    // Bounded by what QEMU can address and the host can back (issue 24).
+    let host = crate::machine::scale::host_backing_mib();
+    match crate::machine::scale::mem_problem(mib, host) {
+        Some(why) => Err(why),
+        None => Ok(mib),
+    }
 }
 
 fn parse_set(text: &str) -> Result<String, String> {
@@ -505,6 +512,8 @@ mod tests {
             "--smp x",
             "--mem 1K",
             "--mem 32M",
+            "--mem 99999999999999G",
+            "--mem 2048G",
             "--topology nope",
             "--set novalue",
             "--set =1",
