@@ -151,7 +151,8 @@ pub struct MachineOptions {
     /// Number of CPUs, 1..=255 (spread over the preset's nodes that have CPUs)
     #[arg(long, value_name = "N", value_parser = parse_smp)]
     pub smp: Option<u32>,
-    /// Memory, e.g. 2G or 512M, at least 64M (spread over the nodes that have memory)
+    /// Memory, e.g. 2G or 512M, at least 64M, at most 512G and the host's RAM plus swap
+    /// (spread over the nodes that have memory)
     #[arg(long, value_name = "SIZE", value_parser = parse_mem)]
     pub mem: Option<u64>,
     /// Boot the UEFI image with OVMF (default: BIOS)

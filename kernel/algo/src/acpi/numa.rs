@@ -358,13 +358,16 @@ struct Cpus<'a> {
     boot_apic_id: u32,
 }
 
+/// [start, end) ranges of the memory map.
+type Ranges<'a> = &'a [(u64, u64)];
+
 /// The NUMA placement, or None for the single-node fallback (its warning already pushed).
 /// `merged` receives the domains past MAX_NODES whose resources went to kept nodes.
 fn place(
     srat: &Srat,
     slit: Option<&Slit>,
     cpus_in: &Cpus,
-    (usable, ram): (&[(u64, u64)], &[(u64, u64)]),
+    (usable, ram): (Ranges, Ranges),
     merged: &mut Vec<u32>,
     warnings: &mut Vec<String>,
 ) -> Option<Topology> {
