@@ -89,7 +89,7 @@ fn s00_bad_kernel_option_is_a_failed_test_naming_the_key() {
     assert_eq!(out.verdict, Verdict::Fail, "{}", out.failure_report());
     let r = out.ktap.result("options.valid").expect("options test ran");
     assert!(
-        r.reason.contains("unknown option 'no.such.key'"),
+        r.reason.contains("unknown kernel option 'no.such.key'"),
         "{}",
         r.reason
     );

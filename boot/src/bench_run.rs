@@ -708,13 +708,13 @@ mod tests {
         assert_eq!(machine_size(&u.base), (8, 2048));
         assert_eq!(u.base.extra, args("-smp 8 -m 2G"));
         let all = parse(&args(
-            "--verbose --out o --smp 4 --mem 1G --set a=1 --set b=2 --timeout 9 --qemu q --uefi",
+            "--verbose --out o --smp 4 --mem 1G --set acpi.dump=1 --set frame.pcp=0 --timeout 9 --qemu q --uefi",
         ))
         .unwrap();
         assert!(all.verbose && !all.smoke);
         assert_eq!(all.out_dir, Some(PathBuf::from("o")));
         assert_eq!((all.base.smp, all.base.mem_mib), (Some(4), Some(1024)));
-        assert_eq!(all.base.cmdline(), "suite=bench a=1 b=2");
+        assert_eq!(all.base.cmdline(), "suite=bench acpi.dump=1 frame.pcp=0");
         assert_eq!(all.base.timeout.as_secs(), 9);
         assert_eq!(all.base.qemu, Some(PathBuf::from("q")));
         assert_eq!(all.base.firmware, crate::Firmware::Uefi);

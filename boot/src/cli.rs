@@ -420,10 +420,11 @@ fn parse_mem(text: &str) -> Result<u64, String> {
     }
 }
 
+/// `--set KEY=VALUE`: checked against the kernel's own option table (numalab_algo::options)
+/// before anything is built or booted, so a misspelt key or a bad value is a usage error that
+/// names the closest key and what it accepts.
 fn parse_set(text: &str) -> Result<String, String> {
-    if !text.contains('=') || text.starts_with('=') {
-        return Err("expected KEY=VALUE".into());
-    }
+    numalab_algo::options::check_word(text)?;
     Ok(text.to_string())
 }
 
@@ -465,12 +466,12 @@ mod tests {
 
     #[test]
     fn parses_options() {
-        let c = parse_run("--uefi --smp 16 --mem 4G --topology snc --set a=1 --set b=2 --suite test --icount -- -smp 2").unwrap();
+        let c = parse_run("--uefi --smp 16 --mem 4G --topology snc --set acpi.dump=1 --set slub.max_order=2 --suite test --icount -- -smp 2").unwrap();
         assert_eq!(c.firmware, Firmware::Uefi);
         assert_eq!(c.smp, Some(16));
         assert_eq!(c.mem_mib, Some(4096));
         assert_eq!(c.topology.name, "snc");
-        assert_eq!(c.cmdline(), "suite=test a=1 b=2");
+        assert_eq!(c.cmdline(), "suite=test acpi.dump=1 slub.max_order=2");
         assert!(c.icount);
         assert_eq!(c.extra, vec!["-smp", "2"]);
         assert!(c.user_describes_machine());
@@ -518,6 +519,8 @@ mod tests {
             "--topology nope",
             "--set novalue",
             "--set =1",
+            "--set slub.min_partal=64",
+            "--set fault.slab=101",
             "--suite fast",
             "--timeout soon",
             "--smp",
@@ -543,6 +546,18 @@ mod tests {
                 "invalid value 'nope' for '--topology <NAME>'",
             ),
             ("--set novalue", "expected KEY=VALUE"),
+            (
+                "--set slub.min_partal=64",
+                "unknown kernel option 'slub.min_partal': did you mean 'slub.min_partial' (auto or an integer 0..=1048576)?",
+            ),
+            (
+                "--set slub.max_order=11",
+                "option slub.max_order: bad value '11' (valid: integer 0..=10)",
+            ),
+            (
+                "bench --set vmalloc.nodes=tree",
+                "option vmalloc.nodes: bad value 'tree' (valid: global, cpu, numa)",
+            ),
             (
                 "--suite fast",
                 "[possible values: test, stress, bench, all, soak]",

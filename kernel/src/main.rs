@@ -10,6 +10,7 @@ mod serial;
 mod acpi;
 mod arch;
 mod bench;
+mod early;
 mod fault;
 mod ktest;
 mod mm;
@@ -42,7 +43,8 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
         env!("CARGO_PKG_VERSION")
     );
     arch::init_boot_cpu();
-    mm::early::init(boot_info);
+    percpu::init_boot_cpu();
+    early::init(boot_info);
     let opts = options::load();
     println!("numalab: options: {}", opts.describe());
     topology::init();

@@ -1,4 +1,5 @@
-//! Per-CPU data behind the GS base: each CPU's id, APIC id, node, counters and call queues.
+//! Per-CPU data behind the GS base: each CPU's id, APIC id, node and SLUB slot offset.
+//! Subsystems keep their own per-CPU state by CPU id (smp's call queues: `smp::PerCpuSmp`).
 //!
 //! Every CPU's GS base points at its own `PerCpu` (the boot CPU's is a static, installed by
 //! `arch::init_boot_cpu` before anything else runs; the APs' are allocated on their own node
@@ -15,6 +16,9 @@ use spin::Once;
 
 use crate::topology::{self, CpuId, NodeId};
 
+/// Most CPUs the kernel runs (QEMU TCG allows 255).
+pub const MAX_CPUS: usize = 256;
+
 /// One CPU's private area (cache-line aligned so neighbours do not share lines).
 #[repr(C, align(64))]
 pub struct PerCpu {
@@ -27,8 +31,6 @@ pub struct PerCpu {
     /// `cpu * CPU_SLAB_BYTES`: this CPU's byte offset in every SLUB cache's per-CPU array,
     /// so reaching the slot is one GS-relative add (Linux's this_cpu_ptr).
     slub_slot_off: AtomicUsize,
-    /// Cross-CPU call queues and counters (kernel/src/smp).
-    pub smp: crate::smp::PerCpuSmp,
     /// Scratch word for the per-CPU privacy test (smp tests only).
     pub test_word: AtomicU64,
 }
@@ -49,7 +51,6 @@ impl PerCpu {
             mem_node: AtomicU16::new(mem_node.0),
             apic_id: AtomicU32::new(apic_id),
             slub_slot_off: AtomicUsize::new(cpu.0 as usize * numalab_algo::slub::CPU_SLAB_BYTES),
-            smp: crate::smp::PerCpuSmp::new(),
             test_word: AtomicU64::new(0),
         }
     }

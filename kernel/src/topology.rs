@@ -21,7 +21,7 @@ static TOPOLOGY: Once<Topology> = Once::new();
 /// Usable RAM from the bootloader's map, merged into sorted [start, end) ranges.
 pub fn usable_ranges() -> Vec<(u64, u64)> {
     let mut ranges: Vec<(u64, u64)> = Vec::new();
-    for r in crate::mm::early::info().regions.iter() {
+    for r in crate::early::info().regions.iter() {
         if r.kind != MemoryRegionKind::Usable || r.end <= r.start {
             continue;
         }
@@ -36,7 +36,7 @@ pub fn usable_ranges() -> Vec<(u64, u64)> {
 
 /// Every range of the memory map, whatever its kind (what "outside RAM" is checked against).
 fn memory_map_ranges() -> Vec<(u64, u64)> {
-    let regions = crate::mm::early::info().regions.iter();
+    let regions = crate::early::info().regions.iter();
     memrange::normalize(&regions.map(|r| (r.start, r.end)).collect::<Vec<_>>())
 }
 

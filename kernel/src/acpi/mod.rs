@@ -32,7 +32,7 @@ pub struct RawTables {
 }
 
 fn direct_map() -> DirectMap {
-    let early = crate::mm::early::info();
+    let early = crate::early::info();
     let map_end = early.regions.iter().map(|r| r.end).max().unwrap_or(0);
     DirectMap {
         phys_offset: early.phys_offset,
@@ -89,7 +89,7 @@ fn check_root(map: &DirectMap, rsdp: u64) -> Result<(), String> {
 pub fn find_tables() -> RawTables {
     let mut raw = RawTables::default();
     let map = direct_map();
-    let Some(rsdp) = crate::mm::early::info().rsdp_phys else {
+    let Some(rsdp) = crate::early::info().rsdp_phys else {
         raw.warnings
             .push("ACPI: the bootloader found no RSDP: no ACPI tables".into());
         return raw;

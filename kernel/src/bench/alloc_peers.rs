@@ -545,7 +545,7 @@ fn alloc_peers_inner(clock: Clock) -> TestResult {
     );
     free_arena(phys, ARENA_ORDER);
 
-    if !crate::mm::early::info().phys_offset.is_multiple_of(2 << 20) {
+    if !crate::early::info().phys_offset.is_multiple_of(2 << 20) {
         crate::println!("# alloc_peers: slabmalloc skipped: direct map not 2 MiB aligned");
     } else {
         let mut s = OutOfLine(Slabmalloc {

@@ -20,11 +20,7 @@ static KTEST: KSuite = KSuite {
 /// `bool` for a number would read as false forever).
 fn options_valid(ctx: &Ctx) -> TestResult {
     let mut errors = ctx.opts.errors.clone();
-    errors.extend(
-        crate::options::CHECKS
-            .iter()
-            .filter_map(|check| check().err()),
-    );
+    errors.extend(crate::options::checks().filter_map(|check| check().err()));
     if errors.is_empty() {
         Ok(())
     } else {

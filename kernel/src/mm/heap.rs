@@ -1,4 +1,4 @@
-//! The kernel's `#[global_allocator]`: the bootstrap heap (mm::early) for early boot, whole
+//! The kernel's `#[global_allocator]`: the bootstrap heap (early) for early boot, whole
 //! pages from the frame allocator for requests of a page or more once it is up, and SLUB's
 //! kmalloc for smaller requests once SLUB is up (honouring the layout's alignment through
 //! the naturally aligned kmalloc classes).
@@ -8,8 +8,8 @@
 //! The pages held for page-sized layouts are counted per node (a frame page holder), so
 //! conservation checks see a heap that grew as held, not as lost.
 
-use super::early;
 use super::frame::{self, Pages, Policy, MAX_ORDER, PAGE_BYTES};
+use crate::early;
 use core::alloc::{GlobalAlloc, Layout};
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use numalab_algo::acpi::numa::MAX_NODES;

@@ -6,7 +6,8 @@
 //!   kernel image        where bootloader 0.11 loads the ELF
 //!   direct map          all physical memory at `phys_offset` (Mapping::Dynamic), like
 //!                       Linux's page_offset_base: phys P is at virt phys_offset + P
-//!   bootstrap heap      a slice of the direct map (early.rs), early boot only
+//!   bootstrap heap      a slice of the direct map (kernel/src/early.rs, below mm: ACPI and topology read
+//!                       through it before any allocator exists), early boot only
 //!   vmalloc range       one free higher-half PML4 slot (512 GiB), see vmalloc/mod.rs
 //! ```
 //!
@@ -14,7 +15,6 @@
 //! the bootstrap heap, one buddy per NUMA node, each node's memmap (struct page array) at the
 //! top of that node's own memory; heap.rs is the `#[global_allocator]` glue.
 
-pub mod early;
 pub mod frame;
 pub mod heap;
 pub mod slub;

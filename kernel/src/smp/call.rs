@@ -13,9 +13,10 @@
 //! interrupt handler.
 
 use core::ptr;
-use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicUsize, Ordering};
 
-use super::MAX_CPUS;
+use super::queue::{push, Linked};
+use super::{PerCpuSmp, MAX_CPUS};
 use crate::percpu::{self, PerCpu};
 use crate::topology::CpuId;
 
@@ -31,27 +32,6 @@ struct CallData {
     remaining: AtomicUsize,
 }
 
-/// Pushes `node` on a lock-free LIFO; true when the list was empty (the target needs an IPI).
-///
-/// # Safety
-/// `node` must stay valid and untouched by the caller until the target has consumed it.
-pub(super) unsafe fn push<N: Linked>(head: &AtomicPtr<N>, node: *mut N) -> bool {
-    let mut old = head.load(Ordering::Relaxed);
-    loop {
-        // SAFETY: `node` is valid and not yet visible to anyone else (caller contract).
-        unsafe { (*node).set_next(old) };
-        match head.compare_exchange_weak(old, node, Ordering::Release, Ordering::Relaxed) {
-            Ok(_) => return old.is_null(),
-            Err(now) => old = now,
-        }
-    }
-}
-
-/// A node of one of the per-CPU queues.
-pub(super) trait Linked {
-    fn set_next(&mut self, next: *mut Self);
-}
-
 impl Linked for CallNode {
     fn set_next(&mut self, next: *mut Self) {
         self.next = next;
@@ -60,12 +40,12 @@ impl Linked for CallNode {
 
 /// Runs every function queued for the calling CPU (process context only).
 pub fn run_pending_calls() {
-    let me = percpu::this();
-    if me.smp.calls.load(Ordering::Relaxed).is_null() {
+    let cpu = percpu::cpu_id();
+    let me = PerCpuSmp::of(cpu);
+    if me.calls.load(Ordering::Relaxed).is_null() {
         return;
     }
-    let mut node = me.smp.calls.swap(ptr::null_mut(), Ordering::Acquire);
-    let cpu = me.cpu();
+    let mut node = me.calls.swap(ptr::null_mut(), Ordering::Acquire);
     while !node.is_null() {
         // SAFETY: the caller keeps the node and its CallData alive until `remaining` drops to
         // zero, which happens only after this CPU's fetch_sub below; `next` is read before.
@@ -73,7 +53,7 @@ pub fn run_pending_calls() {
         // SAFETY: the function outlives the call (the caller waits), see `run_on_cpus`.
         let func = unsafe { &*data.func };
         func(cpu);
-        me.smp.stats.calls_run.fetch_add(1, Ordering::Relaxed);
+        me.stats.calls_run.fetch_add(1, Ordering::Relaxed);
         // After this the caller may return and free the node and data: touch neither again.
         data.remaining.fetch_sub(1, Ordering::Release);
         node = next;
@@ -144,10 +124,13 @@ pub fn run_on_cpus(cpus: &[CpuId], f: &(dyn Fn(CpuId) + Sync)) {
         let target = target.expect("filled above");
         // SAFETY: `node` lives on this stack frame until `data.remaining` is zero, i.e. until
         // the target has consumed it; nothing else touches it meanwhile.
-        if unsafe { push(&target.smp.calls, node) } {
+        if unsafe { push(&PerCpuSmp::of(target.cpu()).calls, node) } {
             super::send_call_ipi(target);
         }
-        me.smp.stats.calls_sent.fetch_add(1, Ordering::Relaxed);
+        PerCpuSmp::of(self_cpu)
+            .stats
+            .calls_sent
+            .fetch_add(1, Ordering::Relaxed);
     }
     if run_self {
         f(self_cpu);

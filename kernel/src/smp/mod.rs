@@ -2,13 +2,15 @@
 //! work (cross-CPU calls, TLB shootdowns) and count what they did.
 //!
 //! `init` (boot CPU, after the frame allocator) calibrates the TSC, enables the boot CPU's
-//! local APIC, starts all APs at once through `arch::smp` and prints how long it took. APs
+//! local APIC, starts all APs at once through `smp::start` and prints how long it took. APs
 //! then sit in `ap_idle` (hlt with interrupts on) and run what `run_on_cpus` and
 //! `tlb_shootdown` queue for them. The boot CPU runs with interrupts on from then on.
 //!
 //! Lock order: none of its own; `IrqSpinLock` spinners poll the TLB-flush queue.
 
 mod call;
+mod queue;
+pub mod start;
 pub mod stats;
 mod tests;
 mod tlb;
@@ -28,10 +30,10 @@ use crate::arch::{self, apic, tsc};
 use crate::percpu::{self, PerCpu};
 use crate::topology::{self, CpuId};
 
-/// Most CPUs the kernel runs (QEMU TCG allows 255).
-pub const MAX_CPUS: usize = 256;
+pub use crate::percpu::MAX_CPUS;
 
 /// The SMP part of each CPU's per-CPU area.
+#[repr(align(64))]
 pub struct PerCpuSmp {
     pub(crate) calls: AtomicPtr<call::CallNode>,
     pub(crate) flushes: tlb::FlushQueue,
@@ -45,6 +47,24 @@ impl PerCpuSmp {
             flushes: AtomicPtr::new(ptr::null_mut()),
             stats: CpuStats::new(),
         }
+    }
+}
+
+/// smp's per-CPU state, by CPU id, each on its own cache line: smp declares it itself (its
+/// DEFINE_PER_CPU), so the per-CPU area (percpu) knows nothing of smp.
+static CPU_STATE: [PerCpuSmp; MAX_CPUS] = [const { PerCpuSmp::new() }; MAX_CPUS];
+
+impl PerCpuSmp {
+    /// The state of `cpu` (every started CPU has an id below MAX_CPUS, see `init`).
+    #[inline]
+    pub fn of(cpu: CpuId) -> &'static PerCpuSmp {
+        &CPU_STATE[cpu.index()]
+    }
+
+    /// The calling CPU's state.
+    #[inline]
+    pub fn this() -> &'static PerCpuSmp {
+        PerCpuSmp::of(percpu::cpu_id())
     }
 }
 
@@ -66,8 +86,7 @@ pub fn online_cpus() -> &'static [CpuId] {
 
 /// Sends the cross-CPU call IPI to `target` and counts it.
 fn send_call_ipi(target: &PerCpu) {
-    percpu::this()
-        .smp
+    PerCpuSmp::this()
         .stats
         .ipis_sent
         .fetch_add(1, Ordering::Relaxed);
@@ -77,8 +96,7 @@ fn send_call_ipi(target: &PerCpu) {
 /// The call IPI's handler (interrupts off): runs queued TLB flushes; queued functions run in
 /// process context (idle loop or the waiting caller), which the IPI has woken up.
 pub fn handle_call_ipi() {
-    percpu::this()
-        .smp
+    PerCpuSmp::this()
         .stats
         .ipis_received
         .fetch_add(1, Ordering::Relaxed);
@@ -97,8 +115,7 @@ pub fn set_timer_hook(hook: Option<fn()>) {
 
 /// The LAPIC timer's handler: counts the tick and runs the hook, if any.
 pub fn handle_timer() {
-    percpu::this()
-        .smp
+    PerCpuSmp::this()
         .stats
         .timer_ticks
         .fetch_add(1, Ordering::Relaxed);
@@ -125,8 +142,9 @@ fn ap_idle(me: &'static PerCpu) -> ! {
         tlb::run_pending_flushes();
         call::run_pending_calls();
         x86_64::instructions::interrupts::disable();
-        if me.smp.calls.load(Ordering::Acquire).is_null()
-            && me.smp.flushes.load(Ordering::Acquire).is_null()
+        let queues = PerCpuSmp::of(me.cpu());
+        if queues.calls.load(Ordering::Acquire).is_null()
+            && queues.flushes.load(Ordering::Acquire).is_null()
         {
             // sti; hlt: an IPI arriving after the check still wakes the hlt.
             x86_64::instructions::interrupts::enable_and_hlt();
@@ -145,6 +163,7 @@ pub fn trampoline_reserved_range() -> Option<(u64, u64)> {
 
 /// Calibrates the clock, starts every AP of the topology and waits for them (boot CPU, once).
 pub fn init() {
+    arch::idt::set_apic_handlers(handle_call_ipi, handle_timer);
     // Lock waiters serve shootdowns while they spin with interrupts off (before any AP runs).
     crate::sync::set_spin_poll(poll_irq_safe);
     let opts = crate::options::load();
@@ -163,7 +182,7 @@ pub fn init() {
         cal.spread_ppm,
         cal.best_bracket_ticks * 1_000_000_000 / cal.hz.max(1)
     );
-    let apic_virt = arch::smp::apic_mmio_virt();
+    let apic_virt = start::apic_mmio_virt();
     if let Err(why) = apic_virt
         .ok_or("no virtual region for the APIC")
         .and_then(apic::init_boot_cpu)
@@ -178,16 +197,9 @@ pub fn init() {
         apic::id(),
         timer_hz / 1_000
     );
-    let hold_apic = match opts.get(&crate::options::SMP_HOLD_APIC) {
-        "" | "none" => None,
-        text => match text.parse::<u32>() {
-            Ok(id) => Some(id),
-            Err(_) => {
-                crate::warn!("smp: smp.hold_apic={} is not an APIC id; ignored", text);
-                None
-            }
-        },
-    };
+    let hold_apic = opts
+        .get(&crate::options::SMP_HOLD_APIC)
+        .and_then(|id| u32::try_from(id).ok());
     start_all(
         opts.get(&crate::options::SMP_TIMEOUT_MS),
         hold_apic,
@@ -219,7 +231,7 @@ fn start_all(timeout_ms: u64, hold_apic: Option<u32>, verbose: bool) {
             );
             continue;
         }
-        requests.push(arch::smp::ApRequest {
+        requests.push(start::ApRequest {
             cpu: cpu.cpu,
             apic_id: cpu.apic_id,
             node: cpu.node,
@@ -235,7 +247,7 @@ fn start_all(timeout_ms: u64, hold_apic: Option<u32>, verbose: bool) {
         println!("numalab: smp: 1 of 1 CPUs online (no other CPU to start)");
         return;
     }
-    let report = match arch::smp::start_aps(&requests, timeout_ms * 1000, hold_apic, ap_idle) {
+    let report = match start::start_aps(&requests, timeout_ms * 1000, hold_apic, ap_idle) {
         Ok(r) => r,
         Err(why) => {
             crate::warn!("smp: {}; running on the boot CPU only", why);
@@ -246,7 +258,7 @@ fn start_all(timeout_ms: u64, hold_apic: Option<u32>, verbose: bool) {
     };
     let mut online = alloc::vec![CpuId(0)];
     for slot in report.slots {
-        if slot.state() == arch::smp::ApState::Online {
+        if slot.state() == start::ApState::Online {
             areas[slot.cpu.index()] = Some(slot.percpu);
             online.push(slot.cpu);
         } else {
@@ -277,7 +289,7 @@ fn start_all(timeout_ms: u64, hold_apic: Option<u32>, verbose: bool) {
         for slot in report
             .slots
             .iter()
-            .filter(|s| s.state() == arch::smp::ApState::Online)
+            .filter(|s| s.state() == start::ApState::Online)
         {
             let at = numalab_algo::smp::ticks_to_us(
                 report.first_sipi_tsc,

@@ -73,7 +73,7 @@ pub fn dump_stats() {
         let Some(area) = percpu::of(cpu) else {
             continue;
         };
-        let s = area.smp.stats.snapshot();
+        let s = super::PerCpuSmp::of(area.cpu()).stats.snapshot();
         crate::println!(
             "smp: cpu {} apic {} node {}: ipi_sent {} ipi_recv {} calls_sent {} calls_run {} tlb_sent {} tlb_recv {} timer {}",
             cpu.0,

@@ -34,8 +34,7 @@ fn cpus_check_in(_ctx: &Ctx) -> TestResult {
     // A CPU held back on purpose (smp.hold_apic) is expected to be missing.
     let held: Option<u32> = crate::options::load()
         .get(&crate::options::SMP_HOLD_APIC)
-        .parse()
-        .ok();
+        .and_then(|id| u32::try_from(id).ok());
     let missing: Vec<u16> = expected
         .iter()
         .filter(|c| c.cpu.index() < super::MAX_CPUS && percpu::of(c.cpu).is_none())
@@ -194,16 +193,16 @@ fn read_scratch(virt: u64) -> u64 {
 
 /// Remaps a page to another frame, shoots it down, and every CPU must see the new frame.
 fn shootdown_flushes(_ctx: &Ctx) -> TestResult {
-    let virt = arch::smp::alloc_scratch_virt(1)
+    let virt = super::start::alloc_scratch_virt(1)
         .ok_or_else(|| TestError::Fail("no scratch page".into()))?;
     let node = percpu::mem_node_id();
     let (Some(frame_a), Some(frame_b)) = (
-        arch::smp::node_pages_phys(1, node),
-        arch::smp::node_pages_phys(1, node),
+        super::start::node_pages_phys(1, node),
+        super::start::node_pages_phys(1, node),
     ) else {
         return Err(TestError::Fail("out of memory".into()));
     };
-    let phys_offset = crate::mm::early::info().phys_offset;
+    let phys_offset = crate::early::info().phys_offset;
     // SAFETY: both frames were just allocated for this test; writing them via the direct map.
     unsafe {
         ((phys_offset + frame_a) as *mut u64).write_volatile(0xaaaa);
@@ -223,7 +222,10 @@ fn shootdown_flushes(_ctx: &Ctx) -> TestResult {
         .iter()
         .map(|&c| {
             percpu::of(c).map_or(0, |a| {
-                a.smp.stats.shootdowns_received.load(Ordering::Relaxed)
+                super::PerCpuSmp::of(a.cpu())
+                    .stats
+                    .shootdowns_received
+                    .load(Ordering::Relaxed)
             })
         })
         .collect();
@@ -246,7 +248,10 @@ fn shootdown_flushes(_ctx: &Ctx) -> TestResult {
         );
         if cpu != me {
             let now = percpu::of(cpu).map_or(0, |a| {
-                a.smp.stats.shootdowns_received.load(Ordering::Relaxed)
+                super::PerCpuSmp::of(a.cpu())
+                    .stats
+                    .shootdowns_received
+                    .load(Ordering::Relaxed)
             });
             kassert!(
                 now > received_before[i],
@@ -281,7 +286,7 @@ fn stack_guard_pages(_ctx: &Ctx) -> TestResult {
         }
         guard_gap[cpu.index()].store(mapped, Ordering::Relaxed);
     });
-    let max_pages = arch::smp::KERNEL_STACK_BYTES / 4096;
+    let max_pages = super::start::KERNEL_STACK_BYTES / 4096;
     for &cpu in online_cpus().iter().filter(|&&c| c != CpuId(0)) {
         let mapped = guard_gap[cpu.index()].load(Ordering::Relaxed);
         kassert!(mapped >= 1 && mapped <= max_pages, "CPU {}: {} mapped pages below its stack pointer before an unmapped one (stack is {} pages)", cpu.0, mapped, max_pages);
@@ -343,7 +348,10 @@ fn lapic_timer_ticks(_ctx: &Ctx) -> TestResult {
     let before = slots(0);
     on_each_cpu(&|cpu: CpuId| {
         before[cpu.index()].store(
-            percpu::this().smp.stats.timer_ticks.load(Ordering::Relaxed),
+            super::PerCpuSmp::this()
+                .stats
+                .timer_ticks
+                .load(Ordering::Relaxed),
             Ordering::Relaxed,
         );
         apic::timer_periodic(100);
@@ -353,7 +361,12 @@ fn lapic_timer_ticks(_ctx: &Ctx) -> TestResult {
         apic::timer_periodic(0);
     });
     for &cpu in online_cpus() {
-        let after = percpu::of(cpu).map_or(0, |a| a.smp.stats.timer_ticks.load(Ordering::Relaxed));
+        let after = percpu::of(cpu).map_or(0, |a| {
+            super::PerCpuSmp::of(a.cpu())
+                .stats
+                .timer_ticks
+                .load(Ordering::Relaxed)
+        });
         kassert!(
             after > before[cpu.index()].load(Ordering::Relaxed),
             "CPU {}: no LAPIC timer tick in 50 ms at 100 Hz",
@@ -421,7 +434,9 @@ fn lock_hammer_stress(_ctx: &Ctx) -> TestResult {
 fn counters(_ctx: &Ctx) -> TestResult {
     super::dump_stats();
     if online_cpus().len() > 1 {
-        let s = percpu::boot_cpu().smp.stats.snapshot();
+        let s = super::PerCpuSmp::of(percpu::boot_cpu().cpu())
+            .stats
+            .snapshot();
         kassert!(
             s.ipis_sent > 0 && s.calls_sent > 0,
             "boot CPU counted no IPIs: {:?}",

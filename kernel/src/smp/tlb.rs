@@ -12,9 +12,9 @@ use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use x86_64::registers::control::{Cr4, Cr4Flags};
 use x86_64::VirtAddr;
 
-use super::call::{push, Linked};
-use super::MAX_CPUS;
-use crate::percpu::{self, PerCpu};
+use super::queue::{push, Linked};
+use super::{PerCpuSmp, MAX_CPUS};
+use crate::percpu;
 
 /// Ranges longer than this many pages are flushed with a full TLB flush.
 pub const FULL_FLUSH_PAGES: u64 = 32;
@@ -72,24 +72,21 @@ pub(super) fn flush_all_local() {
 /// Runs the flushes queued for the calling CPU (any context: IPI handler, spin loops).
 #[inline]
 pub fn run_pending_flushes() {
-    let me = percpu::this();
-    if me.smp.flushes.load(Ordering::Relaxed).is_null() {
+    let me = PerCpuSmp::this();
+    if me.flushes.load(Ordering::Relaxed).is_null() {
         return;
     }
     run_flushes_of(me);
 }
 
-fn run_flushes_of(me: &PerCpu) {
-    let mut node = me.smp.flushes.swap(ptr::null_mut(), Ordering::Acquire);
+fn run_flushes_of(me: &PerCpuSmp) {
+    let mut node = me.flushes.swap(ptr::null_mut(), Ordering::Acquire);
     while !node.is_null() {
         // SAFETY: the shooting CPU keeps node and data alive until `remaining` reaches zero,
         // which needs this CPU's fetch_sub below; `next` and the range are read before it.
         let (next, data) = unsafe { ((*node).next, &*(*node).data) };
         flush_local(data.start, data.end);
-        me.smp
-            .stats
-            .shootdowns_received
-            .fetch_add(1, Ordering::Relaxed);
+        me.stats.shootdowns_received.fetch_add(1, Ordering::Relaxed);
         data.remaining.fetch_sub(1, Ordering::Release);
         node = next;
     }
@@ -100,7 +97,10 @@ fn run_flushes_of(me: &PerCpu) {
 pub fn tlb_shootdown(start_virt: u64, end_virt: u64) {
     let me = percpu::this();
     flush_local(start_virt, end_virt);
-    me.smp.stats.shootdowns_sent.fetch_add(1, Ordering::Relaxed);
+    PerCpuSmp::of(me.cpu())
+        .stats
+        .shootdowns_sent
+        .fetch_add(1, Ordering::Relaxed);
     let online = super::online_cpus();
     if online.len() <= 1 {
         return;
@@ -123,7 +123,7 @@ pub fn tlb_shootdown(start_virt: u64, end_virt: u64) {
     data.remaining.store(count, Ordering::Relaxed);
     for (node, target) in nodes.iter_mut().zip(targets) {
         // SAFETY: the node stays on this stack frame until `remaining` is zero.
-        if unsafe { push(&target.smp.flushes, node) } {
+        if unsafe { push(&PerCpuSmp::of(target.cpu()).flushes, node) } {
             super::send_call_ipi(target);
         }
     }

@@ -17,6 +17,14 @@ use spin::Once;
 /// Run by every waiter on each spin iteration, once installed.
 static SPIN_POLL: Once<fn()> = Once::new();
 
+/// The time-stamp counter, for wait times (sync sits below arch and reads it itself; under
+/// `-icount shift=0` it counts executed instructions).
+#[inline(always)]
+fn timestamp() -> u64 {
+    // SAFETY: rdtsc has no memory effects; CR4.TSD is clear, so it is allowed at CPL 0.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
 /// Installs what a waiter runs while it spins with interrupts off (once; later calls are
 /// ignored). smp installs its TLB-shootdown server before bringing up other CPUs.
 pub fn set_spin_poll(poll: fn()) {
@@ -133,7 +141,7 @@ impl<T> IrqSpinLock<T> {
         let guard = match self.inner.try_lock() {
             Some(g) => g,
             None => {
-                let t0 = crate::arch::rdtsc();
+                let t0 = timestamp();
                 self.stats.contended.fetch_add(1, Relaxed);
                 let mut spins = 0u64;
                 let g = loop {
@@ -150,7 +158,7 @@ impl<T> IrqSpinLock<T> {
                         break g;
                     }
                 };
-                let waited = crate::arch::rdtsc().wrapping_sub(t0);
+                let waited = timestamp().wrapping_sub(t0);
                 self.stats.spins.fetch_add(spins, Relaxed);
                 self.stats.wait_ticks.fetch_add(waited, Relaxed);
                 self.stats.max_wait_ticks.fetch_max(waited, Relaxed);

@@ -13,8 +13,7 @@ use x86_64::instructions::port::Port;
 use x86_64::registers::model_specific::Msr;
 use x86_64::structures::paging::PageTableFlags;
 
-/// Spurious-interrupt vector (low 4 bits all ones, as older APICs require).
-pub const SPURIOUS_VECTOR: u8 = 0xff;
+use super::vectors::SPURIOUS_VECTOR;
 
 const IA32_APIC_BASE: u32 = 0x1b;
 const APIC_BASE_ENABLE: u64 = 1 << 11;
@@ -152,7 +151,10 @@ pub fn init_this_cpu() {
         m.write(value);
     }
     write(REG_TPR, 0);
-    write(REG_LVT_TIMER, LVT_MASKED | super::idt::TIMER_VECTOR as u32);
+    write(
+        REG_LVT_TIMER,
+        LVT_MASKED | super::vectors::TIMER_VECTOR as u32,
+    );
     write(REG_SVR, 0x100 | SPURIOUS_VECTOR as u32);
 }
 
@@ -208,7 +210,10 @@ pub fn send_startup(apic_id: u32, page_number: u8) {
 /// Measures the LAPIC timer's rate against the calibrated TSC (boot CPU, once).
 pub fn calibrate_timer() -> u64 {
     write(REG_TIMER_DIVIDE, TIMER_DIVIDE_BY_16);
-    write(REG_LVT_TIMER, LVT_MASKED | super::idt::TIMER_VECTOR as u32);
+    write(
+        REG_LVT_TIMER,
+        LVT_MASKED | super::vectors::TIMER_VECTOR as u32,
+    );
     write(REG_TIMER_INITIAL, u32::MAX);
     let window_us = 10_000;
     super::tsc::delay_us(window_us);
@@ -232,7 +237,10 @@ pub fn timer_periodic(per_second: u64) -> bool {
         return false;
     }
     if per_second == 0 {
-        write(REG_LVT_TIMER, LVT_MASKED | super::idt::TIMER_VECTOR as u32);
+        write(
+            REG_LVT_TIMER,
+            LVT_MASKED | super::vectors::TIMER_VECTOR as u32,
+        );
         write(REG_TIMER_INITIAL, 0);
         return true;
     }
@@ -240,7 +248,7 @@ pub fn timer_periodic(per_second: u64) -> bool {
     write(REG_TIMER_DIVIDE, TIMER_DIVIDE_BY_16);
     write(
         REG_LVT_TIMER,
-        LVT_TIMER_PERIODIC | super::idt::TIMER_VECTOR as u32,
+        LVT_TIMER_PERIODIC | super::vectors::TIMER_VECTOR as u32,
     );
     write(REG_TIMER_INITIAL, count);
     true

@@ -1,6 +1,7 @@
 //! The IDT shared by all CPUs: every exception prints vector, error code, RIP and CR2 and
 //! exits QEMU with failure (a kernel that faulted has no results worth trusting); the APIC
-//! vectors (cross-CPU call IPI, LAPIC timer, spurious) go to kernel/src/smp.
+//! vectors (cross-CPU call IPI, LAPIC timer) go to the handlers smp registers at its init
+//! (`set_apic_handlers`; arch imports nothing above it), the spurious vector is ignored.
 
 use spin::Once;
 use x86_64::registers::control::Cr2;
@@ -11,10 +12,27 @@ use super::qemu_exit::{exit, ExitCode};
 
 static IDT: Once<InterruptDescriptorTable> = Once::new();
 
-/// Vector of the cross-CPU call / TLB shootdown IPI (kernel/src/smp).
-pub const CALL_VECTOR: u8 = 0xf0;
-/// Vector of the local APIC timer.
-pub const TIMER_VECTOR: u8 = 0xec;
+pub use super::vectors::{CALL_VECTOR, TIMER_VECTOR};
+
+/// The cross-CPU call IPI's handler (registered by smp).
+static CALL_IPI_HANDLER: Once<fn()> = Once::new();
+/// The LAPIC timer's handler (registered by smp).
+static TIMER_HANDLER: Once<fn()> = Once::new();
+
+/// Registers the handlers of the APIC vectors (once; smp's init, before it enables them). A
+/// vector that fires before its handler is registered is acknowledged and otherwise ignored.
+pub fn set_apic_handlers(call_ipi: fn(), timer: fn()) {
+    CALL_IPI_HANDLER.call_once(|| call_ipi);
+    TIMER_HANDLER.call_once(|| timer);
+}
+
+/// Runs the registered handler, or acknowledges the interrupt when there is none.
+fn dispatch(handler: &Once<fn()>) {
+    match handler.get() {
+        Some(f) => f(),
+        None => super::apic::eoi(),
+    }
+}
 
 fn report(vector: u8, name: &str, error_code: Option<u64>, frame: &InterruptStackFrame) -> ! {
     crate::serial::force_unlock();
@@ -93,11 +111,11 @@ extern "x86-interrupt" fn page_fault(mut frame: InterruptStackFrame, code: PageF
 }
 
 extern "x86-interrupt" fn call_ipi(_frame: InterruptStackFrame) {
-    crate::smp::handle_call_ipi();
+    dispatch(&CALL_IPI_HANDLER);
 }
 
 extern "x86-interrupt" fn apic_timer(_frame: InterruptStackFrame) {
-    crate::smp::handle_timer();
+    dispatch(&TIMER_HANDLER);
 }
 
 /// Spurious APIC interrupts need no EOI and are ignored.
@@ -125,7 +143,7 @@ fn build() -> InterruptDescriptorTable {
     idt.simd_floating_point.set_handler_fn(simd_fp);
     idt[CALL_VECTOR].set_handler_fn(call_ipi);
     idt[TIMER_VECTOR].set_handler_fn(apic_timer);
-    idt[super::apic::SPURIOUS_VECTOR].set_handler_fn(spurious);
+    idt[super::vectors::SPURIOUS_VECTOR].set_handler_fn(spurious);
     // SAFETY: the IST indices name stacks that every CPU's TSS sets up (gdt.rs) before it
     // loads this IDT.
     unsafe {

@@ -1,5 +1,6 @@
-//! x86_64: descriptor tables, exceptions, local APIC, TSC, page tables, AP start-up, QEMU's
-//! exit and fw_cfg devices.
+//! x86_64: descriptor tables, exceptions, local APIC, TSC, page tables, QEMU's exit and fw_cfg
+//! devices. The floor of the kernel: nothing here imports mm, smp, percpu or topology; what it
+//! needs from them (page-table pages, interrupt handlers) is handed to it at their init.
 
 pub mod apic;
 pub mod fixup;
@@ -8,14 +9,14 @@ pub mod gdt;
 pub mod idt;
 pub mod paging;
 pub mod qemu_exit;
-pub mod smp;
 pub mod tsc;
+pub use tsc::rdtsc;
+pub mod vectors;
 
-/// Loads the boot CPU's GDT/TSS and the shared IDT, and points its GS base at its per-CPU area.
+/// Loads the boot CPU's GDT/TSS and the shared IDT.
 pub fn init_boot_cpu() {
     gdt::init_boot_cpu();
     idt::init();
-    crate::percpu::init_boot_cpu();
 }
 
 /// TSC ticks per second (calibrated against the PIT by SMP bring-up; 0 before).
@@ -26,11 +27,4 @@ pub fn tsc_hz() -> u64 {
 /// Busy-waits at least `us` microseconds on the TSC.
 pub fn delay_us(us: u64) {
     tsc::delay_us(us)
-}
-
-/// Reads the time-stamp counter. Under `-icount shift=0` it counts executed instructions.
-#[inline(always)]
-pub fn rdtsc() -> u64 {
-    // SAFETY: rdtsc has no memory effects; CR4.TSD is clear, so it is allowed at CPL 0.
-    unsafe { core::arch::x86_64::_rdtsc() }
 }

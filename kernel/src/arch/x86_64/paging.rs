@@ -1,13 +1,15 @@
 //! Kernel page-table access: map, remap and unmap 4 KiB pages in the live page tables (the
 //! ones the bootloader built, shared by every CPU), and hand out unused top-level regions.
 //!
-//! The tables are reached through the direct map (`mm::early::info().phys_offset`) with the
+//! The tables are reached through the direct map (its offset handed over by early memory,
+//! `set_phys_offset`) with the
 //! `x86_64` crate's `OffsetPageTable`. Every CPU runs on the same PML4, so a new mapping is
 //! visible everywhere at once; a changed or removed mapping is flushed only on the calling
 //! CPU here, and the caller shoots it down on the others (`crate::smp::tlb_shootdown`).
 //!
-//! Page-table pages come from the frame allocator (the heap before it is up); they are never
-//! freed. One `IrqSpinLock` serializes all changes; nothing is printed while it is held.
+//! Page-table pages come from the source the frame allocator registers when it is up
+//! (`set_table_page_source`; the heap before); they are never freed. This module imports no
+//! mm code: it is handed what it needs. One `IrqSpinLock` serializes all changes; nothing is printed while it is held.
 //! Lock order: callers' locks (vmalloc) > this page-table lock > the frame allocator's node lock.
 
 use core::alloc::Layout;
@@ -19,6 +21,7 @@ use x86_64::structures::paging::{
 use x86_64::{PhysAddr, VirtAddr};
 
 use crate::sync::IrqSpinLock;
+use spin::Once;
 
 /// Bytes in a base page.
 pub const PAGE_BYTES: u64 = 4096;
@@ -41,8 +44,35 @@ pub enum PagingError {
 /// Serializes every change to the shared page tables.
 static LOCK: IrqSpinLock<()> = IrqSpinLock::new(());
 
-/// Hands out zeroed 4 KiB pages for new page tables: from the frame allocator once it is up
-/// (the calling CPU's node), from the heap before. Page-table pages are never freed.
+/// The direct map's offset: physical address P is mapped at virtual P + offset.
+static PHYS_OFFSET: Once<u64> = Once::new();
+
+/// Where page-table pages come from once the frame allocator is up: a function returning the
+/// physical address of a page nobody else uses.
+static TABLE_PAGE_SOURCE: Once<fn() -> Option<u64>> = Once::new();
+
+/// Records the direct map's offset (early memory, once, before any page-table access).
+pub fn set_phys_offset(offset: u64) {
+    PHYS_OFFSET.call_once(|| offset);
+}
+
+/// The direct map's offset. Panics only when called before `set_phys_offset` (a boot-order
+/// bug).
+pub fn phys_offset() -> u64 {
+    *PHYS_OFFSET
+        .get()
+        .expect("paging used before early memory recorded the direct map offset")
+}
+
+/// Registers the page source for new page tables (the frame allocator, once it is up): each
+/// call returns an unused page's physical address, or None when there is no memory.
+pub fn set_table_page_source(source: fn() -> Option<u64>) {
+    TABLE_PAGE_SOURCE.call_once(|| source);
+}
+
+/// Hands out zeroed 4 KiB pages for new page tables: from the registered source once there is
+/// one (the frame allocator, the calling CPU's node), from the heap before. Page-table pages
+/// are never freed.
 struct TablePageSource {
     phys_offset: u64,
 }
@@ -51,9 +81,8 @@ struct TablePageSource {
 // reused), so nothing else uses it.
 unsafe impl FrameAllocator<Size4KiB> for TablePageSource {
     fn allocate_frame(&mut self) -> Option<PhysFrame<Size4KiB>> {
-        let phys = if crate::mm::frame::is_ready() {
-            let pages = crate::mm::frame::alloc_pages(0, crate::mm::frame::Policy::Local).ok()?;
-            pages.into_raw().0
+        let phys = if let Some(source) = TABLE_PAGE_SOURCE.get() {
+            source()?
         } else {
             let layout = Layout::from_size_align(PAGE_BYTES as usize, PAGE_BYTES as usize).ok()?;
             // SAFETY: the layout has a non-zero size.
@@ -75,7 +104,7 @@ unsafe impl FrameAllocator<Size4KiB> for TablePageSource {
 /// Runs `f` with the live page tables, under the page-table lock.
 fn with_tables<R>(f: impl FnOnce(&mut OffsetPageTable<'static>, &mut TablePageSource) -> R) -> R {
     let _guard = LOCK.lock();
-    let phys_offset = crate::mm::early::info().phys_offset;
+    let phys_offset = phys_offset();
     let (pml4_frame, _) = Cr3::read();
     let pml4_virt = phys_offset + pml4_frame.start_address().as_u64();
     // SAFETY: CR3 names the live PML4, which the direct map covers at phys_offset; the lock

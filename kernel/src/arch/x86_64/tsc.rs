@@ -77,14 +77,14 @@ impl Pit2 {
 
     /// Latches and reads the count: (TSC at mid-bracket, count, bracket width in TSC ticks).
     fn read(&mut self) -> (u64, u16, u64) {
-        let t0 = super::rdtsc();
+        let t0 = rdtsc();
         // SAFETY: as in `start`; the latch command (channel 2, access 00) freezes the count
         // for the two reads that follow.
         let (lo, hi) = unsafe {
             self.mode.write(0b1000_0000);
             (self.data.read(), self.data.read())
         };
-        let t1 = super::rdtsc();
+        let t1 = rdtsc();
         (t0 + (t1 - t0) / 2, u16::from_le_bytes([lo, hi]), t1 - t0)
     }
 }
@@ -160,8 +160,15 @@ pub fn delay_us(us: u64) {
         0 => us * 3_000,
         _ => us_to_ticks(us),
     };
-    let start = super::rdtsc();
-    while super::rdtsc().wrapping_sub(start) < ticks {
+    let start = rdtsc();
+    while rdtsc().wrapping_sub(start) < ticks {
         core::hint::spin_loop();
     }
+}
+
+/// Reads the time-stamp counter. Under `-icount shift=0` it counts executed instructions.
+#[inline(always)]
+pub fn rdtsc() -> u64 {
+    // SAFETY: rdtsc has no memory effects; CR4.TSD is clear, so it is allowed at CPL 0.
+    unsafe { core::arch::x86_64::_rdtsc() }
 }

@@ -116,6 +116,10 @@ const LOW_RESERVED_BYTES: u64 = 1 << 20;
 pub fn init() {
     FRAME.call_once(build);
     let fa = FRAME.get().expect("just built");
+    // New page-table pages come from here from now on (the calling CPU's node).
+    crate::arch::paging::set_table_page_source(table_page);
+    // And the pages of per-CPU stacks and areas of CPUs started from now on (their node).
+    crate::smp::start::set_node_page_source(node_pages);
     for node in fa.nodes.iter().flatten() {
         println!(
             "numalab: frame: node {}: {} pages managed in {} ranges, memmap {} KiB at {:#x}",
@@ -130,7 +134,7 @@ pub fn init() {
 
 fn build() -> FrameAllocator {
     let topo = crate::topology::get();
-    let early = crate::mm::early::info();
+    let early = crate::early::info();
     let opts = crate::options::load();
     let usable = crate::topology::usable_ranges();
     let reserved = [(0, LOW_RESERVED_BYTES), early.heap_phys];
@@ -219,6 +223,20 @@ fn build() -> FrameAllocator {
         pcp_batch_pages: batch,
         stray_frees: AtomicU64::new(0),
     }
+}
+
+/// One page for a page table, on the calling CPU's node: its physical address (page-table
+/// pages are never freed, so the block is given up).
+fn table_page() -> Option<u64> {
+    alloc_pages(0, Policy::Local).ok().map(|p| p.into_raw().0)
+}
+
+/// 2^order pages on `node` (or the nearest node with free memory) for per-CPU stacks and
+/// areas: their physical address (never freed, so the block is given up).
+fn node_pages(order: u8, node: NodeId) -> Option<u64> {
+    alloc_pages(order, Policy::Preferred(node))
+        .ok()
+        .map(|p| p.into_raw().0)
 }
 
 /// Whether `init` has run (the heap routes large allocations here from then on).
@@ -339,13 +357,13 @@ fn report_unaligned(phys: u64, order: u8) {
 /// Virtual address of `phys` in the direct map.
 #[inline]
 pub fn phys_to_virt(phys: u64) -> u64 {
-    crate::mm::early::info().phys_offset + phys
+    crate::early::info().phys_offset + phys
 }
 
 /// Physical address of a direct-map address.
 #[inline]
 pub fn virt_to_phys(virt: u64) -> u64 {
-    virt - crate::mm::early::info().phys_offset
+    virt - crate::early::info().phys_offset
 }
 
 /// The node whose managed pages include `phys`: looked up by the nodes' ranges, never by

@@ -435,7 +435,7 @@ fn heap_large(_ctx: &Ctx) -> TestResult {
     let v: Vec<u8> = alloc::vec![3u8; 1 << 20];
     let virt = v.as_ptr() as u64;
     kassert!(
-        !crate::mm::early::in_bootstrap_heap(virt),
+        !crate::early::in_bootstrap_heap(virt),
         "1 MiB Vec in the bootstrap heap"
     );
     kassert!(node_of_phys(virt_to_phys(virt)).is_some());
@@ -444,7 +444,7 @@ fn heap_large(_ctx: &Ctx) -> TestResult {
     let small: Vec<u8> = alloc::vec![1u8; 64];
     // Small blocks come from the bootstrap heap until SLUB is up, from kmalloc after.
     kassert!(
-        crate::mm::early::in_bootstrap_heap(small.as_ptr() as u64)
+        crate::early::in_bootstrap_heap(small.as_ptr() as u64)
             != crate::mm::heap::small_blocks_from_kmalloc()
     );
     drop(small);

@@ -68,61 +68,30 @@ pub fn is_ready() -> bool {
     READY.load(Relaxed)
 }
 
-/// Parses a tunable that is `auto` or a number; a bad value is warned about and ignored.
-fn auto_or_number(key: &str, text: &str) -> Option<usize> {
-    if text == "auto" || text.is_empty() {
-        return None;
-    }
-    match text.parse::<usize>() {
-        Ok(v) => Some(v),
-        Err(_) => {
-            warn!(
-                "option {}: bad value '{}' (valid: auto or an integer); using auto",
-                key, text
-            );
-            None
-        }
-    }
-}
-
 fn boot_tunables() -> BootTunables {
     let opts = crate::options::load();
     let mut t = Tunables {
         max_order: (opts.get(&crate::options::SLUB_MAX_ORDER) as u8).min(MAX_SLAB_ORDER),
         min_objects: opts.get(&crate::options::SLUB_MIN_OBJECTS) as usize,
         max_partial: opts.get(&crate::options::SLUB_MAX_PARTIAL) as usize,
-        min_partial: auto_or_number(
-            "slub.min_partial",
-            opts.get(&crate::options::SLUB_MIN_PARTIAL),
-        ),
-        cpu_partial: auto_or_number(
-            "slub.cpu_partial",
-            opts.get(&crate::options::SLUB_CPU_PARTIAL),
-        ),
+        min_partial: opts
+            .get(&crate::options::SLUB_MIN_PARTIAL)
+            .set()
+            .map(|v| v as usize),
+        cpu_partial: opts
+            .get(&crate::options::SLUB_CPU_PARTIAL)
+            .set()
+            .map(|v| v as usize),
         prefer_local: opts.get(&crate::options::SLUB_PREFER_LOCAL),
         memoryless_fix: opts.get(&crate::options::SLUB_MEMORYLESS_FIX),
         remote_node_defrag_ratio: opts.get(&crate::options::SLUB_REMOTE_NODE_DEFRAG_RATIO) as u32,
         debug: DebugFlags::default(),
     };
-    let mut debug_caches = Vec::new();
-    let text = opts.get(&crate::options::SLUB_DEBUG);
-    let mut parts = text.split(',');
-    let letters = parts.next().unwrap_or("");
-    match DebugFlags::parse(letters) {
-        Ok(flags) => t.debug = flags,
-        Err(c) => warn!(
-            "option slub.debug: unknown flag '{}' in '{}' (valid: F, Z, P, U, 1, 0; then ,CACHE...); debug off",
-            c, text
-        ),
-    }
-    debug_caches.extend(
-        parts
-            .filter(|s| !s.is_empty())
-            .map(alloc::string::String::from),
-    );
+    let debug = opts.get(&crate::options::SLUB_DEBUG);
+    t.debug = debug.flags;
     BootTunables {
         tunables: t,
-        debug_caches,
+        debug_caches: debug.caches,
         slabinfo_scan: opts.get(&crate::options::SLUB_SLABINFO) == "scan",
     }
 }

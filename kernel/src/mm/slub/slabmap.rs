@@ -16,7 +16,7 @@ static PHYS_OFFSET: AtomicUsize = AtomicUsize::new(usize::MAX);
 
 /// Copies the direct-map offset (SLUB init, before the first slab).
 pub fn init() {
-    PHYS_OFFSET.store(crate::mm::early::info().phys_offset as usize, Relaxed);
+    PHYS_OFFSET.store(crate::early::info().phys_offset as usize, Relaxed);
 }
 
 #[inline(always)]

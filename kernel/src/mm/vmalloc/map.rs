@@ -68,7 +68,7 @@ pub fn init_holder(nr_nodes: usize) {
 }
 
 fn phys_offset() -> u64 {
-    crate::mm::early::info().phys_offset
+    crate::early::info().phys_offset
 }
 
 /// The entry `index` of the table at physical address `table_phys`.

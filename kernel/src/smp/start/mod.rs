@@ -21,12 +21,12 @@ use spin::Once;
 use x86_64::registers::control::{Cr0, Cr3, Cr4};
 use x86_64::registers::model_specific::{Efer, EferFlags};
 
-use super::gdt::CpuTables;
-use super::{apic, tsc};
+use crate::arch::gdt::CpuTables;
+use crate::arch::{apic, tsc};
 use crate::percpu::PerCpu;
 use crate::topology::{CpuId, NodeId};
 
-pub use memory::{alloc_scratch_virt, apic_mmio_virt, node_pages_phys};
+pub use memory::{alloc_scratch_virt, apic_mmio_virt, node_pages_phys, set_node_page_source};
 
 /// Kernel stack of each AP.
 pub const KERNEL_STACK_BYTES: u64 = 64 * 1024;
@@ -163,7 +163,7 @@ pub fn start_aps(
         entry_hook,
     });
     // The trampoline page, identity mapped so paging can turn on while running it.
-    let phys_offset = crate::mm::early::info().phys_offset;
+    let phys_offset = crate::early::info().phys_offset;
     let params = trampoline::Params {
         cr3: cr3 as u32,
         efer_bits: boot_efer_bits(),
@@ -191,7 +191,7 @@ pub fn start_aps(
     }
     tsc::delay_us(10_000);
     let vector = (tramp_phys >> 12) as u8;
-    let first_sipi_tsc = super::rdtsc();
+    let first_sipi_tsc = crate::arch::rdtsc();
     for slot in to_start() {
         apic::send_startup(slot.apic_id, vector);
     }
@@ -202,13 +202,13 @@ pub fn start_aps(
         }
     }
     // Bounded wait for all of them.
-    let deadline = super::rdtsc() + tsc::us_to_ticks(timeout_us);
+    let deadline = crate::arch::rdtsc() + tsc::us_to_ticks(timeout_us);
     loop {
         let pending = slots
             .iter()
             .filter(|s| matches!(s.state(), ApState::Waiting | ApState::Arrived))
             .count();
-        if pending == 0 || super::rdtsc() > deadline {
+        if pending == 0 || crate::arch::rdtsc() > deadline {
             break;
         }
         core::hint::spin_loop();
@@ -274,11 +274,12 @@ extern "C" fn ap_entry(apic_id: u32) -> ! {
     // the same features); PCIDE needs CR3[11:0] = 0, which holds (no PCID in use).
     unsafe { Cr4::write_raw(bringup.cr4) };
     slot.tables.load();
-    super::idt::init();
+    crate::arch::idt::init();
     // SAFETY: this is the CPU the slot describes (found by its own APIC id); the area is its.
     unsafe { crate::percpu::install(slot.percpu) };
     apic::init_this_cpu();
-    slot.online_tsc.store(super::rdtsc(), Ordering::Release);
+    slot.online_tsc
+        .store(crate::arch::rdtsc(), Ordering::Release);
     if slot
         .state
         .compare_exchange(

@@ -37,6 +37,7 @@ pub fn init(boot_info: &'static mut BootInfo) {
         crate::println!("numalab: fatal: bootloader did not map physical memory");
         crate::arch::qemu_exit::exit(crate::arch::qemu_exit::ExitCode::Failure);
     };
+    crate::arch::paging::set_phys_offset(phys_offset);
     let rsdp_phys = boot_info.rsdp_addr.into_option();
     let regions: &'static MemoryRegions = &boot_info.memory_regions;
     let best = regions
@@ -69,9 +70,7 @@ pub fn init(boot_info: &'static mut BootInfo) {
 
 /// What `init` recorded. Panics only if called before `init` (a boot-order bug).
 pub fn info() -> &'static EarlyMemory {
-    EARLY
-        .get()
-        .expect("mm::early::info() before mm::early::init()")
+    EARLY.get().expect("early::info() before early::init()")
 }
 
 /// Whether `virt` lies in the bootstrap heap (false before `init`).

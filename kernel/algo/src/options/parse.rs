@@ -1,124 +1,19 @@
-//! Kernel options: `key=value` words (from QEMU's fw_cfg) checked against a table of specs.
-//!
-//! The kernel owns the table (kernel/src/options.rs); this module only parses and validates,
-//! so a bad option becomes an error message naming the key and the valid choices, never a panic.
+//! The option parser: a `key=value` command line checked against a table of specs, every
+//! spec keeping its default unless given; a bad word becomes an error message naming the key
+//! and what it accepts, never a panic.
 
+use super::{Kind, Opt, OptType, Spec};
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
-use core::marker::PhantomData;
-
-/// What values an option accepts.
-#[derive(Clone, Copy, Debug)]
-pub enum Kind {
-    /// `0`/`1` (also `off`/`on`, `false`/`true`).
-    Bool,
-    /// An unsigned integer in `min..=max` (decimal, or hex with `0x`).
-    U64 { min: u64, max: u64 },
-    /// One word out of a fixed list.
-    Choice(&'static [&'static str]),
-    /// Any word (validated by the subsystem that reads it).
-    Text,
-}
-
-/// One known option.
-#[derive(Clone, Copy, Debug)]
-pub struct Spec {
-    pub key: &'static str,
-    pub kind: Kind,
-    pub default: &'static str,
-    pub help: &'static str,
-}
-
-/// The value type of a `Choice` or `Text` option (a word).
-pub struct Word;
-
-/// What an option's value reads as, by the type parameter of its `Opt`.
-pub trait OptType {
-    /// The Rust type a read returns.
-    type Out<'a>;
-    /// Whether `kind` is a kind of this type (checked when an `Opt` is declared).
-    fn accepts(kind: &Kind) -> bool;
-    /// The value as this type (None when the stored value has another type).
-    fn read(value: &Value) -> Option<Self::Out<'_>>;
-}
-
-impl OptType for bool {
-    type Out<'a> = bool;
-    fn accepts(kind: &Kind) -> bool {
-        matches!(kind, Kind::Bool)
-    }
-    fn read(value: &Value) -> Option<bool> {
-        match value {
-            Value::Bool(b) => Some(*b),
-            _ => None,
-        }
-    }
-}
-
-impl OptType for u64 {
-    type Out<'a> = u64;
-    fn accepts(kind: &Kind) -> bool {
-        matches!(kind, Kind::U64 { .. })
-    }
-    fn read(value: &Value) -> Option<u64> {
-        match value {
-            Value::U64(v) => Some(*v),
-            _ => None,
-        }
-    }
-}
-
-impl OptType for Word {
-    type Out<'a> = &'a str;
-    fn accepts(kind: &Kind) -> bool {
-        matches!(kind, Kind::Choice(_) | Kind::Text)
-    }
-    fn read(value: &Value) -> Option<&str> {
-        match value {
-            Value::Text(t) => Some(t),
-            _ => None,
-        }
-    }
-}
-
-/// A typed handle on one option: its spec and the type its value reads as. Code reads options
-/// only through handles declared next to the spec table (`opts.get(&options::SLUB_MAX_ORDER)`),
-/// so a misspelt key or a wrong type is a compile error instead of a silent 0.
-pub struct Opt<T> {
-    pub spec: Spec,
-    _type: PhantomData<T>,
-}
-
-impl<T> Opt<T> {
-    /// Declares a handle; `T` must match `spec.kind` (bool: Bool, u64: U64, Word: Choice or
-    /// Text), which `Options::get` relies on and `Opt::check` verifies.
-    pub const fn new(spec: Spec) -> Opt<T> {
-        Opt {
-            spec,
-            _type: PhantomData,
-        }
-    }
-}
-
-impl<T: OptType> Opt<T> {
-    /// Whether the handle's type matches its spec's kind and its default parses.
-    pub fn check(&self) -> Result<(), String> {
-        if !T::accepts(&self.spec.kind) {
-            return Err(format!(
-                "option {}: handle type does not match its kind {:?}",
-                self.spec.key, self.spec.kind
-            ));
-        }
-        parse_value(&self.spec, self.spec.default).map(|_| ())
-    }
-}
 
 /// A parsed, validated value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Value {
     Bool(bool),
     U64(u64),
+    /// The keyword of a `KeywordOr` option (`auto`, `none`).
+    Keyword(&'static str),
     Text(String),
 }
 
@@ -168,6 +63,27 @@ pub fn parse_value(spec: &Spec, text: &str) -> Result<Value, String> {
                 ))
             }
         }
+        Kind::KeywordOr { keyword, min, max } => {
+            if text == keyword {
+                return Ok(Value::Keyword(keyword));
+            }
+            match parse_u64(text) {
+                Some(v) if (min..=max).contains(&v) => Ok(Value::U64(v)),
+                _ => Err(format!(
+                    "option {}: bad value '{}' (valid: {})",
+                    spec.key,
+                    text,
+                    spec.kind.accepted()
+                )),
+            }
+        }
+        Kind::Parsed { syntax, check } => match check(text) {
+            Ok(()) => Ok(Value::Text(text.to_string())),
+            Err(why) => Err(format!(
+                "option {}: bad value '{}': {} (valid: {})",
+                spec.key, text, why, syntax
+            )),
+        },
         Kind::Text => Ok(Value::Text(text.to_string())),
     }
 }
@@ -188,12 +104,7 @@ impl Options {
                 continue;
             };
             let Some(spec) = specs.iter().find(|s| s.key == key) else {
-                let known: Vec<&str> = specs.iter().map(|s| s.key).collect();
-                opts.errors.push(format!(
-                    "unknown option '{}' (valid keys: {})",
-                    key,
-                    known.join(", ")
-                ));
+                opts.errors.push(super::unknown_key_message(key));
                 continue;
             };
             match parse_value(spec, text) {
@@ -240,6 +151,7 @@ impl Options {
             let shown = match value {
                 Value::Bool(b) => (*b as u8).to_string(),
                 Value::U64(v) => v.to_string(),
+                Value::Keyword(k) => k.to_string(),
                 Value::Text(t) => t.clone(),
             };
             out.push_str(key);
@@ -253,6 +165,7 @@ impl Options {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::Word;
 
     const SPECS: &[Spec] = &[
         Spec {
@@ -307,8 +220,11 @@ mod tests {
     fn errors_name_key_and_choices() {
         let o = Options::parse("bogus=1 suite=fast slub.max_order=11 noequals", SPECS);
         assert_eq!(o.errors.len(), 4);
-        assert!(o.errors[0].contains("unknown option 'bogus'"));
-        assert!(o.errors[0].contains("suite, acpi.dump, slub.max_order"));
+        assert!(
+            o.errors[0].contains("unknown kernel option 'bogus'"),
+            "{}",
+            o.errors[0]
+        );
         assert!(o.errors[1].contains("valid: test, stress"));
         assert!(o.errors[2].contains("0..=10"));
         assert!(o.errors[3].contains("expected key=value"));

@@ -7,10 +7,9 @@ use spin::Once;
 use x86_64::structures::paging::PageTableFlags;
 use x86_64::VirtAddr;
 
-use super::super::gdt::CpuTables;
-use super::super::paging::{self, PAGE_BYTES};
 use super::{ApRequest, IST_BYTES, KERNEL_STACK_BYTES};
-use crate::mm::frame;
+use crate::arch::gdt::CpuTables;
+use crate::arch::paging::{self, PAGE_BYTES};
 use crate::percpu::PerCpu;
 use crate::topology::NodeId;
 
@@ -40,14 +39,29 @@ pub fn apic_mmio_virt() -> Option<u64> {
 /// `node` has none left); returns their physical address. They are never freed. Before the
 /// frame allocator is up they come from the heap.
 pub fn node_pages_phys(nr_pages: usize, node: NodeId) -> Option<u64> {
-    let phys_offset = crate::mm::early::info().phys_offset;
+    node_pages_phys_from(NODE_PAGES.get().copied(), nr_pages, node)
+}
+
+/// Where node pages come from once the frame allocator is up: `(order, node)` -> the physical
+/// address of 2^order pages nobody else uses (registered by the frame allocator's init; smp
+/// imports no mm code).
+static NODE_PAGES: Once<fn(u8, NodeId) -> Option<u64>> = Once::new();
+
+/// Registers the source of node pages (the frame allocator, once it is up).
+pub fn set_node_page_source(source: fn(order: u8, node: NodeId) -> Option<u64>) {
+    NODE_PAGES.call_once(|| source);
+}
+
+fn node_pages_phys_from(
+    source: Option<fn(u8, NodeId) -> Option<u64>>,
+    nr_pages: usize,
+    node: NodeId,
+) -> Option<u64> {
+    let phys_offset = crate::early::info().phys_offset;
     let bytes = nr_pages.next_power_of_two() * PAGE_BYTES as usize;
-    let phys = if frame::is_ready() {
+    let phys = if let Some(source) = source {
         let order = nr_pages.next_power_of_two().trailing_zeros() as u8;
-        let (phys, _) = frame::alloc_pages(order, frame::Policy::Preferred(node))
-            .ok()?
-            .into_raw();
-        phys
+        source(order, node)?
     } else {
         let layout = Layout::from_size_align(bytes, PAGE_BYTES as usize).ok()?;
         // SAFETY: non-zero size.
@@ -121,7 +135,7 @@ pub fn alloc_cpu_area(
         assert!(TABLES_OFFSET + core::mem::size_of::<Option<CpuTables>>() <= PAGE_BYTES as usize);
     const _: () = assert!(TABLES_OFFSET.is_multiple_of(core::mem::align_of::<Option<CpuTables>>()));
     let phys = node_pages_phys(1, req.mem_node)?;
-    let page = (crate::mm::early::info().phys_offset + phys) as *mut u8;
+    let page = (crate::early::info().phys_offset + phys) as *mut u8;
     // SAFETY: `page` is a fresh, zeroed, page-aligned page owned by this CPU forever; PerCpu
     // fits at offset 0 and Option<CpuTables> at TABLES_OFFSET (asserted above), both aligned.
     unsafe {

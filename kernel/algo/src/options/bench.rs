@@ -1,0 +1,56 @@
+//! Kernel options of the `bench` group. Benchmarks: which experiments run, how, and the
+//! experiments' own knobs.
+
+use super::{Kind, Spec, Word};
+
+super::declare! {
+    BENCH_GROUP = "bench";
+    BENCH: Word = Spec {
+        key: "bench",
+        kind: Kind::Text,
+        default: "",
+        help: "experiments to run, NAME[,NAME] (empty: all); bench.plan lists them",
+    };
+    BENCH_SMOKE: bool = Spec {
+        key: "bench.smoke",
+        kind: Kind::Bool,
+        default: "0",
+        help: "short variants of the experiments (the main job and CI)",
+    };
+    BENCH_CLOCK: Word = Spec {
+        key: "bench.clock",
+        kind: Kind::Choice(&["tsc", "icount"]),
+        default: "tsc",
+        help: "how rdtsc is read: set to icount by the host's --icount",
+    };
+    BENCH_REP: u64 = Spec {
+        key: "bench.rep",
+        kind: Kind::U64 { min: 0, max: 1_000_000 },
+        default: "0",
+        help: "repetition number set by qemu-run.sh bench: odd repetitions run each experiment's cases in reverse order",
+    };
+    VMALLOC_BENCH_PAIRS: u64 = Spec {
+        key: "vmalloc.bench_pairs",
+        kind: Kind::U64 { min: 1, max: 10_000_000 },
+        default: "2000",
+        help: "vmalloc_scaling: 1-page vmalloc+vfree pairs per CPU",
+    };
+    VMALLOC_BENCH_LAZY_MAX_PAGES: u64 = Spec {
+        key: "vmalloc.bench_lazy_max_pages",
+        kind: Kind::U64 { min: 0, max: 1 << 30 },
+        default: "1024",
+        help: "vmalloc_scaling: lazy threshold of the all-CPU instances (0: Linux's)",
+    };
+    VMALLOC_BENCH_ICOUNT_PAIRS: u64 = Spec {
+        key: "vmalloc.bench_icount_pairs",
+        kind: Kind::U64 { min: 1, max: 10_000_000 },
+        default: "20000",
+        help: "vmalloc_scaling: pairs timed on one CPU (whole purge cycles, at least one)",
+    };
+    SLUB_BENCH_ALLOC_NODE_PERCENT: u64 = Spec {
+        key: "slub.bench_alloc_node_percent",
+        kind: Kind::U64 { min: 0, max: 100 },
+        default: "68",
+        help: "memoryless_node: percent of requests that name the CPU's node (kmalloc_node)",
+    };
+}

@@ -1,0 +1,76 @@
+//! Kernel options of the `slub` group. SLUB's boot tunables, Linux's slub_* parameters and
+//! numalab's seed fixes.
+
+use super::{AutoOr, Kind, ParsedValue, SlubDebug, Spec, Word};
+
+super::declare! {
+    SLUB = "slub";
+    SLUB_MAX_ORDER: u64 = Spec {
+        key: "slub.max_order",
+        kind: Kind::U64 { min: 0, max: 10 },
+        default: "3",
+        help: "largest slab order calculate_order may choose (Linux slub_max_order)",
+    };
+    SLUB_MIN_OBJECTS: u64 = Spec {
+        key: "slub.min_objects",
+        kind: Kind::U64 { min: 0, max: 32767 },
+        default: "0",
+        help: "minimum objects per slab; 0: 4 * (fls(nr_cpus) + 1) (Linux slub_min_objects)",
+    };
+    SLUB_MIN_PARTIAL: AutoOr<u64> = Spec {
+        key: "slub.min_partial",
+        kind: Kind::KeywordOr {
+            keyword: "auto",
+            min: 0,
+            max: 1 << 20,
+        },
+        default: "auto",
+        help: "partial slabs a node keeps before freeing empty ones; auto: ilog2(size)/2 clamped to [5, max_partial]",
+    };
+    SLUB_MAX_PARTIAL: u64 = Spec {
+        key: "slub.max_partial",
+        kind: Kind::U64 { min: 1, max: 4096 },
+        default: "10",
+        help: "upper clamp of the automatic min_partial (Linux MAX_PARTIAL)",
+    };
+    SLUB_CPU_PARTIAL: AutoOr<u64> = Spec {
+        key: "slub.cpu_partial",
+        kind: Kind::KeywordOr {
+            keyword: "auto",
+            min: 0,
+            max: 1 << 20,
+        },
+        default: "auto",
+        help: "free objects kept on each CPU's partial list; auto: Linux's table by size; 0: no CPU partials",
+    };
+    SLUB_MEMORYLESS_FIX: bool = Spec {
+        key: "slub.memoryless_fix",
+        kind: Kind::Bool,
+        default: "1",
+        help: "treat a request for a memoryless node as its nearest memory node (seed 003)",
+    };
+    SLUB_PREFER_LOCAL: bool = Spec {
+        key: "slub.prefer_local",
+        kind: Kind::Bool,
+        default: "0",
+        help: "take a new local slab instead of a remote partial while the local node has memory (seed 004)",
+    };
+    SLUB_REMOTE_NODE_DEFRAG_RATIO: u64 = Spec {
+        key: "slub.remote_node_defrag_ratio",
+        kind: Kind::U64 { min: 0, max: 1000 },
+        default: "1000",
+        help: "per mille of slow paths that may take partial slabs from remote nodes",
+    };
+    SLUB_DEBUG: SlubDebug = Spec {
+        key: "slub.debug",
+        kind: SlubDebug::KIND,
+        default: "",
+        help: "debug flags F (sanity) Z (red zone) P (poison) U (user), 1 = all, optionally ,CACHE,... to limit them",
+    };
+    SLUB_SLABINFO: Word = Spec {
+        key: "slub.slabinfo",
+        kind: Kind::Choice(&["counters", "scan"]),
+        default: "counters",
+        help: "how slabinfo counts active objects: counters (exact, no list_lock) or scan (Linux's count_partial under list_lock)",
+    };
+}

@@ -1,0 +1,217 @@
+//! Typed option values: the handle `Opt<T>` and what each value type reads as (bool, u64, a
+//! word, `auto` or a number, `none` or a number, and values with a syntax of their own).
+
+use super::{Kind, Spec, Value};
+use crate::fault::FaultAttr;
+use crate::slub::DebugFlags;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::marker::PhantomData;
+
+/// The value type of a `Choice` or `Text` option (a word).
+pub struct Word;
+
+/// A tunable that is `auto` (the kernel computes it) or a number the user gave.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AutoOr<T> {
+    #[default]
+    Auto,
+    Set(T),
+}
+
+impl<T: Copy> AutoOr<T> {
+    /// The number, or None for `auto`.
+    pub fn set(self) -> Option<T> {
+        match self {
+            AutoOr::Auto => None,
+            AutoOr::Set(v) => Some(v),
+        }
+    }
+}
+
+/// A value type with a syntax of its own, parsed by one function here and on the host.
+pub trait ParsedValue {
+    /// The accepted syntax, in words (shown in errors); also ties a spec's kind to the type.
+    const SYNTAX: &'static str;
+    /// What a read returns.
+    type Parsed: Default;
+    /// Parses a value, or says what is wrong with it.
+    fn parse_value(text: &str) -> Result<Self::Parsed, String>;
+    /// The spec kind of options of this type.
+    const KIND: Kind = Kind::Parsed {
+        syntax: Self::SYNTAX,
+        check: |text| Self::parse_value(text).map(|_| ()),
+    };
+}
+
+/// Fault injection attributes (`fault.*`): None is "off".
+impl ParsedValue for FaultAttr {
+    const SYNTAX: &'static str = "PROBABILITY%[,INTERVAL[,SEED]], 0: off";
+    type Parsed = Option<FaultAttr>;
+    fn parse_value(text: &str) -> Result<Option<FaultAttr>, String> {
+        FaultAttr::parse(text)
+    }
+}
+
+/// `slub.debug`: Linux's `slub_debug=` letters, optionally limited to some caches.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SlubDebug {
+    pub flags: DebugFlags,
+    /// The caches the flags apply to (empty: every cache).
+    pub caches: Vec<String>,
+}
+
+impl ParsedValue for SlubDebug {
+    const SYNTAX: &'static str = "flags F, Z, P, U (1: all, 0: none), then optionally ,CACHE...";
+    type Parsed = SlubDebug;
+    fn parse_value(text: &str) -> Result<SlubDebug, String> {
+        let mut parts = text.split(',');
+        let letters = parts.next().unwrap_or("");
+        let flags = DebugFlags::parse(letters)
+            .map_err(|c| format!("unknown flag '{}' in '{}'", c, text))?;
+        let caches = parts.filter(|s| !s.is_empty()).map(String::from).collect();
+        Ok(SlubDebug { flags, caches })
+    }
+}
+
+/// What an option's value reads as, by the type parameter of its `Opt`.
+pub trait OptType {
+    /// The Rust type a read returns.
+    type Out<'a>;
+    /// Whether `kind` is a kind of this type (checked when an `Opt` is declared).
+    fn accepts(kind: &Kind) -> bool;
+    /// The value as this type (None when the stored value has another type).
+    fn read(value: &Value) -> Option<Self::Out<'_>>;
+}
+
+impl OptType for bool {
+    type Out<'a> = bool;
+    fn accepts(kind: &Kind) -> bool {
+        matches!(kind, Kind::Bool)
+    }
+    fn read(value: &Value) -> Option<bool> {
+        match value {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+}
+
+impl OptType for u64 {
+    type Out<'a> = u64;
+    fn accepts(kind: &Kind) -> bool {
+        matches!(kind, Kind::U64 { .. })
+    }
+    fn read(value: &Value) -> Option<u64> {
+        match value {
+            Value::U64(v) => Some(*v),
+            _ => None,
+        }
+    }
+}
+
+impl OptType for Word {
+    type Out<'a> = &'a str;
+    fn accepts(kind: &Kind) -> bool {
+        matches!(kind, Kind::Choice(_) | Kind::Text)
+    }
+    fn read(value: &Value) -> Option<&str> {
+        match value {
+            Value::Text(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+impl OptType for AutoOr<u64> {
+    type Out<'a> = AutoOr<u64>;
+    fn accepts(kind: &Kind) -> bool {
+        matches!(
+            kind,
+            Kind::KeywordOr {
+                keyword: "auto",
+                ..
+            }
+        )
+    }
+    fn read(value: &Value) -> Option<AutoOr<u64>> {
+        match value {
+            Value::Keyword(_) => Some(AutoOr::Auto),
+            Value::U64(v) => Some(AutoOr::Set(*v)),
+            _ => None,
+        }
+    }
+}
+
+/// `none` or a number (an id).
+impl OptType for Option<u64> {
+    type Out<'a> = Option<u64>;
+    fn accepts(kind: &Kind) -> bool {
+        matches!(
+            kind,
+            Kind::KeywordOr {
+                keyword: "none",
+                ..
+            }
+        )
+    }
+    fn read(value: &Value) -> Option<Option<u64>> {
+        match value {
+            Value::Keyword(_) => Some(None),
+            Value::U64(v) => Some(Some(*v)),
+            _ => None,
+        }
+    }
+}
+
+/// Implements [`OptType`] for a [`ParsedValue`] type: the stored text parsed by its parser.
+macro_rules! parsed_opt_type {
+    ($($t:ty),*) => {$(
+        impl OptType for $t {
+            type Out<'a> = <$t as ParsedValue>::Parsed;
+            fn accepts(kind: &Kind) -> bool {
+                matches!(kind, Kind::Parsed { syntax, .. } if *syntax == <$t as ParsedValue>::SYNTAX)
+            }
+            fn read(value: &Value) -> Option<Self::Out<'_>> {
+                match value {
+                    Value::Text(t) => <$t as ParsedValue>::parse_value(t).ok(),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+parsed_opt_type!(FaultAttr, SlubDebug);
+
+/// A typed handle on one option: its spec and the type its value reads as. Code reads options
+/// only through handles declared in the component tables (`opts.get(&slub::SLUB_MAX_ORDER)`),
+/// so a misspelt key or a wrong type is a compile error instead of a silent 0.
+pub struct Opt<T> {
+    pub spec: Spec,
+    _type: PhantomData<T>,
+}
+
+impl<T> Opt<T> {
+    /// Declares a handle; `T` must match `spec.kind` (see [`OptType::accepts`]), which
+    /// `Options::get` relies on and `Opt::check` verifies.
+    pub const fn new(spec: Spec) -> Opt<T> {
+        Opt {
+            spec,
+            _type: PhantomData,
+        }
+    }
+}
+
+impl<T: OptType> Opt<T> {
+    /// Whether the handle's type matches its spec's kind and its default parses.
+    pub fn check(&self) -> Result<(), String> {
+        if !T::accepts(&self.spec.kind) {
+            return Err(format!(
+                "option {}: handle type does not match its kind {:?}",
+                self.spec.key, self.spec.kind
+            ));
+        }
+        super::parse_value(&self.spec, self.spec.default).map(|_| ())
+    }
+}
