@@ -20,9 +20,7 @@ use numalab_algo::numactl::{self, Numactl, NumactlNode};
 use std::path::{Path, PathBuf};
 
 const MIB: u64 = 1 << 20;
-/// Largest table QEMU's `-acpitable` takes ("ACPI table too big, requested: N, max: 65535"):
-/// a SLIT of at most 255 localities (44 + 255 * 255 bytes).
-pub const QEMU_MAX_TABLE_BYTES: usize = 65535;
+pub use super::scale::QEMU_MAX_TABLE_BYTES;
 /// MiB the node holding physical address 0 may lose (real-mode area, bootloader, kernel).
 pub const LOW_NODE_SLACK_MIB: u64 = 32;
 /// MiB any other node may lose (ACPI tables at the top of low RAM).

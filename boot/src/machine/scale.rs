@@ -95,8 +95,11 @@ fn split(total: u64, weights: &[u64], floor: u64) -> Vec<u64> {
     }
 }
 
-/// Most SLIT localities QEMU's `-acpitable` takes: a table is at most 65535 bytes
-/// (`replay::QEMU_MAX_TABLE_BYTES`), and a SLIT of L localities is 44 + L * L bytes.
+/// Largest table QEMU's `-acpitable` takes ("ACPI table too big, requested: N, max: 65535").
+pub const QEMU_MAX_TABLE_BYTES: usize = 65535;
+
+/// Most SLIT localities QEMU's `-acpitable` takes: a table is at most
+/// [`QEMU_MAX_TABLE_BYTES`], and a SLIT of L localities is 44 + L * L bytes.
 pub const QEMU_MAX_LOCALITIES: usize = 255;
 
 /// Bytes of a SLIT of `l` localities.
@@ -124,7 +127,7 @@ fn fit_slit(
         return Ok(m.slit.clone());
     }
     let n = nodes.len();
-    let limit = crate::machine::replay::QEMU_MAX_TABLE_BYTES;
+    let limit = QEMU_MAX_TABLE_BYTES;
     if n > QEMU_MAX_LOCALITIES {
         let default = m.distances.iter().enumerate().all(|(i, row)| {
             row.iter()
