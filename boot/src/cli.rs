@@ -151,7 +151,8 @@ pub struct MachineOptions {
     /// Number of CPUs, 1..=255 (spread over the preset's nodes that have CPUs)
     #[arg(long, value_name = "N", value_parser = parse_smp)]
     pub smp: Option<u32>,
-    /// Memory, e.g. 2G or 512M, at least 64M (spread over the nodes that have memory)
+    /// Memory, e.g. 2G or 512M, at least 64M, at most 512G and the host's RAM plus swap
+    /// (spread over the nodes that have memory)
     #[arg(long, value_name = "SIZE", value_parser = parse_mem)]
     pub mem: Option<u64>,
     /// Boot the UEFI image with OVMF (default: BIOS)
@@ -409,7 +410,14 @@ fn parse_reps(text: &str) -> Result<u32, String> {
 }
 
 fn parse_mem(text: &str) -> Result<u64, String> {
-    parse_mem_mib(text).ok_or_else(|| "expected a size such as 2G or 512M, at least 64M".into())
+    let mib = parse_mem_mib(text)
+        .ok_or_else(|| String::from("expected a size such as 2G or 512M, at least 64M"))?;
+    // Bounded by what QEMU can address and the host can back (issue 24).
+    let host = crate::machine::scale::host_backing_mib();
+    match crate::machine::scale::mem_problem(mib, host) {
+        Some(why) => Err(why),
+        None => Ok(mib),
+    }
 }
 
 /// `--set KEY=VALUE`: checked against the kernel's own option table (numalab_algo::options)
@@ -506,6 +514,8 @@ mod tests {
             "--smp x",
             "--mem 1K",
             "--mem 32M",
+            "--mem 99999999999999G",
+            "--mem 2048G",
             "--topology nope",
             "--set novalue",
             "--set =1",

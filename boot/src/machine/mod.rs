@@ -9,6 +9,8 @@
 //! kernel's own parser warnings and decisions (kernel/algo/src/acpi), listed by `topology`.
 
 pub mod dir;
+#[cfg(test)]
+mod hostile_tests;
 pub mod replay;
 pub mod samples;
 pub mod scale;
@@ -248,6 +250,24 @@ fn from_numactl(path: &Path, text: &str) -> Result<Machine, SourceError> {
     if h.nodes.iter().all(|n| n.cpus.is_empty()) {
         return Err(SourceError::new(path, "no node lists a CPU"));
     }
+    // Linux prints a remote distance of 10 only for nodes it made up (numa=fake nodes of one
+    // physical node): a SLIT holding it is one Linux's slit_valid() rejects, and so does the
+    // kernel, so the shape cannot be replayed.
+    let n = h.nodes.len();
+    if let Some((i, j)) = (0..n * n)
+        .map(|k| (k / n, k % n))
+        .find(|&(i, j)| i != j && h.distances[i][j] == numalab_algo::topology::LOCAL_DISTANCE)
+    {
+        return Err(SourceError::new(
+            path,
+            format!(
+                "distance node {} -> node {} is 10: a SLIT with a remote distance of 10 is one \
+                 Linux's slit_valid() and numalab ignore (10/20 instead), so this shape cannot \
+                 be replayed (nodes 10 apart are numa=fake nodes of one physical node)",
+                h.nodes[i].id, h.nodes[j].id
+            ),
+        ));
+    }
     let nodes: Vec<Node> = h
         .nodes
         .iter()
@@ -261,8 +281,9 @@ fn from_numactl(path: &Path, text: &str) -> Result<Machine, SourceError> {
             free_mib: n.free_mib,
         })
         .collect();
-    // The SLIT by proximity domain (= node id); localities no node has (sparse node ids)
-    // get Linux's defaults, 10 to self and 20 to others.
+    // The SLIT by proximity domain (= node id, below numactl::MAX_NODES, so at most 1 MiB);
+    // localities no node has (sparse node ids) get Linux's defaults, 10 to self and 20 to
+    // others. scale::plan compacts the domains when QEMU cannot take that many localities.
     let localities = nodes.last().map_or(0, |n| n.pxm as usize + 1);
     let mut matrix: Vec<u8> = (0..localities * localities)
         .map(|k| {

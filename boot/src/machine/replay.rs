@@ -20,6 +20,7 @@ use numalab_algo::numactl::{self, Numactl, NumactlNode};
 use std::path::{Path, PathBuf};
 
 const MIB: u64 = 1 << 20;
+pub use super::scale::QEMU_MAX_TABLE_BYTES;
 /// MiB the node holding physical address 0 may lose (real-mode area, bootloader, kernel).
 pub const LOW_NODE_SLACK_MIB: u64 = 32;
 /// MiB any other node may lose (ACPI tables at the top of low RAM).

@@ -95,6 +95,124 @@ fn split(total: u64, weights: &[u64], floor: u64) -> Vec<u64> {
     }
 }
 
+/// Largest table QEMU's `-acpitable` takes ("ACPI table too big, requested: N, max: 65535").
+pub const QEMU_MAX_TABLE_BYTES: usize = 65535;
+
+/// Most SLIT localities QEMU's `-acpitable` takes: a table is at most
+/// [`QEMU_MAX_TABLE_BYTES`], and a SLIT of L localities is 44 + L * L bytes.
+pub const QEMU_MAX_LOCALITIES: usize = 255;
+
+/// Bytes of a SLIT of `l` localities.
+fn slit_len(l: usize) -> usize {
+    numalab_algo::acpi::slit::SLIT_FIXED_BYTES + l * l
+}
+
+/// The SLIT to inject for `nodes` (by proximity domain, as [`Machine::slit`]), fitted to what
+/// QEMU takes. The replay cuts the source's SLIT after the largest node domain; when that is
+/// still more than [`QEMU_MAX_LOCALITIES`] localities (a domain of 255 or more), the nodes'
+/// domains are renumbered 0..N-1 in node order (phantom localities left out), which keeps
+/// every node's distances and the kernel's node order. More than 255 nodes cannot keep their
+/// distances: refused, unless they are all Linux's defaults, which need no SLIT.
+fn fit_slit(
+    m: &Machine,
+    nodes: &mut [PlanNode],
+    notes: &mut Vec<String>,
+) -> Result<Option<(usize, Vec<u8>)>, String> {
+    let Some((l, matrix)) = &m.slit else {
+        return Ok(None);
+    };
+    let max_pxm = nodes.iter().map(|n| n.pxm as usize).max().unwrap_or(0);
+    let cut = (*l).min(max_pxm + 1);
+    if cut <= QEMU_MAX_LOCALITIES {
+        return Ok(m.slit.clone());
+    }
+    let n = nodes.len();
+    let limit = QEMU_MAX_TABLE_BYTES;
+    if n > QEMU_MAX_LOCALITIES {
+        let default = m.distances.iter().enumerate().all(|(i, row)| {
+            row.iter()
+                .enumerate()
+                .all(|(j, &d)| d == if i == j { 10 } else { 20 })
+        });
+        if !default {
+            return Err(format!(
+                "{}: {n} nodes need a SLIT of {} bytes to keep their distances, more than the \
+                 {limit} bytes QEMU's -acpitable takes ({QEMU_MAX_LOCALITIES} localities at \
+                 most): this machine cannot be replayed with its distances",
+                m.source.display(),
+                slit_len(n)
+            ));
+        }
+        notes.push(format!(
+            "replay: no SLIT injected: {n} nodes need one of {} bytes, more than the {limit} \
+             bytes QEMU's -acpitable takes, and every distance is Linux's default (10 to self, \
+             20 to others), which the kernel uses without a SLIT",
+            slit_len(n)
+        ));
+        return Ok(None);
+    }
+    let old: Vec<u32> = nodes.iter().map(|p| p.pxm).collect();
+    let at = |i: u32, j: u32| matrix.get(i as usize * l + j as usize).copied();
+    let mut compact = Vec::with_capacity(n * n);
+    for &i in &old {
+        for &j in &old {
+            compact.push(at(i, j).unwrap_or(if i == j { 10 } else { 20 }));
+        }
+    }
+    for (i, p) in nodes.iter_mut().enumerate() {
+        p.pxm = i as u32;
+    }
+    notes.push(format!(
+        "replay: proximity domains {} renumbered 0-{} in the injected SRAT and SLIT: a SLIT up \
+         to PXM {max_pxm} has {cut} localities ({} bytes), more than the {limit} bytes QEMU's \
+         -acpitable takes; every node's distances are kept, {} phantom localities left out",
+        numalab_algo::numactl::id_ranges(&old),
+        n - 1,
+        slit_len(cut),
+        cut - n
+    ));
+    Ok(Some((n, compact)))
+}
+
+/// Largest `--mem`, in MiB (512 GiB): half of the 1 TiB QEMU's TCG CPUs address (40 physical
+/// address bits), which leaves room for the 4 GiB split and the PCI holes QEMU places above RAM.
+pub const MAX_MEM_MIB: u64 = 512 << 10;
+
+/// What the host can back, in MiB: RAM plus swap (Linux's default overcommit heuristic refuses
+/// one allocation larger than that: QEMU's "cannot set up guest memory"), or None when the
+/// host overcommits always (`vm.overcommit_memory=1`) or /proc/meminfo cannot be read.
+pub fn host_backing_mib() -> Option<u64> {
+    let mode = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap_or_default();
+    if mode.trim() == "1" {
+        return None;
+    }
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib = |key: &str| {
+        info.lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+    };
+    Some((kib("MemTotal:")? + kib("SwapTotal:").unwrap_or(0)) / 1024)
+}
+
+/// Why QEMU could not be given `mib` MiB, on a host that can back `backing_mib` (None: no host
+/// limit known): over [`MAX_MEM_MIB`], or over the host's RAM and swap. One line, for `--mem`.
+pub fn mem_problem(mib: u64, backing_mib: Option<u64>) -> Option<String> {
+    if mib > MAX_MEM_MIB {
+        return Some(format!(
+            "{mib} MiB is more than the {} GiB numalab gives QEMU (its TCG CPUs address 1 TiB)",
+            MAX_MEM_MIB >> 10
+        ));
+    }
+    let host = backing_mib?;
+    (mib > host).then(|| {
+        format!(
+            "{mib} MiB is more than this host's {host} MiB of RAM and swap: QEMU could not \
+             allocate it"
+        )
+    })
+}
+
 /// Half of the host's available memory, at most [`DEFAULT_MAX_MIB`] (/proc/meminfo's
 /// MemAvailable; [`DEFAULT_MAX_MIB`] when it cannot be read).
 pub fn host_spare_mib() -> u64 {
@@ -218,7 +336,7 @@ pub fn plan(
         }
         v
     };
-    let nodes: Vec<PlanNode> = m
+    let mut nodes: Vec<PlanNode> = m
         .nodes
         .iter()
         .zip(kept)
@@ -229,11 +347,12 @@ pub fn plan(
             mem_mib,
         })
         .collect();
+    let slit = fit_slit(m, &mut nodes, &mut notes)?;
     Ok(Plan {
         source: m.source.clone(),
         nodes,
         distances: m.distances.clone(),
-        slit: m.slit.clone(),
+        slit,
         cpus: all.len() as u32,
         mem_mib: mem.iter().sum(),
         notes,
@@ -270,6 +389,24 @@ mod tests {
             warnings: vec![],
             notes: vec![],
         }
+    }
+
+    /// Issue 24 item 3: `--mem 99999999999999G` passed the command line and QEMU exited 4.
+    #[test]
+    fn mem_is_bounded_by_qemu_and_the_host() {
+        assert_eq!(mem_problem(2048, Some(4096)), None);
+        assert_eq!(mem_problem(MAX_MEM_MIB, None), None);
+        let e = mem_problem(MAX_MEM_MIB + 1, None).unwrap();
+        assert!(
+            e.contains("more than the 512 GiB numalab gives QEMU"),
+            "{e}"
+        );
+        let e = mem_problem(30 << 10, Some(23 << 10)).unwrap();
+        assert!(
+            e.contains("more than this host's 23552 MiB of RAM and swap"),
+            "{e}"
+        );
+        assert_eq!(mem_problem(30 << 10, None), None);
     }
 
     #[test]

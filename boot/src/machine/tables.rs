@@ -17,7 +17,7 @@ use super::{Machine, Node, SourceError};
 use numalab_algo::acpi::apic::ApicMode;
 use numalab_algo::acpi::dump_text::DumpedTable;
 use numalab_algo::acpi::numa::{self, Machine as AcpiMachine};
-use numalab_algo::acpi::{madt, slit, srat};
+use numalab_algo::acpi::{madt, sdt, slit, srat};
 use numalab_algo::memrange;
 use numalab_algo::topology::NodeId;
 use std::collections::BTreeSet;
@@ -81,8 +81,53 @@ fn slices(ts: &[Table]) -> Vec<&[u8]> {
     ts.iter().map(|t| t.bytes.as_slice()).collect()
 }
 
+/// The copies the kernel would read: one whose header claims more than the kernel copies
+/// (`sdt::MAX_TABLE_BYTES`) is left out with the kernel's own warning, before any parsing.
+fn within_limit(name: &str, ts: &[Table], warnings: &mut Vec<String>) -> Vec<Table> {
+    ts.iter()
+        .filter(|t| {
+            let length = sdt::header_length(&t.bytes).unwrap_or(0);
+            match sdt::too_large(name, &t.label, length) {
+                Some(w) => {
+                    warnings.push(w);
+                    false
+                }
+                None => true,
+            }
+        })
+        .cloned()
+        .collect()
+}
+
 /// The machine the tables describe, as the kernel would build it.
 pub fn machine(source: &Path, raw: &RawTables) -> Result<Machine, SourceError> {
+    let mut size_warnings = Vec::new();
+    let kept = RawTables {
+        madts: within_limit("MADT", &raw.madts, &mut size_warnings),
+        srats: within_limit("SRAT", &raw.srats, &mut size_warnings),
+        slits: within_limit("SLIT", &raw.slits, &mut size_warnings),
+    };
+    if kept.madts.is_empty() && !raw.madts.is_empty() {
+        return Err(SourceError::new(
+            &raw.madts[0].file,
+            format!(
+                "no usable MADT ({}): the MADT lists the CPUs",
+                size_warnings[0]
+            ),
+        ));
+    }
+    let mut m = machine_within_limit(source, raw, &kept)?;
+    size_warnings.append(&mut m.warnings);
+    m.warnings = size_warnings;
+    Ok(m)
+}
+
+/// [`machine`] of the copies within the size limit (`raw` names the source's files).
+fn machine_within_limit(
+    source: &Path,
+    raw: &RawTables,
+    kept: &RawTables,
+) -> Result<Machine, SourceError> {
     let what = if raw
         .madts
         .first()
@@ -111,7 +156,7 @@ pub fn machine(source: &Path, raw: &RawTables) -> Result<Machine, SourceError> {
     // The boot CPU: the first enabled valid processor of the first MADT that parses.
     let mut errors = Vec::new();
     let mut boot = None;
-    for t in &raw.madts {
+    for t in &kept.madts {
         match madt::parse(&t.bytes) {
             Ok(m) => {
                 let mut scratch = Vec::new();
@@ -130,7 +175,7 @@ pub fn machine(source: &Path, raw: &RawTables) -> Result<Machine, SourceError> {
             ))
         }
         None => {
-            let first = &raw.madts[0];
+            let first = &kept.madts[0];
             return Err(SourceError::new(
                 &first.file,
                 format!(
@@ -142,7 +187,7 @@ pub fn machine(source: &Path, raw: &RawTables) -> Result<Machine, SourceError> {
     };
     // RAM: the enabled, not hot-pluggable, not non-volatile ranges of the first valid SRAT.
     let mut notes = Vec::new();
-    let first_srat = raw.srats.iter().find_map(|t| srat::parse(&t.bytes).ok());
+    let first_srat = kept.srats.iter().find_map(|t| srat::parse(&t.bytes).ok());
     let mut ram: Vec<(u64, u64)> = Vec::new();
     if let Some(s) = &first_srat {
         let mut hot = (0usize, 0u64);
@@ -166,7 +211,11 @@ pub fn machine(source: &Path, raw: &RawTables) -> Result<Machine, SourceError> {
         }
     }
     let ram = memrange::normalize(&ram);
-    let (madts, srats, slits) = (slices(&raw.madts), slices(&raw.srats), slices(&raw.slits));
+    let (madts, srats, slits) = (
+        slices(&kept.madts),
+        slices(&kept.srats),
+        slices(&kept.slits),
+    );
     let outcome = numa::build(&AcpiMachine {
         boot_apic_id: boot,
         apic_mode: ApicMode::X2Apic,
@@ -208,15 +257,28 @@ pub fn machine(source: &Path, raw: &RawTables) -> Result<Machine, SourceError> {
         .collect();
     // The SLIT replayed: the first copy that parses and that the parsers use for these nodes.
     let pxms: Vec<u32> = nodes.iter().map(|n| n.pxm).collect();
-    let slit = raw
+    let slit = kept
         .slits
         .iter()
         .filter_map(|t| slit::parse(&t.bytes).ok())
         .next()
         .filter(|s| s.distances_for(&pxms).is_ok())
         .map(|s| (s.localities, s.matrix));
+    let merged = &outcome.merged;
+    if !merged.is_empty() {
+        notes.push(format!(
+            "replay: SRAT proximity domains {} are past the {}-node limit: not nodes; their \
+             memory and CPUs were merged into kept nodes (the SRAT warning says which), and \
+             the replay gives them to those nodes",
+            numalab_algo::numactl::id_ranges(merged),
+            numa::MAX_NODES
+        ));
+    }
     if let Some((n, m)) = &slit {
-        let phantoms: Vec<u32> = (0..*n as u32).filter(|p| !pxms.contains(p)).collect();
+        let nodes: BTreeSet<u32> = pxms.iter().copied().collect();
+        let phantoms: Vec<u32> = (0..*n as u32)
+            .filter(|p| !nodes.contains(p) && merged.binary_search(p).is_err())
+            .collect();
         if !phantoms.is_empty() && m.len() == n * n {
             notes.push(format!(
                 "replay: SLIT localities {} have no CPU or memory (phantom domains): their rows \

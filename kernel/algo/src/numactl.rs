@@ -5,15 +5,16 @@
 //! Reader rules: lines before the first `available:` line are ignored (a shell prompt, the
 //! command); the block ends with the last distance row (the rest is ignored). Every node the
 //! `available:` line lists needs its `cpus:`, `size:` and `free:` lines and a distance row;
-//! anything else inside the block is an error naming the line. Trailing blanks (numactl leaves
-//! one after each column) are ignored.
+//! anything else inside the block is an error naming the line. Node ids are below 1024 (Linux's
+//! largest MAX_NUMNODES), as are node counts. Trailing blanks (numactl leaves one after each
+//! column) are ignored.
 
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-/// Most nodes a text may describe (Linux's usual MAX_NUMNODES).
+/// Most nodes a text may describe, and the bound on a node id (Linux's largest MAX_NUMNODES).
 pub const MAX_NODES: usize = 1024;
 /// Most CPUs a text may list, and the bound on a CPU id (Linux's largest NR_CPUS).
 pub const MAX_CPUS: u32 = 8192;
@@ -187,6 +188,17 @@ pub fn parse(text: &str) -> Result<Numactl, String> {
         return Err(err(
             start,
             &format!("{count} nodes announced, {} listed", ids.len()),
+        ));
+    }
+    // Linux numbers nodes below MAX_NUMNODES (1 << CONFIG_NODES_SHIFT, at most 1024 on every
+    // architecture): a larger id is not a Linux view, and a replay sizes tables by the id.
+    if let Some(&id) = ids.iter().find(|&&id| id as usize >= MAX_NODES) {
+        return Err(err(
+            start,
+            &format!(
+                "node id {id} is above {}: Linux numbers nodes below MAX_NUMNODES (at most {MAX_NODES})",
+                MAX_NODES - 1
+            ),
         ));
     }
     if ids.windows(2).any(|w| w[0] >= w[1]) {
@@ -442,6 +454,25 @@ mod tests {
             let e = parse(&text).unwrap_err();
             assert!(e.contains(want), "{from:?} -> {to:?}: {e}");
         }
+    }
+
+    /// Issue 24 item 1: node ids are bounded like Linux's (below MAX_NUMNODES, 1024), not only
+    /// the node count: a replay sizes tables by the largest id.
+    #[test]
+    fn node_ids_at_or_past_linux_max_numnodes_are_refused() {
+        let with_id = |id: u32| {
+            let mut t = two();
+            t.nodes[1].id = id;
+            t.text()
+        };
+        for id in [1024u32, 100000, 4000000000] {
+            let e = parse(&with_id(id)).unwrap_err();
+            assert!(
+                e.starts_with("line 1: node id ") && e.contains("above 1023"),
+                "{id}: {e}"
+            );
+        }
+        assert_eq!(parse(&with_id(1023)).unwrap().nodes[1].id, 1023);
     }
 
     #[test]

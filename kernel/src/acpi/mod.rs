@@ -13,10 +13,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use handler::DirectMap;
-use numalab_algo::acpi::sdt::{self, HEADER_BYTES};
-
-/// Largest table copied; a header claiming more is reported and skipped.
-const MAX_TABLE_BYTES: u32 = 1 << 20;
+use numalab_algo::acpi::sdt::{self, HEADER_BYTES, MAX_TABLE_BYTES};
 /// Bytes of an ACPI 2.0+ RSDP (a 1.0 RSDP is 20, the rest is read but unused).
 const RSDP_V2_BYTES: usize = 36;
 /// The bootloader maps at least the first 4 GiB of physical memory.
@@ -133,10 +130,9 @@ pub fn find_tables() -> RawTables {
             b"SLIT" => (&mut raw.slits, "SLIT"),
             _ => continue,
         };
-        if length > MAX_TABLE_BYTES {
-            raw.warnings.push(format!(
-                "{table} at {phys:#x}: length field {length} is over the {MAX_TABLE_BYTES}-byte limit: table ignored"
-            ));
+        // The limit is shared with the host's `topology` (numalab_algo::acpi::sdt).
+        if let Some(w) = sdt::too_large(table, &format!("{phys:#x}"), length) {
+            raw.warnings.push(w);
             continue;
         }
         // A length below a header is copied as a header; the parser reports it as truncated.

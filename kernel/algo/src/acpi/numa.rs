@@ -24,8 +24,9 @@
 //!   `maxcpus`, are dropped silently); CPUs without an entry: placed on the boot CPU's
 //!   nearest node with memory;
 //! - no SLIT: 10 to self, 20 to others (Linux's default); a SLIT that does not cover every
-//!   node's domain, or with a self-distance other than 10 or a remote one below 10: not used
-//!   (defaults); 255 and asymmetric matrices: kept as given (legal), with a warning.
+//!   node's domain, or that Linux's `slit_valid()` rejects (a self-distance other than 10 or a
+//!   remote one of 10 or less, in any locality, phantom ones included): not used (defaults);
+//!   255 and asymmetric matrices: kept as given (legal), with a warning.
 //!
 //! Warnings are bounded (`acpi::warn`): lists inside one line show their first items, and
 //! each table gives at most a fixed number of lines.
@@ -73,6 +74,9 @@ pub struct Outcome {
     pub topology: Topology,
     pub warnings: Vec<String>,
     pub dump: Vec<String>,
+    /// Proximity domains past [`MAX_NODES`] whose memory and CPUs went to kept nodes (the
+    /// SRAT warning says where), increasing; empty when every domain is a node.
+    pub merged: Vec<u32>,
 }
 
 /// Parses every copy of a table and keeps the first valid one. Each rejected copy gives one
@@ -199,6 +203,7 @@ fn build_all(m: &Machine) -> Outcome {
         topology: Topology::single_node(&apic_ids, usable.clone()),
         warnings,
         dump,
+        merged: Vec::new(),
     };
 
     let fallback = "single node holding all memory and CPUs";
@@ -237,11 +242,20 @@ fn build_all(m: &Machine) -> Outcome {
         absent: &absent,
         boot_apic_id: m.boot_apic_id,
     };
-    match place(&srat, slit.as_ref(), &cpus, &usable, &ram, &mut warnings) {
+    let mut merged = Vec::new();
+    match place(
+        &srat,
+        slit.as_ref(),
+        &cpus,
+        (&usable, &ram),
+        &mut merged,
+        &mut warnings,
+    ) {
         Some(topology) => Outcome {
             topology,
             warnings,
             dump,
+            merged,
         },
         None => single(warnings, dump),
     }
@@ -344,13 +358,17 @@ struct Cpus<'a> {
     boot_apic_id: u32,
 }
 
+/// [start, end) ranges of the memory map.
+type Ranges<'a> = &'a [(u64, u64)];
+
 /// The NUMA placement, or None for the single-node fallback (its warning already pushed).
+/// `merged` receives the domains past MAX_NODES whose resources went to kept nodes.
 fn place(
     srat: &Srat,
     slit: Option<&Slit>,
     cpus_in: &Cpus,
-    usable: &[(u64, u64)],
-    ram: &[(u64, u64)],
+    (usable, ram): (Ranges, Ranges),
+    merged: &mut Vec<u32>,
     warnings: &mut Vec<String>,
 ) -> Option<Topology> {
     let (apic_ids, boot_apic_id) = (cpus_in.apic_ids, cpus_in.boot_apic_id);
@@ -462,6 +480,7 @@ fn place(
     }
     let has_mem: Vec<bool> = mem.iter().map(|r| !r.is_empty()).collect();
     if !has_mem.iter().any(|&b| b) {
+        // The single-node fallback: no domain is a node, none was merged.
         warnings.push(format!(
             "SRAT: no enabled memory affinity entry covers usable RAM ({} memory entries, {} kept): \
              single node holding all memory and CPUs",
@@ -527,6 +546,7 @@ fn place(
             id_list(&homeless)
         ));
     }
+    *merged = beyond;
     let nodes = pxms
         .iter()
         .zip(mem)

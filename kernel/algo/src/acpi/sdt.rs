@@ -9,6 +9,23 @@ use alloc::vec::Vec;
 /// Size of the standard SDT header (signature, length, revision, checksum, OEM fields).
 pub const HEADER_BYTES: usize = 36;
 
+/// Largest table numalab reads, kernel and host alike: the kernel does not copy a table whose
+/// header claims more, and `qemu-run.sh topology` ignores it the same way ([`too_large`]).
+/// 2 MiB: a SLIT for 1024 localities (Linux's MAX_NUMNODES, numalab's `numa::MAX_NODES`) is
+/// 1 MiB + 44 bytes, so a 1 MiB limit would drop the distances of a 1024-node machine; the
+/// largest real MADT or SRAT is far smaller.
+pub const MAX_TABLE_BYTES: u32 = 2 << 20;
+
+/// The warning for a table whose header length is over [`MAX_TABLE_BYTES`] (`where_` names
+/// it: a physical address in the kernel, a file on the host), or None when it is within it.
+pub fn too_large(table: &str, where_: &str, length: u32) -> Option<String> {
+    (length > MAX_TABLE_BYTES).then(|| {
+        format!(
+            "{table} at {where_}: length field {length} is over the {MAX_TABLE_BYTES}-byte limit: table ignored"
+        )
+    })
+}
+
 /// Reads a little-endian u8 at `off`, or None past the end.
 pub fn u8_at(bytes: &[u8], off: usize) -> Option<u8> {
     bytes.get(off).copied()

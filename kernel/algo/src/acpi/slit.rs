@@ -1,8 +1,10 @@
 //! SLIT (System Locality Information Table): an N x N matrix of relative distances between
 //! proximity domains (localities), 10 meaning local. Row i is "from locality i".
 //!
-//! `distances_for` checks the matrix for the nodes that exist and decides, as Linux does,
-//! that a SLIT with a self-distance other than 10 or a remote distance below 10 is not used.
+//! `distances_for` decides, with Linux's `slit_valid()` rule, that a SLIT with a self-distance
+//! other than 10 or a remote distance of 10 or less anywhere in the matrix (phantom localities,
+//! which are no node's domain, included) is not used, and that one too small for the nodes is
+//! not used either.
 
 use super::sdt;
 use super::warn::capped_join_by;
@@ -40,6 +42,8 @@ impl Slit {
     /// `Err` is the warning that explains why the SLIT is not used (default distances then).
     /// `Ok` carries the matrix and warnings for legal but notable values (255, asymmetry).
     pub fn distances_for(&self, pxms: &[u32]) -> Result<(Vec<Vec<u8>>, Vec<String>), String> {
+        // Linux checks the table first (acpi_parse_slit), then maps it onto the nodes.
+        self.linux_valid(pxms)?;
         if let Some(&p) = pxms.iter().find(|&&p| p as usize >= self.localities) {
             return Err(format!(
                 "SLIT: {} localities, but the SRAT has a node for proximity domain {p}: size does not \
@@ -51,22 +55,46 @@ impl Slit {
         let mut m = alloc::vec![alloc::vec![0u8; n]; n];
         for (i, &pi) in pxms.iter().enumerate() {
             for (j, &pj) in pxms.iter().enumerate() {
-                let d = self.get(pi as usize, pj as usize).unwrap_or(0);
-                if i == j && d != LOCAL_DISTANCE {
-                    return Err(format!(
-                        "SLIT entry [{pi}][{pj}]: self-distance {d}, must be 10: SLIT not used, default distances 10/20"
-                    ));
-                }
-                if i != j && d < LOCAL_DISTANCE {
-                    return Err(format!(
-                        "SLIT entry [{pi}][{pj}]: remote distance {d} is below 10: SLIT not used, default distances 10/20"
-                    ));
-                }
-                m[i][j] = d;
+                m[i][j] = self.get(pi as usize, pj as usize).unwrap_or(0);
             }
         }
         let warnings = notable(pxms, &m);
         Ok((m, warnings))
+    }
+
+    /// Linux's `slit_valid()` (drivers/acpi/numa/srat.c): every locality, phantom ones (no
+    /// node's domain) included, row by row: 10 (LOCAL_DISTANCE) to itself and more than 10 to
+    /// any other. Linux ignores a SLIT that fails ("ACPI: SLIT table looks invalid. Not used.")
+    /// and uses 10/20; so does numalab. `Err` is the warning naming the first bad entry.
+    fn linux_valid(&self, pxms: &[u32]) -> Result<(), String> {
+        let n = self.localities;
+        let Some(k) = (0..n * n).find(|&k| {
+            let d = self.matrix.get(k).copied().unwrap_or(0);
+            if k / n == k % n {
+                d != LOCAL_DISTANCE
+            } else {
+                d <= LOCAL_DISTANCE
+            }
+        }) else {
+            return Ok(());
+        };
+        let (i, j) = (k / n, k % n);
+        let d = self.matrix.get(k).copied().unwrap_or(0);
+        let mut at = format!("SLIT entry [{i}][{j}]");
+        let node = |l: usize| pxms.iter().any(|&p| p as usize == l);
+        if let Some(l) = [i, j].into_iter().find(|&l| !node(l)) {
+            let _ = write!(at, " (locality {l} is no node's domain)");
+        }
+        let why = if i == j {
+            format!("self-distance {d}, must be 10")
+        } else if d < LOCAL_DISTANCE {
+            format!("remote distance {d} is below 10")
+        } else {
+            String::from("remote distance 10, must be above 10 (Linux's slit_valid() rule)")
+        };
+        Err(format!(
+            "{at}: {why}: SLIT not used, default distances 10/20"
+        ))
     }
 }
 
@@ -218,6 +246,55 @@ mod tests {
             .distances_for(&[0, 1])
             .unwrap_err()
             .contains("SLIT entry [0][1]: remote distance 5"));
+    }
+
+    /// Issue 24 item 6: Linux's slit_valid() (drivers/acpi/numa/srat.c) checks every locality,
+    /// phantom ones included: 10 to self, more than 10 (LOCAL_DISTANCE) to any other.
+    #[test]
+    fn linux_slit_valid_rule_every_locality_and_remote_above_10() {
+        // A four-socket table with an all-10 matrix: Linux ignores it and uses 10/20.
+        let s = parse(&slit(&vec![vec![10u8; 4]; 4])).unwrap();
+        let e = s.distances_for(&[0, 1, 2, 3]).unwrap_err();
+        assert!(
+            e.starts_with("SLIT entry [0][1]: remote distance 10, must be above 10")
+                && e.ends_with("SLIT not used, default distances 10/20"),
+            "{e}"
+        );
+        // Locality 1 is no node's domain (phantom), and its self-distance is 0.
+        let s = parse(&slit(&[
+            vec![10, 20, 20],
+            vec![20, 0, 20],
+            vec![20, 20, 10],
+        ]))
+        .unwrap();
+        let e = s.distances_for(&[0, 2]).unwrap_err();
+        assert!(
+            e.starts_with("SLIT entry [1][1] (locality 1 is no node's domain): self-distance 0"),
+            "{e}"
+        );
+        // A phantom's remote distance of 10 rejects the table too.
+        let s = parse(&slit(&[
+            vec![10, 20, 20],
+            vec![10, 10, 20],
+            vec![20, 20, 10],
+        ]))
+        .unwrap();
+        let e = s.distances_for(&[0, 2]).unwrap_err();
+        assert!(
+            e.starts_with("SLIT entry [1][0] (locality 1 is no node's domain): remote distance 10"),
+            "{e}"
+        );
+        // Valid phantoms are skipped as before.
+        let s = parse(&slit(&[
+            vec![10, 20, 30],
+            vec![20, 10, 20],
+            vec![30, 20, 10],
+        ]))
+        .unwrap();
+        assert_eq!(
+            s.distances_for(&[0, 2]).unwrap().0,
+            vec![vec![10, 30], vec![30, 10]]
+        );
     }
 
     #[test]
