@@ -1,7 +1,12 @@
 //! The BENCH output contract: one serial line `BENCH {json}` per measurement.
 //!
 //! Required fields: bench, case, metric, value, unit, cpus, nodes, clock. The host collector
-//! (boot/src/bench.rs) parses these lines back; both sides are tested against each other.
+//! (boot/src/bench/) parses these lines back; both sides are tested against each other.
+//! `catalog` is every experiment's facts (names, cases, boots, required metrics, seeds, Linux
+//! twin); `plan` the selection, name rules and loop sizes.
+
+pub mod catalog;
+pub mod plan;
 
 use alloc::format;
 use alloc::string::String;

@@ -2,7 +2,7 @@
 //! CPU counts for "25/50/100% of CPUs", and the once-a-second limiter of progress lines.
 //!
 //! The kernel's `crate::bench` wraps these with the clock and the console; the host collector
-//! (boot/src/bench.rs) applies the same name rules when it checks the output contract.
+//! (boot/src/bench/record.rs) applies the same name rules when it checks the output contract.
 
 use alloc::format;
 use alloc::string::String;
