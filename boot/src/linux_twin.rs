@@ -978,7 +978,11 @@ mod tests {
             .unwrap_or_else(|| panic!("{t}"));
         let words: Vec<&str> = row.split_whitespace().collect();
         assert_eq!(words[words.len() - 3..], ["18", "15", "1.200"], "{t}");
-        assert!(REQUIRED.contains(&("alloc_peers", "harness/burst256", HARNESS)));
+        assert!(REQUIRED.contains(&(
+            catalog::ALLOC_PEERS.name,
+            "harness/burst256",
+            "harness_instructions_per_pair"
+        )));
         let (_, bad) = bench::parse_log(&rec("freebsd", "page_alloc", "x", "1"), Boot::Icount);
         assert!(bad[0].message.contains("field 'kernel'"), "{bad:?}");
     }
