@@ -155,7 +155,7 @@ fn twin_counterparts_face_numalab_cases() {
 fn boots_and_derived_facts() {
     assert!(SLUB_LIST_LOCK.multi_cpu_only() && SLUB_LIST_LOCK.in_det());
     assert!(!PAGE_ALLOC.multi_cpu_only() && !PAGE_ALLOC.in_det());
-    assert!(NUMA_LOCALITY.numa_only && !VMALLOC_SCALING.numa_only);
+    const { assert!(NUMA_LOCALITY.numa_only && !VMALLOC_SCALING.numa_only) };
     let det: Vec<&str> = CATALOG
         .iter()
         .filter(|e| e.in_det())
