@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// The baseline case for `case` of `bench`, given the cases present: the catalog's
-/// (`Baseline`; alloc_peers' `numalab/*` is the case with the same workload after the slash),
-/// or the first case for an experiment the catalog does not have.
+/// (`Baseline`; a per-workload rule such as `numalab/*` is the case with the same workload
+/// after the slash), or the first case for an experiment the catalog does not have.
 pub fn baseline_for(bench: &str, case: &str, cases: &[String]) -> Option<String> {
     let want = match catalog::find(bench) {
         Some(e) => e.baseline.of(case)?,
@@ -183,7 +183,7 @@ pub fn tables(records: &[BenchRecord], host_cpus: usize) -> String {
                 let (Some(s), Some(r)) = (spread(key), first.get(key)) else {
                     continue;
                 };
-                // The baseline from the same boot, else (memoryless_node's single_node) from
+                // The baseline from the same boot, else (a one-node comparison case) from
                 // the other host-time boot of the same machine size: tsc <-> uma.
                 let base = baseline_for(bench, &key.1, &cases).and_then(|b| {
                     let other = match key.3 {
@@ -405,7 +405,7 @@ mod tests {
             "{t}"
         );
         assert!(tsc_count.contains("host-dependent count"), "{t}");
-        // memoryless_node's baseline single_node comes from the uma boot.
+        // The memoryless experiment's baseline single_node comes from the uma boot.
         let mut ml = reps(
             MEMORYLESS_NODE.name,
             "unfixed",

@@ -93,7 +93,7 @@ mod tests {
     #[test]
     fn line_format() {
         let r = Record {
-            bench: "alloc_peers",
+            bench: "peer_bench",
             case: "numalab/fast64",
             metric: "instructions_per_pair",
             value: 38.5,
@@ -104,7 +104,7 @@ mod tests {
         };
         assert_eq!(
             r.line(),
-            "BENCH {\"bench\":\"alloc_peers\",\"case\":\"numalab/fast64\",\"metric\":\"instructions_per_pair\",\"value\":38.5000,\"unit\":\"instructions\",\"cpus\":1,\"nodes\":4,\"clock\":\"icount\"}"
+            "BENCH {\"bench\":\"peer_bench\",\"case\":\"numalab/fast64\",\"metric\":\"instructions_per_pair\",\"value\":38.5000,\"unit\":\"instructions\",\"cpus\":1,\"nodes\":4,\"clock\":\"icount\"}"
         );
         let r2 = Record {
             value: f64::NAN,
