@@ -4,8 +4,7 @@
 //! finite values) and that every experiment in the tree that ran printed each of its required
 //! bench/case/metric lines and every case its catalog entry (kernel/algo/src/bench/catalog)
 //! lists for that boot, and nothing the catalog lacks; boots `det` twice and checks its counts
-//! repeat exactly. Never
-//! checks speed: the numbers are measurements, not pass/fail criteria.
+//! repeat exactly. Never checks speed: the numbers are measurements, not pass/fail criteria.
 
 use numalab_boot::bench::catalog::{CLOCK_OVERHEAD, MEMORYLESS_NODE, SLUB_LIST_LOCK};
 use numalab_boot::bench::{self, Boot};

@@ -4,8 +4,9 @@
 //! with `cpus` (CPUs taking part), `nodes` (NUMA nodes of the machine) and `clock` filled in
 //! here. Its bench and case must be in the experiment catalog (numalab_algo::bench::catalog,
 //! re-exported as `catalog`): `emit` refuses any other pair, prints a warning instead of the
-//! line, and the runner fails the test that emitted it (`refused`). The clock is what the host told the kernel: boot's `--icount` adds the kernel option
-//! `bench.clock=icount` (rdtsc then counts executed guest instructions, exact and repeatable);
+//! line, and the runner fails the test that emitted it (`refused`). The clock is what the
+//! host told the kernel: boot's `--icount` adds the kernel option `bench.clock=icount` (rdtsc
+//! then counts executed guest instructions, exact and repeatable);
 //! otherwise it is `tsc` (host time under TCG, a trend only). The kernel does not try to detect
 //! icount itself: under TCG a TSC that counts instructions cannot be told reliably from a slow
 //! host TSC.
