@@ -2,9 +2,11 @@
 //! --smoke` on the default topology (a multi-CPU boot, the multi-CPU --icount `det` boot and a
 //! one-CPU --icount boot) and checks every BENCH line (required fields, lower_snake_case names,
 //! finite values) and that every experiment in the tree that ran printed each of its required
-//! bench/case/metric lines; boots `det` twice and checks its counts repeat exactly. Never
-//! checks speed: the numbers are measurements, not pass/fail criteria.
+//! bench/case/metric lines and every case its catalog entry (kernel/algo/src/bench/catalog)
+//! lists for that boot, and nothing the catalog lacks; boots `det` twice and checks its counts
+//! repeat exactly. Never checks speed: the numbers are measurements, not pass/fail criteria.
 
+use numalab_boot::bench::catalog::{CLOCK_OVERHEAD, MEMORYLESS_NODE, SLUB_LIST_LOCK};
 use numalab_boot::bench::{self, Boot};
 use numalab_boot::bench_run::{self, BenchArgs};
 use std::time::Duration;
@@ -37,6 +39,14 @@ fn s09_smoke_benchmarks_keep_the_contract() {
         "contract violated:\n{}",
         problems.join("\n")
     );
+    // The catalog and the kernel agree: every case listed for a boot was printed there by the
+    // experiments that ran, and nothing unlisted was printed (the kernel refuses that too).
+    let problems = bench_run::catalog_problems(&runs);
+    assert!(
+        problems.is_empty(),
+        "catalog and kernel disagree:\n{}",
+        problems.join("\n")
+    );
     let tsc = runs.iter().find(|r| r.boot == Boot::Tsc).expect("tsc boot");
     let icount = runs
         .iter()
@@ -55,7 +65,7 @@ fn s09_smoke_benchmarks_keep_the_contract() {
     }
     // Every experiment in the tree is registered in both boots, and the plan says which clock.
     let registered = bench::registered(&tsc.outcome.log);
-    assert!(registered.contains("clock_overhead"), "{registered:?}");
+    assert!(registered.contains(CLOCK_OVERHEAD.name), "{registered:?}");
     assert_eq!(registered, bench::registered(&icount.outcome.log));
     assert!(icount
         .outcome
@@ -96,7 +106,10 @@ fn s09_smoke_benchmarks_keep_the_contract() {
 /// Two det boots of one commit print identical counts: the same records, value for value.
 #[test]
 fn s09_det_counts_repeat_exactly() {
-    let args = smoke_args("--topology 4node --set bench=slub_list_lock");
+    let args = smoke_args(&format!(
+        "--topology 4node --set bench={}",
+        SLUB_LIST_LOCK.name
+    ));
     let img = numalab::image(args.base.firmware);
     let cost = 2 * numalab::cost(&args.base);
     let boot = || {
@@ -110,8 +123,11 @@ fn s09_det_counts_repeat_exactly() {
         let second = boot();
         (first.join().expect("first det boot"), second)
     });
-    if !bench::registered(&a.outcome.log).contains("slub_list_lock") {
-        eprintln!("slub_list_lock is not in this tree; nothing to check");
+    if !bench::registered(&a.outcome.log).contains(SLUB_LIST_LOCK.name) {
+        eprintln!(
+            "{} is not in this tree; nothing to check",
+            SLUB_LIST_LOCK.name
+        );
         return;
     }
     let counts = |r: &bench_run::BootRun| -> Vec<(String, String, String, u32, f64)> {
@@ -163,7 +179,7 @@ fn s09_unknown_experiment_fails_naming_the_valid_ones() {
         "{}",
         r.reason
     );
-    assert!(r.reason.contains("clock_overhead"), "{}", r.reason);
+    assert!(r.reason.contains(CLOCK_OVERHEAD.name), "{}", r.reason);
     assert!(
         bench::parse_log(&out.log, Boot::Tsc).0.is_empty(),
         "no experiment should run"
@@ -172,20 +188,32 @@ fn s09_unknown_experiment_fails_naming_the_valid_ones() {
 
 #[test]
 fn s09_memoryless_node_runs_on_the_seed_topology_with_a_uma_comparison() {
-    let args = smoke_args("--topology memoryless --set bench=memoryless_node");
+    let args = smoke_args(&format!(
+        "--topology memoryless --set bench={}",
+        MEMORYLESS_NODE.name
+    ));
     let runs = run_boots(&args);
     for r in &runs {
         assert!(r.outcome.passed(), "{}", r.outcome.failure_report());
     }
     let tsc = &runs[0];
-    if !bench::registered(&tsc.outcome.log).contains("memoryless_node") {
-        eprintln!("memoryless_node is not in this tree; nothing to check");
+    if !bench::registered(&tsc.outcome.log).contains(MEMORYLESS_NODE.name) {
+        eprintln!(
+            "{} is not in this tree; nothing to check",
+            MEMORYLESS_NODE.name
+        );
         return;
     }
     let problems = bench_run::contract_problems(&runs);
     assert!(
         problems.is_empty(),
         "contract violated:\n{}",
+        problems.join("\n")
+    );
+    let problems = bench_run::catalog_problems(&runs);
+    assert!(
+        problems.is_empty(),
+        "catalog and kernel disagree:\n{}",
         problems.join("\n")
     );
     // The exact numactl -H shape of seeds.md: node 0 has CPUs 0-3 and no memory.
@@ -200,11 +228,14 @@ fn s09_memoryless_node_runs_on_the_seed_topology_with_a_uma_comparison() {
         .iter()
         .find(|r| r.boot == Boot::Uma)
         .expect("the host ran the uma boot");
-    assert!(uma.config.cmdline().contains("bench=memoryless_node"));
+    assert!(uma
+        .config
+        .cmdline()
+        .contains(&format!("bench={}", MEMORYLESS_NODE.name)));
     let kib = |case: &str| {
         runs.iter()
             .flat_map(|r| &r.records)
-            .find(|x| x.bench == "memoryless_node" && x.case == case && x.metric == "slab_kib")
+            .find(|x| x.bench == MEMORYLESS_NODE.name && x.case == case && x.metric == "slab_kib")
             .unwrap_or_else(|| panic!("no slab_kib for {case}"))
             .value
     };

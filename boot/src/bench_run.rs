@@ -8,10 +8,12 @@
 //! under `--icount`: QEMU runs the vCPUs round-robin on one host thread, so the counts of the
 //! count experiments are exact and repeat; only counts are kept), `icount` (the same machine
 //! with one CPU online, `-smp 1,maxcpus=N`, under `--icount`: instruction counts), and `uma`
-//! (only when memoryless_node printed results: the `uma` preset with the same CPUs and memory,
-//! for its `single_node` case; repeated like tsc). The main job adds a boot of the `memoryless`
-//! preset for memoryless_node.
+//! (only when an experiment with a one-node comparison printed results: the `uma` preset with
+//! the same CPUs and memory, for its uma cases; repeated like tsc). The main job adds a boot of
+//! the `memoryless` preset for seed 003's experiment. Which experiment needs which boot is the
+//! catalog's (kernel/algo/src/bench/catalog).
 
+use crate::bench::catalog::{self, CATALOG};
 use crate::bench::{self, BenchRecord, Boot, BootResult, Violation};
 use crate::cli::{self, exit, BenchOptions, Job};
 use crate::qemu::{self, Outcome, RunConfig, Verdict};
@@ -91,7 +93,7 @@ impl BenchArgs {
         }
     }
 
-    /// The main job's second machine: memoryless_node on the `memoryless` preset (seed 003's
+    /// The main job's second machine: seed 003's experiment on the `memoryless` preset (seed 003's
     /// shape), with its uma comparison.
     fn memoryless_job(&self) -> Option<BenchArgs> {
         if !self.main_job || self.base.user_describes_machine() {
@@ -103,7 +105,8 @@ impl BenchArgs {
         base.mem_mib = None;
         base.suite = "bench".into();
         base.sets.retain(|s| !s.starts_with("bench="));
-        base.sets.push("bench=memoryless_node".into());
+        base.sets
+            .push(format!("bench={}", catalog::MEMORYLESS_NODE.name));
         Some(BenchArgs {
             base,
             main_job: false,
@@ -228,21 +231,21 @@ fn selected(args: &BenchArgs) -> Vec<&str> {
 }
 
 /// The experiments that print counts (`MetricKind::Count`): they run again in the det boot.
-pub const COUNT_EXPERIMENTS: &[&str] = &[
-    "slub_list_lock",
-    "slabinfo_reader",
-    "numa_locality",
-    "vmalloc_scaling",
-    "memoryless_node",
-];
+/// The catalog's (`Experiment::in_det`), in its order.
+pub fn count_experiments() -> Vec<&'static str> {
+    CATALOG
+        .iter()
+        .filter(|e| e.in_det())
+        .map(|e| e.name)
+        .collect()
+}
 
 /// The det boot's `bench=`: the selected count experiments (all of them when `bench=` selects
 /// everything), or None when no selected experiment prints counts.
 fn det_selection(args: &BenchArgs) -> Option<String> {
     let sel = selected(args);
-    let names: Vec<&str> = COUNT_EXPERIMENTS
-        .iter()
-        .copied()
+    let names: Vec<&str> = count_experiments()
+        .into_iter()
         .filter(|n| sel.is_empty() || sel.contains(n))
         .collect();
     (!names.is_empty()).then(|| names.join(","))
@@ -302,7 +305,8 @@ pub(crate) fn boot_config(args: &BenchArgs, boot: Boot, rep: u32) -> Result<RunC
             c.mem_mib = Some(mem);
             c.extra.clear();
             c.sets.retain(|s| !s.starts_with("bench="));
-            c.sets.push("bench=memoryless_node".into());
+            c.sets
+                .push(format!("bench={}", uma_experiments().join(",")));
         }
     }
     Ok(c)
@@ -459,22 +463,19 @@ pub(crate) fn header(
     })
 }
 
-/// Experiments that measure only in the multi-CPU boot (they skip the icount one).
-const MULTI_CPU_ONLY: &[&str] = &[
-    "slub_list_lock",
-    "slabinfo_reader",
-    "memoryless_node",
-    "numa_locality",
-];
+/// Whether the experiment `name` measures only in the multi-CPU boots (it skips the icount
+/// one): the catalog's `Experiment::multi_cpu_only`. A name the catalog does not have is not.
+fn multi_cpu_only(name: &str) -> bool {
+    catalog::find(name).is_some_and(|e| e.multi_cpu_only())
+}
 
 /// The boots `args` needs, each with its repetition: tsc (x reps; none with `--icount`), det
 /// unless no selected experiment prints counts, and icount unless `bench=` names only
 /// multi-CPU experiments.
 fn planned_boots(args: &BenchArgs) -> Vec<(Boot, u32)> {
     let selected = selected(args);
-    let icount_useless = !args.main_job
-        && !selected.is_empty()
-        && selected.iter().all(|n| MULTI_CPU_ONLY.contains(n));
+    let icount_useless =
+        !args.main_job && !selected.is_empty() && selected.iter().all(|n| multi_cpu_only(n));
     let tsc_reps = if args.icount_only {
         0
     } else {
@@ -490,8 +491,18 @@ fn planned_boots(args: &BenchArgs) -> Vec<(Boot, u32)> {
     plan
 }
 
-/// Runs the boots of `args` on `img` (`planned_boots`), then the uma boot (x reps) when
-/// memoryless_node printed results; the main job then does the same for its memoryless boot.
+/// The experiments with a one-node comparison (the catalog's `Boots::UMA`): the uma boot's
+/// `bench=`.
+fn uma_experiments() -> Vec<&'static str> {
+    CATALOG
+        .iter()
+        .filter(|e| e.boots.contains(Boot::Uma))
+        .map(|e| e.name)
+        .collect()
+}
+
+/// Runs the boots of `args` on `img` (`planned_boots`), then the uma boot (x reps) when an
+/// experiment with a one-node comparison printed results; the main job then does the same for its memoryless boot.
 pub fn run_boots(args: &BenchArgs, img: &Path) -> Result<Vec<BootRun>, String> {
     let mut runs = Vec::new();
     let plan = planned_boots(args);
@@ -505,12 +516,17 @@ pub fn run_boots(args: &BenchArgs, img: &Path) -> Result<Vec<BootRun>, String> {
     for (boot, rep) in plan {
         runs.push(run_boot(args, boot, rep, img)?);
     }
-    let memoryless_ran = runs.iter().any(|r| {
-        r.records
-            .iter()
-            .any(|x| x.bench == "memoryless_node" && x.case != "single_node")
+    // An experiment with a one-node comparison printed a case of this machine.
+    let compare_ran = runs.iter().any(|r| {
+        r.records.iter().any(|x| {
+            catalog::find(&x.bench).is_some_and(|e| {
+                e.boots.contains(Boot::Uma)
+                    && e.find_case(&x.case)
+                        .is_some_and(|c| !c.boots.contains(Boot::Uma))
+            })
+        })
     });
-    if memoryless_ran && !args.icount_only {
+    if compare_ran && !args.icount_only {
         for rep in 0..args.reps.max(1) {
             runs.push(run_boot(args, Boot::Uma, rep, img)?);
         }
@@ -544,6 +560,24 @@ pub fn contract_problems(runs: &[BootRun]) -> Vec<String> {
         .collect();
     out.extend(bench::missing_required(&results));
     out
+}
+
+/// The catalog against what the kernel printed in `runs` (passed boots only): every case the
+/// catalog says an experiment that ran always prints in that boot, and no case or experiment
+/// the catalog lacks (`bench::missing_cases`). The smoke benchmark test asks for this; a run
+/// on another machine may legitimately lack a case, so the contract does not.
+pub fn catalog_problems(runs: &[BootRun]) -> Vec<String> {
+    let results: Vec<BootResult> = runs
+        .iter()
+        .filter(|r| r.outcome.verdict == Verdict::Pass)
+        .map(|r| BootResult {
+            boot: r.boot,
+            ran: r.ran(),
+            nodes: r.nodes(),
+            records: &r.records,
+        })
+        .collect();
+    bench::missing_cases(&results)
 }
 
 fn compare_files(a: &Path, b: &Path) -> i32 {
@@ -688,6 +722,10 @@ fn write_results(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::catalog::{
+        ALLOC_PEERS as AP, MEMORYLESS_NODE as ML, NUMA_LOCALITY as NL, PAGE_ALLOC as PA,
+        SLUB_LIST_LOCK as SLL,
+    };
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
@@ -695,7 +733,11 @@ mod tests {
 
     #[test]
     fn parses_bench_options() {
-        let a = parse(&args("--smoke --topology snc --set bench=slub_list_lock")).unwrap();
+        let a = parse(&args(&format!(
+            "--smoke --topology snc --set bench={}",
+            SLL.name
+        )))
+        .unwrap();
         assert!(a.smoke && !a.main_job);
         assert_eq!(a.base.topology.name, "snc");
         assert_eq!(a.base.suite, "bench");
@@ -784,8 +826,12 @@ mod tests {
             (u.topology.name, u.smp, u.mem_mib),
             ("uma", Some(8), Some(2048))
         );
-        assert!(u.cmdline().ends_with("bench=memoryless_node"));
-        let only = parse(&args("--topology memoryless --set bench=memoryless_node")).unwrap();
+        assert!(u.cmdline().ends_with(&format!("bench={}", ML.name)));
+        let only = parse(&args(&format!(
+            "--topology memoryless --set bench={}",
+            ML.name
+        )))
+        .unwrap();
         let u = boot_config(&only, Boot::Uma, 0).unwrap();
         assert_eq!(u.cmdline().matches("bench=").count(), 1, "{}", u.cmdline());
         let bad = parse(&args("-- -smp 4,sockets=2")).unwrap();
@@ -796,6 +842,7 @@ mod tests {
     fn boots_planned_for_what_is_selected() {
         use Boot::*;
         let plan = |s: &str| planned_boots(&parse(&args(s)).unwrap());
+        let only = |names: &[&str]| format!("--smoke --set bench={}", names.join(","));
         assert_eq!(plan("--smoke"), vec![(Tsc, 0), (Det, 0), (Icount, 0)]);
         assert_eq!(
             plan("--reps 2"),
@@ -806,19 +853,13 @@ mod tests {
             vec![(Tsc, 0), (Tsc, 1), (Tsc, 2), (Det, 0), (Icount, 0)],
             "three repetitions by default, one with --smoke"
         );
+        assert_eq!(plan(&only(&[ML.name, NL.name])), vec![(Tsc, 0), (Det, 0)]);
         assert_eq!(
-            plan("--smoke --set bench=memoryless_node,numa_locality"),
-            vec![(Tsc, 0), (Det, 0)]
-        );
-        assert_eq!(
-            plan("--smoke --set bench=memoryless_node,page_alloc"),
+            plan(&only(&[ML.name, PA.name])),
             vec![(Tsc, 0), (Det, 0), (Icount, 0)]
         );
         // No count experiment selected: no det boot.
-        assert_eq!(
-            plan("--smoke --set bench=alloc_peers"),
-            vec![(Tsc, 0), (Icount, 0)]
-        );
+        assert_eq!(plan(&only(&[AP.name])), vec![(Tsc, 0), (Icount, 0)]);
         for bad in ["--reps 0", "--reps 21", "--reps x"] {
             assert!(parse(&args(bad)).is_err(), "{bad}");
         }
@@ -829,24 +870,31 @@ mod tests {
         let a = parse(&[
             "--icount".into(),
             "--set".into(),
-            "bench=alloc_peers".into(),
+            format!("bench={}", AP.name),
         ])
         .unwrap();
         assert!(a.icount_only);
         assert!(planned_boots(&a).iter().all(|(b, _)| *b != Boot::Tsc));
         assert!(planned_boots(&a).contains(&(Boot::Icount, 0)));
-        let plain = parse(&["--set".into(), "bench=alloc_peers".into()]).unwrap();
+        let plain = parse(&["--set".into(), format!("bench={}", AP.name)]).unwrap();
         assert!(planned_boots(&plain).contains(&(Boot::Tsc, 0)));
     }
 
     #[test]
     fn det_boot_is_the_whole_machine_under_icount_with_the_count_experiments() {
-        let a = parse(&args("--smoke --set bench=slub_list_lock,alloc_peers")).unwrap();
+        let a = parse(&args(&format!(
+            "--smoke --set bench={},{}",
+            SLL.name, AP.name
+        )))
+        .unwrap();
         let d = boot_config(&a, Boot::Det, 0).unwrap();
         assert!(d.icount && d.smp.is_none() && d.extra.is_empty());
         assert_eq!(
             d.kernel_cmdline(),
-            "suite=bench bench.smoke=1 bench=slub_list_lock bench.clock=icount"
+            format!(
+                "suite=bench bench.smoke=1 bench={} bench.clock=icount",
+                SLL.name
+            )
         );
         let q = d.qemu_args(Path::new("x.img")).unwrap().join(" ");
         assert!(
@@ -857,7 +905,7 @@ mod tests {
         let d = boot_config(&all, Boot::Det, 0).unwrap();
         assert!(d
             .cmdline()
-            .ends_with(&format!("bench={}", COUNT_EXPERIMENTS.join(","))));
+            .ends_with(&format!("bench={}", count_experiments().join(","))));
         // Repetitions after the first tell the kernel, which reverses the case order.
         let t = boot_config(&all, Boot::Tsc, 1).unwrap();
         assert_eq!(t.cmdline(), "suite=bench bench.rep=1");
@@ -890,7 +938,7 @@ mod tests {
         assert_eq!(i.cmdline(), "suite=bench bench.smoke=1");
         assert_eq!(t.topology.name, "4node");
         assert_eq!(a.reps, 1);
-        // memoryless_node joins the main job on its seed's machine, without a det boot.
+        // Seed 003's experiment joins the main job on its seed's machine, without a det boot.
         let m = a
             .memoryless_job()
             .expect("the main job has a memoryless boot");
@@ -898,7 +946,7 @@ mod tests {
         assert_eq!(planned_boots(&m), vec![(Boot::Tsc, 0)]);
         assert_eq!(
             boot_config(&m, Boot::Tsc, 0).unwrap().cmdline(),
-            "suite=bench bench=memoryless_node bench.smoke=1"
+            format!("suite=bench bench={} bench.smoke=1", ML.name)
         );
         assert!(m.memoryless_job().is_none());
     }

@@ -6,6 +6,7 @@
 //! initramfs, runs the boots through qemu.rs, checks that every mirrored experiment printed its
 //! records, and prints the side-by-side table (numalab, Linux, numalab/linux).
 
+use crate::bench::catalog::{self, CATALOG, MEMORYLESS_NODE, SLUB_LIST_LOCK};
 use crate::bench::{self, fmt_value, BenchRecord, Boot};
 use crate::bench_run::{self, BenchArgs, BootRun};
 use crate::cli::exit;
@@ -16,6 +17,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::LazyLock;
 use std::time::Instant;
 
 /// `--kernel`: which kernel runs the experiments.
@@ -30,167 +32,71 @@ pub enum Kernel {
     Both,
 }
 
-/// The experiments numalab_twin mirrors, with the boot each measures in.
-pub const MIRRORED: &[(&str, Boot)] = &[
-    ("alloc_peers", Boot::Icount),
-    ("page_alloc", Boot::Icount),
-    ("vmalloc_scaling", Boot::Icount),
-    ("memoryless_node", Boot::Tsc),
-    ("slub_list_lock", Boot::Tsc),
-    ("numa_locality", Boot::Tsc),
-];
+/// The experiments numalab_twin mirrors, with the boot each measures in: the catalog's
+/// (`Experiment::twin`, kernel/algo/src/bench/catalog), in its order.
+pub static MIRRORED: LazyLock<Vec<(&'static str, Boot)>> = LazyLock::new(|| {
+    CATALOG
+        .iter()
+        .filter_map(|e| e.twin.map(|t| (e.name, t.boot)))
+        .collect()
+});
 
-/// The records every mirrored experiment must print when it ran: (bench, Linux case, metric).
-pub const REQUIRED: &[(&str, &str, &str)] = &[
-    ("alloc_peers", "kmalloc/fast64", "instructions_per_pair"),
-    ("alloc_peers", "kmalloc/random", "instructions_per_pair"),
-    ("alloc_peers", "kmalloc/burst256", "instructions_per_pair"),
-    ("alloc_peers", "kmem_cache/fast64", "instructions_per_pair"),
-    ("alloc_peers", "harness/fast64", HARNESS),
-    ("alloc_peers", "harness/random", HARNESS),
-    ("alloc_peers", "harness/burst256", HARNESS),
-    ("page_alloc", "linux", "instructions_per_pair"),
-    ("vmalloc_scaling", "linux", "instructions_per_pair"),
-    ("numa_locality", "linux", LOCAL),
-    ("numa_locality", "linux", GROWTH_LOCAL),
-    ("numa_locality", "linux", "slab_kib"),
-];
+/// The records every mirrored experiment must print when it ran: (bench, Linux case,
+/// metric); those of an experiment measured in more than one boot are the two lists below.
+pub static REQUIRED: LazyLock<Vec<(&'static str, &'static str, &'static str)>> =
+    LazyLock::new(|| {
+        twins()
+            .filter(|(_, t)| !t.split_over_boots && t.required.iter().all(|r| r.boot == t.boot))
+            .flat_map(|(name, t)| t.required.iter().map(move |r| (name, r.case, r.metric)))
+            .collect()
+    });
 
 /// Records required from memoryless_node when it ran: `linux` on a machine with a memoryless
 /// node (the tsc boot), `linux_single_node` on the one-node comparison machine (the uma boot).
-const REQUIRED_MEMORYLESS: &[(Boot, &str)] =
-    &[(Boot::Tsc, "linux"), (Boot::Uma, "linux_single_node")];
+static REQUIRED_MEMORYLESS: LazyLock<Vec<(Boot, &'static str)>> = LazyLock::new(|| {
+    let twin = MEMORYLESS_NODE
+        .twin
+        .expect("memoryless_node has a Linux twin");
+    twin.required.iter().map(|r| (r.boot, r.case)).collect()
+});
+
+/// slub_list_lock's Linux cases (the tunings set through /sys/kernel/slab), each required with
+/// `ops_per_cpu` when it ran, and numalab's case each faces.
+pub static SLUB_LIST_LOCK_CASES: LazyLock<Vec<(&'static str, &'static str)>> =
+    LazyLock::new(|| {
+        let twin = SLUB_LIST_LOCK
+            .twin
+            .expect("slub_list_lock has a Linux twin");
+        twin.counterparts
+            .iter()
+            .map(|c| (c.case, c.linux_case))
+            .collect()
+    });
+
+/// The rows of the side-by-side table: (bench, numalab case, Linux case, metric, boot).
+pub static COUNTERPARTS: LazyLock<Vec<Counterpart>> = LazyLock::new(|| {
+    twins()
+        .flat_map(|(name, t)| {
+            t.counterparts
+                .iter()
+                .map(move |c| (name, c.case, c.linux_case, c.metric, c.boot))
+        })
+        .collect()
+});
+
+/// A row of [`COUNTERPARTS`].
+pub type Counterpart = (&'static str, &'static str, &'static str, &'static str, Boot);
+
+/// The mirrored experiments with their twin facts.
+fn twins() -> impl Iterator<Item = (&'static str, &'static catalog::Twin)> {
+    CATALOG
+        .iter()
+        .filter_map(|e| e.twin.as_ref().map(|t| (e.name, t)))
+}
 
 /// The command line of the second slub_list_lock boot: order-4 slabs for a 256-byte cache
 /// (256 objects per slab) and the module's order_4/cpu_partial_x2 half.
 pub const ORDER4_WORDS: &str = "slub_max_order=4 slub_min_objects=256 numalab_twin.sll_order4=1";
-
-/// slub_list_lock's Linux cases (the tunings set through /sys/kernel/slab), each required with
-/// `ops_per_cpu` when it ran, and numalab's case each faces.
-pub const SLUB_LIST_LOCK_CASES: &[(&str, &str)] = &[
-    ("linux_default", "linux/default"),
-    ("partial_64", "linux/partial_64"),
-    ("order_4", "linux/order_4"),
-    ("cpu_partial_x2", "linux/cpu_partial_x2"),
-];
-
-/// The rows of the side-by-side table: (bench, numalab case, Linux case, metric, boot).
-pub const COUNTERPARTS: &[(&str, &str, &str, &str, Boot)] = &[
-    (
-        "alloc_peers",
-        "numalab/fast64",
-        "kmalloc/fast64",
-        PAIR,
-        Boot::Icount,
-    ),
-    (
-        "alloc_peers",
-        "numalab/random",
-        "kmalloc/random",
-        PAIR,
-        Boot::Icount,
-    ),
-    (
-        "alloc_peers",
-        "numalab/burst256",
-        "kmalloc/burst256",
-        PAIR,
-        Boot::Icount,
-    ),
-    (
-        "alloc_peers",
-        "numalab_kmem_cache/fast64",
-        "kmem_cache/fast64",
-        PAIR,
-        Boot::Icount,
-    ),
-    // The empty-loop harness each kernel subtracts from the alloc_peers rows above (the same
-    // loops around empty out-of-line functions): near 1 when the loops match.
-    (
-        "alloc_peers",
-        "harness/fast64",
-        "harness/fast64",
-        HARNESS,
-        Boot::Icount,
-    ),
-    (
-        "alloc_peers",
-        "harness/random",
-        "harness/random",
-        HARNESS,
-        Boot::Icount,
-    ),
-    (
-        "alloc_peers",
-        "harness/burst256",
-        "harness/burst256",
-        HARNESS,
-        Boot::Icount,
-    ),
-    ("page_alloc", "numalab", "linux", PAIR, Boot::Icount),
-    ("vmalloc_scaling", "global", "linux", PAIR, Boot::Icount),
-    ("vmalloc_scaling", "cpu", "linux", PAIR, Boot::Icount),
-    ("vmalloc_scaling", "numa", "linux", PAIR, Boot::Icount),
-    // Linux 6.1 has the memoryless-node fix: its one case faces numalab's fixed and unfixed.
-    ("memoryless_node", "fixed", "linux", "slab_kib", Boot::Tsc),
-    ("memoryless_node", "unfixed", "linux", "slab_kib", Boot::Tsc),
-    (
-        "memoryless_node",
-        "single_node",
-        "linux_single_node",
-        "slab_kib",
-        Boot::Uma,
-    ),
-    // Linux 6.1 has no prefer_local: its one case faces numalab's default (what Linux does)
-    // and prefer_local (the series' change).
-    ("numa_locality", "default", "linux", LOCAL, Boot::Tsc),
-    ("numa_locality", "prefer_local", "linux", LOCAL, Boot::Tsc),
-    ("numa_locality", "default", "linux", GROWTH_LOCAL, Boot::Tsc),
-    (
-        "numa_locality",
-        "prefer_local",
-        "linux",
-        GROWTH_LOCAL,
-        Boot::Tsc,
-    ),
-    ("numa_locality", "default", "linux", "slab_kib", Boot::Tsc),
-    (
-        "numa_locality",
-        "prefer_local",
-        "linux",
-        "slab_kib",
-        Boot::Tsc,
-    ),
-    // Throughput per tuning, tsc clock: a trend under TCG (docs/linux-twin.md).
-    (
-        "slub_list_lock",
-        "linux_default",
-        "linux/default",
-        OPS,
-        Boot::Tsc,
-    ),
-    (
-        "slub_list_lock",
-        "partial_64",
-        "linux/partial_64",
-        OPS,
-        Boot::Tsc,
-    ),
-    ("slub_list_lock", "order_4", "linux/order_4", OPS, Boot::Tsc),
-    (
-        "slub_list_lock",
-        "cpu_partial_x2",
-        "linux/cpu_partial_x2",
-        OPS,
-        Boot::Tsc,
-    ),
-];
-
-const OPS: &str = "ops_per_cpu";
-const LOCAL: &str = "local_object_fraction";
-const GROWTH_LOCAL: &str = "growth_local_object_fraction";
-const PAIR: &str = "instructions_per_pair";
-const HARNESS: &str = "harness_instructions_per_pair";
 
 /// The Linux image and initramfs one boot uses (qemu.rs turns it into -kernel/-initrd/-append).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -621,7 +527,7 @@ pub fn side_by_side(records: &[BenchRecord]) -> String {
     };
     let mut rows = Vec::new();
     let mut linux_name = BTreeSet::new();
-    for &(bench, ncase, lcase, metric, boot) in COUNTERPARTS {
+    for &(bench, ncase, lcase, metric, boot) in COUNTERPARTS.iter() {
         let ns = matching(false, bench, ncase, metric, boot);
         let ls = matching(true, bench, lcase, metric, boot);
         let cpus: BTreeSet<u32> = ns.iter().chain(&ls).map(|r| r.cpus).collect();
@@ -1072,7 +978,11 @@ mod tests {
             .unwrap_or_else(|| panic!("{t}"));
         let words: Vec<&str> = row.split_whitespace().collect();
         assert_eq!(words[words.len() - 3..], ["18", "15", "1.200"], "{t}");
-        assert!(REQUIRED.contains(&("alloc_peers", "harness/burst256", HARNESS)));
+        assert!(REQUIRED.contains(&(
+            catalog::ALLOC_PEERS.name,
+            "harness/burst256",
+            "harness_instructions_per_pair"
+        )));
         let (_, bad) = bench::parse_log(&rec("freebsd", "page_alloc", "x", "1"), Boot::Icount);
         assert!(bad[0].message.contains("field 'kernel'"), "{bad:?}");
     }

@@ -2,6 +2,7 @@
 //! experiment must print in which boot whenever it ran and passed, and what is missing.
 
 use super::record::{BenchRecord, Boot};
+use numalab_algo::bench::catalog::{self, CATALOG};
 use std::collections::BTreeSet;
 
 /// A measurement the contract requires whenever its experiment ran (and passed) in `boot`.
@@ -16,131 +17,21 @@ pub struct Required {
     pub numa_only: bool,
 }
 
-/// A measurement required on every machine.
-const fn req(
-    bench: &'static str,
-    case: &'static str,
-    metric: &'static str,
-    boot: Boot,
-) -> Required {
-    Required {
-        bench,
-        case,
-        metric,
-        boot,
-        numa_only: false,
-    }
-}
-
-/// [`req`], required only on a machine with more than one NUMA node.
-const fn req_numa(
-    bench: &'static str,
-    case: &'static str,
-    metric: &'static str,
-    boot: Boot,
-) -> Required {
-    Required {
-        numa_only: true,
-        ..req(bench, case, metric, boot)
-    }
-}
-
-/// Every required bench/case/metric (docs/benchmarks.md lists them with their meaning). The
-/// det boot requires the counts (`MetricKind::Count`) of what the tsc boot requires, and keeps
+/// Every required bench/case/metric, from the experiment catalog
+/// (kernel/algo/src/bench/catalog; docs/benchmarks.md lists them with their meaning). The det
+/// boot requires the counts (`MetricKind::Count`) of what the tsc boot requires, and keeps
 /// nothing else.
 pub fn required() -> Vec<Required> {
-    use Boot::*;
-    let mut out = vec![
-        req("clock_overhead", "rdtsc", "min_ticks_per_read", Icount),
-        req("clock_overhead", "rdtsc", "mean_ticks_per_read", Tsc),
-        req("page_alloc", "numalab", "instructions_per_pair", Icount),
-        req(
-            "page_alloc",
-            "buddy_system_allocator",
-            "instructions_per_pair",
-            Icount,
-        ),
-        req("vmalloc_scaling", "*", "instructions_per_pair", Icount),
-        req("vmalloc_scaling", "*", "purges", Icount),
-        req("memoryless_node", "fixed", "slab_kib", Tsc),
-        req("memoryless_node", "unfixed", "slab_kib", Tsc),
-        req("memoryless_node", "fixed", "slab_kib", Det),
-        req("memoryless_node", "unfixed", "slab_kib", Det),
-        req("memoryless_node", "fixed", "alloc_node_mismatch", Tsc),
-        req("memoryless_node", "unfixed", "alloc_node_mismatch", Tsc),
-        req("memoryless_node", "single_node", "slab_kib", Uma),
-    ];
-    for w in ["fast64", "random", "burst256"] {
-        let case: &'static str = match w {
-            "fast64" => "numalab/fast64",
-            "random" => "numalab/random",
-            _ => "numalab/burst256",
-        };
-        out.push(req("alloc_peers", case, "instructions_per_pair", Icount));
-    }
-    for case in ["linux_default", "partial_64", "order_4", "cpu_partial_x2"] {
-        for metric in [
-            "ops_per_cpu",
-            "list_lock_acquisitions_per_kop",
-            "list_lock_contended_per_kop",
-            "list_lock_wait_per_kop",
-            "list_lock_wait_share",
-        ] {
-            out.push(req("slub_list_lock", case, metric, Tsc));
-        }
-        for metric in [
-            "list_lock_acquisitions_per_kop",
-            "list_lock_contended_per_kop",
-        ] {
-            out.push(req("slub_list_lock", case, metric, Det));
-        }
-    }
-    for case in ["scan", "counters"] {
-        for metric in [
-            "max_list_lock_hold",
-            "mean_list_lock_hold",
-            "active_objs_error",
-            "worker_max_alloc_latency",
-            "worker_list_lock_wait_per_kop",
-            "partial_slabs_walked_per_read",
-        ] {
-            out.push(req("slabinfo_reader", case, metric, Tsc));
-        }
-        out.push(req("slabinfo_reader", case, "active_objs_error", Det));
-    }
-    for case in ["prefer_local", "default"] {
-        for metric in [
-            "local_object_fraction",
-            "growth_local_object_fraction",
-            "slab_kib",
-            "allocations_per_sec",
-            "alloc_prefer_local",
-            "alloc_remote_partial",
-        ] {
-            out.push(req_numa("numa_locality", case, metric, Tsc));
-        }
-        for metric in ["local_object_fraction", "slab_kib"] {
-            out.push(req_numa("numa_locality", case, metric, Det));
-        }
-    }
-    for case in ["global", "cpu", "numa"] {
-        for metric in [
-            "global_lock_acquisitions_per_pair",
-            "contended_acquisitions_per_pair",
-            "node_lock_acquisitions_per_pair",
-            "node_lock_contended_per_pair",
-            "purges_per_kpair",
-            "ops_per_sec",
-        ] {
-            out.push(req("vmalloc_scaling", case, metric, Tsc));
-        }
-        for metric in [
-            "global_lock_acquisitions_per_pair",
-            "contended_acquisitions_per_pair",
-            "node_lock_acquisitions_per_pair",
-            "purges_per_kpair",
-        ] {
-            out.push(req("vmalloc_scaling", case, metric, Det));
+    let mut out = Vec::new();
+    for e in CATALOG {
+        for (case, metric, boot) in e.required_triples() {
+            out.push(Required {
+                bench: e.name,
+                case,
+                metric,
+                boot,
+                numa_only: e.numa_only,
+            });
         }
     }
     out
@@ -180,6 +71,54 @@ pub fn missing_required(boots: &[BootResult]) -> Vec<String> {
     out
 }
 
+/// Messages for every catalog case missing from a boot whose experiment ran: each case the
+/// catalog says the experiment always prints in that boot (`Case::always`, `Case::boots`),
+/// on the machine it is meant for (a NUMA-only experiment on a NUMA machine). The contract
+/// check of every run asks only for the required metrics; the smoke benchmark test
+/// (tests/s09_bench.rs) asks for this too, so a case dropped from the kernel or from the
+/// catalog fails a test.
+pub fn missing_cases(boots: &[BootResult]) -> Vec<String> {
+    let mut out = Vec::new();
+    for b in boots {
+        for e in CATALOG.iter().filter(|e| b.ran.contains(e.name)) {
+            if e.numa_only && b.nodes < 2 {
+                continue;
+            }
+            for c in e.cases_in(b.boot).filter(|c| c.always) {
+                if !b
+                    .records
+                    .iter()
+                    .any(|x| x.bench == e.name && x.case == c.name)
+                {
+                    out.push(format!(
+                        "{} ran in the {} boot but printed no case '{}' (the catalog lists it)",
+                        e.name,
+                        b.boot.name(),
+                        c.name
+                    ));
+                }
+            }
+        }
+        for x in b.records {
+            match catalog::find(&x.bench) {
+                Some(e) if e.has_case(&x.case) => {}
+                Some(_) => out.push(format!(
+                    "{} boot: {} printed case '{}', which the catalog does not list",
+                    b.boot.name(),
+                    x.bench,
+                    x.case
+                )),
+                None => out.push(format!(
+                    "{} boot: experiment '{}' is not in the catalog",
+                    b.boot.name(),
+                    x.bench
+                )),
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,9 +145,11 @@ mod tests {
 
     #[test]
     fn required_measurements_missing_from_a_boot_that_ran() {
-        let log = line("slabinfo_reader", "scan", "max_list_lock_hold", "10", 7);
+        let e = &catalog::SLABINFO_READER;
+        let (first, second) = (e.cases[0].name, e.cases[1].name);
+        let log = line(e.name, first, "max_list_lock_hold", "10", 7);
         let (records, _) = parse_log(&log, Boot::Tsc);
-        let ran: BTreeSet<String> = ["slabinfo_reader".to_string()].into();
+        let ran: BTreeSet<String> = [e.name.to_string()].into();
         let boots = [BootResult {
             boot: Boot::Tsc,
             ran,
@@ -216,10 +157,15 @@ mod tests {
             records: &records,
         }];
         let missing = missing_required(&boots);
-        assert_eq!(missing.len(), 11, "{missing:#?}");
+        let wanted = e
+            .required_triples()
+            .iter()
+            .filter(|t| t.2 == Boot::Tsc)
+            .count();
+        assert_eq!(missing.len(), wanted - 1, "{missing:#?}");
         assert!(missing
             .iter()
-            .any(|m| m.contains("case 'counters' metric 'active_objs_error'")));
+            .any(|m| m.contains(&format!("case '{second}' metric 'active_objs_error'"))));
         // An experiment that did not run (skipped, or not in the tree) requires nothing.
         let none = [BootResult {
             boot: Boot::Tsc,
@@ -228,5 +174,31 @@ mod tests {
             records: &records,
         }];
         assert!(missing_required(&none).is_empty());
+    }
+
+    #[test]
+    fn catalog_cases_missing_or_unknown() {
+        let e = &catalog::NUMA_LOCALITY;
+        let (first, second) = (e.cases[0].name, e.cases[1].name);
+        let log = [
+            line(e.name, first, "slab_kib", "10", 7),
+            line(e.name, "no_such_case", "slab_kib", "10", 7),
+            line("no_such_bench", "x", "y", "1", 1),
+        ]
+        .join("\n");
+        let (records, _) = parse_log(&log, Boot::Tsc);
+        let boot = |nodes| BootResult {
+            boot: Boot::Tsc,
+            ran: [e.name.to_string()].into(),
+            nodes,
+            records: &records,
+        };
+        let missing = missing_cases(&[boot(4)]);
+        assert_eq!(missing.len(), 3, "{missing:#?}");
+        assert!(missing[0].contains(&format!("printed no case '{second}'")));
+        assert!(missing[1].contains("case 'no_such_case', which the catalog does not list"));
+        assert!(missing[2].contains("'no_such_bench' is not in the catalog"));
+        // A NUMA-only experiment on one node is not asked for its cases.
+        assert_eq!(missing_cases(&[boot(1)]).len(), 2);
     }
 }

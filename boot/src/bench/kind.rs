@@ -6,7 +6,7 @@
 //! The rule (docs/benchmarks.md, "Counts and timings"):
 //! - timing: the unit is a clock unit (`tsc_ticks`, `ticks`, `cycles`, `ns`, `us`, `ms`, `s`) or a rate
 //!   per time (`..._per_sec`, `.../s`), or the metric is a share of time (`..._share`, such as
-//!   slub_list_lock's `list_lock_wait_share`, whose unit is `fraction`);
+//!   the list_lock experiment's `list_lock_wait_share`, whose unit is `fraction`);
 //! - instructions: the unit is `instructions` (exact in the one-CPU icount boot);
 //! - count: anything else (`acquisitions`, `slabs`, `kib`, `objects`, `fraction`, `purges`...):
 //!   events or memory, which under round-robin vCPUs (det) depend on the code alone.

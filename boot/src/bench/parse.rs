@@ -63,15 +63,22 @@ pub fn registered(log: &str) -> BTreeSet<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::catalog::{ALLOC_PEERS, CLOCK_OVERHEAD, SLUB_LIST_LOCK};
     use crate::bench::tests::line;
 
     #[test]
     fn parses_the_kernel_format_and_skips_other_lines() {
         let log = format!(
             "boot\n{}\n# bench progress: x y 10%\n{}\r\nok 1 bench.x\n",
-            line("slub_list_lock", "linux_default", "ops_per_cpu", "100", 2),
             line(
-                "alloc_peers",
+                SLUB_LIST_LOCK.name,
+                "linux_default",
+                "ops_per_cpu",
+                "100",
+                2
+            ),
+            line(
+                ALLOC_PEERS.name,
                 "numalab/fast64",
                 "instructions_per_pair",
                 "38.5000",
@@ -131,8 +138,11 @@ mod tests {
 
     #[test]
     fn registered_list() {
-        let log = "x\n# bench: registered clock_overhead slub_list_lock\n";
-        let r = registered(log);
-        assert!(r.contains("slub_list_lock") && r.len() == 2);
+        let log = format!(
+            "x\n# bench: registered {} {}\n",
+            CLOCK_OVERHEAD.name, SLUB_LIST_LOCK.name
+        );
+        let r = registered(&log);
+        assert!(r.contains(SLUB_LIST_LOCK.name) && r.len() == 2);
     }
 }

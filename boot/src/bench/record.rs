@@ -3,56 +3,9 @@
 
 use serde_json::{Map, Value};
 
-/// Which boot a record came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Boot {
-    /// One CPU under `-icount shift=0,sleep=off`: instruction metrics.
-    Icount,
-    /// All CPUs under `-icount shift=0,sleep=off`: QEMU runs the vCPUs round-robin on one host
-    /// thread, so every count is a function of the code alone (the same in every run).
-    Det,
-    /// All CPUs, plain multi-threaded TCG: contention, throughput, memory.
-    Tsc,
-    /// The `uma` preset with the machine's CPUs and memory (memoryless_node's `single_node`).
-    Uma,
-}
-
-impl Boot {
-    pub fn name(self) -> &'static str {
-        match self {
-            Boot::Icount => "icount",
-            Boot::Det => "det",
-            Boot::Tsc => "tsc",
-            Boot::Uma => "uma",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Boot> {
-        match name {
-            "icount" => Some(Boot::Icount),
-            "det" => Some(Boot::Det),
-            "tsc" => Some(Boot::Tsc),
-            "uma" => Some(Boot::Uma),
-            _ => None,
-        }
-    }
-
-    /// The clock the kernel reads in this boot: `icount` (rdtsc counts guest instructions)
-    /// in the icount and det boots, `tsc` (host time) in the others.
-    pub fn clock(self) -> &'static str {
-        match self {
-            Boot::Icount | Boot::Det => "icount",
-            Boot::Tsc | Boot::Uma => "tsc",
-        }
-    }
-
-    /// True when every value this boot prints repeats exactly from run to run (icount: one
-    /// CPU; det: round-robin vCPUs under icount). The other boots run on host time and are
-    /// repeated (`--reps`).
-    pub fn deterministic(self) -> bool {
-        matches!(self, Boot::Icount | Boot::Det)
-    }
-}
+/// Which boot a record came from: the catalog's (kernel/algo/src/bench/catalog), so that
+/// an experiment's boots and its records name the same thing.
+pub use numalab_algo::bench::catalog::Boot;
 
 /// One measurement, as the kernel printed it (plus the boot it came from).
 #[derive(Clone, Debug, PartialEq)]
@@ -109,7 +62,7 @@ impl std::fmt::Display for Violation {
 }
 
 /// The kernel's name rules for bench, case and metric names, shared so both sides agree.
-pub use numalab_algo::bench_plan::{is_case_name, is_snake_name};
+pub use numalab_algo::bench::plan::{is_case_name, is_snake_name};
 
 fn text_field(obj: &Map<String, Value>, key: &str) -> Result<String, String> {
     match obj.get(key) {

@@ -5,6 +5,7 @@
 
 use super::record::{BenchRecord, Boot};
 use super::table::Spread;
+use numalab_algo::bench::catalog::CATALOG;
 use std::fmt::Write as _;
 
 /// One comparison: `metric` of `case` (in `boot`) over `metric` of `base` (in `base_boot`), at
@@ -24,111 +25,27 @@ pub struct SeedRow {
     pub thread_ratio: f64,
 }
 
-/// The rows, with the thread figures taken from the threads (docs/linux-reference.md).
+/// The rows: every experiment's seed rows in the catalog (kernel/algo/src/bench/catalog, with
+/// the thread figures taken from the threads, docs/linux-reference.md), in seed order.
 pub fn rows() -> Vec<SeedRow> {
-    use Boot::*;
-    let row =
-        |seed, bench, metric, case, boot, base, base_boot, thread_figure, thread_ratio| SeedRow {
-            seed,
-            bench,
-            metric,
-            case,
-            boot,
-            base,
-            base_boot,
-            thread_figure,
-            thread_ratio,
-        };
-    vec![
-        row(
-            "000",
-            "slub_list_lock",
-            "ops_per_cpu",
-            "cpu_partial_x2",
-            Tsc,
-            "linux_default",
-            Tsc,
-            "+78.1% will-it-scale mmap1 at 100% of 112 CPUs",
-            1.781,
-        ),
-        row(
-            "000",
-            "slub_list_lock",
-            "list_lock_acquisitions_per_kop",
-            "cpu_partial_x2",
-            Det,
-            "linux_default",
-            Det,
-            "spin slow path 43.65% -> 9.24% of cycles",
-            9.24 / 43.65,
-        ),
-        row(
-            "001",
-            "slabinfo_reader",
-            "max_list_lock_hold",
-            "counters",
-            Tsc,
-            "scan",
-            Tsc,
-            "scan held list_lock ~100 ms, irqs off; counters: no walk",
-            0.0,
-        ),
-        row(
-            "002",
-            "vmalloc_scaling",
-            "ops_per_sec",
-            "cpu",
-            Tsc,
-            "global",
-            Tsc,
-            "test_vmalloc 64 threads 10m51s -> 51s (~12x)",
-            651.0 / 51.0,
-        ),
-        row(
-            "002",
-            "vmalloc_scaling",
-            "global_lock_acquisitions_per_pair",
-            "cpu",
-            Det,
-            "global",
-            Det,
-            "lock slow path 93.07% -> 16.51% of cycles",
-            16.51 / 93.07,
-        ),
-        row(
-            "003",
-            "memoryless_node",
-            "slab_kib",
-            "unfixed",
-            Tsc,
-            "single_node",
-            Uma,
-            "442560 kB vs 195904 kB single-node (2.26x)",
-            442_560.0 / 195_904.0,
-        ),
-        row(
-            "004",
-            "numa_locality",
-            "allocations_per_sec",
-            "prefer_local",
-            Tsc,
-            "default",
-            Tsc,
-            "hackbench -32.7% (1 group, 16-CPU POWER guest)",
-            1.3700 / 2.0353,
-        ),
-        row(
-            "004",
-            "numa_locality",
-            "local_object_fraction",
-            "prefer_local",
-            Det,
-            "default",
-            Det,
-            "more local objects (the series' aim; no figure)",
-            f64::INFINITY,
-        ),
-    ]
+    let mut out: Vec<SeedRow> = CATALOG
+        .iter()
+        .flat_map(|e| {
+            e.seeds.iter().map(|s| SeedRow {
+                seed: s.seed,
+                bench: e.name,
+                metric: s.metric,
+                case: s.case,
+                boot: s.boot,
+                base: s.base,
+                base_boot: s.base_boot,
+                thread_figure: s.thread_figure,
+                thread_ratio: s.thread_ratio,
+            })
+        })
+        .collect();
+    out.sort_by_key(|r| r.seed);
+    out
 }
 
 /// Whether numalab's change moves the metric the way the thread's did.
@@ -301,6 +218,7 @@ pub fn seeds_table(records: &[BenchRecord]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use numalab_algo::bench::catalog::MEMORYLESS_NODE;
 
     fn rec(
         bench: &str,
@@ -340,12 +258,12 @@ mod tests {
     fn direction_uses_the_spread_and_reports_disagreement() {
         let m = "slab_kib";
         let mut rs = vec![
-            rec("memoryless_node", "unfixed", m, Boot::Tsc, 8, 600.0),
-            rec("memoryless_node", "unfixed", m, Boot::Tsc, 8, 500.0),
-            rec("memoryless_node", "single_node", m, Boot::Uma, 8, 100.0),
-            rec("memoryless_node", "single_node", m, Boot::Uma, 8, 120.0),
+            rec(MEMORYLESS_NODE.name, "unfixed", m, Boot::Tsc, 8, 600.0),
+            rec(MEMORYLESS_NODE.name, "unfixed", m, Boot::Tsc, 8, 500.0),
+            rec(MEMORYLESS_NODE.name, "single_node", m, Boot::Uma, 8, 100.0),
+            rec(MEMORYLESS_NODE.name, "single_node", m, Boot::Uma, 8, 120.0),
             // Fewer CPUs on one side only: not used.
-            rec("memoryless_node", "unfixed", m, Boot::Tsc, 4, 1.0),
+            rec(MEMORYLESS_NODE.name, "unfixed", m, Boot::Tsc, 4, 1.0),
         ];
         let row = rows().into_iter().find(|r| r.seed == "003").unwrap();
         let got = measure(&rs, &row).unwrap();

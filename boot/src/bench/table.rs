@@ -5,34 +5,16 @@
 
 use super::kind::MetricKind;
 use super::record::{BenchRecord, Boot};
+use numalab_algo::bench::catalog;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// The case an experiment's ratios are taken against. `numalab/*` means the case with the
-/// same workload after the slash.
-fn baseline_rule(bench: &str) -> Option<&'static str> {
-    Some(match bench {
-        "slub_list_lock" => "linux_default",
-        "slabinfo_reader" => "scan",
-        "memoryless_node" => "single_node",
-        "numa_locality" => "default",
-        "vmalloc_scaling" => "global",
-        "page_alloc" => "numalab",
-        "alloc_peers" => "numalab/*",
-        _ => return None,
-    })
-}
-
-/// The baseline case for `case` of `bench`, given the cases present.
+/// The baseline case for `case` of `bench`, given the cases present: the catalog's
+/// (`Baseline`; a per-workload rule such as `numalab/*` is the case with the same workload
+/// after the slash), or the first case for an experiment the catalog does not have.
 pub fn baseline_for(bench: &str, case: &str, cases: &[String]) -> Option<String> {
-    let want = match baseline_rule(bench) {
-        Some(rule) => match rule.strip_suffix("/*") {
-            Some(prefix) => {
-                let workload = case.split_once('/').map(|(_, w)| w)?;
-                format!("{prefix}/{workload}")
-            }
-            None => rule.to_string(),
-        },
+    let want = match catalog::find(bench) {
+        Some(e) => e.baseline.of(case)?,
         None => cases.first()?.clone(),
     };
     cases.contains(&want).then_some(want)
@@ -184,7 +166,7 @@ pub fn tables(records: &[BenchRecord], host_cpus: usize) -> String {
             first.entry(key).or_insert(r);
         }
         let spread = |key: &RowKey| values.get(key).and_then(|v| Spread::of(v));
-        let rule = baseline_rule(bench).unwrap_or("first case");
+        let rule = catalog::find(bench).map_or("first case".into(), |e| e.baseline.rule());
         let _ = writeln!(
             out,
             "\n== {bench} (median over repetitions; ratio: median / median of baseline {rule}) =="
@@ -201,7 +183,7 @@ pub fn tables(records: &[BenchRecord], host_cpus: usize) -> String {
                 let (Some(s), Some(r)) = (spread(key), first.get(key)) else {
                     continue;
                 };
-                // The baseline from the same boot, else (memoryless_node's single_node) from
+                // The baseline from the same boot, else (a one-node comparison case) from
                 // the other host-time boot of the same machine size: tsc <-> uma.
                 let base = baseline_for(bench, &key.1, &cases).and_then(|b| {
                     let other = match key.3 {
@@ -247,25 +229,32 @@ pub fn tables(records: &[BenchRecord], host_cpus: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::catalog::{ALLOC_PEERS, MEMORYLESS_NODE, SLUB_LIST_LOCK};
     use crate::bench::tests::line;
     use crate::bench::{parse_log, Boot};
 
     #[test]
     fn table_ratios_use_the_baseline_at_the_same_cpus() {
         let log = [
-            line("slub_list_lock", "linux_default", "ops_per_cpu", "100", 2),
-            line("slub_list_lock", "partial_64", "ops_per_cpu", "150", 2),
-            line("slub_list_lock", "linux_default", "ops_per_cpu", "50", 8),
-            line("slub_list_lock", "partial_64", "ops_per_cpu", "100", 8),
             line(
-                "alloc_peers",
+                SLUB_LIST_LOCK.name,
+                "linux_default",
+                "ops_per_cpu",
+                "100",
+                2,
+            ),
+            line(SLUB_LIST_LOCK.name, "partial_64", "ops_per_cpu", "150", 2),
+            line(SLUB_LIST_LOCK.name, "linux_default", "ops_per_cpu", "50", 8),
+            line(SLUB_LIST_LOCK.name, "partial_64", "ops_per_cpu", "100", 8),
+            line(
+                ALLOC_PEERS.name,
                 "talc/fast64",
                 "instructions_per_pair",
                 "120",
                 1,
             ),
             line(
-                "alloc_peers",
+                ALLOC_PEERS.name,
                 "numalab/fast64",
                 "instructions_per_pair",
                 "40",
@@ -285,7 +274,8 @@ mod tests {
         assert!(row("partial_64", "8").contains("2.00x"), "{t}");
         assert!(row("linux_default", "8").contains("1.00x"), "{t}");
         assert!(row("talc/fast64", "1").contains("3.00x"), "{t}");
-        assert!(t.contains("== alloc_peers") && t.contains("== slub_list_lock"));
+        assert!(t.contains(&format!("== {}", ALLOC_PEERS.name)));
+        assert!(t.contains(&format!("== {}", SLUB_LIST_LOCK.name)));
     }
 
     /// Records of `bench`/`case`/`metric` at `cpus` CPUs from `boot`, one per repetition.
@@ -332,7 +322,7 @@ mod tests {
     fn median_spread_and_significance_columns() {
         let m = "ops_per_cpu";
         let mut rs = reps(
-            "slub_list_lock",
+            SLUB_LIST_LOCK.name,
             "linux_default",
             m,
             "ops_per_sec",
@@ -341,7 +331,7 @@ mod tests {
             &[100.0, 90.0, 120.0],
         );
         rs.extend(reps(
-            "slub_list_lock",
+            SLUB_LIST_LOCK.name,
             "partial_64",
             m,
             "ops_per_sec",
@@ -350,7 +340,7 @@ mod tests {
             &[200.0, 210.0, 190.0],
         ));
         rs.extend(reps(
-            "slub_list_lock",
+            SLUB_LIST_LOCK.name,
             "order_4",
             m,
             "ops_per_sec",
@@ -360,7 +350,7 @@ mod tests {
         ));
         let a = "list_lock_acquisitions_per_kop";
         rs.extend(reps(
-            "slub_list_lock",
+            SLUB_LIST_LOCK.name,
             "linux_default",
             a,
             "acquisitions",
@@ -369,7 +359,7 @@ mod tests {
             &[11.4],
         ));
         rs.extend(reps(
-            "slub_list_lock",
+            SLUB_LIST_LOCK.name,
             "partial_64",
             a,
             "acquisitions",
@@ -378,7 +368,7 @@ mod tests {
             &[12.1],
         ));
         rs.extend(reps(
-            "slub_list_lock",
+            SLUB_LIST_LOCK.name,
             "partial_64",
             a,
             "acquisitions",
@@ -415,9 +405,9 @@ mod tests {
             "{t}"
         );
         assert!(tsc_count.contains("host-dependent count"), "{t}");
-        // memoryless_node's baseline single_node comes from the uma boot.
+        // The memoryless experiment's baseline single_node comes from the uma boot.
         let mut ml = reps(
-            "memoryless_node",
+            MEMORYLESS_NODE.name,
             "unfixed",
             "slab_kib",
             "kib",
@@ -426,7 +416,7 @@ mod tests {
             &[600.0, 620.0],
         );
         ml.extend(reps(
-            "memoryless_node",
+            MEMORYLESS_NODE.name,
             "single_node",
             "slab_kib",
             "kib",
@@ -435,7 +425,7 @@ mod tests {
             &[100.0, 100.0],
         ));
         ml.extend(reps(
-            "memoryless_node",
+            MEMORYLESS_NODE.name,
             "unfixed",
             "slab_kib",
             "kib",

@@ -9,7 +9,6 @@ extern crate alloc;
 
 pub mod acpi;
 pub mod bench;
-pub mod bench_plan;
 pub mod fault;
 pub mod frame;
 pub mod knob;

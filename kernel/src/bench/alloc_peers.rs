@@ -369,11 +369,13 @@ fn run<P: Peer>(peer: &mut P) -> [Option<f64>; 3] {
     [fast, random, burst]
 }
 
+const NAME: &str = super::catalog::ALLOC_PEERS.name;
+
 const WORKLOADS: [&str; 3] = ["fast64", "random", "burst256"];
 
 fn record(case: &str, metric: &str, value: f64, clock: Clock) {
-    let line = Record {
-        bench: "alloc_peers",
+    super::emit(&Record {
+        bench: NAME,
         case,
         metric,
         value,
@@ -385,9 +387,7 @@ fn record(case: &str, metric: &str, value: f64, clock: Clock) {
         cpus: 1,
         nodes: crate::topology::get().nr_nodes() as u32,
         clock,
-    }
-    .line();
-    crate::println!("{}", line);
+    });
 }
 
 /// Prints `allocator`'s figures less the harness's (None: ran out of memory, printed as NaN).
@@ -563,4 +563,4 @@ fn alloc_peers_inner(clock: Clock) -> TestResult {
     Ok(())
 }
 
-crate::ktest!(super::BENCH_SUITE, Bench, alloc_peers);
+crate::ktest!(super::BENCH_SUITE, Bench, NAME, alloc_peers);

@@ -37,7 +37,7 @@ use numalab_algo::knob::{self, CaseCounters};
 use numalab_algo::slub::Stat;
 use spin::Mutex;
 
-const NAME: &str = "memoryless_node";
+const NAME: &str = super::catalog::MEMORYLESS_NODE.name;
 const SIZES_BYTES: [usize; 8] = [16, 32, 64, 128, 192, 256, 512, 1024];
 
 /// The SLUB counters memoryless_fix changes.

@@ -2,20 +2,14 @@
 //! `bench` suite. Nothing imports this module; it imports the subsystems it measures.
 //!
 //! The BENCH writer (clock, record, progress, smoke scaling, `bench=` selection) is
-//! `ktest::bench`, re-exported here. `bench.plan` runs first whenever benchmarks run: it lists
-//! the registered experiments and fails when `bench=` names one that does not exist.
+//! `ktest::bench`, re-exported here, with the experiment catalog (`catalog`,
+//! kernel/algo/src/bench/catalog): each experiment takes its name from its catalog entry, and
+//! `record` refuses a case the entry does not list. `bench.plan` runs first whenever
+//! benchmarks run: it lists the registered experiments and fails when `bench=` names one that
+//! does not exist, or when the registered experiments and the catalog differ.
 //!
-//! | file | experiment | seed thread |
-//! |---|---|---|
-//! | clock_overhead (here) | the floor of every short measurement | |
-//! | page_alloc.rs | order-0 pairs vs buddy_system_allocator; local fraction | |
-//! | alloc_peers.rs | SLUB/kmalloc vs talc, linked_list_allocator, slabmalloc, buddy | |
-//! | vmalloc_scaling.rs | vmap nodes: global, cpu, numa | 002 |
-//! | smp_calls.rs | cross-CPU call and shootdown cost | |
-//! | slub_list_lock.rs | node list_lock contention | 000 |
-//! | slabinfo_reader.rs | /proc/slabinfo readers vs workers | 001 |
-//! | memoryless_node.rs | slab memory on a memoryless node | 003 |
-//! | numa_locality.rs | prefer-local partial slabs | 004 |
+//! One file per experiment, named after it (`clock_overhead` lives here); what each prints,
+//! in which boots, and the seed thread it replays are in its catalog entry.
 
 mod alloc_peers;
 mod memoryless_node;
@@ -39,7 +33,8 @@ pub static BENCH_SUITE: KSuite = KSuite {
 };
 
 /// `bench.plan`: lists the registered experiments and this boot's settings, and fails when
-/// `bench=` names an experiment that does not exist (the message lists the valid names).
+/// `bench=` names an experiment that does not exist (the message lists the valid names) or
+/// when an experiment is registered without a catalog entry, or the other way round.
 fn plan(ctx: &Ctx) -> TestResult {
     let mut names: alloc::vec::Vec<&str> = ktest::registered()
         .iter()
@@ -65,7 +60,18 @@ fn plan(ctx: &Ctx) -> TestResult {
             selection().names().join(",")
         }
     );
-    let errors = selection().unknown(names.iter().copied());
+    let mut errors = selection().unknown(names.iter().copied());
+    for n in names.iter().filter(|n| catalog::find(n).is_none()) {
+        errors.push(alloc::format!(
+            "bench: experiment '{n}' is registered but has no catalog entry \
+             (kernel/algo/src/bench/catalog)"
+        ));
+    }
+    for n in catalog::names().filter(|n| !names.contains(n)) {
+        errors.push(alloc::format!(
+            "bench: the catalog lists '{n}' but no experiment of that name is registered"
+        ));
+    }
     if errors.is_empty() {
         Ok(())
     } else {
@@ -75,6 +81,8 @@ fn plan(ctx: &Ctx) -> TestResult {
 
 /// `clock_overhead`: ticks between two back-to-back `now()` reads, the floor of every short
 /// measurement in this boot (about 1-2 instructions under icount; host time under tsc).
+const CLOCK_OVERHEAD: &str = catalog::CLOCK_OVERHEAD.name;
+
 fn clock_overhead(_ctx: &Ctx) -> TestResult {
     let reads = scaled(1_000_000, 10_000);
     let mut min_ticks = u64::MAX;
@@ -86,7 +94,7 @@ fn clock_overhead(_ctx: &Ctx) -> TestResult {
         min_ticks = min_ticks.min(d);
         sum_ticks = sum_ticks.wrapping_add(d);
         if i % 4096 == 0 {
-            progress("clock_overhead", "rdtsc", (i * 100 / reads) as u32);
+            progress(CLOCK_OVERHEAD, "rdtsc", (i * 100 / reads) as u32);
         }
     }
     let unit = if instruction_boot() {
@@ -95,7 +103,7 @@ fn clock_overhead(_ctx: &Ctx) -> TestResult {
         "tsc_ticks"
     };
     record(
-        "clock_overhead",
+        CLOCK_OVERHEAD,
         "rdtsc",
         "min_ticks_per_read",
         min_ticks as f64,
@@ -103,7 +111,7 @@ fn clock_overhead(_ctx: &Ctx) -> TestResult {
         1,
     );
     record(
-        "clock_overhead",
+        CLOCK_OVERHEAD,
         "rdtsc",
         "mean_ticks_per_read",
         sum_ticks as f64 / reads as f64,
@@ -114,4 +122,4 @@ fn clock_overhead(_ctx: &Ctx) -> TestResult {
 }
 
 crate::ktest!(BENCH_SUITE, BenchPlan, plan);
-crate::ktest!(BENCH_SUITE, Bench, clock_overhead);
+crate::ktest!(BENCH_SUITE, Bench, CLOCK_OVERHEAD, clock_overhead);

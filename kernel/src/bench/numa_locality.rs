@@ -52,7 +52,7 @@ use numalab_algo::knob::{self, CaseCounters};
 use numalab_algo::rng::Rng;
 use numalab_algo::slub::{Stat, StatsSnapshot};
 
-const NAME: &str = "numa_locality";
+const NAME: &str = super::catalog::NUMA_LOCALITY.name;
 const MSG_BYTES: usize = 128;
 /// Messages a message-node CPU sends per round.
 const BURST: usize = 512;

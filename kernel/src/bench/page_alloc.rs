@@ -12,7 +12,7 @@ use buddy_system_allocator::FrameAllocator;
 use core::hint::black_box;
 use spin::Mutex;
 
-const BENCH: &str = "page_alloc";
+const BENCH: &str = super::catalog::PAGE_ALLOC.name;
 
 /// The comparison allocator: orders 0..=10 like numalab's buddy.
 static BSA: Mutex<FrameAllocator<11>> = Mutex::new(FrameAllocator::new());
@@ -154,4 +154,4 @@ fn page_alloc(_ctx: &Ctx) -> TestResult {
     Ok(())
 }
 
-crate::ktest!(super::BENCH_SUITE, Bench, page_alloc);
+crate::ktest!(super::BENCH_SUITE, Bench, BENCH, page_alloc);

@@ -31,7 +31,7 @@ use numalab_algo::rng::Rng;
 use numalab_algo::slub::SlabinfoMode;
 use spin::Mutex;
 
-const NAME: &str = "slabinfo_reader";
+const NAME: &str = super::catalog::SLABINFO_READER.name;
 const OBJ_BYTES: usize = 256;
 
 struct Sample {

@@ -34,11 +34,11 @@ use crate::topology::CpuId;
 use alloc::format;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
-use numalab_algo::bench_plan::cpu_counts;
+use numalab_algo::bench::plan::cpu_counts;
 use numalab_algo::knob::{self, CaseCounters};
 use numalab_algo::slub::{Stat, Tunables};
 
-const NAME: &str = "slub_list_lock";
+const NAME: &str = super::catalog::SLUB_LIST_LOCK.name;
 const OBJ_BYTES: usize = 256;
 const BATCH: usize = 32;
 const CPU_PERCENTS: &[u32] = &[25, 50, 100];

@@ -9,7 +9,7 @@ use crate::arch;
 use crate::ktest::{Ctx, TestError, TestResult};
 use crate::smp::{call_on_cpu, on_each_cpu, online_cpus, tlb_shootdown};
 
-const NAME: &str = "smp_calls";
+const NAME: &str = super::catalog::SMP_CALLS.name;
 const ROUNDS: u64 = 200;
 
 fn smp_calls(_ctx: &Ctx) -> TestResult {

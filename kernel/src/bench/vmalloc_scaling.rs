@@ -40,7 +40,7 @@ use crate::ktest::{Ctx, TestError, TestResult};
 use crate::mm::vmalloc::{self, AreaKind, Vmalloc};
 use crate::smp::on_each_cpu;
 
-const BENCH: &str = "vmalloc_scaling";
+const BENCH: &str = super::catalog::VMALLOC_SCALING.name;
 
 fn pairs(v: &Vmalloc, n: u64) -> Result<(), &'static str> {
     let caller = Location::caller();
@@ -275,4 +275,4 @@ fn vmalloc_scaling(ctx: &Ctx) -> TestResult {
     knob::check(BENCH, &knobs).map_err(TestError::Fail)
 }
 
-crate::ktest!(super::BENCH_SUITE, Bench, vmalloc_scaling);
+crate::ktest!(super::BENCH_SUITE, Bench, BENCH, vmalloc_scaling);

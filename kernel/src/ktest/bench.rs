@@ -2,8 +2,11 @@
 //!
 //! Every measurement is one serial line `BENCH {json}` (numalab_algo::bench::Record::line())
 //! with `cpus` (CPUs taking part), `nodes` (NUMA nodes of the machine) and `clock` filled in
-//! here. The clock is what the host told the kernel: boot's `--icount` adds the kernel option
-//! `bench.clock=icount` (rdtsc then counts executed guest instructions, exact and repeatable);
+//! here. Its bench and case must be in the experiment catalog (numalab_algo::bench::catalog,
+//! re-exported as `catalog`): `emit` refuses any other pair, prints a warning instead of the
+//! line, and the runner fails the test that emitted it (`refused`). The clock is what the
+//! host told the kernel: boot's `--icount` adds the kernel option `bench.clock=icount` (rdtsc
+//! then counts executed guest instructions, exact and repeatable);
 //! otherwise it is `tsc` (host time under TCG, a trend only). The kernel does not try to detect
 //! icount itself: under TCG a TSC that counts instructions cannot be told reliably from a slow
 //! host TSC.
@@ -24,9 +27,10 @@
 
 use super::{Ctx, TestError, TestResult};
 use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+pub use numalab_algo::bench::catalog;
+pub use numalab_algo::bench::plan::Selection;
+use numalab_algo::bench::plan::{is_case_name, is_snake_name, smoke_scaled, ProgressLimiter};
 use numalab_algo::bench::{Clock, Record};
-pub use numalab_algo::bench_plan::Selection;
-use numalab_algo::bench_plan::{is_case_name, is_snake_name, smoke_scaled, ProgressLimiter};
 use spin::{Mutex, Once};
 
 /// Guest ticks per second under `-icount shift=0`: one instruction advances virtual time 1 ns.
@@ -35,6 +39,8 @@ const ICOUNT_TICKS_PER_SEC: u64 = 1_000_000_000;
 const TSC_HZ_ASSUMED: u64 = 3_000_000_000;
 
 static SELECTION: Once<Selection> = Once::new();
+/// The first record the catalog refused since the running test started, and how many.
+static REFUSED: Mutex<(Option<alloc::string::String>, u32)> = Mutex::new((None, 0));
 static PROGRESS: Mutex<Option<ProgressLimiter>> = Mutex::new(None);
 /// NUMA nodes of the machine, for the records' `nodes` field (set by `ktest::run`).
 static NR_NODES: AtomicU32 = AtomicU32::new(1);
@@ -131,7 +137,16 @@ pub fn ticks_per_sec() -> u64 {
 
 /// Prints `record` as a BENCH line. Names that break the contract (not lower_snake_case, or a
 /// non-finite value) are printed anyway, after a warning, so the host collector reports them.
+/// A bench/case pair the experiment catalog does not list is refused: a warning instead of
+/// the line, and the test that emitted it fails (`refused`).
 pub fn emit(record: &Record) {
+    if let Err(why) = catalog::check(record.bench, record.case) {
+        crate::warn!("{}", why);
+        let mut r = REFUSED.lock();
+        r.1 += 1;
+        r.0.get_or_insert(why);
+        return;
+    }
     if !is_snake_name(record.bench) || !is_case_name(record.case) || !is_snake_name(record.metric) {
         crate::warn!(
             "bench: names must be lower_snake_case: bench '{}' case '{}' metric '{}'",
@@ -149,6 +164,24 @@ pub fn emit(record: &Record) {
         );
     }
     crate::println!("{}", record.line());
+}
+
+/// `result` of a test, failed when it emitted a record the catalog refused (the message
+/// names the first one); resets the refusals for the next test. Called by the runner.
+pub(super) fn refused(result: TestResult) -> TestResult {
+    let (first, count) = core::mem::take(&mut *REFUSED.lock());
+    let Some(why) = first else {
+        return result;
+    };
+    let why = if count > 1 {
+        alloc::format!("{why} (and {} more refused records)", count - 1)
+    } else {
+        why
+    };
+    match result {
+        Err(TestError::Fail(reason)) => Err(TestError::Fail(alloc::format!("{reason}; {why}"))),
+        _ => Err(TestError::Fail(why)),
+    }
 }
 
 /// Emits one measurement of `cpus` CPUs with this machine's node count and this boot's clock.

@@ -255,7 +255,7 @@ pub fn run(suite: Suite, ctx: &Ctx) -> bool {
         let mut suite_totals = Totals::default();
         for (j, test) in group.iter().enumerate() {
             crate::println!("{}# {}: running", ktap::INDENT, test.name);
-            let outcome = match (test.func)(ctx) {
+            let outcome = match bench::refused((test.func)(ctx)) {
                 Ok(()) => Outcome::Pass,
                 Err(TestError::Fail(reason)) => Outcome::Fail(reason),
                 Err(TestError::Skip(reason)) => Outcome::Skip(reason),

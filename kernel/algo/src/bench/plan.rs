@@ -2,7 +2,7 @@
 //! CPU counts for "25/50/100% of CPUs", and the once-a-second limiter of progress lines.
 //!
 //! The kernel's `crate::bench` wraps these with the clock and the console; the host collector
-//! (boot/src/bench.rs) applies the same name rules when it checks the output contract.
+//! (boot/src/bench/record.rs) applies the same name rules when it checks the output contract.
 
 use alloc::format;
 use alloc::string::String;
@@ -133,7 +133,7 @@ mod tests {
 
     #[test]
     fn names() {
-        assert!(is_snake_name("slub_list_lock"));
+        assert!(is_snake_name("list_lock_bench"));
         assert!(is_snake_name("ops_per_cpu"));
         assert!(is_snake_name("a1"));
         for bad in ["", "Slub", "1abc", "a-b", "a__b", "a_", "a b", "_a"] {
@@ -150,15 +150,15 @@ mod tests {
     fn selection() {
         let all = Selection::parse("");
         assert!(all.is_all() && all.includes("anything"));
-        let s = Selection::parse("slub_list_lock, numa_locality,,");
+        let s = Selection::parse("lock_bench, locality_bench,,");
         assert_eq!(s.names().len(), 2);
-        assert!(s.includes("numa_locality"));
-        assert!(!s.includes("page_alloc"));
-        let known = ["slub_list_lock", "page_alloc"];
+        assert!(s.includes("locality_bench"));
+        assert!(!s.includes("page_bench"));
+        let known = ["lock_bench", "page_bench"];
         let errs = s.unknown(known.iter().copied());
         assert_eq!(errs.len(), 1);
-        assert!(errs[0].contains("unknown experiment 'numa_locality'"));
-        assert!(errs[0].contains("slub_list_lock, page_alloc"));
+        assert!(errs[0].contains("unknown experiment 'locality_bench'"));
+        assert!(errs[0].contains("lock_bench, page_bench"));
     }
 
     #[test]

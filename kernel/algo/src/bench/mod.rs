@@ -1,7 +1,12 @@
 //! The BENCH output contract: one serial line `BENCH {json}` per measurement.
 //!
 //! Required fields: bench, case, metric, value, unit, cpus, nodes, clock. The host collector
-//! (boot/src/bench.rs) parses these lines back; both sides are tested against each other.
+//! (boot/src/bench/) parses these lines back; both sides are tested against each other.
+//! `catalog` is every experiment's facts (names, cases, boots, required metrics, seeds, Linux
+//! twin); `plan` the selection, name rules and loop sizes.
+
+pub mod catalog;
+pub mod plan;
 
 use alloc::format;
 use alloc::string::String;
@@ -88,7 +93,7 @@ mod tests {
     #[test]
     fn line_format() {
         let r = Record {
-            bench: "alloc_peers",
+            bench: "peer_bench",
             case: "numalab/fast64",
             metric: "instructions_per_pair",
             value: 38.5,
@@ -99,7 +104,7 @@ mod tests {
         };
         assert_eq!(
             r.line(),
-            "BENCH {\"bench\":\"alloc_peers\",\"case\":\"numalab/fast64\",\"metric\":\"instructions_per_pair\",\"value\":38.5000,\"unit\":\"instructions\",\"cpus\":1,\"nodes\":4,\"clock\":\"icount\"}"
+            "BENCH {\"bench\":\"peer_bench\",\"case\":\"numalab/fast64\",\"metric\":\"instructions_per_pair\",\"value\":38.5000,\"unit\":\"instructions\",\"cpus\":1,\"nodes\":4,\"clock\":\"icount\"}"
         );
         let r2 = Record {
             value: f64::NAN,
