@@ -981,6 +981,59 @@ fn owners(_ctx: &Ctx) -> TestResult {
     Ok(())
 }
 
+/// Issue 24 item 7: SLUB's own per-node counters have one slot per node of the machine (up to
+/// Linux's 1024). A large kmalloc on each memory node in turn moves that node's count by the
+/// block's size and no other node's, and its kfree moves it back. With 64 fixed slots, every
+/// node from 63 up shared the last one: on 66 nodes a block on node 64 showed on node 63 too
+/// and the soak's per-node conservation of node 63 failed.
+fn node_counters(_ctx: &Ctx) -> TestResult {
+    let topo = crate::topology::get();
+    let nr = topo.nr_nodes();
+    kassert_eq!(super::platform::counted_nodes(), nr, "per-node slots");
+    let large = super::kmalloc::large_bytes_on;
+    let before: Vec<usize> = (0..nr).map(|n| large(NodeId(n as u16))).collect();
+    let mut now: Vec<usize> = alloc::vec![0; nr];
+    // Three pages and a byte: an order-2 block from the page allocator.
+    let size = 3 * PAGE_BYTES + 1;
+    let block = PAGE_BYTES << 2;
+    let mut checked = 0usize;
+    for node in topo
+        .nodes
+        .iter()
+        .filter(|n| n.mem_bytes() > 0)
+        .map(|n| n.id)
+    {
+        let Some(p) = kmalloc_node_strict(size, node) else {
+            continue; // the node has no free order-2 block; it still takes part as "others"
+        };
+        for (m, slot) in now.iter_mut().enumerate() {
+            *slot = large(NodeId(m as u16));
+        }
+        // SAFETY: p came from kmalloc_node_strict just above, freed once, not used after.
+        unsafe { kfree(p) };
+        let back = large(node);
+        for (m, (&b, &a)) in before.iter().zip(&now).enumerate() {
+            let want = if m == node.index() { b + block } else { b };
+            kassert_eq!(
+                a,
+                want,
+                "node {}'s large kmalloc bytes with a block on node {}",
+                m,
+                node.0
+            );
+        }
+        kassert_eq!(back, before[node.index()], "node {} after kfree", node.0);
+        checked += 1;
+    }
+    kassert!(checked > 0, "no node had a free order-2 block");
+    crate::println!(
+        "# slub node_counters: {} nodes counted, a large kmalloc on each of {} memory nodes seen on its own node only",
+        nr,
+        checked
+    );
+    Ok(())
+}
+
 ktest!(SUITE, Test, geometry);
 ktest!(SUITE, Test, paths);
 ktest!(SUITE, Test, remote_frees);
@@ -988,6 +1041,7 @@ ktest!(SUITE, Test, slabinfo_exact);
 ktest!(SUITE, Test, memoryless);
 ktest!(SUITE, Test, exhausted_node);
 ktest!(SUITE, Test, owners);
+ktest!(SUITE, Test, node_counters);
 ktest!(SUITE, Test, debug_reports);
 ktest!(SUITE, Test, "kmalloc", kmalloc_api);
 ktest!(SUITE, Test, bulk);
