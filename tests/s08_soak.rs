@@ -156,3 +156,16 @@ fn s08_soak_on_66_nodes() {
     assert!(done.ends_with(", seed 2"), "{done}");
     println!("{done}");
 }
+
+/// Issue 24 item 14: the soak with every SLUB debug flag on every cache (`slub.debug=FZPU`):
+/// red zones, poison and tracking words checked at every allocation and free of 100000
+/// operations, every checkpoint's conservation intact and no debug report.
+#[test]
+fn s08_soak_with_every_debug_flag() {
+    let mut c = soak_config("soak --ops 100000 --quiet --set slub.debug=FZPU");
+    c.timeout = std::time::Duration::from_secs(300);
+    let out = boot_pass(&c);
+    check_soak(&out, 100_000, 10);
+    assert!(out.log.contains("debug FZPU"), "{}", out.log);
+    assert!(!out.log.contains("numalab: warning: slub: "), "{}", out.log);
+}
