@@ -529,3 +529,71 @@ fn s01_srat_with_bad_checksum_falls_back_to_one_node() {
 fn s01_srat_whose_length_runs_past_the_table_falls_back_to_one_node() {
     boot_with_corrupt_srat("srat_length", "runs past the");
 }
+
+/// Linux's MAX_NUMNODES (NODES_SHIFT 10), the most nodes the kernel takes (issue 24 item 7).
+const MAX_NUMNODES: u32 = 1024;
+
+/// Issue 24 item 7: a machine of 1024 nodes, Linux's MAX_NUMNODES, boots whole: an injected
+/// SRAT (no SLIT: one of 1024 x 1024 bytes is more than QEMU's 64 KiB for `-acpitable`, so
+/// the distances are Linux's 10/20) gives node 0 258 MiB and each other node 2 MiB, with the
+/// 4 CPUs on nodes 0, 341, 682 and 1023 (node codes above frame's 8-bit one included), and
+/// the kernel prints every node with its CPUs and size. SLUB's per-node counters have a slot
+/// for each of the 1024 nodes (`slub.node_counters`: a large kmalloc on every node moves only
+/// its own node's count).
+#[test]
+fn s01_injected_1024_nodes() {
+    let cpu_nodes = [0u32, 341, 682, 1023];
+    let mut entries: Vec<Vec<u8>> = cpu_nodes
+        .iter()
+        .enumerate()
+        .map(|(apic, &pxm)| cpu(pxm, apic as u8, true))
+        .collect();
+    let low_mib = 258;
+    entries.push(mem(0, 0, low_mib * MIB, FLAG_ENABLED));
+    for pxm in 1..MAX_NUMNODES {
+        let base = (low_mib + 2 * (pxm as u64 - 1)) * MIB;
+        entries.push(mem(pxm, base, 2 * MIB, FLAG_ENABLED));
+    }
+    let total_mib = low_mib + 2 * (MAX_NUMNODES as u64 - 1);
+    let mut args: Vec<String> = vec![
+        "-smp".into(),
+        "4".into(),
+        "-m".into(),
+        format!("{total_mib}M"),
+    ];
+    args.push("-acpitable".into());
+    args.push(format!(
+        "file={}",
+        acpi_table_file("1024-node-srat", &srat(&entries)).display()
+    ));
+    let mut c = cfg_owned("uma", args);
+    c.sets = vec!["filter=node_counters".into()];
+    c.timeout = std::time::Duration::from_secs(300);
+    let out = boot_pass(&c);
+    let want = Expect {
+        nodes: (0..MAX_NUMNODES)
+            .map(|n| Want {
+                cpus: cpu_nodes
+                    .iter()
+                    .position(|&p| p == n)
+                    .map(|cpu| vec![cpu as u32])
+                    .unwrap_or_default(),
+                told_mib: if n == 0 { low_mib } else { 2 },
+            })
+            .collect(),
+        distances: default_distances(MAX_NUMNODES as usize),
+        warnings: vec![],
+    };
+    check_block(&out.log, &want);
+    let r = out
+        .ktap
+        .result("slub.node_counters")
+        .expect("node_counters ran");
+    assert!(r.ok && !r.skipped, "{}", r.reason);
+    assert!(
+        out.log
+            .contains("# slub node_counters: 1024 nodes counted, "),
+        "{}",
+        out.log
+    );
+}

@@ -2,11 +2,13 @@
 //! passes (8node: the whole suite on 64 CPUs);
 //! the geometry each preset's CPU count implies (Linux's calculate_order) is what the kernel
 //! printed; remote frees ran from every CPU; and on the memoryless preset (seed 003) the
-//! memoryless fix keeps slab memory down while `slub.memoryless_fix=0` shows the bloat.
+//! memoryless fix keeps slab memory down while `slub.memoryless_fix=0` shows the bloat; with
+//! every debug flag on (`slub.debug=FZPU`) every SLUB test passes, asserting what holds under
+//! debugging.
 
 use numalab::*;
 
-const SLUB_TESTS: [&str; 13] = [
+const SLUB_TESTS: [&str; 14] = [
     "slub.geometry",
     "slub.paths",
     "slub.remote_frees",
@@ -14,6 +16,7 @@ const SLUB_TESTS: [&str; 13] = [
     "slub.memoryless",
     "slub.exhausted_node",
     "slub.owners",
+    "slub.node_counters",
     "slub.debug_reports",
     "slub.kmalloc",
     "slub.bulk",
@@ -156,4 +159,37 @@ fn s04_memoryless_fix_and_bloat() {
     let out = boot_pass(&c);
     all_passed(&out);
     assert!(out.log.contains("memoryless_fix 0"), "{}", out.log);
+}
+
+/// Issue 24 item 14: with `slub.debug=FZPU` on every cache, `slub.geometry` failed
+/// ("kmalloc-128 order with min_objects 20", tests.rs:97), `slub.paths` ("AllocFastpath never
+/// counted", tests.rs:271) and `slub.irq_hammer` ("no interrupt split a fast path"): they
+/// assumed caches without debugging. Now each asserts what holds with debug flags, as Linux's
+/// slub_kunit does: the debug words widen the stride and so the order, and a debug cache
+/// takes only slow paths (no fast path, no CPU partials, nothing for an interrupt to split).
+#[test]
+fn s04_4node_every_debug_flag() {
+    let mut c = slub_config("4node");
+    c.sets.push("slub.debug=FZPU".into());
+    let out = boot_pass(&c);
+    all_passed(&out);
+    let hammer = out.ktap.result("slub.irq_hammer").expect("irq_hammer ran");
+    assert!(hammer.ok && !hammer.skipped, "{}", hammer.reason);
+    assert!(out.log.contains("debug FZPU"), "{}", out.log);
+    // 8 CPUs: min_objects 20, on the debug strides (kmalloc-128: 128 + 24 bytes, 256 aligned).
+    assert_eq!(
+        geometry(&out),
+        "# slub geometry: 8 CPUs -> min_objects 20; kmalloc-8:0/128 kmalloc-16:0/85 \
+         kmalloc-32:0/64 kmalloc-64:0/32 kmalloc-96:0/32 kmalloc-128:1/32 kmalloc-192:1/32 \
+         kmalloc-256:2/32 kmalloc-512:3/32 kmalloc-1k:3/16 kmalloc-2k:3/8 kmalloc-4k:3/4 \
+         kmalloc-8k:3/2"
+    );
+    let debug_hammer = lines_with(&out, "# slub irq_hammer: irq-hammer (debug FZPU): ");
+    assert_eq!(debug_hammer.len(), 1, "{}", out.log);
+    assert!(
+        debug_hammer[0].contains("alloc_fastpath 0 free_fastpath 0 ")
+            && debug_hammer[0].ends_with("cmpxchg_double_cpu_fail 0"),
+        "{}",
+        debug_hammer[0]
+    );
 }

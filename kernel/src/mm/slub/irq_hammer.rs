@@ -2,6 +2,11 @@
 //! cache while the interrupted CPU hammers the same cache, checking that no object is
 //! handed out twice and none is lost, and that interrupts really split fast paths (the
 //! (freelist, tid) compare failed and was retried: cmpxchg_double_cpu_fail > 0).
+//!
+//! With `slub.debug=` flags the boot's cache is a debug cache: every allocation and free takes
+//! the slow path with interrupts off, so none is split; the hammer then checks that (no fast
+//! path, no retry, nothing handed out twice or lost) and hammers a second cache with the flags
+//! cleared, so that the fast paths are still split and checked in a debugging boot.
 
 use super::KmemCache;
 use crate::arch::apic;
@@ -91,8 +96,24 @@ pub(super) fn irq_hammer(_ctx: &Ctx) -> TestResult {
     if apic::timer_hz() == 0 {
         return Err(TestError::Skip("LAPIC timer not calibrated".into()));
     }
-    let cache = KmemCache::create("irq-hammer", 64, 0, super::default_tunables("irq-hammer"))
-        .map_err(|e| format!("create: {:?}", e))?;
+    let t = super::default_tunables("irq-hammer");
+    hammer("irq-hammer", t)?;
+    if !t.debug.any() {
+        return Ok(());
+    }
+    hammer(
+        "irq-hammer-nodebug",
+        numalab_algo::slub::Tunables {
+            debug: numalab_algo::slub::DebugFlags::default(),
+            ..t
+        },
+    )
+}
+
+/// Hammers a fresh 64-byte cache `name` with tunables `t` from the loop and the timer hook.
+fn hammer(name: &str, t: numalab_algo::slub::Tunables) -> TestResult {
+    let debug = t.debug.any();
+    let cache = KmemCache::create(name, 64, 0, t).map_err(|e| format!("create: {:?}", e))?;
     let before = cache.core().stats();
     HOOK_RUNS.store(0, Relaxed);
     HOOK_ERRORS.store(0, Relaxed);
@@ -130,14 +151,16 @@ pub(super) fn irq_hammer(_ctx: &Ctx) -> TestResult {
                 live[j] = Some((p, t));
             }
         }
+        // A debug cache has no fast path to split: enough ticks are the whole test.
         if steps.is_multiple_of(1024)
             && HOOK_RUNS.load(Relaxed) >= TICKS
-            && cache
-                .core()
-                .stats()
-                .since(&before)
-                .get(Stat::CmpxchgDoubleCpuFail)
-                > 0
+            && (debug
+                || cache
+                    .core()
+                    .stats()
+                    .since(&before)
+                    .get(Stat::CmpxchgDoubleCpuFail)
+                    > 0)
         {
             break;
         }
@@ -159,7 +182,9 @@ pub(super) fn irq_hammer(_ctx: &Ctx) -> TestResult {
     let hook_errors = HOOK_ERRORS.load(Relaxed);
     let retries = s.get(Stat::CmpxchgDoubleCpuFail);
     crate::println!(
-        "# slub irq_hammer: {} steps, {} timer hooks, alloc_fastpath {} free_fastpath {} alloc_slowpath {} free_slowpath {} cmpxchg_double_cpu_fail {}",
+        "# slub irq_hammer: {} (debug {}): {} steps, {} timer hooks, alloc_fastpath {} free_fastpath {} alloc_slowpath {} free_slowpath {} cmpxchg_double_cpu_fail {}",
+        name,
+        t.debug.letters(),
         steps,
         runs,
         s.get(Stat::AllocFastpath),
@@ -196,7 +221,16 @@ pub(super) fn irq_hammer(_ctx: &Ctx) -> TestResult {
             runs, steps
         )));
     }
-    if retries == 0 {
+    if debug {
+        // Every operation of a debug cache runs with interrupts off: nothing to split.
+        let fast = s.get(Stat::AllocFastpath) + s.get(Stat::FreeFastpath);
+        if fast != 0 || retries != 0 {
+            return Err(TestError::Fail(format!(
+                "{}: debug cache took {} fast paths and {} retries (all slow paths expected)",
+                name, fast, retries
+            )));
+        }
+    } else if retries == 0 {
         return Err(TestError::Fail(format!(
             "no interrupt split a fast path in {} steps and {} ticks (cmpxchg_double_cpu_fail 0)",
             steps, runs

@@ -14,7 +14,7 @@ use numalab_algo::slub::{Cache, ErrorKind};
 use numalab_algo::topology::NodeId;
 use spin::Once;
 
-use super::platform::MAX_NODES;
+use super::platform::PerNode;
 
 /// Owner word of the head page of a large (page allocator) kmalloc; `private` holds the order.
 const LARGE_OWNER: usize = 1;
@@ -24,11 +24,13 @@ static KMALLOC: Once<[&'static KmemCache; 13]> = Once::new();
 /// without checking a `Once`.
 static KMALLOC_PTRS: [AtomicPtr<KmemCache>; 13] =
     [const { AtomicPtr::new(core::ptr::null_mut()) }; 13];
-static LARGE_PAGES_ON: [AtomicUsize; MAX_NODES] = [const { AtomicUsize::new(0) }; MAX_NODES];
+/// Pages of large kmallocs outstanding, per node.
+static LARGE_PAGES_ON: PerNode = PerNode::new();
 /// kfree of pointers that are neither slab objects nor large kmallocs.
 static BAD_KFREES: AtomicUsize = AtomicUsize::new(0);
 
 pub(super) fn init() {
+    LARGE_PAGES_ON.init();
     let caches = KMALLOC.call_once(|| {
         core::array::from_fn(|i| {
             let name = KMALLOC_NAMES[i];
@@ -65,7 +67,7 @@ pub fn caches() -> Option<&'static [&'static KmemCache; 13]> {
 
 /// Bytes of large kmallocs outstanding on `node`.
 pub fn large_bytes_on(node: NodeId) -> usize {
-    LARGE_PAGES_ON[node.index().min(MAX_NODES - 1)].load(Relaxed) * PAGE_BYTES as usize
+    LARGE_PAGES_ON.get(node) * PAGE_BYTES as usize
 }
 
 /// kfree calls on pointers SLUB does not own.
@@ -80,7 +82,7 @@ fn large_alloc(size_bytes: usize, node: Option<NodeId>) -> Option<NonNull<u8>> {
 fn large_alloc_policy(size_bytes: usize, policy: Policy) -> Option<NonNull<u8>> {
     let order = get_order(size_bytes);
     let pages = frame::alloc_pages(order, policy).ok()?;
-    LARGE_PAGES_ON[pages.node().index().min(MAX_NODES - 1)].fetch_add(1 << pages.order(), Relaxed);
+    LARGE_PAGES_ON.add(pages.node(), 1 << pages.order());
     let (phys, order) = pages.into_raw();
     super::slabmap::set(frame::phys_to_virt(phys) as usize, 1, LARGE_OWNER);
     if let Some(meta) = frame::page_meta(phys) {
@@ -251,7 +253,7 @@ unsafe fn kfree_large(addr: usize, order: u8) {
         meta.private.store(0, Relaxed);
     }
     if let Some(node) = frame::node_of_phys(phys) {
-        LARGE_PAGES_ON[node.index().min(MAX_NODES - 1)].fetch_sub(1 << order, Relaxed);
+        LARGE_PAGES_ON.sub(node, 1 << order);
     }
     // SAFETY: the head page's owner word said this block came from large_alloc with
     // this order (into_raw); the caller gives it up.

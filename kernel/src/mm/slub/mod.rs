@@ -123,6 +123,7 @@ pub fn boot_slabinfo_mode() -> SlabinfoMode {
 pub fn init() {
     let t = default_tunables("");
     slabmap::init();
+    platform::init();
     kmalloc::init();
     READY.store(true, Relaxed);
     crate::mm::frame::register_holder(&SlubPages);

@@ -7,9 +7,11 @@
 
 use crate::mm::frame::{self, Pages, Policy, PAGE_BYTES};
 use crate::sync::IrqSpinLock;
+use alloc::boxed::Box;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use numalab_algo::slub::{Platform, Report, SlabPages, DESC_BYTES};
 use numalab_algo::topology::{CpuId, NodeId, Topology};
+use spin::Once;
 
 /// The kernel's machine for the SLUB core (a zero-sized handle).
 #[derive(Clone, Copy, Default)]
@@ -22,14 +24,86 @@ struct DescPool {
 }
 
 static DESC_POOL: IrqSpinLock<DescPool> = IrqSpinLock::new(DescPool { free: 0, pages: 0 });
-/// Descriptor pool pages per node (nodes beyond the array are counted in the last slot).
-static DESC_PAGES_ON: [AtomicUsize; MAX_NODES] = [const { AtomicUsize::new(0) }; MAX_NODES];
-/// Nodes tracked per node by SLUB's own counters.
-pub const MAX_NODES: usize = 64;
+/// Descriptor pool pages per node.
+static DESC_PAGES_ON: PerNode = PerNode::new();
+
+/// A counter per node of the machine: one slot for each of the topology's nodes (at most
+/// Linux's MAX_NUMNODES, 1024, the bound the ACPI and numactl readers enforce), allocated from
+/// the heap on first use, which [`super::init`] makes before SLUB takes its first page, so no
+/// two nodes ever share a slot. (Issue 24 item 7: a fixed array of 64 counted nodes 63 and up
+/// in one slot, and the soak's per-node conservation of node 63 failed on 66 nodes.)
+pub struct PerNode(Once<Box<[AtomicUsize]>>);
+
+impl Default for PerNode {
+    fn default() -> PerNode {
+        PerNode::new()
+    }
+}
+
+impl PerNode {
+    pub const fn new() -> PerNode {
+        PerNode(Once::new())
+    }
+
+    /// The slots; the first call (on the boot CPU, from `super::init`) allocates them.
+    fn slots(&self) -> &[AtomicUsize] {
+        self.0.call_once(|| {
+            let nodes = crate::topology::get().nr_nodes().max(1);
+            (0..nodes).map(|_| AtomicUsize::new(0)).collect()
+        })
+    }
+
+    /// `node`'s slot. Every node SLUB sees comes from the frame allocator, which knows only the
+    /// topology's nodes: a node outside them is a bug, and panics here rather than being
+    /// counted on another node.
+    fn slot(&self, node: NodeId) -> &AtomicUsize {
+        let slots = self.slots();
+        match slots.get(node.index()) {
+            Some(s) => s,
+            None => panic!(
+                "slub: node {} outside the machine's {} nodes",
+                node.0,
+                slots.len()
+            ),
+        }
+    }
+
+    /// Makes the slots now (before anything may count into them with a lock held).
+    pub fn init(&self) {
+        self.slots();
+    }
+
+    pub fn add(&self, node: NodeId, n: usize) {
+        self.slot(node).fetch_add(n, Relaxed);
+    }
+
+    pub fn sub(&self, node: NodeId, n: usize) {
+        self.slot(node).fetch_sub(n, Relaxed);
+    }
+
+    pub fn get(&self, node: NodeId) -> usize {
+        self.slot(node).load(Relaxed)
+    }
+
+    /// How many nodes have a slot (the machine's node count).
+    pub fn nodes(&self) -> usize {
+        self.slots().len()
+    }
+}
+
+/// Makes the per-node counters of the descriptor pool (before the first descriptor).
+pub(super) fn init() {
+    DESC_PAGES_ON.init();
+}
 
 /// Descriptor pool pages on `node`.
 pub fn desc_pool_pages_on(node: NodeId) -> usize {
-    DESC_PAGES_ON[node.index().min(MAX_NODES - 1)].load(Relaxed)
+    DESC_PAGES_ON.get(node)
+}
+
+/// Nodes SLUB's own per-node counters have slots for (the machine's node count).
+pub fn counted_nodes() -> usize {
+    DESC_PAGES_ON.nodes()
 }
 
 /// Reports misuses as warnings: `slub: CACHE: KIND at ADDR`.
@@ -234,7 +308,7 @@ impl Platform for KernelPlatform {
         let mut pool = DESC_POOL.lock();
         if pool.free == 0 {
             let pages = frame::alloc_pages(0, Policy::Local).ok()?;
-            DESC_PAGES_ON[pages.node().index().min(MAX_NODES - 1)].fetch_add(1, Relaxed);
+            DESC_PAGES_ON.add(pages.node(), 1);
             let (phys, _) = pages.into_raw();
             let base = frame::phys_to_virt(phys) as usize;
             pool.pages += 1;

@@ -14,7 +14,7 @@ use alloc::format;
 use alloc::vec::Vec;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use numalab_algo::slub::geometry::{fls, KMALLOC_NAMES, KMALLOC_SIZES, PAGE_BYTES};
+use numalab_algo::slub::geometry::{fls, natural_align, KMALLOC_NAMES, KMALLOC_SIZES, PAGE_BYTES};
 use numalab_algo::slub::{slabinfo_line, DebugFlags, ErrorKind, SlabinfoMode, Stat, Tunables};
 use numalab_algo::topology::{CpuId, NodeId};
 
@@ -26,14 +26,36 @@ static SUITE: KSuite = KSuite {
 };
 
 /// Expected slab orders of the kmalloc classes (8 .. 8k) for Linux's default max_order 3, by
-/// min_objects = 4 * (fls(nr_cpus) + 1), worked out by hand from calculate_order.
-fn expected_orders(min_objects: usize) -> Option<[u8; 13]> {
-    match min_objects {
-        8 => Some([0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 3]),
-        12 | 16 => Some([0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 3, 3]),
-        20 => Some([0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 3, 3, 3]),
+/// min_objects = 4 * (fls(nr_cpus) + 1), worked out by hand from calculate_order, for caches
+/// without debug flags (`debug` false) and with any of them: the debug words make the stride
+/// of [`expected_stride`] (kmalloc-128: 152 bytes, 256 with its 128-byte alignment), and
+/// calculate_order works on the stride, so kmalloc-128 takes order 1 from min_objects 20
+/// (16 objects of 256 bytes per page). A debug stride with or without U gives the same orders.
+fn expected_orders(min_objects: usize, debug: bool) -> Option<[u8; 13]> {
+    match (min_objects, debug) {
+        (8, false) => Some([0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 3]),
+        (12 | 16, false) => Some([0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 3, 3]),
+        (20, false) => Some([0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 3, 3, 3]),
+        (8, true) => Some([0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 3, 3]),
+        (12 | 16, true) => Some([0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 3, 3, 3]),
+        (20, true) => Some([0, 0, 0, 0, 0, 1, 1, 2, 3, 3, 3, 3, 3]),
         _ => None,
     }
+}
+
+/// The stride of a cache of `size` bytes aligned to `align` with debug flags `d` (Linux's
+/// calculate_sizes, as docs/slub.md lays it out): the object rounded to a word; with any flag
+/// a red zone / state word and the free pointer after it, with U a tracking word too; the
+/// whole rounded up to the alignment.
+fn expected_stride(size: usize, align: usize, d: DebugFlags) -> usize {
+    let mut stride = size.max(8).next_multiple_of(8);
+    if d.any() {
+        stride += 16;
+        if d.user {
+            stride += 8;
+        }
+    }
+    stride.next_multiple_of(align.max(8))
 }
 
 /// Frees an address this test got from `cache`.
@@ -76,17 +98,23 @@ fn geometry(_ctx: &Ctx) -> TestResult {
     let topo = crate::topology::get();
     let t = default_tunables("");
     let min_objects = 4 * (fls(topo.nr_cpus()) as usize + 1);
-    let expected = if t.max_order == 3 && t.min_objects == 0 {
-        expected_orders(min_objects)
-    } else {
-        None
-    };
+    let defaults = t.max_order == 3 && t.min_objects == 0;
     let caches =
         super::kmalloc::caches().ok_or_else(|| TestError::Fail("no kmalloc caches".into()))?;
     for (i, c) in caches.iter().enumerate() {
         let oo = c.core().order_objects();
+        // Each cache's own flags: `slub.debug=FLAGS,CACHE` debugs only the caches named.
+        let flags = c.core().debug_flags();
+        let expected = expected_orders(min_objects, flags.any()).filter(|_| defaults);
         kassert_eq!(c.name(), KMALLOC_NAMES[i]);
         kassert_eq!(c.core().object_size(), KMALLOC_SIZES[i]);
+        kassert_eq!(
+            c.core().size(),
+            expected_stride(KMALLOC_SIZES[i], natural_align(KMALLOC_SIZES[i]), flags),
+            "{} stride with debug flags {}",
+            c.name(),
+            flags.letters()
+        );
         kassert_eq!(
             oo.objects,
             (PAGE_BYTES << oo.order) / c.core().size(),
@@ -255,20 +283,49 @@ fn paths(_ctx: &Ctx) -> TestResult {
     {
         crate::println!("# {}", line);
     }
-    let must = [
-        Stat::AllocFastpath,
-        Stat::AllocSlowpath,
-        Stat::AllocSlab,
-        Stat::AllocFromPartial,
-        Stat::CpuPartialAlloc,
-        Stat::CpuPartialFree,
-        Stat::FreeFastpath,
-        Stat::FreeSlowpath,
-        Stat::FreeFrozen,
-        Stat::DeactivateBypass,
-    ];
-    for stat in must {
+    // With debug flags (slub.debug=) every allocation and free takes the slow path, where the
+    // checks run with interrupts off, and there are no CPU partial lists (as in Linux, where
+    // kmem_cache_debug() caches never use the fast paths or CPU partials): those counters
+    // must stay 0 and the others still move.
+    let debug = c.core().debug_flags().any();
+    let must: &[Stat] = if debug {
+        &[
+            Stat::AllocSlowpath,
+            Stat::AllocSlab,
+            Stat::AllocFromPartial,
+            Stat::FreeSlowpath,
+            Stat::FreeFrozen,
+            Stat::DeactivateBypass,
+        ]
+    } else {
+        &[
+            Stat::AllocFastpath,
+            Stat::AllocSlowpath,
+            Stat::AllocSlab,
+            Stat::AllocFromPartial,
+            Stat::CpuPartialAlloc,
+            Stat::CpuPartialFree,
+            Stat::FreeFastpath,
+            Stat::FreeSlowpath,
+            Stat::FreeFrozen,
+            Stat::DeactivateBypass,
+        ]
+    };
+    for &stat in must {
         kassert!(s.get(stat) > 0, "{:?} never counted", stat);
+    }
+    if debug {
+        for stat in [
+            Stat::AllocFastpath,
+            Stat::FreeFastpath,
+            Stat::CpuPartialAlloc,
+            Stat::CpuPartialFree,
+            Stat::CpuPartialDrain,
+        ] {
+            for (name, st) in [(c.name(), &s), (d.name(), &sd)] {
+                kassert_eq!(st.get(stat), 0, "{:?} in debug cache {}", stat, name);
+            }
+        }
     }
     kassert!(
         s.get(Stat::DeactivateToHead) + s.get(Stat::DeactivateToTail) + s.get(Stat::DeactivateFull)
@@ -981,6 +1038,59 @@ fn owners(_ctx: &Ctx) -> TestResult {
     Ok(())
 }
 
+/// Issue 24 item 7: SLUB's own per-node counters have one slot per node of the machine (up to
+/// Linux's 1024). A large kmalloc on each memory node in turn moves that node's count by the
+/// block's size and no other node's, and its kfree moves it back. With 64 fixed slots, every
+/// node from 63 up shared the last one: on 66 nodes a block on node 64 showed on node 63 too
+/// and the soak's per-node conservation of node 63 failed.
+fn node_counters(_ctx: &Ctx) -> TestResult {
+    let topo = crate::topology::get();
+    let nr = topo.nr_nodes();
+    kassert_eq!(super::platform::counted_nodes(), nr, "per-node slots");
+    let large = super::kmalloc::large_bytes_on;
+    let before: Vec<usize> = (0..nr).map(|n| large(NodeId(n as u16))).collect();
+    let mut now: Vec<usize> = alloc::vec![0; nr];
+    // Three pages and a byte: an order-2 block from the page allocator.
+    let size = 3 * PAGE_BYTES + 1;
+    let block = PAGE_BYTES << 2;
+    let mut checked = 0usize;
+    for node in topo
+        .nodes
+        .iter()
+        .filter(|n| n.mem_bytes() > 0)
+        .map(|n| n.id)
+    {
+        let Some(p) = kmalloc_node_strict(size, node) else {
+            continue; // the node has no free order-2 block; it still takes part as "others"
+        };
+        for (m, slot) in now.iter_mut().enumerate() {
+            *slot = large(NodeId(m as u16));
+        }
+        // SAFETY: p came from kmalloc_node_strict just above, freed once, not used after.
+        unsafe { kfree(p) };
+        let back = large(node);
+        for (m, (&b, &a)) in before.iter().zip(&now).enumerate() {
+            let want = if m == node.index() { b + block } else { b };
+            kassert_eq!(
+                a,
+                want,
+                "node {}'s large kmalloc bytes with a block on node {}",
+                m,
+                node.0
+            );
+        }
+        kassert_eq!(back, before[node.index()], "node {} after kfree", node.0);
+        checked += 1;
+    }
+    kassert!(checked > 0, "no node had a free order-2 block");
+    crate::println!(
+        "# slub node_counters: {} nodes counted, a large kmalloc on each of {} memory nodes seen on its own node only",
+        nr,
+        checked
+    );
+    Ok(())
+}
+
 ktest!(SUITE, Test, geometry);
 ktest!(SUITE, Test, paths);
 ktest!(SUITE, Test, remote_frees);
@@ -988,6 +1098,7 @@ ktest!(SUITE, Test, slabinfo_exact);
 ktest!(SUITE, Test, memoryless);
 ktest!(SUITE, Test, exhausted_node);
 ktest!(SUITE, Test, owners);
+ktest!(SUITE, Test, node_counters);
 ktest!(SUITE, Test, debug_reports);
 ktest!(SUITE, Test, "kmalloc", kmalloc_api);
 ktest!(SUITE, Test, bulk);
