@@ -173,13 +173,17 @@ fn s09_unknown_experiment_fails_naming_the_valid_ones() {
         "{}",
         out.failure_report()
     );
-    let r = out.ktap.result("bench.plan").expect("bench.plan ran");
+    // The host refuses this `--set` before it builds (cli tests); a word that reaches the
+    // kernel by another way fails its option check, naming the catalog's experiments, and
+    // nothing else runs.
+    let r = out.ktap.result("options.valid").expect("options.valid ran");
     assert!(
-        r.reason.contains("unknown experiment 'no_such_bench'"),
+        r.reason.contains("no experiment 'no_such_bench'"),
         "{}",
         r.reason
     );
     assert!(r.reason.contains(CLOCK_OVERHEAD.name), "{}", r.reason);
+    assert!(out.ktap.result("bench.plan").is_none(), "{}", out.log);
     assert!(
         bench::parse_log(&out.log, Boot::Tsc).0.is_empty(),
         "no experiment should run"

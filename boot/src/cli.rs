@@ -555,6 +555,14 @@ mod tests {
                 "option slub.max_order: bad value '11' (valid: integer 0..=10)",
             ),
             (
+                "bench --set bench=sheaves_vs_partial",
+                "option bench: bad value 'sheaves_vs_partial': no experiment 'sheaves_vs_partial'",
+            ),
+            (
+                "bench --set bench=numa_localty",
+                "no experiment 'numa_localty': did you mean 'numa_locality'?",
+            ),
+            (
                 "bench --set vmalloc.nodes=tree",
                 "option vmalloc.nodes: bad value 'tree' (valid: global, cpu, numa)",
             ),

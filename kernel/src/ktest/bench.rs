@@ -56,7 +56,7 @@ pub(super) fn set_machine(nr_nodes: usize, cpus_online: usize) {
 
 /// The experiments `bench=` selects.
 pub fn selection() -> &'static Selection {
-    SELECTION.call_once(|| Selection::parse(crate::options::load().get(&crate::options::BENCH)))
+    SELECTION.call_once(|| crate::options::load().get(&crate::options::BENCH))
 }
 
 /// Whether `bench=` selects the experiment `name`.

@@ -213,11 +213,16 @@ pub fn registered() -> &'static [KTest] {
 fn selected(suite: Suite, opts: &Options) -> Vec<&'static KTest> {
     let filter = opts.get(&crate::options::FILTER);
     let any_kind = suite != Suite::None;
+    // A command line with a bad option runs only the option check (which fails, naming it):
+    // results measured under settings other than the ones asked for are worth nothing (a
+    // misspelt `bench=` would otherwise run every experiment).
+    let options_only = !opts.errors.is_empty();
     let mut tests: Vec<&KTest> = registered()
         .iter()
         .filter(|t| {
             (t.suite.every_suite && any_kind)
-                || (suite.includes(t.kind)
+                || (!options_only
+                    && suite.includes(t.kind)
                     && (filter.is_empty()
                         || t.suite.name.contains(filter)
                         || t.name.contains(filter)))

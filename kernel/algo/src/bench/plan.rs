@@ -25,7 +25,7 @@ pub fn is_case_name(name: &str) -> bool {
 }
 
 /// The experiments named by the `bench=` option (comma-separated; empty = every experiment).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Selection {
     names: Vec<String>,
 }

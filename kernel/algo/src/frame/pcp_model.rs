@@ -15,8 +15,8 @@
 //! and a claim taken with a load and a store.
 
 use crate::frame::buddy::{Buddy, BuddyStore, ALLOCATED, NIL};
-use crate::model_check::{self, point};
 use crate::frame::pcp::{PcpList, PcpPage, PcpSync};
+use crate::model_check::{self, point};
 use shuttle::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::SeqCst};
 use std::vec::Vec;

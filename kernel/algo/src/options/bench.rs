@@ -1,13 +1,14 @@
 //! Kernel options of the `bench` group. Benchmarks: which experiments run, how, and the
 //! experiments' own knobs.
 
-use super::{Kind, Spec, Word};
+use super::{Kind, ParsedValue, Spec, Word};
+use crate::bench::plan::Selection;
 
 super::declare! {
     BENCH_GROUP = "bench";
-    BENCH: Word = Spec {
+    BENCH: Selection = Spec {
         key: "bench",
-        kind: Kind::Text,
+        kind: Selection::KIND,
         default: "",
         help: "experiments to run, NAME[,NAME] (empty: all); bench.plan lists them",
     };

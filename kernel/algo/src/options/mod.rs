@@ -139,7 +139,7 @@ pub fn find(key: &str) -> Option<&'static Spec> {
 }
 
 /// Edit distance (insertions, deletions, substitutions) between two keys.
-fn distance(a: &str, b: &str) -> usize {
+pub(crate) fn distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

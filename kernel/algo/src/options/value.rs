@@ -2,6 +2,8 @@
 //! word, `auto` or a number, `none` or a number, and values with a syntax of their own).
 
 use super::{Kind, Spec, Value};
+use crate::bench::catalog;
+use crate::bench::plan::Selection;
 use crate::fault::FaultAttr;
 use crate::slub::DebugFlags;
 use alloc::format;
@@ -72,6 +74,34 @@ impl ParsedValue for SlubDebug {
             .map_err(|c| format!("unknown flag '{}' in '{}'", c, text))?;
         let caches = parts.filter(|s| !s.is_empty()).map(String::from).collect();
         Ok(SlubDebug { flags, caches })
+    }
+}
+
+/// `bench=`: experiments of the catalog (kernel/algo/src/bench/catalog), comma-separated;
+/// empty: every experiment. A name the catalog lacks is refused with the closest one.
+impl ParsedValue for Selection {
+    const SYNTAX: &'static str = "NAME[,NAME...] of the experiment catalog, empty: all";
+    type Parsed = Selection;
+    fn parse_value(text: &str) -> Result<Selection, String> {
+        let sel = Selection::parse(text);
+        for name in sel.names() {
+            if catalog::find(name).is_none() {
+                let near = catalog::names()
+                    .map(|k| (super::distance(name, k), k))
+                    .min()
+                    .filter(|(d, _)| *d <= (name.len() / 3).max(2));
+                let known: Vec<&str> = catalog::names().collect();
+                return Err(match near {
+                    Some((_, k)) => format!("no experiment '{}': did you mean '{}'?", name, k),
+                    None => format!(
+                        "no experiment '{}' (experiments: {})",
+                        name,
+                        known.join(", ")
+                    ),
+                });
+            }
+        }
+        Ok(sel)
     }
 }
 
@@ -182,7 +212,7 @@ macro_rules! parsed_opt_type {
         }
     )*};
 }
-parsed_opt_type!(FaultAttr, SlubDebug);
+parsed_opt_type!(FaultAttr, SlubDebug, Selection);
 
 /// A typed handle on one option: its spec and the type its value reads as. Code reads options
 /// only through handles declared in the component tables (`opts.get(&slub::SLUB_MAX_ORDER)`),
