@@ -557,3 +557,24 @@ fn print_boot_circles() {
         println!("{c}");
     }
 }
+
+#[test]
+fn the_page_size_is_defined_once() {
+    // `const PAGE_SIZE` and `const PAGE_SHIFT` in kernel/algo/src/page.rs, nowhere else.
+    let mut found: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for dir in ["kernel/src", "kernel/algo/src", "boot/src", "tests"] {
+        let krate = read_crate(&repo().join(dir));
+        for (m, src) in &krate.files {
+            for name in ["PAGE_SIZE", "PAGE_SHIFT"] {
+                if src.contains(&format!("const {name}:")) {
+                    found
+                        .entry(name)
+                        .or_default()
+                        .push(format!("{dir}:{}", m.join("::")));
+                }
+            }
+        }
+    }
+    assert_eq!(found.get("PAGE_SIZE").map(Vec::len), Some(1), "{found:?}");
+    assert_eq!(found.get("PAGE_SHIFT").map(Vec::len), Some(1), "{found:?}");
+}

@@ -11,7 +11,7 @@ use spin::Once;
 
 /// Upper bound of the bootstrap heap.
 const BOOTSTRAP_HEAP_MAX_BYTES: u64 = 32 * 1024 * 1024;
-const PAGE_BYTES: u64 = 4096;
+use numalab_algo::page::PAGE_SIZE;
 
 /// The bootstrap heap (served through mm::heap's global allocator).
 pub(super) static HEAP: LockedHeap = LockedHeap::empty();
@@ -44,15 +44,15 @@ pub fn init(boot_info: &'static mut BootInfo) {
         .iter()
         .filter(|r| r.kind == MemoryRegionKind::Usable)
         .map(|r| {
-            let start = r.start.div_ceil(PAGE_BYTES) * PAGE_BYTES;
+            let start = r.start.div_ceil(PAGE_SIZE) * PAGE_SIZE;
             (start, r.end.max(start))
         })
         .max_by_key(|(start, end)| end - start);
-    let Some((start, end)) = best.filter(|(s, e)| e - s >= PAGE_BYTES * 64) else {
+    let Some((start, end)) = best.filter(|(s, e)| e - s >= PAGE_SIZE * 64) else {
         crate::println!("numalab: fatal: no usable memory region for the bootstrap heap");
         crate::arch::qemu_exit::exit(crate::arch::qemu_exit::ExitCode::Failure);
     };
-    let size = (end - start).min(BOOTSTRAP_HEAP_MAX_BYTES) / PAGE_BYTES * PAGE_BYTES;
+    let size = (end - start).min(BOOTSTRAP_HEAP_MAX_BYTES) / PAGE_SIZE * PAGE_SIZE;
     // SAFETY: [start, start+size) is usable RAM per the bootloader's map, mapped at
     // phys_offset; it is handed to the heap exactly once and recorded in `heap_phys` so no
     // other allocator hands it out.

@@ -1,7 +1,6 @@
 //! Pure helpers for SMP bring-up: where the AP trampoline goes, and the bring-up report.
 
-/// Bytes in a page.
-const PAGE_BYTES: u64 = 4096;
+use crate::page::PAGE_SIZE;
 /// The trampoline must sit at or above this (the real-mode IVT and BIOS data area are below).
 const LOW_LIMIT: u64 = 0x1000;
 /// ... and end at or below this (the EBDA and VGA memory start around 0x9f000).
@@ -14,9 +13,9 @@ pub fn pick_trampoline_page(usable: &[(u64, u64)]) -> Option<u64> {
     usable
         .iter()
         .filter_map(|&(start, end)| {
-            let lo = start.max(LOW_LIMIT).div_ceil(PAGE_BYTES) * PAGE_BYTES;
-            let hi = end.min(HIGH_LIMIT) / PAGE_BYTES * PAGE_BYTES;
-            (hi >= lo + PAGE_BYTES).then(|| hi - PAGE_BYTES)
+            let lo = start.max(LOW_LIMIT).div_ceil(PAGE_SIZE) * PAGE_SIZE;
+            let hi = end.min(HIGH_LIMIT) / PAGE_SIZE * PAGE_SIZE;
+            (hi >= lo + PAGE_SIZE).then(|| hi - PAGE_SIZE)
         })
         .max()
 }

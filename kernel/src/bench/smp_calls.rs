@@ -5,6 +5,8 @@
 //! one-CPU icount boot it is guest instructions per round (no IPI is sent there: it measures
 //! the call path's own cost).
 
+use numalab_algo::page::PAGE_SIZE;
+
 use crate::arch;
 use crate::ktest::{Ctx, TestError, TestResult};
 use crate::smp::{call_on_cpu, on_each_cpu, online_cpus, tlb_shootdown};
@@ -43,7 +45,7 @@ fn smp_calls(_ctx: &Ctx) -> TestResult {
     let virt = crate::smp::start::alloc_scratch_virt(1).unwrap_or(0);
     let t0 = super::now();
     for _ in 0..ROUNDS {
-        tlb_shootdown(virt, virt + 4096);
+        tlb_shootdown(virt, virt + PAGE_SIZE);
     }
     emit("tlb_shootdown_1page", "latency", super::now() - t0);
     Ok(())

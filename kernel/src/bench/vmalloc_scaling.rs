@@ -33,7 +33,7 @@ use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use numalab_algo::knob::{self, CaseCounters};
 use numalab_algo::options::Options;
 use numalab_algo::vmalloc::layout::linux_lazy_max_pages;
-use numalab_algo::vmalloc::{Layout, Policy, Scope, PAGE_BYTES};
+use numalab_algo::vmalloc::{Layout, Policy, Scope, PAGE_SIZE};
 
 use super::workload::Barrier;
 use crate::ktest::{Ctx, TestError, TestResult};
@@ -46,7 +46,7 @@ fn pairs(v: &Vmalloc, n: u64) -> Result<(), &'static str> {
     let caller = Location::caller();
     for _ in 0..n {
         let a = v
-            .alloc(PAGE_BYTES, PAGE_BYTES, None, false, caller)
+            .alloc(PAGE_SIZE, PAGE_SIZE, None, false, caller)
             .map_err(|e| e.describe())?;
         v.free(a, AreaKind::Vmalloc).map_err(|b| b.reason())?;
     }

@@ -8,7 +8,7 @@
 //! The pages held for page-sized layouts are counted per node (a frame page holder), so
 //! conservation checks see a heap that grew as held, not as lost.
 
-use super::frame::{self, Pages, Policy, MAX_ORDER, PAGE_BYTES};
+use super::frame::{self, Pages, Policy, MAX_ORDER, PAGE_SIZE};
 use crate::early;
 use core::alloc::{GlobalAlloc, Layout};
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
@@ -32,7 +32,7 @@ impl frame::PageHolder for HeapPages {
     }
 
     fn held_bytes_on(&self, node: NodeId) -> u64 {
-        pages_on(node).map_or(0, |n| n.load(Relaxed) * PAGE_BYTES)
+        pages_on(node).map_or(0, |n| n.load(Relaxed) * PAGE_SIZE)
     }
 }
 
@@ -96,10 +96,10 @@ pub fn small_blocks_from_kmalloc() -> bool {
 
 /// The page order for `layout` when it goes to the frame allocator, else None.
 fn page_order(layout: Layout) -> Option<u8> {
-    if layout.size() < PAGE_BYTES as usize || layout.align() > PAGE_BYTES as usize {
+    if layout.size() < PAGE_SIZE as usize || layout.align() > PAGE_SIZE as usize {
         return None;
     }
-    let pages = layout.size().div_ceil(PAGE_BYTES as usize);
+    let pages = layout.size().div_ceil(PAGE_SIZE as usize);
     let order = pages.next_power_of_two().trailing_zeros() as u8;
     (order <= MAX_ORDER).then_some(order)
 }
@@ -114,7 +114,7 @@ unsafe impl GlobalAlloc for KernelHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // Rust's collections cannot see a failure: no injected fault here (like __GFP_NOFAIL).
         let _exempt = crate::fault::exempt();
-        if layout.size() < PAGE_BYTES as usize && super::slub::is_ready() {
+        if layout.size() < PAGE_SIZE as usize && super::slub::is_ready() {
             if let Some(p) = super::slub::kmalloc::kmalloc_aligned(layout.size(), layout.align()) {
                 count_kmalloc_block(layout, 1);
                 return p.as_ptr();

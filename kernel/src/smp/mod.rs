@@ -8,6 +8,8 @@
 //!
 //! Lock order: none of its own; `IrqSpinLock` spinners poll the TLB-flush queue.
 
+use numalab_algo::page::PAGE_SIZE;
+
 mod call;
 mod queue;
 pub mod start;
@@ -159,7 +161,7 @@ fn ap_idle(me: &'static PerCpu) -> ! {
 /// from the boot memory map (deterministic, so the frame allocator can exclude it).
 pub fn trampoline_reserved_range() -> Option<(u64, u64)> {
     let usable = topology::usable_ranges();
-    numalab_algo::smp::pick_trampoline_page(&usable).map(|p| (p, p + 4096))
+    numalab_algo::smp::pick_trampoline_page(&usable).map(|p| (p, p + PAGE_SIZE))
 }
 
 /// Calibrates the clock, starts every AP of the topology and waits for them (boot CPU, once).
@@ -304,5 +306,5 @@ fn start_all(timeout_ms: u64, hold_apic: Option<u32>, verbose: bool) {
         }
     }
     // The APs ran the identity-mapped trampoline page; drop their stale translations of it.
-    tlb_shootdown(report.trampoline_phys, report.trampoline_phys + 4096);
+    tlb_shootdown(report.trampoline_phys, report.trampoline_phys + PAGE_SIZE);
 }

@@ -18,7 +18,7 @@ use crate::percpu;
 
 /// Ranges longer than this many pages are flushed with a full TLB flush.
 pub const FULL_FLUSH_PAGES: u64 = 32;
-const PAGE_BYTES: u64 = 4096;
+use numalab_algo::page::PAGE_SIZE;
 
 /// A pending flush on one target.
 pub struct FlushNode {
@@ -40,17 +40,17 @@ struct FlushData {
 
 /// Flushes [start, end) from the calling CPU's TLB.
 pub(super) fn flush_local(start: u64, end: u64) {
-    let pages = end.saturating_sub(start).div_ceil(PAGE_BYTES);
+    let pages = end.saturating_sub(start).div_ceil(PAGE_SIZE);
     if pages > FULL_FLUSH_PAGES {
         flush_all_local();
         return;
     }
-    let mut addr = start & !(PAGE_BYTES - 1);
+    let mut addr = start & !(PAGE_SIZE - 1);
     while addr < end {
         if let Ok(virt) = VirtAddr::try_new(addr) {
             x86_64::instructions::tlb::flush(virt);
         }
-        addr += PAGE_BYTES;
+        addr += PAGE_SIZE;
     }
 }
 

@@ -19,6 +19,8 @@
 //! exhaustion) are counted, never errors. `soak.leak_kfree=N` arms a mutation (kfree drops
 //! one slab-object free in N) that the object check must catch.
 
+use numalab_algo::page::PAGE_SIZE;
+
 mod objects;
 mod ops;
 mod tag;
@@ -215,7 +217,7 @@ impl Soak {
             })
         } else {
             let pages = 1 + rng.below(MAX_VMALLOC_PAGES);
-            let bytes = (pages * 4096) as usize;
+            let bytes = (pages * PAGE_SIZE) as usize;
             let area = if rng.below(REMOTE_ONE_IN) != 0 {
                 vmalloc::vmalloc(bytes)
             } else {
@@ -243,7 +245,7 @@ impl Soak {
 
     fn count_vm(&self, addr: u64, pages: u64, sign: i64) {
         for i in 0..pages {
-            match vm_node(addr + i * 4096) {
+            match vm_node(addr + i * PAGE_SIZE) {
                 Some(n) => {
                     self.live_vm_pages[n.index()].fetch_add(sign, Relaxed);
                 }
@@ -463,11 +465,11 @@ impl Soak {
             let Some(c) = frame::node_counters(node) else {
                 continue;
             };
-            let held = frame::holders_held_bytes_on(node) / 4096;
+            let held = frame::holders_held_bytes_on(node) / PAGE_SIZE;
             let pages = self.live_pages[n].load(Relaxed);
             let vm = self.live_vm_pages[n].load(Relaxed);
-            let now = settled[n] as i64 / 4096 + pages + vm;
-            let want = start[n] as i64 / 4096;
+            let now = settled[n] as i64 / PAGE_SIZE as i64 + pages + vm;
+            let want = start[n] as i64 / PAGE_SIZE as i64;
             crate::println!(
                 "# soak: {} node {}: free {} (per-CPU lists {}) + held {} + soak pages {} + soak vmalloc {} = {}, start {}, managed {}: {}",
                 label,
@@ -677,7 +679,7 @@ fn soak(ctx: &Ctx) -> TestResult {
         .map_err(|e| with_mutation(e, leak))?;
     for &c in &s.caches {
         c.shrink();
-        let pages = c.slab_bytes() / 4096;
+        let pages = c.slab_bytes() / PAGE_SIZE as usize;
         if pages != 0 {
             return Err(TestError::Fail(format!(
                 "end: cache {}: {} slab pages kept after shrink with no object live",
@@ -700,10 +702,10 @@ fn soak(ctx: &Ctx) -> TestResult {
     invariants += s.check_conservation(&start, "end")?;
     for n in 0..s.nr_nodes {
         let node = NodeId(n as u16);
-        let free = frame::free_bytes(node) as i64 / 4096;
-        let free0 = start_free[n] as i64 / 4096;
-        let held = frame::holders_held_bytes_on(node) as i64 / 4096;
-        let held0 = (start[n] - start_free[n]) as i64 / 4096;
+        let free = frame::free_bytes(node) as i64 / PAGE_SIZE as i64;
+        let free0 = start_free[n] as i64 / PAGE_SIZE as i64;
+        let held = frame::holders_held_bytes_on(node) as i64 / PAGE_SIZE as i64;
+        let held0 = (start[n] - start_free[n]) as i64 / PAGE_SIZE as i64;
         crate::println!(
             "# soak: end node {}: free {} pages, {} at the start ({:+}); held by slabs, heap and vmalloc page tables {} ({:+})",
             n,

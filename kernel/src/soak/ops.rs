@@ -11,6 +11,7 @@ use alloc::format;
 use alloc::vec::Vec;
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use numalab_algo::page::PAGE_SIZE;
 use numalab_algo::rng::Rng;
 
 impl Soak {
@@ -85,7 +86,7 @@ impl Soak {
             // SAFETY: our page, read through the direct map and through the mapping.
             let (direct, mapped) = unsafe {
                 let q = p.virt_ptr() as *const u64;
-                let m = (a.as_u64() as usize + i * 4096) as *const u64;
+                let m = (a.as_u64() as usize + i * PAGE_SIZE as usize) as *const u64;
                 (
                     (q.read_volatile(), q.add(1).read_volatile()),
                     (m.read_volatile(), m.add(1).read_volatile()),

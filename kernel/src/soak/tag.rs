@@ -3,6 +3,8 @@
 //! allocated and checked when it is freed and at every checkpoint. A block handed out twice,
 //! two live blocks that overlap, a stray write or a lost copy breaks a tag.
 
+use numalab_algo::page::PAGE_SIZE;
+
 /// What a slot holds (the `kind` field of its meta word).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ItemKind {
@@ -131,7 +133,7 @@ pub unsafe fn check_obj(addr: usize, size_bytes: usize, tag: u64) -> Result<(), 
 /// The pages must be mapped, writable and the caller's.
 pub unsafe fn write_pages(addr: usize, nr_pages: usize, tag: u64) {
     for i in 0..nr_pages {
-        let p = (addr + i * 4096) as *mut u64;
+        let p = (addr + i * PAGE_SIZE as usize) as *mut u64;
         // SAFETY: page i of the caller's block, two words.
         unsafe {
             p.write_volatile(tag);
@@ -146,7 +148,7 @@ pub unsafe fn write_pages(addr: usize, nr_pages: usize, tag: u64) {
 /// As for `write_pages` (readable).
 pub unsafe fn check_pages(addr: usize, nr_pages: usize, tag: u64) -> Result<(), (usize, u64, u64)> {
     for i in 0..nr_pages {
-        let p = (addr + i * 4096) as *const u64;
+        let p = (addr + i * PAGE_SIZE as usize) as *const u64;
         // SAFETY: page i of the block.
         let (a, b) = unsafe { (p.read_volatile(), p.add(1).read_volatile()) };
         if a != tag {

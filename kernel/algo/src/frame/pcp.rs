@@ -33,8 +33,7 @@ use crate::frame::buddy::{Buddy, BuddyStore, ALLOCATED, CACHED, NIL};
 pub const PCP_MAX_ORDER: u8 = 3;
 const PCP_ORDERS: usize = PCP_MAX_ORDER as usize + 1;
 
-/// Shift of the pfn in a block's word (`pop_raw`): the kernel's 4 KiB page.
-pub const PAGE_SHIFT: u32 = 12;
+pub use crate::page::PAGE_SHIFT;
 
 /// The bit of the count word that says an operation is in progress (the claim).
 pub const BUSY: u32 = 1 << 31;

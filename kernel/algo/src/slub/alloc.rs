@@ -13,7 +13,7 @@
 
 use super::cache::{Cache, CpuSlab};
 use super::freelist::{decode, SlabWord};
-use super::geometry::PAGE_BYTES;
+use super::geometry::PAGE_SIZE;
 use super::platform::Platform;
 use super::slab::{Slab, LIST_PARTIAL};
 use super::stats::Stat;
@@ -26,7 +26,7 @@ impl<P: Platform> Cache<P> {
         let p = &self.plat;
         c.slab.store(slab.0, Relaxed);
         c.base.store(slab.base(p), Relaxed);
-        c.span.store(PAGE_BYTES << slab.order(p), Relaxed);
+        c.span.store((PAGE_SIZE as usize) << slab.order(p), Relaxed);
         c.node.store(slab.node(p).index(), Relaxed);
         c.objects
             .store(if self.debug_any { 0 } else { slab.objects(p) }, Relaxed);

@@ -15,7 +15,7 @@ use super::freelist::decode;
 use super::freelist::encode;
 use super::geometry::{
     calculate_layout, calculate_order, cpu_partial_slabs, default_cpu_partial_objects,
-    default_min_partial, DebugFlags, ObjLayout, OrderObjects, MAX_SLAB_ORDER, PAGE_BYTES,
+    default_min_partial, DebugFlags, ObjLayout, OrderObjects, MAX_SLAB_ORDER, PAGE_SIZE,
 };
 use super::platform::{Platform, Report};
 use super::slab::NodeLists;
@@ -199,11 +199,11 @@ impl<P: Platform> Cache<P> {
         random: usize,
         ctor: Option<fn(usize)>,
     ) -> Result<Self, CreateError> {
-        if align != 0 && (!align.is_power_of_two() || align > PAGE_BYTES) {
+        if align != 0 && (!align.is_power_of_two() || align > (PAGE_SIZE as usize)) {
             return Err(CreateError::BadAlign(align));
         }
         let max_order = t.max_order.min(MAX_SLAB_ORDER);
-        if object_size == 0 || object_size > PAGE_BYTES << MAX_SLAB_ORDER {
+        if object_size == 0 || object_size > (PAGE_SIZE as usize) << MAX_SLAB_ORDER {
             return Err(CreateError::BadSize(object_size));
         }
         let layout = calculate_layout(object_size, align, t.debug);
@@ -588,7 +588,7 @@ impl<P: Platform> Cache<P> {
     pub fn slab_bytes(&self) -> usize {
         self.nodes
             .iter()
-            .map(|n| n.nr_pages.load(Relaxed) * PAGE_BYTES)
+            .map(|n| n.nr_pages.load(Relaxed) * (PAGE_SIZE as usize))
             .sum()
     }
 

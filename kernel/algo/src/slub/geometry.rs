@@ -1,8 +1,7 @@
 //! Slab geometry: kmalloc size classes, Linux's calculate_order, object layout (free pointer,
 //! red zone, tracking word) and the default per-cache tunables derived from the object size.
 
-/// Bytes in one page (the unit of slab sizes).
-pub const PAGE_BYTES: usize = 4096;
+pub use crate::page::PAGE_SIZE;
 /// Linux's MAX_OBJS_PER_PAGE: the inuse counter is 15 bits there; ours is 16.
 pub const MAX_OBJS_PER_SLAB: usize = 32767;
 /// Linux's MIN_PARTIAL: the lower clamp of the automatic min_partial.
@@ -71,7 +70,7 @@ pub fn natural_align(size_bytes: usize) -> usize {
     if size_bytes == 0 {
         return 8;
     }
-    (1usize << size_bytes.trailing_zeros()).min(PAGE_BYTES)
+    (1usize << size_bytes.trailing_zeros()).min(PAGE_SIZE as usize)
 }
 
 /// Linux's fls(): position of the highest set bit, 1-based; 0 for 0.
@@ -81,19 +80,19 @@ pub fn fls(x: usize) -> u32 {
 
 /// Linux's get_order(): the smallest order whose slab holds `size_bytes`.
 pub fn get_order(size_bytes: usize) -> u8 {
-    let pages = size_bytes.div_ceil(PAGE_BYTES).max(1);
+    let pages = size_bytes.div_ceil(PAGE_SIZE as usize).max(1);
     fls(pages - 1) as u8
 }
 
 /// Objects of `size_bytes` that fit in a slab of `order`.
 pub fn order_objects(order: u8, size_bytes: usize) -> usize {
-    (PAGE_BYTES << order) / size_bytes
+    ((PAGE_SIZE as usize) << order) / size_bytes
 }
 
 fn calc_slab_order(size: usize, min_order: u8, max_order: u8, fract_leftover: usize) -> u8 {
     let mut order = min_order;
     while order <= max_order {
-        let slab_bytes = PAGE_BYTES << order;
+        let slab_bytes = (PAGE_SIZE as usize) << order;
         if slab_bytes % size <= slab_bytes / fract_leftover {
             break;
         }
@@ -261,7 +260,7 @@ pub fn calculate_layout(object_size: usize, align: usize, debug: DebugFlags) -> 
 
 /// Linux's set_cpu_partial: how many free objects a CPU keeps on its partial list, by size.
 pub fn default_cpu_partial_objects(size_bytes: usize) -> usize {
-    if size_bytes >= PAGE_BYTES {
+    if size_bytes >= (PAGE_SIZE as usize) {
         6
     } else if size_bytes >= 1024 {
         24

@@ -3,7 +3,7 @@
 //! merges the block with its free neighbours, so the range is one block again when all is free.
 
 use super::tree::AreaTree;
-use super::{VmError, PAGE_BYTES};
+use super::{VmError, PAGE_SIZE};
 
 /// Why a range could not be given back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,7 +66,7 @@ impl FreeSpace {
     /// Takes `size_bytes` at the lowest address aligned to `align_bytes`.
     pub fn alloc(&mut self, size_bytes: u64, align_bytes: u64) -> Result<u64, VmError> {
         check_request(size_bytes, align_bytes, self.range_end - self.range_start)?;
-        let align = align_bytes.max(PAGE_BYTES);
+        let align = align_bytes.max(PAGE_SIZE);
         let fit = self
             .tree
             .lowest_fit(size_bytes, align)
@@ -98,8 +98,8 @@ impl FreeSpace {
             .checked_add(size_bytes)
             .ok_or(ReturnError::OutOfRange)?;
         if size_bytes == 0
-            || !start.is_multiple_of(PAGE_BYTES)
-            || !size_bytes.is_multiple_of(PAGE_BYTES)
+            || !start.is_multiple_of(PAGE_SIZE)
+            || !size_bytes.is_multiple_of(PAGE_SIZE)
             || start < self.range_start
             || end > self.range_end
         {
@@ -175,7 +175,7 @@ pub fn check_request(size_bytes: u64, align_bytes: u64, range_bytes: u64) -> Res
     if !align_bytes.is_power_of_two() {
         return Err(VmError::BadAlign(align_bytes));
     }
-    if !size_bytes.is_multiple_of(PAGE_BYTES) {
+    if !size_bytes.is_multiple_of(PAGE_SIZE) {
         return Err(VmError::Unaligned(size_bytes));
     }
     if size_bytes > range_bytes || align_bytes > range_bytes {
@@ -189,7 +189,7 @@ pub(crate) mod tests {
     use super::*;
     use alloc::vec::Vec;
 
-    const P: u64 = PAGE_BYTES;
+    const P: u64 = PAGE_SIZE;
 
     /// Naive model: one bool per page; lowest aligned run of free pages.
     struct Naive {

@@ -47,7 +47,7 @@ impl Policy {
 }
 
 /// Linux's vmap zone: 16 pages.
-pub const ZONE_BYTES: u64 = 16 * super::PAGE_BYTES;
+pub const ZONE_BYTES: u64 = 16 * super::PAGE_SIZE;
 /// Linux caps the CPU-count design at 128 vmap nodes.
 pub const MAX_CPU_NODES: usize = 128;
 
@@ -64,7 +64,7 @@ pub struct Layout {
 /// Linux's lazy_max_pages(): 32 MiB of pages times fls(online CPUs).
 pub fn linux_lazy_max_pages(nr_cpus: usize) -> u64 {
     let fls = usize::BITS - nr_cpus.max(1).leading_zeros();
-    fls as u64 * (32 << 20) / super::PAGE_BYTES
+    fls as u64 * (32 << 20) / super::PAGE_SIZE
 }
 
 impl Layout {

@@ -20,8 +20,7 @@ pub use node::{NodeCounts, VmapNode, MAX_POOL_PAGES};
 pub use ops::{Busy, Detached, FreeFault, PurgeReport, Reserved, Scope, Shards};
 pub use tree::AreaTree;
 
-/// vmalloc works in 4 KiB pages.
-pub const PAGE_BYTES: u64 = 4096;
+pub use crate::page::PAGE_SIZE;
 
 /// Why an allocation failed (every bad request is one of these, never a panic).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

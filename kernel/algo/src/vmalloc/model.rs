@@ -16,14 +16,14 @@ use super::free_space::FreeSpace;
 use super::layout::{Layout, Policy, VnId};
 use super::node::VmapNode;
 use super::ops::{detach, purge, queue_lazy, reserve, Busy, PurgeReport, Scope, Shards};
-use super::PAGE_BYTES;
+use super::PAGE_SIZE;
 use crate::model_check::{self, point};
 use crate::topology::{CpuId, NodeId};
 use shuttle::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::vec::Vec;
 
-const P: u64 = PAGE_BYTES;
+const P: u64 = PAGE_SIZE;
 const BASE: u64 = 0xffff_c000_0000_0000;
 /// The range: 10 pages, room for four 2-page areas and one more.
 const RANGE_PAGES: u64 = 10;

@@ -6,7 +6,7 @@
 use alloc::vec::Vec;
 
 use super::tree::AreaTree;
-use super::PAGE_BYTES;
+use super::PAGE_SIZE;
 
 /// Pools hold areas of 1..=MAX_POOL_PAGES pages (Linux's MAX_VA_SIZE_PAGES).
 pub const MAX_POOL_PAGES: usize = 256;
@@ -81,7 +81,7 @@ impl<M: Copy> VmapNode<M> {
     pub fn busy_insert(&mut self, start: u64, size_bytes: u64, meta: M) -> bool {
         let ok = self.busy.insert(start, size_bytes, meta);
         if ok {
-            self.busy_pages += size_bytes / PAGE_BYTES;
+            self.busy_pages += size_bytes / PAGE_SIZE;
         }
         ok
     }
@@ -90,7 +90,7 @@ impl<M: Copy> VmapNode<M> {
     pub fn busy_remove(&mut self, start: u64) -> Option<(u64, M)> {
         let r = self.busy.remove(start);
         if let Some((size, _)) = r {
-            self.busy_pages -= size / PAGE_BYTES;
+            self.busy_pages -= size / PAGE_SIZE;
         }
         r
     }
@@ -114,7 +114,7 @@ impl<M: Copy> VmapNode<M> {
     /// Queues an unmapped area for the next purge; returns this node's lazy pages.
     pub fn lazy_push(&mut self, start: u64, size_bytes: u64) -> u64 {
         self.lazy.push(LazyArea { start, size_bytes });
-        self.lazy_pages += size_bytes / PAGE_BYTES;
+        self.lazy_pages += size_bytes / PAGE_SIZE;
         self.lazy_pages
     }
 
@@ -164,8 +164,8 @@ impl<M: Copy> VmapNode<M> {
     /// Keeps a purged area for reuse. False (area not taken) when it is larger than
     /// MAX_POOL_PAGES or not page granular.
     pub fn pool_put(&mut self, start: u64, size_bytes: u64) -> bool {
-        let nr_pages = size_bytes / PAGE_BYTES;
-        if !size_bytes.is_multiple_of(PAGE_BYTES)
+        let nr_pages = size_bytes / PAGE_SIZE;
+        if !size_bytes.is_multiple_of(PAGE_SIZE)
             || nr_pages == 0
             || nr_pages as usize > MAX_POOL_PAGES
         {
@@ -191,7 +191,7 @@ impl<M: Copy> VmapNode<M> {
                 len.div_ceil(4)
             };
             pool.used = false;
-            let size_bytes = (i as u64 + 1) * PAGE_BYTES;
+            let size_bytes = (i as u64 + 1) * PAGE_SIZE;
             for start in pool.starts.drain(len - n..) {
                 out.push(LazyArea { start, size_bytes });
             }
@@ -203,7 +203,7 @@ impl<M: Copy> VmapNode<M> {
     /// Whether `addr` lies in a pooled (purged, reusable) area.
     pub fn pool_containing(&self, addr: u64) -> Option<LazyArea> {
         self.pools.iter().enumerate().find_map(|(i, p)| {
-            let size_bytes = (i as u64 + 1) * PAGE_BYTES;
+            let size_bytes = (i as u64 + 1) * PAGE_SIZE;
             p.starts
                 .iter()
                 .find(|&&s| s <= addr && addr - s < size_bytes)
@@ -238,7 +238,7 @@ impl<M: Copy> VmapNode<M> {
 mod tests {
     use super::*;
 
-    const P: u64 = PAGE_BYTES;
+    const P: u64 = PAGE_SIZE;
 
     #[test]
     fn pools_take_exact_sizes_and_decay_when_unused() {

@@ -12,7 +12,7 @@ use alloc::vec::Vec;
 use super::free_space::{check_request, FreeSpace};
 use super::layout::{Layout, Policy, VnId};
 use super::node::{LazyArea, VmapNode, MAX_POOL_PAGES};
-use super::{VmError, PAGE_BYTES};
+use super::{VmError, PAGE_SIZE};
 use crate::topology::{CpuId, NodeId};
 
 /// What a busy tree holds per live area: the caller's meta and the vmap node whose lazy list
@@ -105,14 +105,14 @@ pub fn reserve<M: Copy, S: Shards<M>>(
 ) -> Result<Reserved, VmError> {
     check_request(size_bytes, align_bytes, s.range_bytes())?;
     let layout = *s.layout();
-    let nr_pages = size_bytes / PAGE_BYTES;
+    let nr_pages = size_bytes / PAGE_SIZE;
     let lazy_vn = if layout.pools_enabled() {
         layout.pool_node(cpu, numa)
     } else {
         VnId(0)
     };
     let busy = Busy { lazy_vn, meta };
-    if layout.pools_enabled() && align_bytes <= PAGE_BYTES && nr_pages as usize <= MAX_POOL_PAGES {
+    if layout.pools_enabled() && align_bytes <= PAGE_SIZE && nr_pages as usize <= MAX_POOL_PAGES {
         // One lock when the area's busy node is the pool's node (always in numa).
         let taken = s.with_node(lazy_vn, |n| {
             let start = n.pool_take(nr_pages)?;
@@ -213,7 +213,7 @@ pub fn detach<M: Copy, S: Shards<M>>(
         return Err(FreeFault::NotInRange);
     }
     let layout = *s.layout();
-    if addr.is_multiple_of(PAGE_BYTES) {
+    if addr.is_multiple_of(PAGE_SIZE) {
         for i in 0..layout.lookup_len() {
             let vn = layout.lookup_node(addr, hint_numa, i);
             if let Some((size_bytes, b)) = on_node(s, vn, |n| n.busy_remove(addr)) {
@@ -261,7 +261,7 @@ pub fn queue_lazy<M: Copy, S: Shards<M>>(
     // Count the pages before the area is visible on a list: a purge on another CPU can take
     // the list right after the push, and subtracts what it took; counted after, the total
     // would go below zero in between (an unsigned wrap that forces purges).
-    let total = s.lazy_add((size_bytes / PAGE_BYTES) as i64);
+    let total = s.lazy_add((size_bytes / PAGE_SIZE) as i64);
     let node_lazy = on_node(s, vn, |n| n.lazy_push(start, size_bytes));
     match layout.policy {
         Policy::Numa if node_lazy > layout.lazy_max_pages => Some(Scope::Node(vn)),
@@ -351,7 +351,7 @@ mod tests {
     use super::*;
     use core::cell::{Cell, RefCell};
 
-    const P: u64 = PAGE_BYTES;
+    const P: u64 = PAGE_SIZE;
     const BASE: u64 = 0xffff_c000_0000_0000;
 
     struct Host {

@@ -23,8 +23,7 @@ use x86_64::{PhysAddr, VirtAddr};
 use crate::sync::IrqSpinLock;
 use spin::Once;
 
-/// Bytes in a base page.
-pub const PAGE_BYTES: u64 = 4096;
+pub use numalab_algo::page::PAGE_SIZE;
 
 /// Why a mapping change failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,7 +83,7 @@ unsafe impl FrameAllocator<Size4KiB> for TablePageSource {
         let phys = if let Some(source) = TABLE_PAGE_SOURCE.get() {
             source()?
         } else {
-            let layout = Layout::from_size_align(PAGE_BYTES as usize, PAGE_BYTES as usize).ok()?;
+            let layout = Layout::from_size_align(PAGE_SIZE as usize, PAGE_SIZE as usize).ok()?;
             // SAFETY: the layout has a non-zero size.
             let ptr = unsafe { alloc::alloc::alloc(layout) };
             if ptr.is_null() || (ptr as u64) < self.phys_offset {
@@ -95,7 +94,7 @@ unsafe impl FrameAllocator<Size4KiB> for TablePageSource {
         // SAFETY: the page was just allocated (and leaked) for this table; it is mapped in
         // the direct map at phys_offset.
         unsafe {
-            core::ptr::write_bytes((self.phys_offset + phys) as *mut u8, 0, PAGE_BYTES as usize)
+            core::ptr::write_bytes((self.phys_offset + phys) as *mut u8, 0, PAGE_SIZE as usize)
         };
         PhysFrame::from_start_address(PhysAddr::new(phys)).ok()
     }

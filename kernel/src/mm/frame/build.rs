@@ -40,7 +40,7 @@ fn build() -> FrameAllocator {
     for info in &topo.nodes {
         let ranges = numalab_algo::memrange::intersect(&info.mem_ranges, &usable);
         let ranges = numalab_algo::memrange::subtract(&ranges, &reserved);
-        let ranges = numalab_algo::memrange::page_align_inward(&ranges, PAGE_BYTES);
+        let ranges = numalab_algo::memrange::page_align_inward(&ranges, PAGE_SIZE);
         match Node::build(info.id, &ranges, early.phys_offset) {
             Ok(node) => nodes.push(Some(node)),
             Err(NodeSkip::NoMemory) => nodes.push(None),

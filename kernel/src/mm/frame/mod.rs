@@ -32,7 +32,7 @@ use spin::Once;
 pub use build::init;
 pub use holders::{held_bytes_on as holders_held_bytes_on, register_holder, PageHolder};
 pub use memmap::PageMeta;
-pub use node::{PAGE_BYTES, PAGE_SHIFT};
+pub use node::{PAGE_SHIFT, PAGE_SIZE};
 pub use numalab_algo::frame::buddy::MAX_ORDER;
 pub use pages::Pages;
 use pages::*;
@@ -415,7 +415,7 @@ impl FrameAllocator {
             );
             return;
         };
-        if phys & (PAGE_BYTES - 1) != 0 {
+        if phys & (PAGE_SIZE - 1) != 0 {
             node.count_invalid_free();
             warn!(
                 "frame: invalid free of {:#x} order {} on node {}: not page aligned: dropped",
@@ -445,7 +445,7 @@ impl FrameAllocator {
             Some(new_pages) => list.exit(self.drain_batch(list, NodeId(code), order, new_pages)),
             None => {
                 list.exit(pages);
-                let phys = raw & !(PAGE_BYTES - 1);
+                let phys = raw & !(PAGE_SIZE - 1);
                 let state = page_meta(phys).map_or(0, |m| m.state());
                 self.report_invalid(phys, order, NodeId(code), state);
             }
@@ -537,14 +537,12 @@ pub fn drain_all() -> u32 {
 
 /// Pages managed by `node` (0 for a node without memory).
 pub fn total_bytes(node: NodeId) -> u64 {
-    node_counters(node).map_or(0, |c| c.managed_pages as u64 * PAGE_BYTES)
+    node_counters(node).map_or(0, |c| c.managed_pages as u64 * PAGE_SIZE)
 }
 
 /// Free pages of `node`: in its buddy plus on per-CPU lists.
 pub fn free_bytes(node: NodeId) -> u64 {
-    node_counters(node).map_or(0, |c| {
-        (c.buddy_free_pages + c.pcp_pages) as u64 * PAGE_BYTES
-    })
+    node_counters(node).map_or(0, |c| (c.buddy_free_pages + c.pcp_pages) as u64 * PAGE_SIZE)
 }
 
 /// For conservation checks: drains every CPU's per-CPU lists, checks every node (free lists,

@@ -9,8 +9,7 @@ use numalab_algo::frame::buddy::Buddy;
 use numalab_algo::memrange;
 use numalab_algo::topology::NodeId;
 
-pub const PAGE_BYTES: u64 = 4096;
-pub const PAGE_SHIFT: u32 = 12;
+pub use numalab_algo::page::{PAGE_SHIFT, PAGE_SIZE};
 
 /// A node with memory.
 pub struct Node {
@@ -50,8 +49,8 @@ impl Node {
         let base_pfn = first.0 >> PAGE_SHIFT;
         let end_pfn = last.1 >> PAGE_SHIFT;
         let span_pages = (end_pfn - base_pfn) as usize;
-        let memmap_bytes = (span_pages as u64 * PAGE_META_BYTES).div_ceil(PAGE_BYTES) * PAGE_BYTES;
-        let Some((memmap_phys, ranges)) = memrange::carve_top(usable, memmap_bytes, PAGE_BYTES)
+        let memmap_bytes = (span_pages as u64 * PAGE_META_BYTES).div_ceil(PAGE_SIZE) * PAGE_SIZE;
+        let Some((memmap_phys, ranges)) = memrange::carve_top(usable, memmap_bytes, PAGE_SIZE)
         else {
             return Err(NodeSkip::NoRoomForMemmap(memmap_bytes));
         };

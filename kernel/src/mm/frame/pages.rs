@@ -38,7 +38,7 @@ impl Pages {
     }
     #[inline(always)]
     pub fn phys_addr(&self) -> u64 {
-        self.raw & !(PAGE_BYTES - 1)
+        self.raw & !(PAGE_SIZE - 1)
     }
     /// The block in the direct map.
     pub fn virt_ptr(&self) -> *mut u8 {
@@ -52,7 +52,7 @@ impl Pages {
         1 << self.order()
     }
     pub fn size_bytes(&self) -> usize {
-        (PAGE_BYTES as usize) << self.order()
+        (PAGE_SIZE as usize) << self.order()
     }
     /// The node the pages belong to (`NodeId(u16::MAX)` for a refused or unmanaged block).
     pub fn node(&self) -> NodeId {
@@ -75,7 +75,7 @@ impl Pages {
     /// returned `Pages` is dropped. (A wrong pair is detected and refused, here or when
     /// dropped, but the block's previous user would still be left with a dangling pointer.)
     pub unsafe fn from_raw(phys: u64, order: u8) -> Pages {
-        if phys & (PAGE_BYTES - 1) != 0 || order > MAX_ORDER {
+        if phys & (PAGE_SIZE - 1) != 0 || order > MAX_ORDER {
             // Refused here, so the free fast path need not check alignment.
             report_unaligned(phys, order);
             return Pages {

@@ -257,10 +257,10 @@ fn invalid_frees(_ctx: &Ctx) -> TestResult {
     // SAFETY: both blocks are owned by this test and never touched through these values;
     // every pair but the two valid ones is refused by the allocator (what is checked here).
     unsafe {
-        drop(Pages::from_raw(phys + PAGE_BYTES, 0)); // tail page
+        drop(Pages::from_raw(phys + PAGE_SIZE, 0)); // tail page
         drop(Pages::from_raw(phys, 1)); // wrong order
         drop(Pages::from_raw(phys + 8, 2)); // unaligned address
-        drop(Pages::from_raw(qphys + 4 * PAGE_BYTES, 2)); // inside a bigger block
+        drop(Pages::from_raw(qphys + 4 * PAGE_SIZE, 2)); // inside a bigger block
         drop(Pages::from_raw(phys, order)); // valid
         drop(Pages::from_raw(phys, order)); // double free (on a per-CPU list)
         drop(Pages::from_raw(qphys, qorder)); // valid
@@ -343,10 +343,10 @@ fn page_meta_index(_ctx: &Ctx) -> TestResult {
     let mut indexed = 0u64;
     for node in fa.nodes.iter().flatten() {
         for &(s, e) in &node.ranges {
-            let pages = (e - s) / PAGE_BYTES;
+            let pages = (e - s) / PAGE_SIZE;
             let mut i = 0;
             while i < pages {
-                let phys = s + i * PAGE_BYTES + (i % 7) * 8;
+                let phys = s + i * PAGE_SIZE + (i % 7) * 8;
                 let fast = page_meta(phys).map(|m| m as *const PageMeta);
                 let slow = page_meta_by_range(fa, phys).map(|m| m as *const PageMeta);
                 let want = node.meta(phys >> PAGE_SHIFT).map(|m| m as *const PageMeta);
@@ -389,7 +389,7 @@ fn node_of_page(_ctx: &Ctx) -> TestResult {
     let fa = FRAME.get().ok_or_else(|| String::from("not ready"))?;
     for node in fa.nodes.iter().flatten() {
         for (i, &(s, e)) in node.ranges.iter().enumerate() {
-            for phys in [s, e - PAGE_BYTES] {
+            for phys in [s, e - PAGE_SIZE] {
                 kassert_eq!(node_of_phys(phys), Some(node.id), "page {:#x}", phys);
                 let own = node.meta(phys >> PAGE_SHIFT).map(|m| m as *const PageMeta);
                 kassert!(

@@ -3,7 +3,7 @@
 //! from the page's metadata (a slab descriptor, or LARGE_OWNER for page allocations).
 
 use super::{default_tunables, owner_of, KmemCache};
-use crate::mm::frame::{self, Policy, PAGE_BYTES};
+use crate::mm::frame::{self, Policy, PAGE_SIZE};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::Relaxed};
 use numalab_algo::slub::geometry::{
@@ -67,7 +67,7 @@ pub fn caches() -> Option<&'static [&'static KmemCache; 13]> {
 
 /// Bytes of large kmallocs outstanding on `node`.
 pub fn large_bytes_on(node: NodeId) -> usize {
-    LARGE_PAGES_ON.get(node) * PAGE_BYTES as usize
+    LARGE_PAGES_ON.get(node) * PAGE_SIZE as usize
 }
 
 /// kfree calls on pointers SLUB does not own.
@@ -120,8 +120,8 @@ pub fn kmalloc_node_strict(size_bytes: usize, node: NodeId) -> Option<NonNull<u8
 
 /// Allocates `size_bytes` aligned to `align_bytes` (a power of two up to a page).
 pub fn kmalloc_aligned(size_bytes: usize, align_bytes: usize) -> Option<NonNull<u8>> {
-    if size_bytes > KMALLOC_MAX_CACHE_BYTES || align_bytes > PAGE_BYTES as usize {
-        return if align_bytes <= PAGE_BYTES as usize {
+    if size_bytes > KMALLOC_MAX_CACHE_BYTES || align_bytes > PAGE_SIZE as usize {
+        return if align_bytes <= PAGE_SIZE as usize {
             large_alloc(size_bytes, None)
         } else {
             None
@@ -244,7 +244,7 @@ unsafe fn kfree_not_slab(addr: usize, owner: usize) {
 #[inline(never)]
 unsafe fn kfree_large(addr: usize, order: u8) {
     let phys = frame::virt_to_phys(addr as u64);
-    if !phys.is_multiple_of(PAGE_BYTES) {
+    if !phys.is_multiple_of(PAGE_SIZE) {
         bad_kfree(addr);
         return;
     }
@@ -271,7 +271,7 @@ fn bad_kfree(addr: usize) {
 pub fn ksize(ptr: NonNull<u8>) -> usize {
     match owner(ptr.as_ptr() as usize) {
         Owner::Slab(cache) => cache.object_size(),
-        Owner::Large(order) => (PAGE_BYTES as usize) << order,
+        Owner::Large(order) => (PAGE_SIZE as usize) << order,
         Owner::None => 0,
     }
 }

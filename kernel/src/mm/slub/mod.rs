@@ -382,5 +382,5 @@ pub fn held_bytes_on(node: NodeId) -> u64 {
         .map(|c| c.core().slab_pages_on(node))
         .sum();
     let pages = slab_pages + platform::desc_pool_pages_on(node);
-    (pages * crate::mm::frame::PAGE_BYTES as usize + kmalloc::large_bytes_on(node)) as u64
+    (pages * crate::mm::frame::PAGE_SIZE as usize + kmalloc::large_bytes_on(node)) as u64
 }

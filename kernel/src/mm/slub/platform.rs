@@ -5,7 +5,7 @@
 //!
 //! This is SLUB's only unsafe code: the word accesses.
 
-use crate::mm::frame::{self, Pages, Policy, PAGE_BYTES};
+use crate::mm::frame::{self, Pages, Policy, PAGE_SIZE};
 use crate::sync::IrqSpinLock;
 use alloc::boxed::Box;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -312,7 +312,7 @@ impl Platform for KernelPlatform {
             let (phys, _) = pages.into_raw();
             let base = frame::phys_to_virt(phys) as usize;
             pool.pages += 1;
-            for i in (0..PAGE_BYTES as usize / DESC_BYTES).rev() {
+            for i in (0..PAGE_SIZE as usize / DESC_BYTES).rev() {
                 let d = base + i * DESC_BYTES;
                 self.store(d, pool.free);
                 pool.free = d;

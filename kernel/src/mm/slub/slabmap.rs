@@ -8,7 +8,7 @@
 use crate::mm::frame;
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
-const PAGE_SHIFT: u32 = 12;
+use numalab_algo::page::PAGE_SHIFT;
 
 /// The direct map's offset, copied from the boot information by `init` so that kfree reads
 /// a plain static instead of checking a `Once` (usize::MAX before: every lookup misses).

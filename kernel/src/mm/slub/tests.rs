@@ -14,7 +14,7 @@ use alloc::format;
 use alloc::vec::Vec;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use numalab_algo::slub::geometry::{fls, natural_align, KMALLOC_NAMES, KMALLOC_SIZES, PAGE_BYTES};
+use numalab_algo::slub::geometry::{fls, natural_align, KMALLOC_NAMES, KMALLOC_SIZES, PAGE_SIZE};
 use numalab_algo::slub::{slabinfo_line, DebugFlags, ErrorKind, SlabinfoMode, Stat, Tunables};
 use numalab_algo::topology::{CpuId, NodeId};
 
@@ -117,7 +117,7 @@ fn geometry(_ctx: &Ctx) -> TestResult {
         );
         kassert_eq!(
             oo.objects,
-            (PAGE_BYTES << oo.order) / c.core().size(),
+            ((PAGE_SIZE as usize) << oo.order) / c.core().size(),
             "{}",
             c.name()
         );
@@ -139,7 +139,12 @@ fn geometry(_ctx: &Ctx) -> TestResult {
         )
         .map_err(|e| format!("{:?}", e))?;
         let obj = alloc(probe)?;
-        kassert_eq!(probe.slab_bytes(), PAGE_BYTES << oo.order, "{}", c.name());
+        kassert_eq!(
+            probe.slab_bytes(),
+            (PAGE_SIZE as usize) << oo.order,
+            "{}",
+            c.name()
+        );
         kassert_eq!(probe.core().order_objects(), oo);
         free(probe, obj);
         destroy(probe)?;
@@ -780,12 +785,12 @@ fn shrink_and_destroy(_ctx: &Ctx) -> TestResult {
     for &o in &objs[1..] {
         free(c, o);
     }
-    kassert!(c.slab_bytes() > PAGE_BYTES << c.core().order_objects().order);
+    kassert!(c.slab_bytes() > (PAGE_SIZE as usize) << c.core().order_objects().order);
     let freed = c.shrink();
     kassert!(freed > 0);
     kassert_eq!(
         c.slab_bytes(),
-        PAGE_BYTES << c.core().order_objects().order,
+        (PAGE_SIZE as usize) << c.core().order_objects().order,
         "one slab left"
     );
     // SAFETY: one object is live, so destroy refuses (Err) and the cache stays valid.
@@ -893,7 +898,7 @@ fn exhausted_node(_ctx: &Ctx) -> TestResult {
     let new_slabs = s.get(Stat::AllocSlab) - slabs_before;
     let strict = c.alloc_node_strict(target).map(|p| p.as_ptr() as usize);
     let strict_kmalloc = kmalloc_node_strict(64, target);
-    let strict_large = kmalloc_node_strict(3 * PAGE_BYTES, target);
+    let strict_large = kmalloc_node_strict(3 * (PAGE_SIZE as usize), target);
     crate::println!(
         "# slub exhausted node {}: 100 alloc_node calls -> {} new slabs ({} objects each), {} fallback stand-ins, {} node mismatches",
         target.0,
@@ -970,13 +975,13 @@ fn owners(_ctx: &Ctx) -> TestResult {
     for round in 0..4 {
         for &n in &nodes {
             for size in [32, 192, 1024, 4096] {
-                for _ in 0..(2 * PAGE_BYTES * 8 / size).max(4) {
+                for _ in 0..(2 * (PAGE_SIZE as usize) * 8 / size).max(4) {
                     let p = kmalloc_node(size, n)
                         .ok_or_else(|| TestError::Fail("kmalloc_node".into()))?;
                     kobjs.push((p, size));
                 }
             }
-            let big = 3 * PAGE_BYTES + round;
+            let big = 3 * (PAGE_SIZE as usize) + round;
             let p = kmalloc_node(big, n).ok_or_else(|| TestError::Fail("large".into()))?;
             kobjs.push((p, big));
             for _ in 0..per + 1 {
@@ -1051,8 +1056,8 @@ fn node_counters(_ctx: &Ctx) -> TestResult {
     let before: Vec<usize> = (0..nr).map(|n| large(NodeId(n as u16))).collect();
     let mut now: Vec<usize> = alloc::vec![0; nr];
     // Three pages and a byte: an order-2 block from the page allocator.
-    let size = 3 * PAGE_BYTES + 1;
-    let block = PAGE_BYTES << 2;
+    let size = 3 * (PAGE_SIZE as usize) + 1;
+    let block = (PAGE_SIZE as usize) << 2;
     let mut checked = 0usize;
     for node in topo
         .nodes

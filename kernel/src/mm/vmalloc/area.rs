@@ -37,7 +37,7 @@ impl VmArea {
     /// `vmap(pages)` as an owned mapping (dropping it unmaps; the pages stay the caller's).
     #[track_caller]
     pub fn vmap(pages: &[u64]) -> Result<VmArea, VmError> {
-        let size_bytes = pages.len() * numalab_algo::vmalloc::PAGE_BYTES as usize;
+        let size_bytes = pages.len() * numalab_algo::vmalloc::PAGE_SIZE as usize;
         super::vmap(pages).map(|addr| VmArea::new(addr, size_bytes, AreaKind::Vmap))
     }
 

@@ -20,7 +20,7 @@ pub fn alloc_page(node: NodeId, zero: bool) -> Option<(u64, NodeId)> {
     let pages = frame::alloc_pages(0, frame::Policy::Preferred(node)).ok()?;
     if zero {
         // SAFETY: the page is ours (just allocated) and the direct map covers it.
-        unsafe { core::ptr::write_bytes(pages.virt_ptr(), 0, frame::PAGE_BYTES as usize) };
+        unsafe { core::ptr::write_bytes(pages.virt_ptr(), 0, frame::PAGE_SIZE as usize) };
     }
     let got = pages.node();
     let (phys, _) = pages.into_raw();

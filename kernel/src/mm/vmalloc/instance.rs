@@ -12,7 +12,7 @@ use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use numalab_algo::vmalloc::ops::{self, Busy, FreeFault, Reserved, Scope};
 use numalab_algo::vmalloc::{
-    FreeSpace, Layout, NodeCounts, Policy, PurgeReport, Shards, VmError, VmapNode, VnId, PAGE_BYTES,
+    FreeSpace, Layout, NodeCounts, Policy, PurgeReport, Shards, VmError, VmapNode, VnId, PAGE_SIZE,
 };
 
 use super::{backing, map, probe};
@@ -196,7 +196,7 @@ impl Vmalloc {
         if size_bytes > self.range_bytes {
             return Err(VmError::TooLarge(size_bytes));
         }
-        let nr_pages = size_bytes.div_ceil(PAGE_BYTES);
+        let nr_pages = size_bytes.div_ceil(PAGE_SIZE);
         let cpu = backing::this_cpu();
         let numa = numa.unwrap_or_else(backing::this_mem_node);
         let meta = AreaMeta {
@@ -206,7 +206,7 @@ impl Vmalloc {
         };
         let r = ops::reserve(
             self,
-            (nr_pages + 1) * PAGE_BYTES,
+            (nr_pages + 1) * PAGE_SIZE,
             align_bytes,
             cpu,
             numa,
@@ -222,7 +222,7 @@ impl Vmalloc {
         let local = backing::this_mem_node();
         let (mut n_local, mut n_remote) = (0, 0);
         for i in 0..nr_pages {
-            let va = r.start + i * PAGE_BYTES;
+            let va = r.start + i * PAGE_SIZE;
             let page = if fail_at == Some(i) {
                 None
             } else {
@@ -258,7 +258,7 @@ impl Vmalloc {
 
     /// Maps the caller's pages `phys` (page-aligned physical addresses) contiguously.
     pub fn vmap(&self, phys: &[u64], caller: &'static Location<'static>) -> Result<u64, VmError> {
-        if phys.is_empty() || phys.iter().any(|p| !p.is_multiple_of(PAGE_BYTES)) {
+        if phys.is_empty() || phys.iter().any(|p| !p.is_multiple_of(PAGE_SIZE)) {
             return Err(VmError::BadPages);
         }
         let nr_pages = phys.len() as u64;
@@ -269,14 +269,7 @@ impl Vmalloc {
             kind: AreaKind::Vmap,
         };
         let cpu = backing::this_cpu();
-        let r = ops::reserve(
-            self,
-            (nr_pages + 1) * PAGE_BYTES,
-            PAGE_BYTES,
-            cpu,
-            numa,
-            meta,
-        )?;
+        let r = ops::reserve(self, (nr_pages + 1) * PAGE_SIZE, PAGE_SIZE, cpu, numa, meta)?;
         self.counters.allocs.add(1);
         // Fault injection (`fault.vmalloc`): fail halfway, as a page table allocation would.
         let fail_at =
@@ -288,7 +281,7 @@ impl Vmalloc {
             }
             // SAFETY: the area was just reserved for us and is unmapped; the caller lends
             // its pages for as long as the mapping lives (vmap's contract).
-            if !unsafe { map::map_page(r.start + i as u64 * PAGE_BYTES, p) } {
+            if !unsafe { map::map_page(r.start + i as u64 * PAGE_SIZE, p) } {
                 self.release(r, i as u64, AreaKind::Vmap);
                 return Err(VmError::NoMemory);
             }
@@ -301,7 +294,7 @@ impl Vmalloc {
         let start = r.start;
         for i in 0..mapped {
             // SAFETY: we own the half-built area; nobody else has its address.
-            if let Some(phys) = unsafe { map::unmap_page(start + i * PAGE_BYTES) } {
+            if let Some(phys) = unsafe { map::unmap_page(start + i * PAGE_SIZE) } {
                 if kind == AreaKind::Vmalloc {
                     // SAFETY: the page was ours and is no longer mapped.
                     unsafe { backing::free_page(phys) };
@@ -352,7 +345,7 @@ impl Vmalloc {
         for i in 0..meta.nr_pages as u64 {
             // SAFETY: the area left its busy tree above, so we are its only owner; vfree's
             // contract is that nobody accesses it any more.
-            let phys = unsafe { map::unmap_page(addr + i * PAGE_BYTES) };
+            let phys = unsafe { map::unmap_page(addr + i * PAGE_SIZE) };
             if let (Some(phys), AreaKind::Vmalloc) = (phys, kind) {
                 // SAFETY: the page belonged to this area and is unmapped on this CPU; other
                 // CPUs may hold stale TLB entries until the purge (Linux's lazy vfree trade).

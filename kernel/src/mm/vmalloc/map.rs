@@ -46,7 +46,7 @@ impl crate::mm::frame::PageHolder for TablePages {
             .get()
             .and_then(|c| c.get(node.index()))
             .map_or(0, |n| {
-                n.load(Ordering::Relaxed) * crate::mm::frame::PAGE_BYTES
+                n.load(Ordering::Relaxed) * crate::mm::frame::PAGE_SIZE
             })
     }
 }

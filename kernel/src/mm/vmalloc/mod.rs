@@ -34,7 +34,7 @@ use core::panic::Location;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use numalab_algo::options::Options;
-pub use numalab_algo::vmalloc::{Layout, Policy, VmError, PAGE_BYTES};
+pub use numalab_algo::vmalloc::{Layout, Policy, VmError, PAGE_SIZE};
 use spin::Once;
 
 pub use area::VmArea;
@@ -158,7 +158,7 @@ pub fn vmalloc(size_bytes: usize) -> Result<VAddr, VmError> {
     let v = active().ok_or(VmError::NoMemory)?;
     v.alloc(
         size_bytes as u64,
-        PAGE_BYTES,
+        PAGE_SIZE,
         None,
         false,
         Location::caller(),
@@ -172,7 +172,7 @@ pub fn vmalloc_node(size_bytes: usize, node: NodeId) -> Result<VAddr, VmError> {
     let v = active().ok_or(VmError::NoMemory)?;
     v.alloc(
         size_bytes as u64,
-        PAGE_BYTES,
+        PAGE_SIZE,
         Some(node),
         false,
         Location::caller(),
@@ -184,14 +184,8 @@ pub fn vmalloc_node(size_bytes: usize, node: NodeId) -> Result<VAddr, VmError> {
 #[track_caller]
 pub fn vzalloc(size_bytes: usize) -> Result<VAddr, VmError> {
     let v = active().ok_or(VmError::NoMemory)?;
-    v.alloc(
-        size_bytes as u64,
-        PAGE_BYTES,
-        None,
-        true,
-        Location::caller(),
-    )
-    .map(VAddr)
+    v.alloc(size_bytes as u64, PAGE_SIZE, None, true, Location::caller())
+        .map(VAddr)
 }
 
 /// Maps the pages at physical addresses `pages` contiguously (they stay the caller's).

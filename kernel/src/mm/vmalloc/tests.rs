@@ -15,7 +15,7 @@ use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use numalab_algo::options::Options;
 use numalab_algo::rng::Rng;
-use numalab_algo::vmalloc::{FreeFault, Layout, Policy, Scope, VmError, PAGE_BYTES};
+use numalab_algo::vmalloc::{FreeFault, Layout, Policy, Scope, VmError, PAGE_SIZE};
 
 use super::instance::{AreaKind, Vmalloc};
 use super::{backing, map};
@@ -29,7 +29,7 @@ static SUITE: KSuite = KSuite {
     every_suite: false,
 };
 
-const P: u64 = PAGE_BYTES;
+const P: u64 = PAGE_SIZE;
 
 /// The generator of a test_vmalloc.c case on `cpu` (seeded per CPU).
 fn cpu_rng(cpu: usize) -> Rng {

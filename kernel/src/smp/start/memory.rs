@@ -9,7 +9,7 @@ use x86_64::VirtAddr;
 
 use super::{ApRequest, IST_BYTES, KERNEL_STACK_BYTES};
 use crate::arch::gdt::CpuTables;
-use crate::arch::paging::{self, PAGE_BYTES};
+use crate::arch::paging::{self, PAGE_SIZE};
 use crate::percpu::PerCpu;
 use crate::topology::NodeId;
 
@@ -58,12 +58,12 @@ fn node_pages_phys_from(
     node: NodeId,
 ) -> Option<u64> {
     let phys_offset = crate::early::info().phys_offset;
-    let bytes = nr_pages.next_power_of_two() * PAGE_BYTES as usize;
+    let bytes = nr_pages.next_power_of_two() * PAGE_SIZE as usize;
     let phys = if let Some(source) = source {
         let order = nr_pages.next_power_of_two().trailing_zeros() as u8;
         source(order, node)?
     } else {
-        let layout = Layout::from_size_align(bytes, PAGE_BYTES as usize).ok()?;
+        let layout = Layout::from_size_align(bytes, PAGE_SIZE as usize).ok()?;
         // SAFETY: non-zero size.
         let ptr = unsafe { alloc::alloc::alloc(layout) };
         if ptr.is_null() || (ptr as u64) < phys_offset {
@@ -80,19 +80,18 @@ fn node_pages_phys_from(
 /// `nr_pages` fresh, unmapped virtual pages in the SMP region for tests (never reused).
 pub fn alloc_scratch_virt(nr_pages: u64) -> Option<u64> {
     let base = region_base()?;
-    let off = SCRATCH_NEXT.fetch_add((nr_pages + 1) * PAGE_BYTES, Ordering::Relaxed);
-    Some(base + SCRATCH_OFFSET + off + PAGE_BYTES)
+    let off = SCRATCH_NEXT.fetch_add((nr_pages + 1) * PAGE_SIZE, Ordering::Relaxed);
+    Some(base + SCRATCH_OFFSET + off + PAGE_SIZE)
 }
 
 /// Maps `bytes` of fresh node-local memory at `virt` (writable, not executable).
 fn map_fresh(virt: u64, bytes: u64, node: NodeId) -> Option<()> {
-    let phys = node_pages_phys((bytes / PAGE_BYTES) as usize, node)?;
+    let phys = node_pages_phys((bytes / PAGE_SIZE) as usize, node)?;
     let flags = PageTableFlags::WRITABLE | PageTableFlags::NO_EXECUTE;
-    for page in 0..bytes / PAGE_BYTES {
+    for page in 0..bytes / PAGE_SIZE {
         // SAFETY: `virt` lies in this CPU's own block of the SMP region, which nothing else
         // maps; the frames were just allocated for it and are never freed.
-        unsafe { paging::map_4k(virt + page * PAGE_BYTES, phys + page * PAGE_BYTES, flags) }
-            .ok()?;
+        unsafe { paging::map_4k(virt + page * PAGE_SIZE, phys + page * PAGE_SIZE, flags) }.ok()?;
     }
     Some(())
 }
@@ -106,10 +105,10 @@ pub struct CpuStacks {
 /// Maps the stacks of the CPU in stack block `index`, each above an unmapped guard page.
 pub fn map_cpu_stacks(index: usize, node: NodeId) -> Option<CpuStacks> {
     let block = region_base()? + STACKS_OFFSET + index as u64 * STACK_STRIDE;
-    let df = block + PAGE_BYTES;
-    let nmi = df + IST_BYTES + PAGE_BYTES;
-    let kernel = nmi + IST_BYTES + PAGE_BYTES;
-    const _: () = assert!(3 * PAGE_BYTES + 2 * IST_BYTES + KERNEL_STACK_BYTES <= STACK_STRIDE);
+    let df = block + PAGE_SIZE;
+    let nmi = df + IST_BYTES + PAGE_SIZE;
+    let kernel = nmi + IST_BYTES + PAGE_SIZE;
+    const _: () = assert!(3 * PAGE_SIZE + 2 * IST_BYTES + KERNEL_STACK_BYTES <= STACK_STRIDE);
     map_fresh(df, IST_BYTES, node)?;
     map_fresh(nmi, IST_BYTES, node)?;
     map_fresh(kernel, KERNEL_STACK_BYTES, node)?;
@@ -132,7 +131,7 @@ pub fn alloc_cpu_area(
 ) -> Option<(&'static PerCpu, &'static CpuTables)> {
     const _: () = assert!(core::mem::size_of::<PerCpu>() <= TABLES_OFFSET);
     const _: () =
-        assert!(TABLES_OFFSET + core::mem::size_of::<Option<CpuTables>>() <= PAGE_BYTES as usize);
+        assert!(TABLES_OFFSET + core::mem::size_of::<Option<CpuTables>>() <= PAGE_SIZE as usize);
     const _: () = assert!(TABLES_OFFSET.is_multiple_of(core::mem::align_of::<Option<CpuTables>>()));
     let phys = node_pages_phys(1, req.mem_node)?;
     let page = (crate::early::info().phys_offset + phys) as *mut u8;
@@ -152,7 +151,7 @@ pub fn alloc_cpu_area(
 /// stays clear of the real-mode IVT/BDA at the bottom). Deterministic, so the frame allocator
 /// can exclude it with `trampoline_reserved_range`.
 pub fn trampoline_page() -> Option<u64> {
-    if super::trampoline::size_bytes() > PAGE_BYTES as usize {
+    if super::trampoline::size_bytes() > PAGE_SIZE as usize {
         return None;
     }
     crate::smp::trampoline_reserved_range().map(|(start, _)| start)
