@@ -45,7 +45,7 @@ pub struct BenchArgs {
     /// `--icount`: only the instruction-counting boots (det, icount), no tsc or uma boot.
     pub icount_only: bool,
     /// `--kernel`: numalab, the Linux twin (linux_twin.rs) or both.
-    pub kernel: crate::linux_twin::Kernel,
+    pub kernel: crate::cli::Kernel,
     /// `--linux-append`: words added to Linux's command line in the twin's boots.
     pub linux_append: Option<String>,
 }
@@ -88,7 +88,7 @@ impl BenchArgs {
             reps: 1,
             no_det: false,
             icount_only: false,
-            kernel: crate::linux_twin::Kernel::Numalab,
+            kernel: crate::cli::Kernel::Numalab,
             linux_append: None,
         }
     }
@@ -611,9 +611,6 @@ pub fn run(args: &BenchArgs) -> i32 {
     if let Some((a, b)) = &args.compare {
         return compare_files(a, b);
     }
-    if args.kernel != crate::linux_twin::Kernel::Numalab {
-        return crate::linux_twin::run(args);
-    }
     let start = Instant::now();
     let img = match image::build_kernel().and_then(|k| image::build_image(&k, args.base.firmware)) {
         Ok(i) => i,
@@ -633,11 +630,7 @@ pub fn run(args: &BenchArgs) -> i32 {
     for r in runs.iter().filter(|r| r.outcome.verdict != Verdict::Pass) {
         eprint!("{}", r.outcome.failure_report());
         eprintln!("numalab: bench: the {} boot failed", r.boot.name());
-        status = match r.outcome.verdict {
-            Verdict::Timeout => exit::TIMEOUT,
-            Verdict::QemuError(_) => exit::QEMU,
-            _ => exit::FAIL,
-        };
+        status = exit::of(&r.outcome.verdict);
     }
     let problems = contract_problems(&runs);
     if !problems.is_empty() {

@@ -14,21 +14,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Exit codes of the runner.
-pub mod exit {
-    /// Every in-kernel test passed.
-    pub const PASS: i32 = 0;
-    /// A test failed, the kernel panicked or faulted, or no test ran.
-    pub const FAIL: i32 = 1;
-    /// Bad command line (the message and the usage line are printed).
-    pub const USAGE: i32 = 2;
-    /// The kernel or an image could not be built.
-    pub const BUILD: i32 = 3;
-    /// QEMU or its firmware is missing, or QEMU itself failed.
-    pub const QEMU: i32 = 4;
-    /// The run passed its `--timeout` and was killed.
-    pub const TIMEOUT: i32 = 124;
-}
+pub use crate::exit;
 
 const USAGE: &str = "qemu-run.sh [OPTIONS] [-- QEMU ARGS...]
        qemu-run.sh bench [OPTIONS] [-- QEMU ARGS...]
@@ -56,6 +42,18 @@ multi-CPU --icount boot (det: vCPUs round-robin, exact counts), a one-CPU --icou
 contract; writes target/bench/<date>-<rev>.jsonl, the serial logs and SVG charts; prints one \
 table per experiment (median, min..max, ratio against its baseline case) and the seeds table \
 (docs/benchmarks.md). slub_list_lock is best read on --topology 2x8 (two nodes of 8 CPUs).";
+
+/// `--kernel`: which kernel runs the experiments.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Kernel {
+    /// numalab only (the default)
+    #[default]
+    Numalab,
+    /// Debian's Linux with the numalab_twin module only
+    Linux,
+    /// Both, on the same machine description, records merged
+    Both,
+}
 
 /// The whole command line: the run options, or a subcommand.
 #[derive(Parser, Debug)]
@@ -208,7 +206,7 @@ pub struct BenchOptions {
     /// Which kernel runs the experiments: numalab, Debian's Linux with the numalab_twin module
     /// (docs/linux-twin.md), or both on the same machine, side by side
     #[arg(long, value_enum, value_name = "KERNEL", default_value = "numalab")]
-    pub kernel: crate::linux_twin::Kernel,
+    pub kernel: Kernel,
     /// Words added to Linux's command line in the twin's boots, e.g. "init_on_alloc=0"
     /// (Debian's kernel zeroes every allocation by default; docs/linux-twin.md)
     #[arg(long, value_name = "WORDS", allow_hyphen_values = true)]

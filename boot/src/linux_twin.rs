@@ -9,7 +9,7 @@
 use crate::bench::catalog::{self, CATALOG, MEMORYLESS_NODE, SLUB_LIST_LOCK};
 use crate::bench::{self, fmt_value, BenchRecord, Boot};
 use crate::bench_run::{self, BenchArgs, BootRun};
-use crate::cli::exit;
+use crate::exit;
 use crate::qemu::{self, RunConfig, Verdict};
 use crate::{bench_svg, image};
 use serde_json::json;
@@ -20,17 +20,7 @@ use std::process::Command;
 use std::sync::LazyLock;
 use std::time::Instant;
 
-/// `--kernel`: which kernel runs the experiments.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Kernel {
-    /// numalab only (the default)
-    #[default]
-    Numalab,
-    /// Debian's Linux with the numalab_twin module only
-    Linux,
-    /// Both, on the same machine description, records merged
-    Both,
-}
+pub use crate::cli::Kernel;
 
 /// The experiments numalab_twin mirrors, with the boot each measures in: the catalog's
 /// (`Experiment::twin`, kernel/algo/src/bench/catalog), in its order.
@@ -98,68 +88,7 @@ fn twins() -> impl Iterator<Item = (&'static str, &'static catalog::Twin)> {
 /// (256 objects per slab) and the module's order_4/cpu_partial_x2 half.
 pub const ORDER4_WORDS: &str = "slub_max_order=4 slub_min_objects=256 numalab_twin.sll_order4=1";
 
-/// The Linux image and initramfs one boot uses (qemu.rs turns it into -kernel/-initrd/-append).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LinuxBoot {
-    pub vmlinuz: PathBuf,
-    pub initramfs: PathBuf,
-    /// The kernel release, e.g. `6.1.0-57-amd64`.
-    pub release: String,
-    /// `--linux-append`: more words for Linux's command line.
-    pub append: Option<String>,
-}
-
-impl LinuxBoot {
-    /// Linux's command line for `config`: serial console, no timestamps (BENCH and KTAP lines
-    /// start the line as numalab's do), reboot (QEMU exits, -no-reboot) on a panic, and the
-    /// module's parameters from the bench options (`bench=`, `bench.smoke`, the clock).
-    pub fn cmdline(&self, config: &RunConfig) -> String {
-        let mut words = vec![
-            "console=ttyS0".to_string(),
-            "printk.time=0".into(),
-            "panic=-1".into(),
-        ];
-        words.push(format!(
-            "numalab_twin.clock={}",
-            if config.icount { "icount" } else { "tsc" }
-        ));
-        for set in &config.sets {
-            if let Some(v) = set.strip_prefix("bench=") {
-                words.push(format!("numalab_twin.bench={v}"));
-            } else if let Some(v) = set.strip_prefix("bench.smoke=") {
-                words.push(format!("numalab_twin.smoke={v}"));
-            }
-        }
-        words.extend(
-            self.append
-                .iter()
-                .flat_map(|a| a.split_whitespace().map(String::from)),
-        );
-        words.join(" ")
-    }
-
-    /// The QEMU arguments that boot it (instead of numalab's disk and fw_cfg command line).
-    /// Two more make Linux's own random sources repeatable, so that icount runs repeat down to
-    /// the instruction: `-seed` turns RDRAND/RDSEED into a seeded generator (Linux seeds its
-    /// RNG, KASLR and SLAB_FREELIST_RANDOM's freelist order from them), and a fixed RTC on
-    /// virtual time replaces the host's wall clock that Linux mixes into its RNG at boot.
-    /// Without them two boots differ in kmalloc/random, burst256 and vmalloc (measured,
-    /// docs/linux-twin.md). numalab reads neither, so its boots go without.
-    pub fn qemu_args(&self, config: &RunConfig) -> Vec<String> {
-        vec![
-            "-seed".into(),
-            "1".into(),
-            "-rtc".into(),
-            "base=2024-01-01T00:00:00,clock=vm".into(),
-            "-kernel".into(),
-            self.vmlinuz.display().to_string(),
-            "-initrd".into(),
-            self.initramfs.display().to_string(),
-            "-append".into(),
-            self.cmdline(config),
-        ]
-    }
-}
+pub use crate::qemu::LinuxBoot;
 
 fn run_cmd(cmd: &mut Command, what: &str) -> Result<(), String> {
     let out = cmd
@@ -675,11 +604,7 @@ pub fn run(args: &BenchArgs) -> i32 {
         if r.outcome.verdict != Verdict::Pass {
             eprint!("{}", r.outcome.failure_report());
             eprintln!("numalab: bench: the {kernel} {} boot failed", r.boot.name());
-            status = match r.outcome.verdict {
-                Verdict::Timeout => exit::TIMEOUT,
-                Verdict::QemuError(_) => exit::QEMU,
-                _ => exit::FAIL,
-            };
+            status = exit::of(&r.outcome.verdict);
         }
     }
     let mut problems = bench_run::contract_problems(&numalab_runs);

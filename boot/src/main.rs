@@ -2,6 +2,7 @@
 
 use numalab_boot::bench_run::{self, BenchArgs};
 use numalab_boot::cli::{self, exit, Job};
+use numalab_boot::linux_twin;
 use numalab_boot::machine::{self, replay, scale::Plan};
 use numalab_boot::{image, qemu, RunConfig, Verdict};
 
@@ -20,7 +21,17 @@ fn main() {
                 soak
             }
         }
-        Job::Bench(options) => bench_run::run(&BenchArgs::from_options(options)),
+        Job::Bench(options) => {
+            // One command, two kernels: --compare and numalab's own boots run in bench_run,
+            // anything with Debian's Linux in linux_twin (which runs numalab's boots through
+            // bench_run too for --kernel both).
+            let args = BenchArgs::from_options(options);
+            if args.compare.is_none() && args.kernel != cli::Kernel::Numalab {
+                linux_twin::run(&args)
+            } else {
+                bench_run::run(&args)
+            }
+        }
         Job::Run(config) => run_once(&config, None),
         Job::Replay(config, plan) => {
             for note in &plan.notes {
@@ -81,11 +92,7 @@ fn run_once(config: &RunConfig, replayed: Option<&Plan>) -> i32 {
         }
         verdict => {
             eprint!("{}", outcome.failure_report());
-            match verdict {
-                Verdict::Timeout => exit::TIMEOUT,
-                Verdict::QemuError(_) => exit::QEMU,
-                _ => exit::FAIL,
-            }
+            exit::of(verdict)
         }
     }
 }

@@ -121,11 +121,7 @@ pub fn report(outcome: &Outcome) -> i32 {
         }
         (verdict, _) => {
             eprint!("{}", outcome.failure_report());
-            match verdict {
-                Verdict::Timeout => exit::TIMEOUT,
-                Verdict::QemuError(_) => exit::QEMU,
-                _ => exit::FAIL,
-            }
+            exit::of(verdict)
         }
     }
 }
