@@ -135,7 +135,12 @@ fn read_crate(src: &Path) -> Crate {
         if !(stem == "mod" || (parts.is_empty() && (stem == "main" || stem == "lib"))) {
             parts.push(stem);
         }
-        let stripped = strip(&text);
+        let mut stripped = strip(&text);
+        // An inline test module (`#[cfg(test)] mod tests { .. }`, by convention at the end of
+        // its file) is a leaf like a test file: cut it off.
+        if let Some(at) = stripped.find("#[cfg(test)]\nmod tests") {
+            stripped.truncate(at);
+        }
         for line in stripped.lines() {
             let t = line.trim();
             if let Some(r) = t.strip_prefix("pub use ") {

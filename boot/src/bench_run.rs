@@ -119,8 +119,12 @@ impl BenchArgs {
 /// Parses the arguments after `bench` (as `qemu-run.sh bench ARGS` would).
 pub fn parse(args: &[String]) -> Result<BenchArgs, clap::Error> {
     let words = std::iter::once("bench".to_string()).chain(args.iter().cloned());
-    match cli::parse(words)? {
+    match crate::resolve::resolve(cli::parse(words)?) {
         Job::Bench(o) => Ok(BenchArgs::from_options(o)),
+        Job::Error(e) => Err(clap::Error::raw(
+            clap::error::ErrorKind::ValueValidation,
+            format!("{e}\n"),
+        )),
         _ => Err(clap::Error::raw(
             clap::error::ErrorKind::MissingSubcommand,
             "not a bench command line\n",

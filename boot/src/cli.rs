@@ -3,7 +3,6 @@
 //! these declarations; a bad command line is a clap error (message, usage line, exit status 2).
 
 use crate::image::Firmware;
-use crate::machine::replay;
 use crate::machine::scale::Plan;
 use crate::presets::{self, Preset};
 use crate::qemu::RunConfig;
@@ -265,12 +264,27 @@ pub enum Job {
     Bench(BenchOptions),
     /// `topology SOURCE`: print Linux's view of a machine description, no boot.
     Topology(PathBuf),
-    /// One boot of `--machine SOURCE`, then the kernel's numactl -H checked against the plan.
+    /// One boot of `--machine SOURCE`, as parsed: `resolve` reads the source and makes it a
+    /// `Replay` (or an `Error`).
+    Machine(RunConfig, MachineSource),
+    /// One boot of a replayed machine, then the kernel's numactl -H checked against the plan
+    /// (made by `resolve`, never by `parse`).
     Replay(RunConfig, Box<Plan>),
-    /// A `--machine` source or plan that cannot be used: one line, exit status 2.
+    /// A request the host cannot serve (an unusable `--machine` source, `--mem` beyond the
+    /// host): one line, exit status 2 (made by `resolve`).
     Error(String),
     /// `soak`.
     Soak(SoakOptions),
+}
+
+/// A `--machine SOURCE` as the command line gave it.
+#[derive(Clone, Debug)]
+pub struct MachineSource {
+    pub source: PathBuf,
+    pub smp: Option<u32>,
+    pub mem: Option<u64>,
+    /// The QEMU arguments after `--`.
+    pub qemu_args: Vec<String>,
 }
 
 /// Parses the arguments after the program name. Errors are clap's: `exit()` prints them (with
@@ -288,7 +302,7 @@ where
             Some(flag) => Err(bench_error(&format!(
                 "bench: {flag} is chosen by the bench runner itself"
             ))),
-            None => Ok(bench_machine(b)),
+            None => Ok(Job::Bench(b)),
         },
         Some(Command::Topology(t)) => Ok(Job::Topology(t.source)),
         Some(Command::Soak(s)) => Ok(Job::Soak(s)),
@@ -297,38 +311,19 @@ where
     }
 }
 
-/// `--machine` on a run: its plan and QEMU arguments, or the one-line error.
-fn run_machine(mut config: RunConfig, m: &MachineOptions) -> Job {
-    let Some(source) = &m.machine else {
-        return Job::Run(config);
-    };
-    match replay::prepare(source, m.smp, m.mem, &m.qemu_args, &replay::tables_dir()) {
-        Ok((plan, mut args)) => {
-            args.append(&mut config.extra);
-            config.extra = args;
-            Job::Replay(config, Box::new(plan))
-        }
-        Err(e) => Job::Error(e),
-    }
-}
-
-/// `bench --machine`: the replayed machine's QEMU arguments replace the preset (the runner's
-/// notes are printed here: bench has no check of its own).
-fn bench_machine(mut b: BenchOptions) -> Job {
-    let Some(source) = b.machine.machine.take() else {
-        return Job::Bench(b);
-    };
-    let m = &b.machine;
-    match replay::prepare(&source, m.smp, m.mem, &m.qemu_args, &replay::tables_dir()) {
-        Ok((plan, mut args)) => {
-            for note in &plan.notes {
-                eprintln!("numalab: {note}");
-            }
-            args.append(&mut b.machine.qemu_args);
-            b.machine.qemu_args = args;
-            Job::Bench(b)
-        }
-        Err(e) => Job::Error(e),
+/// `--machine` on a run: the source to replay (read and planned by `resolve`).
+fn run_machine(config: RunConfig, m: &MachineOptions) -> Job {
+    match &m.machine {
+        None => Job::Run(config),
+        Some(source) => Job::Machine(
+            config,
+            MachineSource {
+                source: source.clone(),
+                smp: m.smp,
+                mem: m.mem,
+                qemu_args: m.qemu_args.clone(),
+            },
+        ),
     }
 }
 
@@ -410,9 +405,9 @@ fn parse_reps(text: &str) -> Result<u32, String> {
 fn parse_mem(text: &str) -> Result<u64, String> {
     let mib = parse_mem_mib(text)
         .ok_or_else(|| String::from("expected a size such as 2G or 512M, at least 64M"))?;
-    // Bounded by what QEMU can address and the host can back (issue 24).
-    let host = crate::machine::scale::host_backing_mib();
-    match crate::machine::scale::mem_problem(mib, host) {
+    // Bounded by what QEMU can address (issue 24); what this host can back is checked by
+    // `resolve` (parsing reads nothing of the host).
+    match crate::machine::scale::mem_problem(mib, None) {
         Some(why) => Err(why),
         None => Ok(mib),
     }
@@ -443,6 +438,7 @@ pub fn parse_mem_mib(text: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resolve::resolve;
 
     fn words(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
@@ -652,15 +648,18 @@ mod tests {
         };
         assert_eq!(p, PathBuf::from("some/dir"));
         assert_eq!(error("topology").exit_code(), exit::USAGE);
-        let Ok(Job::Error(e)) = parse(words("--machine /no/such/source --suite test")) else {
+        let Job::Error(e) =
+            resolve(parse(words("--machine /no/such/source --suite test")).unwrap())
+        else {
             panic!("a missing source is not a Job::Error");
         };
-        assert_eq!(e, "/no/such/source: No such file or directory");
-        let Ok(Job::Error(e)) = parse(words("bench --machine /no/such/source")) else {
+        assert_eq!(e, "--machine: /no/such/source: No such file or directory");
+        let Job::Error(e) = resolve(parse(words("bench --machine /no/such/source")).unwrap())
+        else {
             panic!("a missing source is not a Job::Error for bench");
         };
-        assert!(e.starts_with("/no/such/source: "), "{e}");
-        let Ok(Job::Error(e)) = parse(words("--machine x -- -smp 4")) else {
+        assert!(e.starts_with("--machine: /no/such/source: "), "{e}");
+        let Job::Error(e) = resolve(parse(words("--machine x -- -smp 4")).unwrap()) else {
             panic!("--machine with -smp after -- is not refused");
         };
         assert!(e.contains("'-smp' after -- cannot describe it too"), "{e}");
@@ -668,15 +667,18 @@ mod tests {
         let f = std::env::temp_dir().join(format!("numalab-cli-{}.numactl", std::process::id()));
         std::fs::write(&f, crate::machine::samples::eight_node_numactl().text()).unwrap();
         let line = format!("--machine {} --smp 8 --mem 512M --suite test", f.display());
-        let Ok(Job::Replay(c, plan)) = parse(words(&line)) else {
+        let Job::Replay(c, plan) = resolve(parse(words(&line)).unwrap()) else {
             panic!("{line} is not a replay");
         };
         assert_eq!(c.extra[..4], ["-smp", "8", "-m", "512M"]);
         assert!(c.user_describes_machine() && c.extra[4] == "-acpitable");
         assert_eq!((plan.cpus, plan.mem_mib, plan.notes.len()), (8, 512, 2));
-        let Ok(Job::Bench(b)) = parse(words(
-            &format!("bench --smoke {line}").replace(" --suite test", ""),
-        )) else {
+        let Job::Bench(b) = resolve(
+            parse(words(
+                &format!("bench --smoke {line}").replace(" --suite test", ""),
+            ))
+            .unwrap(),
+        ) else {
             panic!("bench --machine is not a bench");
         };
         assert_eq!(b.machine.qemu_args[..4], ["-smp", "8", "-m", "512M"]);

@@ -13,6 +13,7 @@ pub mod linux_twin;
 pub mod machine;
 pub mod presets;
 pub mod qemu;
+pub mod resolve;
 pub mod soak;
 
 pub use image::Firmware;

@@ -9,6 +9,7 @@ use numalab_boot::{image, qemu, RunConfig, Verdict};
 fn main() {
     // Errors and -h/--help: clap prints them and exits (2 for a bad command line, 0 for help).
     let job = cli::parse(std::env::args_os().skip(1)).unwrap_or_else(|e| e.exit());
+    let job = numalab_boot::resolve::resolve(job);
     std::process::exit(match job {
         Job::Main(base) => {
             // Tests, stress and smoke benchmarks, then the short soak (issue 14); the first
@@ -42,8 +43,13 @@ fn main() {
         Job::Topology(source) => {
             machine::topology_command(&source, &mut std::io::stdout(), &mut std::io::stderr())
         }
+        Job::Machine(..) => {
+            // resolve() turns every Machine into a Replay or an Error.
+            eprintln!("qemu-run.sh: --machine: not resolved (a runner bug)");
+            exit::USAGE
+        }
         Job::Error(e) => {
-            eprintln!("qemu-run.sh: --machine: {e}");
+            eprintln!("qemu-run.sh: {e}");
             exit::USAGE
         }
         Job::Soak(options) => numalab_boot::soak::run(&options),
