@@ -190,6 +190,9 @@ pub struct Outcome {
     /// whatever the verdict.
     pub unexpected_warnings: Vec<String>,
     pub elapsed: Duration,
+    /// For a run killed at its `--timeout`: the host's load when it was killed (the 1-minute
+    /// load average and the host's cores), so a report tells a slow host from a hung kernel.
+    pub host_load_at_timeout: Option<String>,
 }
 
 /// Unexpected warnings a failure report shows (the rest are counted).
@@ -202,7 +205,14 @@ impl Outcome {
 
     /// A report for a failed run: why, the exact command, and the whole serial log.
     pub fn failure_report(&self) -> String {
-        let mut out = format!("numalab: run failed: {:?}\n", self.verdict);
+        let mut out = match (&self.verdict, &self.host_load_at_timeout) {
+            (Verdict::Timeout, Some(load)) => format!(
+                "numalab: run failed: timed out after {:.0} s (host load {load}); the kernel had \
+                 not finished, which on a loaded host is not a wrong result\n",
+                self.elapsed.as_secs_f64()
+            ),
+            (verdict, _) => format!("numalab: run failed: {verdict:?}\n"),
+        };
         for f in self.ktap.failed() {
             out.push_str(&format!(
                 "numalab: failed test: {} # {}\n",
@@ -300,6 +310,7 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         ktap: Summary::default(),
         unexpected_warnings: Vec::new(),
         elapsed: start.elapsed(),
+        host_load_at_timeout: None,
     };
     let args = match config.qemu_args(image) {
         Ok(a) => a,
@@ -368,10 +379,12 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         let _ = stderr.read_to_string(&mut s);
         s
     });
+    let mut load_at_timeout = None;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
             Ok(None) if start.elapsed() >= config.timeout => {
+                load_at_timeout = Some(host_load());
                 let _ = child.kill();
                 let _ = child.wait();
                 break None;
@@ -405,7 +418,19 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         ktap: summary,
         unexpected_warnings,
         elapsed: start.elapsed(),
+        host_load_at_timeout: load_at_timeout,
     }
+}
+
+/// The host's 1-minute load average and its cores, e.g. `7.93 on 2 cores` (/proc/loadavg;
+/// `unknown` where it cannot be read).
+fn host_load() -> String {
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(String::from))
+        .unwrap_or_else(|| "unknown".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{load} on {cores} cores")
 }
 
 /// The Linux image and initramfs one boot uses (qemu.rs turns it into -kernel/-initrd/-append).
