@@ -2,8 +2,9 @@
 //! `cli::parse` only parses; this reads a `--machine` source and writes the ACPI tables its
 //! replay needs (docs/replay.md), and checks `--mem` against the host's RAM and swap.
 
-use crate::cli::{Job, MachineSource};
+use crate::cli::{Job, MachineOptions, MachineSource};
 use crate::machine::{replay, scale};
+use crate::presets::Preset;
 
 /// The job `job` asks for, with its machine read and planned, or `Job::Error` (exit 2) when
 /// the host cannot serve it.
@@ -11,6 +12,9 @@ pub fn resolve(job: Job) -> Job {
     if let Some(why) =
         mem_of(&job).and_then(|mib| scale::mem_problem(mib, scale::host_backing_mib()))
     {
+        return Job::Error(format!("--mem: {why}"));
+    }
+    if let Some(why) = small_nodes_of(&job) {
         return Job::Error(format!("--mem: {why}"));
     }
     match job {
@@ -63,5 +67,89 @@ fn mem_of(job: &Job) -> Option<u64> {
         Job::Bench(b) => b.machine.mem,
         Job::Soak(s) => s.machine.mem,
         Job::Topology(_) | Job::Replay(..) | Job::Error(_) => None,
+    }
+}
+
+/// Why a preset with `cpus` CPUs and `mem_mib` MiB would leave a node without managed memory:
+/// each node with memory needs [`scale::MIN_NODE_MIB`], because the kernel's 32 MiB bootstrap
+/// heap, the low megabyte and the kernel image take the first usable memory and would swallow
+/// smaller nodes whole (they would boot as memoryless nodes while `numactl -H` shows their
+/// size; the replay of a real machine uses the same floor).
+pub fn small_nodes(preset: &Preset, cpus: u32, mem_mib: u64) -> Option<String> {
+    let layout = preset.layout(cpus, mem_mib);
+    let with_mem: Vec<u64> = layout.iter().map(|(_, m)| *m).filter(|&m| m > 0).collect();
+    let smallest = *with_mem.iter().min()?;
+    (smallest < scale::MIN_NODE_MIB).then(|| {
+        let need = scale::MIN_NODE_MIB * with_mem.len() as u64;
+        format!(
+            "{mem_mib} MiB gives the {} memory nodes of {} as little as {smallest} MiB; each \
+             needs {} MiB (the bootstrap heap and the low memory would leave it no managed \
+             memory): use --mem {need}M or more",
+            with_mem.len(),
+            preset.name,
+            scale::MIN_NODE_MIB
+        )
+    })
+}
+
+/// [`small_nodes`] for a job on a preset (none when the user's QEMU arguments or a replayed
+/// machine describe it).
+fn small_nodes_of(job: &Job) -> Option<String> {
+    let on = |m: &MachineOptions| {
+        let described = m.machine.is_some()
+            || m.qemu_args.iter().any(|a| {
+                a == "-smp" || a == "-m" || a == "-numa" || a.starts_with("memory-backend")
+            });
+        (!described).then(|| {
+            small_nodes(
+                &m.topology,
+                m.smp.unwrap_or(m.topology.cpus),
+                m.mem.unwrap_or(m.topology.mem_mib),
+            )
+        })?
+    };
+    match job {
+        Job::Main(c) | Job::Run(c) if !c.user_describes_machine() => small_nodes(
+            &c.topology,
+            c.smp.unwrap_or(c.topology.cpus),
+            c.mem_mib.unwrap_or(c.topology.mem_mib),
+        ),
+        Job::Bench(b) => on(&b.machine),
+        Job::Soak(s) => on(&s.machine),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::parse;
+
+    #[test]
+    fn a_preset_whose_nodes_the_bootstrap_heap_would_swallow_is_refused() {
+        // Issue 24 item 8: 8node with 64M gave 8 MiB nodes, and three frame tests failed on
+        // nodes without managed memory.
+        let words = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+        let Job::Error(e) = resolve(parse(words("--topology 8node --mem 64M --smp 8")).unwrap())
+        else {
+            panic!("8 MiB nodes were accepted");
+        };
+        assert!(
+            e.contains("as little as 8 MiB") && e.contains("use --mem 512M"),
+            "{e}"
+        );
+        let Job::Error(_) = resolve(parse(words("bench --topology 8node --mem 256M")).unwrap())
+        else {
+            panic!("bench with 32 MiB nodes was accepted");
+        };
+        // Enough memory, or a machine the user describes: not this check's business.
+        assert!(matches!(
+            resolve(parse(words("--topology 8node --mem 512M")).unwrap()),
+            Job::Run(_)
+        ));
+        assert!(matches!(
+            resolve(parse(words("--mem 64M -- -m 64M")).unwrap()),
+            Job::Run(_)
+        ));
     }
 }

@@ -17,6 +17,19 @@ pub fn init() {
     crate::arch::paging::set_table_page_source(table_page);
     // And the pages of per-CPU stacks and areas of CPUs started from now on (their node).
     crate::smp::start::set_node_page_source(node_pages);
+    // A node the firmware gave memory that ends up with none to manage (all of it under the
+    // bootstrap heap, the low megabyte or the kernel) is said, never left a silent memoryless
+    // node (the host refuses preset machines that small before they boot).
+    for (info, node) in fa.topo.nodes.iter().zip(fa.nodes.iter()) {
+        let firmware_bytes = info.mem_bytes();
+        if firmware_bytes > 0 && node.as_ref().is_none_or(|n| n.managed_pages == 0) {
+            crate::warn!(
+                "frame: node {}: none of its {} KiB is left to manage (reserved: the low 1 MiB, the bootstrap heap, the kernel); it runs as a memoryless node",
+                info.id.0,
+                firmware_bytes / 1024
+            );
+        }
+    }
     for node in fa.nodes.iter().flatten() {
         println!(
             "numalab: frame: node {}: {} pages managed in {} ranges, memmap {} KiB at {:#x}",
