@@ -552,8 +552,13 @@ pub fn contract_problems(runs: &[BootRun]) -> Vec<String> {
                 .map(move |v| format!("{} boot, {v}", r.boot.name()))
         })
         .collect();
-    let results: Vec<BootResult> = runs
-        .iter()
+    out.extend(bench::missing_required(&passed_results(runs)));
+    out
+}
+
+/// The results of the boots of `runs` that passed, as the contract checks read them.
+fn passed_results(runs: &[BootRun]) -> Vec<BootResult<'_>> {
+    runs.iter()
         .filter(|r| r.outcome.verdict == Verdict::Pass)
         .map(|r| BootResult {
             boot: r.boot,
@@ -561,9 +566,7 @@ pub fn contract_problems(runs: &[BootRun]) -> Vec<String> {
             nodes: r.nodes(),
             records: &r.records,
         })
-        .collect();
-    out.extend(bench::missing_required(&results));
-    out
+        .collect()
 }
 
 /// The catalog against what the kernel printed in `runs` (passed boots only): every case the
@@ -571,17 +574,7 @@ pub fn contract_problems(runs: &[BootRun]) -> Vec<String> {
 /// the catalog lacks (`bench::missing_cases`). The smoke benchmark test asks for this; a run
 /// on another machine may legitimately lack a case, so the contract does not.
 pub fn catalog_problems(runs: &[BootRun]) -> Vec<String> {
-    let results: Vec<BootResult> = runs
-        .iter()
-        .filter(|r| r.outcome.verdict == Verdict::Pass)
-        .map(|r| BootResult {
-            boot: r.boot,
-            ran: r.ran(),
-            nodes: r.nodes(),
-            records: &r.records,
-        })
-        .collect();
-    bench::missing_cases(&results)
+    bench::missing_cases(&passed_results(runs))
 }
 
 fn compare_files(a: &Path, b: &Path) -> i32 {
