@@ -73,9 +73,11 @@ pub fn kmalloc_blocks(class: usize) -> i64 {
     KMALLOC_BLOCKS.get(class).map_or(0, |c| c.load(Relaxed))
 }
 
+/// Counts a heap kmalloc block for the soak (kernels with the `ktest` feature only: the
+/// production kernel's heap has no counting in its path).
 #[inline(always)]
 fn count_kmalloc_block(layout: Layout, delta: i64) {
-    if KMALLOC_COUNTING.load(Relaxed) {
+    if cfg!(feature = "ktest") && KMALLOC_COUNTING.load(Relaxed) {
         if let Some(c) =
             kmalloc_index_aligned(layout.size(), layout.align()).and_then(|i| KMALLOC_BLOCKS.get(i))
         {

@@ -164,7 +164,7 @@ pub unsafe fn kfree(ptr: NonNull<u8>) {
     let addr = ptr.as_ptr() as usize;
     let desc = owner_of(addr);
     if desc > LARGE_OWNER {
-        if LEAK_ONE_IN.load(Relaxed) != 0 && leak_this_kfree() {
+        if leak_mutation_drops() {
             return;
         }
         slab_cache(desc).free(addr);
@@ -195,6 +195,20 @@ pub fn set_leak_mutation(one_in: usize) {
 /// The kfrees the leak mutation dropped since it was last armed.
 pub fn leak_mutation_dropped() -> usize {
     LEAK_DROPPED.load(Relaxed)
+}
+
+/// Whether the leak mutation drops this kfree: one relaxed load when off. Only in kernels
+/// with the `ktest` feature; the production kernel has no mutation in its kfree.
+#[cfg(feature = "ktest")]
+#[inline(always)]
+fn leak_mutation_drops() -> bool {
+    LEAK_ONE_IN.load(Relaxed) != 0 && leak_this_kfree()
+}
+
+#[cfg(not(feature = "ktest"))]
+#[inline(always)]
+fn leak_mutation_drops() -> bool {
+    false
 }
 
 #[cold]
