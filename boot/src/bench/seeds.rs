@@ -5,24 +5,16 @@
 
 use super::record::{BenchRecord, Boot};
 use super::table::Spread;
-use numalab_algo::bench::catalog::CATALOG;
+use numalab_algo::bench::catalog::{Seed, CATALOG};
 use std::fmt::Write as _;
 
-/// One comparison: `metric` of `case` (in `boot`) over `metric` of `base` (in `base_boot`), at
-/// the most CPUs both have, against the thread's own ratio.
+/// One comparison of the seeds table: an experiment's seed row from the catalog (`thread`:
+/// `metric` of `case` in `boot` over `metric` of `base` in `base_boot`, against the thread's own
+/// ratio), measured at the most CPUs both have.
 #[derive(Clone, Copy, Debug)]
 pub struct SeedRow {
-    pub seed: &'static str,
     pub bench: &'static str,
-    pub metric: &'static str,
-    pub case: &'static str,
-    pub boot: Boot,
-    pub base: &'static str,
-    pub base_boot: Boot,
-    /// What the thread reports, in its words and numbers.
-    pub thread_figure: &'static str,
-    /// The same change as a ratio (new / old) in the thread; only its side of 1 is compared.
-    pub thread_ratio: f64,
+    pub thread: &'static Seed,
 }
 
 /// The rows: every experiment's seed rows in the catalog (kernel/algo/src/bench/catalog, with
@@ -32,19 +24,12 @@ pub fn rows() -> Vec<SeedRow> {
         .iter()
         .flat_map(|e| {
             e.seeds.iter().map(|s| SeedRow {
-                seed: s.seed,
                 bench: e.name,
-                metric: s.metric,
-                case: s.case,
-                boot: s.boot,
-                base: s.base,
-                base_boot: s.base_boot,
-                thread_figure: s.thread_figure,
-                thread_ratio: s.thread_ratio,
+                thread: s,
             })
         })
         .collect();
-    out.sort_by_key(|r| r.seed);
+    out.sort_by_key(|r| r.thread.seed);
     out
 }
 
@@ -85,7 +70,7 @@ fn values(records: &[BenchRecord], row: &SeedRow, case: &str, boot: Boot, cpus: 
         .iter()
         .filter(|r| {
             r.bench == row.bench
-                && r.metric == row.metric
+                && r.metric == row.thread.metric
                 && r.case == case
                 && r.boot == boot
                 && r.cpus == cpus
@@ -100,15 +85,27 @@ pub fn measure(records: &[BenchRecord], row: &SeedRow) -> Option<Measured> {
         .iter()
         .filter(|r| {
             r.bench == row.bench
-                && r.metric == row.metric
-                && r.case == row.case
-                && r.boot == row.boot
+                && r.metric == row.thread.metric
+                && r.case == row.thread.case
+                && r.boot == row.thread.boot
         })
         .map(|r| r.cpus)
-        .filter(|&c| !values(records, row, row.base, row.base_boot, c).is_empty())
+        .filter(|&c| !values(records, row, row.thread.base, row.thread.base_boot, c).is_empty())
         .max()?;
-    let a = Spread::of(&values(records, row, row.case, row.boot, cpus))?;
-    let b = Spread::of(&values(records, row, row.base, row.base_boot, cpus))?;
+    let a = Spread::of(&values(
+        records,
+        row,
+        row.thread.case,
+        row.thread.boot,
+        cpus,
+    ))?;
+    let b = Spread::of(&values(
+        records,
+        row,
+        row.thread.base,
+        row.thread.base_boot,
+        cpus,
+    ))?;
     let div = |x: f64, y: f64| {
         if y != 0.0 {
             x / y
@@ -164,13 +161,17 @@ pub fn seeds_table(records: &[BenchRecord]) -> String {
     );
     for row in rows() {
         let m = measure(records, &row);
-        let thread = if row.thread_ratio.is_finite() {
-            format!("{} = {}", row.thread_figure, fmt_ratio(row.thread_ratio))
+        let thread = if row.thread.thread_ratio.is_finite() {
+            format!(
+                "{} = {}",
+                row.thread.thread_figure,
+                fmt_ratio(row.thread.thread_ratio)
+            )
         } else {
-            format!("{} = >1x", row.thread_figure)
+            format!("{} = >1x", row.thread.thread_figure)
         };
         let numalab = match &m {
-            Some(m) if row.boot.deterministic() && row.base_boot.deterministic() => {
+            Some(m) if row.thread.boot.deterministic() && row.thread.base_boot.deterministic() => {
                 format!("{} exact, {} cpus", fmt_ratio(m.ratio), m.cpus)
             }
             Some(m) if m.reps < 2 => format!("{} (1 rep), {} cpus", fmt_ratio(m.ratio), m.cpus),
@@ -185,26 +186,30 @@ pub fn seeds_table(records: &[BenchRecord]) -> String {
         };
         let change = format!(
             "{} / {} {} ({})",
-            row.case,
-            row.base,
-            row.metric,
-            if row.boot == row.base_boot {
-                row.boot.name().to_string()
+            row.thread.case,
+            row.thread.base,
+            row.thread.metric,
+            if row.thread.boot == row.thread.base_boot {
+                row.thread.boot.name().to_string()
             } else {
-                format!("{} / {}", row.boot.name(), row.base_boot.name())
+                format!(
+                    "{} / {}",
+                    row.thread.boot.name(),
+                    row.thread.base_boot.name()
+                )
             }
         );
         let one_rep = m.as_ref().is_some_and(|m| m.reps < 2)
-            && !(row.boot.deterministic() && row.base_boot.deterministic());
+            && !(row.thread.boot.deterministic() && row.thread.base_boot.deterministic());
         let _ = writeln!(
             out,
             "{:<4} {:<16} {:<66} {:<58} {:<36} {}{}",
-            row.seed,
+            row.thread.seed,
             row.bench,
             change,
             thread,
             numalab,
-            direction(row.thread_ratio, m.as_ref()).name(),
+            direction(row.thread.thread_ratio, m.as_ref()).name(),
             if one_rep {
                 " (1 rep: no spread, use --reps 3)"
             } else {
@@ -245,12 +250,15 @@ mod tests {
 
     #[test]
     fn every_seed_has_a_row_and_figures_are_ratios() {
-        let seeds: Vec<&str> = rows().iter().map(|r| r.seed).collect();
+        let seeds: Vec<&str> = rows().iter().map(|r| r.thread.seed).collect();
         for s in ["000", "001", "002", "003", "004"] {
             assert!(seeds.contains(&s), "{s}");
         }
         for r in rows() {
-            assert!(r.thread_ratio >= 0.0 && r.thread_ratio != 1.0, "{r:?}");
+            assert!(
+                r.thread.thread_ratio >= 0.0 && r.thread.thread_ratio != 1.0,
+                "{r:?}"
+            );
         }
     }
 
@@ -265,7 +273,7 @@ mod tests {
             // Fewer CPUs on one side only: not used.
             rec(MEMORYLESS_NODE.name, "unfixed", m, Boot::Tsc, 4, 1.0),
         ];
-        let row = rows().into_iter().find(|r| r.seed == "003").unwrap();
+        let row = rows().into_iter().find(|r| r.thread.seed == "003").unwrap();
         let got = measure(&rs, &row).unwrap();
         assert_eq!(got.cpus, 8);
         assert!((got.ratio - 550.0 / 110.0).abs() < 1e-9, "{got:?}");
@@ -273,19 +281,25 @@ mod tests {
             (got.low - 500.0 / 120.0).abs() < 1e-9 && got.high == 6.0,
             "{got:?}"
         );
-        assert_eq!(direction(row.thread_ratio, Some(&got)), Direction::Agrees);
+        assert_eq!(
+            direction(row.thread.thread_ratio, Some(&got)),
+            Direction::Agrees
+        );
         // Less slab memory than single-node: the thread's direction is not reproduced.
         rs[0].value = 50.0;
         rs[1].value = 60.0;
         let got = measure(&rs, &row).unwrap();
         assert_eq!(
-            direction(row.thread_ratio, Some(&got)),
+            direction(row.thread.thread_ratio, Some(&got)),
             Direction::Disagrees
         );
         // A spread that crosses 1x gives no direction.
         rs[1].value = 150.0;
         let got = measure(&rs, &row).unwrap();
-        assert_eq!(direction(row.thread_ratio, Some(&got)), Direction::Unclear);
+        assert_eq!(
+            direction(row.thread.thread_ratio, Some(&got)),
+            Direction::Unclear
+        );
         assert_eq!(direction(2.0, None), Direction::NotMeasured);
         let t = seeds_table(&rs);
         assert!(t.contains("442560 kB") && t.contains("unclear"), "{t}");
