@@ -309,7 +309,7 @@ impl<P: Platform> Cache<P> {
     /// constructor run, the pages' owner words set. The slab comes back frozen with its whole
     /// freelist taken.
     /// `this_node`: pages from `node` only (Linux's __GFP_THISNODE), no fallback.
-    fn new_slab(
+    pub(crate) fn new_slab(
         &self,
         c: &CpuSlab,
         node: Option<NodeId>,

@@ -11,6 +11,7 @@
 //! Other CPUs reach a slab only through its state word (compare-and-swap) or under its
 //! node's list_lock.
 
+use super::barn::Barn;
 use super::freelist::decode;
 use super::freelist::encode;
 use super::geometry::{
@@ -49,6 +50,25 @@ pub struct Tunables {
     /// (Linux's remote_node_defrag_ratio, default 1000 ~ 98%; 1024: always).
     pub remote_node_defrag_ratio: u32,
     pub debug: DebugFlags,
+    /// Which SLUB: Linux 7's sheaves or the per-CPU partial slabs of Linux up to 6.17.
+    pub design: Design,
+    /// Objects per sheaf; None: Linux's calculate_sheaf_capacity.
+    pub sheaf_capacity: Option<usize>,
+    /// Barns on memoryless nodes: none (7.0 as shipped) or one per node with CPUs (the fix
+    /// series "slab: support memoryless nodes with sheaves").
+    pub memoryless_barns: bool,
+    /// Refills that look at other nodes' partial slabs take their list_lock with a trylock
+    /// (Linux commit 40fd0acc45d0) rather than spinning.
+    pub any_node_trylock: bool,
+}
+
+/// The two SLUB designs one kernel holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Design {
+    /// Per-CPU slab, tid + cmpxchg16b fast path, per-CPU partial slabs (Linux up to 6.17).
+    Partial,
+    /// Per-CPU main and spare sheaves under a local trylock, per-node barns (Linux 7.0).
+    Sheaves,
 }
 
 impl Default for Tunables {
@@ -63,6 +83,10 @@ impl Default for Tunables {
             memoryless_fix: true,
             remote_node_defrag_ratio: 1000,
             debug: DebugFlags::default(),
+            design: Design::Partial,
+            sheaf_capacity: None,
+            memoryless_barns: true,
+            any_node_trylock: true,
         }
     }
 }
@@ -102,7 +126,20 @@ pub(crate) struct CpuSlab {
     /// `Platform::cpu_inc`) rather than in `stats`, so the fast paths stay in this line.
     pub alloc_fastpath: AtomicU64,
     pub free_fastpath: AtomicU64,
-    // ---- end of the hot line ----
+    // ---- end of the hot line; the sheaves design's hot words follow ----
+    /// The sheaves' local trylock (Linux's local_trylock_t): 1 while the CPU (or an
+    /// interrupt on it) works on its sheaves. Only this CPU touches it, with plain loads and
+    /// stores; an interrupt that finds it taken uses the slab path.
+    pub sheaf_lock: AtomicUsize,
+    /// The main sheaf (never 0 in a sheaves cache: the bootstrap sheaf at first).
+    pub main: AtomicUsize,
+    /// The spare sheaf, empty or full, or 0.
+    pub spare: AtomicUsize,
+    /// This CPU's memory node (Linux's numa_mem_id): its barn refills from there, and frees
+    /// of other nodes' objects bypass the sheaves.
+    pub home: AtomicUsize,
+    /// This CPU's own node (Linux's numa_node_id): whose barn it uses.
+    pub cpu_node: AtomicUsize,
     /// Bytes of the active slab's memory: [base, base + span).
     pub span: AtomicUsize,
     /// 1 + the node whose non-strict requests the active slab serves although it is on
@@ -137,6 +174,8 @@ const _: () = {
     assert!(offset_of!(CpuSlab, node) + 8 <= HOT_LINE_BYTES);
     assert!(offset_of!(CpuSlab, alloc_fastpath) + 8 <= HOT_LINE_BYTES);
     assert!(offset_of!(CpuSlab, free_fastpath) + 8 <= HOT_LINE_BYTES);
+    assert!(offset_of!(CpuSlab, sheaf_lock) >= HOT_LINE_BYTES);
+    assert!(offset_of!(CpuSlab, cpu_node) + 8 <= 2 * HOT_LINE_BYTES);
     assert!(offset_of!(CpuSlab, span) >= HOT_LINE_BYTES);
     assert!(offset_of!(CpuSlab, stats) >= HOT_LINE_BYTES);
 };
@@ -179,6 +218,12 @@ pub struct Cache<P: Platform> {
     pub(crate) ctor: Option<fn(usize)>,
     pub(crate) cpus: Box<[CpuSlab]>,
     pub(crate) nodes: Box<[NodeLists<P::Lock>]>,
+    /// The sheaves design: objects per sheaf (0: no sheaves, the partial design's paths).
+    pub(crate) sheaf_capacity: usize,
+    /// Per node: its barn (empty for the partial design).
+    pub(crate) barns: Box<[Barn<P::Lock>]>,
+    /// The bootstrap sheaf (a zeroed descriptor block: size 0, capacity 0), 0 when none.
+    pub(crate) bootstrap_sheaf: usize,
     /// Object index without a division (see `object_index`).
     pub(crate) odd_inverse: usize,
     pub(crate) stride_shift: u32,
@@ -216,8 +261,10 @@ impl<P: Platform> Cache<P> {
         let oo = OrderObjects::new(order, layout.size);
         let min = OrderObjects::new(super::geometry::get_order(layout.size), layout.size);
         let debug_any = t.debug.any();
-        // Linux: no CPU partial lists for debug caches.
-        let cpu_partial_objects = if debug_any {
+        // Linux 7: no sheaves for debug caches (they keep the partial design's paths here).
+        let sheaves = t.design == Design::Sheaves && !debug_any;
+        // Linux: no CPU partial lists for debug caches; none at all with sheaves.
+        let cpu_partial_objects = if debug_any || t.design == Design::Sheaves {
             0
         } else {
             t.cpu_partial
@@ -245,6 +292,30 @@ impl<P: Platform> Cache<P> {
             .map(|_| NodeLists::new(plat.new_lock()))
             .collect();
         let cpus: Vec<CpuSlab> = (0..nr_cpus).map(|_| CpuSlab::default()).collect();
+        let (sheaf_capacity, bootstrap_sheaf) = match sheaves.then(|| plat.alloc_desc()) {
+            Some(Some(b)) => (
+                super::sheaf::sheaf_capacity(layout.size, t.sheaf_capacity),
+                b,
+            ),
+            _ => (0, 0),
+        };
+        let barns: Vec<Barn<P::Lock>> = if sheaf_capacity == 0 {
+            Vec::new()
+        } else {
+            for (i, c) in cpus.iter().enumerate() {
+                let node = topo.node_of_cpu(crate::topology::CpuId(i as u16));
+                c.home.store(topo.mem_node(node).index(), Relaxed);
+                c.cpu_node.store(node.index(), Relaxed);
+                c.main.store(bootstrap_sheaf, Relaxed);
+            }
+            (0..topo.nr_nodes().max(1))
+                .map(|i| {
+                    let n = NodeId(i as u16);
+                    let exists = !topo.is_memoryless(n) || t.memoryless_barns;
+                    Barn::new(plat.new_lock(), exists)
+                })
+                .collect()
+        };
         let stride_shift = layout.size.trailing_zeros();
         let odd = layout.size >> stride_shift;
         let mut odd_inverse = odd;
@@ -272,6 +343,9 @@ impl<P: Platform> Cache<P> {
             ctor,
             cpus: cpus.into_boxed_slice(),
             nodes: nodes.into_boxed_slice(),
+            sheaf_capacity,
+            barns: barns.into_boxed_slice(),
+            bootstrap_sheaf,
             errors: core::array::from_fn(|_| AtomicU64::new(0)),
             dead: AtomicBool::new(false),
             plat,
@@ -394,6 +468,9 @@ impl<P: Platform> Cache<P> {
     /// interrupts off and cannot be raced.
     #[inline(always)]
     fn alloc_raw_inner(&self, node: Option<NodeId>, strict: bool) -> *mut u8 {
+        if self.sheaf_capacity != 0 {
+            return self.sheaf_alloc(node, strict);
+        }
         let node = node.map(|n| self.effective_node(n));
         let c = self.cpu_slab();
         let tid = c.tid.load(Relaxed);
@@ -446,6 +523,9 @@ impl<P: Platform> Cache<P> {
     /// larger than any index. A failed compare hands the free to the slow path.
     #[inline]
     pub fn free(&self, obj: usize) {
+        if self.sheaf_capacity != 0 {
+            return self.sheaf_free(obj);
+        }
         let c = self.cpu_slab();
         let tid = c.tid.load(Relaxed);
         compiler_fence(Ordering::Acquire);
@@ -471,7 +551,7 @@ impl<P: Platform> Cache<P> {
     /// the report of a bad free with no lock held. `raced` as for `alloc_slow_entry`.
     #[cold]
     #[inline(never)]
-    fn free_slow_entry(&self, obj: usize, raced: bool) {
+    pub(crate) fn free_slow_entry(&self, obj: usize, raced: bool) {
         // Looked up once, with interrupts on: the slab of an object a caller owns cannot
         // change under it.
         let found = self.slab_of(obj);
@@ -504,6 +584,19 @@ impl<P: Platform> Cache<P> {
 
     /// Allocates up to `out.len()` objects with interrupts off once; returns how many.
     pub fn alloc_bulk(&self, out: &mut [usize]) -> usize {
+        if self.sheaf_capacity != 0 {
+            let n = out
+                .iter_mut()
+                .map_while(|slot| {
+                    *slot = self.alloc_raw();
+                    (*slot != 0).then_some(())
+                })
+                .count();
+            let irq = self.plat.irq_save();
+            self.cpu_slab().stats.add(Stat::AllocBulk, n as u64);
+            self.plat.irq_restore(irq);
+            return n;
+        }
         let irq = self.plat.irq_save();
         let c = self.cpu_slab();
         let mut n = 0;

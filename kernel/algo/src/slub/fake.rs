@@ -5,6 +5,7 @@
 use super::platform::{Platform, Report, SlabPages, DESC_BYTES};
 use super::stats::ErrorKind;
 use crate::topology::{CpuId, CpuInfo, NodeId, NodeInfo, Topology};
+use std::boxed::Box;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::Mutex;
@@ -13,6 +14,10 @@ use std::vec::Vec;
 pub const BASE: usize = 0x1000_0000;
 const PAGE: usize = 4096;
 const NR_DESCS: usize = 1 << 15;
+/// Sheaf blocks: a pool of fixed-size blocks after the descriptors (a sheaf of up to
+/// (BLOCK_BYTES - 32) / 8 objects).
+pub const BLOCK_BYTES: usize = 2048;
+const NR_BLOCKS: usize = 1024;
 
 std::thread_local! {
     static CPU: Cell<u16> = const { Cell::new(0) };
@@ -28,6 +33,7 @@ pub struct FakeMachine {
     node_pages: Vec<(usize, usize)>,
     descs_free: Mutex<Vec<usize>>,
     desc_base: usize,
+    blocks_free: Mutex<Vec<usize>>,
     clock: AtomicU64,
     pub reports: Mutex<Vec<(std::string::String, usize, ErrorKind)>>,
     pub lock_acquisitions: AtomicU64,
@@ -35,6 +41,11 @@ pub struct FakeMachine {
     pub max_order_ok: AtomicUsize,
     /// When set, every page allocation fails.
     pub oom: std::sync::atomic::AtomicBool,
+    /// An interrupt: after this many more word loads (0: none armed), `irq` runs inside
+    /// the load, on the loading CPU, before the load returns (a nested context, as a real
+    /// interrupt handler runs on top of the code it interrupts).
+    pub irq_after_loads: AtomicUsize,
+    pub irq: Mutex<Option<Box<dyn FnOnce() + Send>>>,
 }
 
 impl FakeMachine {
@@ -77,8 +88,9 @@ impl FakeMachine {
             })
             .collect();
         let topo = Topology::new(nodes, cpus, distances);
-        let nr_words = (total * PAGE + NR_DESCS * DESC_BYTES) / 8;
+        let nr_words = (total * PAGE + NR_DESCS * DESC_BYTES + NR_BLOCKS * BLOCK_BYTES) / 8;
         let desc_base = BASE + total * PAGE;
+        let block_base = desc_base + NR_DESCS * DESC_BYTES;
         FakeMachine {
             topo,
             words: (0..nr_words).map(|_| AtomicUsize::new(0)).collect(),
@@ -92,11 +104,19 @@ impl FakeMachine {
                     .collect(),
             ),
             desc_base,
+            blocks_free: Mutex::new(
+                (0..NR_BLOCKS)
+                    .rev()
+                    .map(|i| block_base + i * BLOCK_BYTES)
+                    .collect(),
+            ),
             clock: AtomicU64::new(0),
             reports: Mutex::new(Vec::new()),
             lock_acquisitions: AtomicU64::new(0),
             max_order_ok: AtomicUsize::new(usize::MAX),
             oom: std::sync::atomic::AtomicBool::new(false),
+            irq_after_loads: AtomicUsize::new(0),
+            irq: Mutex::new(None),
         }
     }
 
@@ -110,6 +130,11 @@ impl FakeMachine {
             "bad address {addr:#x}"
         );
         &self.words[(addr - BASE) / 8]
+    }
+
+    /// Sheaf blocks handed out and not given back.
+    pub fn blocks_in_use(&self) -> usize {
+        NR_BLOCKS - self.blocks_free.lock().unwrap().len()
     }
 
     pub fn free_pages_on(&self, node: usize) -> usize {
@@ -213,6 +238,16 @@ impl Platform for &FakeMachine {
         FakeMachine::set_cpu(me);
     }
     fn load(&self, addr: usize) -> usize {
+        let left = self.irq_after_loads.load(SeqCst);
+        if left != 0 {
+            self.irq_after_loads.store(left - 1, SeqCst);
+            if left == 1 {
+                let handler = self.irq.lock().unwrap().take();
+                if let Some(h) = handler {
+                    h();
+                }
+            }
+        }
         self.word(addr).load(SeqCst)
     }
     fn store(&self, addr: usize, value: usize) {
@@ -280,6 +315,22 @@ impl Platform for &FakeMachine {
     }
     fn free_desc(&self, desc: usize) {
         self.descs_free.lock().unwrap().push(desc);
+    }
+    fn alloc_block(&self, bytes: usize) -> Option<usize> {
+        if bytes > BLOCK_BYTES || self.oom.load(SeqCst) {
+            return None;
+        }
+        let b = self.blocks_free.lock().unwrap().pop()?;
+        for w in 0..bytes.div_ceil(8) {
+            self.store(b + w * 8, 0);
+        }
+        Some(b)
+    }
+    fn free_block(&self, addr: usize, bytes: usize) {
+        assert!(bytes <= BLOCK_BYTES);
+        let mut free = self.blocks_free.lock().unwrap();
+        assert!(!free.contains(&addr), "block {addr:#x} freed twice");
+        free.push(addr);
     }
     fn report(&self, r: &Report<'_>) {
         self.reports

@@ -111,6 +111,18 @@ impl<P: Platform> Cache<P> {
         obj: usize,
         found: Result<(Slab, usize), ErrorKind>,
     ) -> Option<ErrorKind> {
+        self.free_slow_counted(c, obj, found, true)
+    }
+
+    /// `free_slow`; `user`: a caller's free (counted as free_slowpath), not a sheaf's
+    /// object going back to its slab (counted by the flush as sheaf_flush).
+    pub(crate) fn free_slow_counted(
+        &self,
+        c: &CpuSlab,
+        obj: usize,
+        found: Result<(Slab, usize), ErrorKind>,
+        user: bool,
+    ) -> Option<ErrorKind> {
         let p = &self.plat;
         let (slab, off) = match found {
             Ok(found) => found,
@@ -172,7 +184,9 @@ impl<P: Platform> Cache<P> {
             }
             c.stats.inc(Stat::CmpxchgDoubleFail);
         };
-        c.stats.inc(Stat::FreeSlowpath);
+        if user {
+            c.stats.inc(Stat::FreeSlowpath);
+        }
         match action {
             FreeAction::Frozen => c.stats.inc(Stat::FreeFrozen),
             FreeAction::FreezeToCpuPartial => {
@@ -352,6 +366,9 @@ impl<P: Platform> Cache<P> {
     pub fn flush_local(&self) {
         let irq = self.plat.irq_save();
         let c = self.cpu_slab();
+        if self.sheaf_capacity != 0 {
+            self.flush_local_sheaves(c);
+        }
         self.deactivate_cpu_slab(c);
         let chain = c.partial.load(Relaxed);
         c.partial.store(0, Relaxed);

@@ -75,7 +75,10 @@ impl<P: Platform> Cache<P> {
         info.active_slabs = info.num_slabs;
         match mode {
             SlabinfoMode::Counters => {
-                info.active_objs = self.stats().live_objects().max(0) as usize;
+                // Objects cached in sheaves are in use as far as their slabs know: Linux's
+                // slabinfo counts them as active, and so does this.
+                let s = self.stats();
+                info.active_objs = (s.live_objects() + s.sheaf_cached_objects()).max(0) as usize;
             }
             SlabinfoMode::Scan => {
                 let mut free = 0usize;
@@ -115,6 +118,7 @@ impl<P: Platform> Cache<P> {
     /// objects move to the head, fullest first. Returns the slabs given back.
     pub fn shrink(&self) -> usize {
         self.flush_all();
+        self.shrink_barns();
         let p = &self.plat;
         let mut freed = 0;
         for n in self.nodes.iter() {
@@ -174,6 +178,7 @@ impl<P: Platform> Cache<P> {
         if live != 0 || slabs != 0 {
             return Err(live.max(slabs as i64).max(1) as usize);
         }
+        self.free_cpu_sheaves();
         self.dead.store(true, Relaxed);
         Ok(())
     }

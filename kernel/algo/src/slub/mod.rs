@@ -13,6 +13,7 @@
 //! Nothing is printed with a list_lock held: misuse reports are made after release.
 
 pub mod alloc;
+mod barn;
 pub mod cache;
 pub mod debug;
 pub mod free;
@@ -20,7 +21,10 @@ pub mod freelist;
 pub mod geometry;
 pub mod info;
 pub mod platform;
+pub mod sheaf;
+mod sheaves;
 mod slab;
+mod slab_path;
 pub mod stats;
 
 #[cfg(test)]
@@ -28,11 +32,13 @@ mod fake;
 #[cfg(test)]
 mod model;
 #[cfg(test)]
+mod sheaves_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tid_model;
 
-pub use cache::{Cache, CreateError, Tunables, CPU_SLAB_BYTES, HOT_LINE_BYTES};
+pub use cache::{Cache, CreateError, Design, Tunables, CPU_SLAB_BYTES, HOT_LINE_BYTES};
 pub use geometry::DebugFlags;
 pub use info::{slabinfo_line, SlabInfo, SlabinfoMode, SLABINFO_HEADER};
 pub use platform::{Platform, Report, SlabPages, DESC_BYTES};

@@ -334,6 +334,16 @@ impl Platform for &ModelMachine {
         point();
         self.descs_free.lock().unwrap().push(desc);
     }
+    /// Sheaves of up to a descriptor's size come from the descriptor pool.
+    fn alloc_block(&self, bytes: usize) -> Option<usize> {
+        if bytes > DESC_BYTES {
+            return None;
+        }
+        self.alloc_desc()
+    }
+    fn free_block(&self, addr: usize, _bytes: usize) {
+        self.free_desc(addr)
+    }
     fn report(&self, r: &Report<'_>) {
         self.reports.lock().unwrap().push((r.addr, r.kind));
     }

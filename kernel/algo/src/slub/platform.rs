@@ -39,6 +39,11 @@ pub trait Platform: Sync {
     fn new_lock(&self) -> Self::Lock;
     /// Runs `f` with `lock` held and interrupts off.
     fn with_lock<R>(&self, lock: &Self::Lock, f: impl FnOnce() -> R) -> R;
+    /// Runs `f` with `lock` held if it can be taken at once; None when it is taken. The
+    /// default always takes it (platforms without contention).
+    fn try_with_lock<R>(&self, lock: &Self::Lock, f: impl FnOnce() -> R) -> Option<R> {
+        Some(self.with_lock(lock, f))
+    }
 
     fn topology(&self) -> &Topology;
     /// The running CPU.
@@ -107,6 +112,14 @@ pub trait Platform: Sync {
     /// A zeroed, 8-byte aligned block of `DESC_BYTES`, or None when out of memory.
     fn alloc_desc(&self) -> Option<usize>;
     fn free_desc(&self, desc: usize);
+
+    /// A zeroed, 8-byte aligned block of `bytes` for a sheaf (Linux kmallocs its sheaves),
+    /// or None when out of memory. Called with interrupts off and no lock of the cache held
+    /// except, possibly, the running CPU's sheaf trylock (a nested allocation from the same
+    /// cache then fails that trylock and takes the slab path).
+    fn alloc_block(&self, bytes: usize) -> Option<usize>;
+    /// Gives back what `alloc_block(bytes)` returned.
+    fn free_block(&self, addr: usize, bytes: usize);
 
     /// Prints a misuse report (called with no lock held).
     fn report(&self, report: &Report<'_>);

@@ -62,10 +62,36 @@ pub enum Stat {
     AllocBulk,
     /// numalab: objects returned by free_bulk.
     FreeBulk,
+    // ---- the sheaves design (Linux 7's names) ----
+    /// Allocation from the CPU's main sheaf (Linux's ALLOC_PCS).
+    AllocCpuSheaf,
+    /// Free into the CPU's main sheaf (Linux's FREE_PCS).
+    FreeCpuSheaf,
+    /// Objects flushed from a sheaf back to their slabs.
+    SheafFlush,
+    /// Objects taken from slabs into a sheaf.
+    SheafRefill,
+    /// The main and spare sheaves were swapped.
+    SheafSwap,
+    /// An empty sheaf was allocated.
+    SheafAlloc,
+    /// An empty sheaf was freed.
+    SheafFree,
+    /// A full sheaf came from the barn (an empty one went back).
+    BarnGet,
+    /// The barn had no full sheaf.
+    BarnGetFail,
+    /// A full sheaf went to the barn (an empty one came back).
+    BarnPut,
+    /// The barn already held its bound of full sheaves.
+    BarnPutFail,
+    /// numalab: a refill skipped another node's partial slabs because its list_lock was
+    /// taken (the trylock of Linux commit 40fd0acc45d0).
+    AllocRemoteTrylockFail,
 }
 
 /// Number of counters.
-pub const NR_STATS: usize = Stat::FreeBulk as usize + 1;
+pub const NR_STATS: usize = Stat::AllocRemoteTrylockFail as usize + 1;
 
 impl Stat {
     /// Linux's name of the counter (/sys/kernel/slab/CACHE/NAME).
@@ -106,6 +132,18 @@ pub const STAT_NAMES: [(Stat, &str); NR_STATS] = [
     (Stat::CmpxchgDoubleCpuFail, "cmpxchg_double_cpu_fail"),
     (Stat::AllocBulk, "alloc_bulk"),
     (Stat::FreeBulk, "free_bulk"),
+    (Stat::AllocCpuSheaf, "alloc_cpu_sheaf"),
+    (Stat::FreeCpuSheaf, "free_cpu_sheaf"),
+    (Stat::SheafFlush, "sheaf_flush"),
+    (Stat::SheafRefill, "sheaf_refill"),
+    (Stat::SheafSwap, "sheaf_swap"),
+    (Stat::SheafAlloc, "sheaf_alloc"),
+    (Stat::SheafFree, "sheaf_free"),
+    (Stat::BarnGet, "barn_get"),
+    (Stat::BarnGetFail, "barn_get_fail"),
+    (Stat::BarnPut, "barn_put"),
+    (Stat::BarnPutFail, "barn_put_fail"),
+    (Stat::AllocRemoteTrylockFail, "alloc_remote_trylock_fail"),
 ];
 
 /// One CPU's counters. Only that CPU writes them (interrupts off); anyone may read.
@@ -191,11 +229,25 @@ impl StatsSnapshot {
         out
     }
 
-    /// Objects handed out minus objects taken back: the exact number of live objects.
+    /// Objects handed out minus objects taken back: the exact number of live objects (in
+    /// the sheaves design, objects from and to the CPU sheaves included).
     pub fn live_objects(&self) -> i64 {
-        let allocs = self.get(Stat::AllocFastpath) + self.get(Stat::AllocSlowpath);
-        let frees = self.get(Stat::FreeFastpath) + self.get(Stat::FreeSlowpath);
+        let allocs = self.get(Stat::AllocFastpath)
+            + self.get(Stat::AllocSlowpath)
+            + self.get(Stat::AllocCpuSheaf);
+        let frees = self.get(Stat::FreeFastpath)
+            + self.get(Stat::FreeSlowpath)
+            + self.get(Stat::FreeCpuSheaf);
         allocs as i64 - frees as i64
+    }
+
+    /// Free objects held in sheaves (per-CPU and in barns): what came in (refills from
+    /// slabs, frees into sheaves) minus what went out (allocations from sheaves, flushes to
+    /// slabs). Their slabs count them as in use, as Linux's do.
+    pub fn sheaf_cached_objects(&self) -> i64 {
+        let came = self.get(Stat::SheafRefill) + self.get(Stat::FreeCpuSheaf);
+        let went = self.get(Stat::AllocCpuSheaf) + self.get(Stat::SheafFlush);
+        came as i64 - went as i64
     }
 }
 
