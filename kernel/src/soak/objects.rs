@@ -43,6 +43,8 @@ pub(super) struct Objects {
     caches: [&'static KmemCache; NR_CHECKED],
     /// Active objects at the start: the kernel's own (none in the soak's caches).
     start: PerCache,
+    /// Sheaf blocks live per checked kmalloc cache at the start.
+    sheaf_start: [i64; NR_CHECKED],
 }
 
 /// The index of the checked cache an item of the soak lives in (None: not a slab object).
@@ -91,6 +93,10 @@ impl Objects {
         let mut o = Objects {
             caches,
             start: [0; NR_CHECKED],
+            sheaf_start: core::array::from_fn(|i| {
+                i.checked_sub(SHARED_SIZES.len())
+                    .map_or(0, crate::mm::slub::platform::sheaf_blocks)
+            }),
         };
         let now = o.measure(0);
         for (i, c) in now.iter().enumerate() {
@@ -117,14 +123,21 @@ impl Objects {
                 c.core().flush_local();
             }
         });
+        // The sheaves design: the barns' sheaves too (their objects are in use for slabs).
+        for c in caches {
+            c.core().shrink_barns();
+        }
         let mut out = [Count::default(); NR_CHECKED];
         for (i, c) in caches.iter().enumerate().map(|(i, c)| (first + i, c)) {
             out[i] = Count {
                 active: c.slabinfo(SlabinfoMode::Scan).active_objs,
                 counters: c.stats().live_objects(),
-                heap: i
-                    .checked_sub(SHARED_SIZES.len())
-                    .map_or(0, heap::kmalloc_blocks),
+                // The heap's kmalloc blocks, and the sheaves' own blocks (Linux kmallocs
+                // sheaves; each CPU keeps an empty main after a flush) since the start.
+                heap: i.checked_sub(SHARED_SIZES.len()).map_or(0, |k| {
+                    heap::kmalloc_blocks(k) + crate::mm::slub::platform::sheaf_blocks(k)
+                        - self.sheaf_start[i]
+                }),
             };
         }
         out

@@ -67,6 +67,34 @@ super::declare! {
         default: "",
         help: "debug flags F (sanity) Z (red zone) P (poison) U (user), 1 = all, optionally ,CACHE,... to limit them",
     };
+    SLUB_DESIGN: Word = Spec {
+        key: "slub.design",
+        kind: Kind::Choice(&["sheaves", "partial"]),
+        default: "sheaves",
+        help: "sheaves: Linux 7's per-CPU sheaves and per-node barns; partial: the per-CPU slab and partial slabs of Linux up to 6.17",
+    };
+    SLUB_SHEAF_CAPACITY: AutoOr<u64> = Spec {
+        key: "slub.sheaf_capacity",
+        kind: Kind::KeywordOr {
+            keyword: "auto",
+            min: 1,
+            max: 1020,
+        },
+        default: "auto",
+        help: "objects per sheaf, rounded up to fill a kmalloc bucket; auto: Linux's calculate_sheaf_capacity (60 for kmalloc-64)",
+    };
+    SLUB_SHEAVES_MEMORYLESS: Word = Spec {
+        key: "slub.sheaves_memoryless",
+        kind: Kind::Choice(&["barn", "none"]),
+        default: "barn",
+        help: "barns on memoryless nodes: barn (the fix series, Linux 7.1) or none (7.0 as shipped: their CPUs fall to the slab path)",
+    };
+    SLUB_SHEAVES_ANY_NODE: Word = Spec {
+        key: "slub.sheaves_any_node",
+        kind: Kind::Choice(&["trylock", "spin"]),
+        default: "trylock",
+        help: "how a refill takes other nodes' list_locks: trylock (Linux commit 40fd0acc45d0) or spin (before it)",
+    };
     SLUB_SLABINFO: Word = Spec {
         key: "slub.slabinfo",
         kind: Kind::Choice(&["counters", "scan"]),

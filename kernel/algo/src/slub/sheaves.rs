@@ -42,6 +42,7 @@ impl<P: Platform> Cache<P> {
             }
         }
         if locked(c) {
+            p.cpu_inc(c.stats.counter(Stat::SheafTrylockFail));
             return self.slab_alloc_entry(None, false);
         }
         c.sheaf_lock.store(1, Relaxed);
@@ -69,7 +70,11 @@ impl<P: Platform> Cache<P> {
         let Ok((slab, _)) = self.slab_of(obj) else {
             return self.free_slow_entry(obj, false);
         };
-        if slab.node(p).index() != c.home.load(Relaxed) || locked(c) {
+        if slab.node(p).index() != c.home.load(Relaxed) {
+            return self.free_slow_entry(obj, false);
+        }
+        if locked(c) {
+            p.cpu_inc(c.stats.counter(Stat::SheafTrylockFail));
             return self.free_slow_entry(obj, false);
         }
         c.sheaf_lock.store(1, Relaxed);
@@ -331,8 +336,8 @@ impl<P: Platform> Cache<P> {
     }
 
     /// Empties every barn (Linux's barn_shrink): full sheaves are flushed, and every sheaf
-    /// freed. The counters go to the running CPU.
-    pub(crate) fn shrink_barns(&self) {
+    /// freed. The counters go to the running CPU. Nothing for the partial design.
+    pub fn shrink_barns(&self) {
         let p = &self.plat;
         for barn in self.barns.iter() {
             loop {

@@ -70,7 +70,17 @@ impl<P: Platform> Cache<P> {
             got += self.take_from_new_slab(c, Some(node), for_node, want - got, put);
         }
         if got == 0 && for_node && !strict {
-            got += self.take_from_any_partial(c, node, want, put);
+            // Like a request without a node (Linux 6.10's fallback): the CPU's own memory
+            // node's partial slabs, then other nodes', then a new slab anywhere.
+            let home = NodeId(c.home.load(core::sync::atomic::Ordering::Relaxed) as u16);
+            if home != node {
+                got += self
+                    .take_from_partial(c, home, want, false, put)
+                    .unwrap_or(0);
+            }
+            if got == 0 {
+                got += self.take_from_any_partial(c, home, want, put);
+            }
             if got == 0 {
                 got += self.take_from_new_slab(c, Some(node), false, want, put);
             }

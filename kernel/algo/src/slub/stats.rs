@@ -88,10 +88,13 @@ pub enum Stat {
     /// numalab: a refill skipped another node's partial slabs because its list_lock was
     /// taken (the trylock of Linux commit 40fd0acc45d0).
     AllocRemoteTrylockFail,
+    /// numalab: an allocation or free found the CPU's sheaf trylock taken (an interrupt
+    /// on top of its owner's fast path) and took the slab path.
+    SheafTrylockFail,
 }
 
 /// Number of counters.
-pub const NR_STATS: usize = Stat::AllocRemoteTrylockFail as usize + 1;
+pub const NR_STATS: usize = Stat::SheafTrylockFail as usize + 1;
 
 impl Stat {
     /// Linux's name of the counter (/sys/kernel/slab/CACHE/NAME).
@@ -144,6 +147,7 @@ pub const STAT_NAMES: [(Stat, &str); NR_STATS] = [
     (Stat::BarnPut, "barn_put"),
     (Stat::BarnPutFail, "barn_put_fail"),
     (Stat::AllocRemoteTrylockFail, "alloc_remote_trylock_fail"),
+    (Stat::SheafTrylockFail, "sheaf_trylock_fail"),
 ];
 
 /// One CPU's counters. Only that CPU writes them (interrupts off); anyone may read.

@@ -110,6 +110,12 @@ pub(super) fn irq_hammer(_ctx: &Ctx) -> TestResult {
     )
 }
 
+/// Interrupts that landed inside a fast path: a failed (freelist, tid) compare in the
+/// partial design, a taken sheaf trylock in the sheaves design.
+fn split(s: &numalab_algo::slub::StatsSnapshot) -> u64 {
+    s.get(Stat::CmpxchgDoubleCpuFail) + s.get(Stat::SheafTrylockFail)
+}
+
 /// Hammers a fresh 64-byte cache `name` with tunables `t` from the loop and the timer hook.
 fn hammer(name: &str, t: numalab_algo::slub::Tunables) -> TestResult {
     let debug = t.debug.any();
@@ -154,13 +160,7 @@ fn hammer(name: &str, t: numalab_algo::slub::Tunables) -> TestResult {
         // A debug cache has no fast path to split: enough ticks are the whole test.
         if steps.is_multiple_of(1024)
             && HOOK_RUNS.load(Relaxed) >= TICKS
-            && (debug
-                || cache
-                    .core()
-                    .stats()
-                    .since(&before)
-                    .get(Stat::CmpxchgDoubleCpuFail)
-                    > 0)
+            && (debug || split(&cache.core().stats().since(&before)) > 0)
         {
             break;
         }
@@ -180,18 +180,22 @@ fn hammer(name: &str, t: numalab_algo::slub::Tunables) -> TestResult {
     let s = cache.core().stats().since(&before);
     let runs = HOOK_RUNS.load(Relaxed);
     let hook_errors = HOOK_ERRORS.load(Relaxed);
-    let retries = s.get(Stat::CmpxchgDoubleCpuFail);
+    let retries = split(&s);
     crate::println!(
-        "# slub irq_hammer: {} (debug {}): {} steps, {} timer hooks, alloc_fastpath {} free_fastpath {} alloc_slowpath {} free_slowpath {} cmpxchg_double_cpu_fail {}",
+        "# slub irq_hammer: {} (debug {}, sheaf_capacity {}): {} steps, {} timer hooks, alloc_fastpath {} free_fastpath {} alloc_cpu_sheaf {} free_cpu_sheaf {} alloc_slowpath {} free_slowpath {} cmpxchg_double_cpu_fail {} sheaf_trylock_fail {}",
         name,
         t.debug.letters(),
+        cache.core().sheaf_capacity(),
         steps,
         runs,
         s.get(Stat::AllocFastpath),
         s.get(Stat::FreeFastpath),
+        s.get(Stat::AllocCpuSheaf),
+        s.get(Stat::FreeCpuSheaf),
         s.get(Stat::AllocSlowpath),
         s.get(Stat::FreeSlowpath),
-        retries
+        s.get(Stat::CmpxchgDoubleCpuFail),
+        s.get(Stat::SheafTrylockFail)
     );
     let live_after = s.live_objects();
     // Destroy fails (and counts) if any object was lost from every freelist.
@@ -232,7 +236,7 @@ fn hammer(name: &str, t: numalab_algo::slub::Tunables) -> TestResult {
         }
     } else if retries == 0 {
         return Err(TestError::Fail(format!(
-            "no interrupt split a fast path in {} steps and {} ticks (cmpxchg_double_cpu_fail 0)",
+            "no interrupt split a fast path in {} steps and {} ticks (cmpxchg_double_cpu_fail + sheaf_trylock_fail 0)",
             steps, runs
         )));
     }

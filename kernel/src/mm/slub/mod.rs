@@ -26,6 +26,8 @@ mod irq_hammer;
 pub mod kmalloc;
 mod object;
 pub mod platform;
+#[cfg(feature = "ktest")]
+mod sheaf_tests;
 pub mod slabmap;
 #[cfg(feature = "ktest")]
 mod stress;
@@ -41,7 +43,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use numalab_algo::slub::geometry::MAX_SLAB_ORDER;
 use numalab_algo::slub::{
-    Cache, CreateError, DebugFlags, SlabInfo, SlabinfoMode, StatsSnapshot, Tunables,
+    Cache, CreateError, DebugFlags, Design, SlabInfo, SlabinfoMode, StatsSnapshot, Tunables,
 };
 use numalab_algo::topology::NodeId;
 use platform::KernelPlatform;
@@ -89,6 +91,17 @@ fn boot_tunables() -> BootTunables {
         memoryless_fix: opts.get(&crate::options::SLUB_MEMORYLESS_FIX),
         remote_node_defrag_ratio: opts.get(&crate::options::SLUB_REMOTE_NODE_DEFRAG_RATIO) as u32,
         debug: DebugFlags::default(),
+        design: if opts.get(&crate::options::SLUB_DESIGN) == "partial" {
+            Design::Partial
+        } else {
+            Design::Sheaves
+        },
+        sheaf_capacity: opts
+            .get(&crate::options::SLUB_SHEAF_CAPACITY)
+            .set()
+            .map(|v| v as usize),
+        memoryless_barns: opts.get(&crate::options::SLUB_SHEAVES_MEMORYLESS) == "barn",
+        any_node_trylock: opts.get(&crate::options::SLUB_SHEAVES_ANY_NODE) == "trylock",
     };
     let debug = opts.get(&crate::options::SLUB_DEBUG);
     t.debug = debug.flags;
@@ -129,13 +142,18 @@ pub fn init() {
     crate::mm::frame::register_holder(&SlubPages);
     let k64 = kmalloc::cache_for(64).map(|c| c.core());
     println!(
-        "numalab: slub: {} kmalloc caches (kmalloc-8 .. kmalloc-8k), max_order {}, min_objects {}; kmalloc-64: {} objects per slab, min_partial {}, cpu_partial {}; prefer_local {}, memoryless_fix {}, debug {}",
+        "numalab: slub: design {}; {} kmalloc caches (kmalloc-8 .. kmalloc-8k), max_order {}, min_objects {}; kmalloc-64: {} objects per slab, min_partial {}, cpu_partial {}, sheaf_capacity {}; prefer_local {}, memoryless_fix {}, debug {}",
+        match t.design {
+            Design::Sheaves => "sheaves",
+            Design::Partial => "partial",
+        },
         numalab_algo::slub::geometry::KMALLOC_SIZES.len(),
         t.max_order,
         if t.min_objects == 0 { 4 * (numalab_algo::slub::geometry::fls(crate::topology::get().nr_cpus()) as usize + 1) } else { t.min_objects },
         k64.map_or(0, |c| c.order_objects().objects),
         k64.map_or(0, |c| c.min_partial()),
         k64.map_or(0, |c| c.cpu_partial().0),
+        k64.map_or(0, |c| c.sheaf_capacity()),
         t.prefer_local as u8,
         t.memoryless_fix as u8,
         t.debug.letters()

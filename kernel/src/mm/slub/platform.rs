@@ -26,6 +26,16 @@ struct DescPool {
 static DESC_POOL: IrqSpinLock<DescPool> = IrqSpinLock::new(DescPool { free: 0, pages: 0 });
 /// Descriptor pool pages per node.
 static DESC_PAGES_ON: PerNode = PerNode::new();
+/// Sheaf blocks live, per kmalloc class (an index into KMALLOC_SIZES): the kmalloc objects
+/// that the sheaves themselves occupy, for the soak's per-cache object check.
+static SHEAF_BLOCKS: [core::sync::atomic::AtomicI64;
+    numalab_algo::slub::geometry::KMALLOC_SIZES.len()] = [const { core::sync::atomic::AtomicI64::new(0) };
+    numalab_algo::slub::geometry::KMALLOC_SIZES.len()];
+
+/// Sheaf blocks live in kmalloc class `class`.
+pub fn sheaf_blocks(class: usize) -> i64 {
+    SHEAF_BLOCKS.get(class).map_or(0, |n| n.load(Relaxed))
+}
 
 /// A counter per node of the machine: one slot for each of the topology's nodes (at most
 /// Linux's MAX_NUMNODES, 1024, the bound the ACPI and numactl readers enforce), allocated from
@@ -139,6 +149,12 @@ impl Platform for KernelPlatform {
     }
 
     #[inline]
+    fn try_with_lock<R>(&self, lock: &IrqSpinLock<()>, f: impl FnOnce() -> R) -> Option<R> {
+        let _guard = lock.try_lock()?;
+        Some(f())
+    }
+
+    #[inline]
     fn topology(&self) -> &Topology {
         crate::topology::get()
     }
@@ -180,16 +196,18 @@ impl Platform for KernelPlatform {
         // slot (CpuSlab: repr(C, align(64)), both at offsets 0 and 8, asserted at compile
         // time), valid for the cache's life. cmpxchg16b compares rdx:rax with the pair and
         // stores rcx:rbx when equal; rbx is LLVM's, so the new low word is swapped into it
-        // and back around the instruction (mov keeps ZF for the branch). The lock prefix is
-        // not needed against interrupts (an instruction is never split by one) but
-        // cmpxchg16b is only defined with it.
+        // and back around the instruction (mov keeps ZF for the branch). The address is
+        // pinned to rsi: the register allocator may hand out rbx for an `in(reg)` operand,
+        // and an address in rbx would be overwritten by the swap (seen: a #GP at the
+        // cmpxchg16b once CpuSlab grew). The lock prefix is not needed against interrupts
+        // (an instruction is never split by one) but cmpxchg16b is only defined with it.
         unsafe {
             core::arch::asm!(
                 "xchg {lo}, rbx",
-                "lock cmpxchg16b xmmword ptr [{addr}]",
+                "lock cmpxchg16b xmmword ptr [rsi]",
                 "mov rbx, {lo}",
                 "je {done}",
-                addr = in(reg) addr,
+                in("rsi") addr,
                 lo = inout(reg) new[0] => _,
                 inout("rax") old[0] => _,
                 inout("rdx") old[1] => _,
@@ -331,6 +349,35 @@ impl Platform for KernelPlatform {
         let mut pool = DESC_POOL.lock();
         self.store(desc, pool.free);
         pool.free = desc;
+    }
+
+    fn alloc_block(&self, bytes: usize) -> Option<usize> {
+        // Linux kmallocs its sheaves too. A nested call into the same cache finds this
+        // CPU's sheaf trylock taken and takes the slab path, so there is no recursion.
+        let p = super::kmalloc::kmalloc(bytes)?;
+        let addr = p.as_ptr() as usize;
+        for w in 0..bytes.div_ceil(8) {
+            self.store(addr + w * 8, 0);
+        }
+        if let Some(n) =
+            numalab_algo::slub::geometry::kmalloc_index(bytes).and_then(|i| SHEAF_BLOCKS.get(i))
+        {
+            n.fetch_add(1, Relaxed);
+        }
+        Some(addr)
+    }
+
+    fn free_block(&self, addr: usize, bytes: usize) {
+        if let Some(n) =
+            numalab_algo::slub::geometry::kmalloc_index(bytes).and_then(|i| SHEAF_BLOCKS.get(i))
+        {
+            n.fetch_sub(1, Relaxed);
+        }
+        if let Some(p) = core::ptr::NonNull::new(addr as *mut u8) {
+            // SAFETY: `addr` is a block `alloc_block` got from kmalloc, given back once by
+            // the SLUB core (a sheaf is freed when it leaves the cache for good).
+            unsafe { super::kmalloc::kfree(p) };
+        }
     }
 
     fn report(&self, r: &Report<'_>) {

@@ -59,7 +59,7 @@ fn expected_stride(size: usize, align: usize, d: DebugFlags) -> usize {
 }
 
 /// Frees an address this test got from `cache`.
-fn free(cache: &KmemCache, addr: usize) {
+pub(super) fn free(cache: &KmemCache, addr: usize) {
     if let Some(p) = NonNull::new(addr as *mut u8) {
         // SAFETY: the tests free each object they allocated exactly once and do not touch
         // it afterwards (bad frees are deliberate only in the debug tests, which the checks
@@ -68,7 +68,7 @@ fn free(cache: &KmemCache, addr: usize) {
     }
 }
 
-fn alloc(cache: &KmemCache) -> Result<usize, TestError> {
+pub(super) fn alloc(cache: &KmemCache) -> Result<usize, TestError> {
     cache
         .alloc()
         .map(|p| p.as_ptr() as usize)
@@ -80,7 +80,7 @@ fn node_of(addr: usize) -> Option<NodeId> {
 }
 
 /// Destroys `cache`; the caller must not use it after an `Ok`.
-fn destroy(cache: &'static KmemCache) -> TestResult {
+pub(super) fn destroy(cache: &'static KmemCache) -> TestResult {
     // SAFETY: every test calls this as the last use of a cache it created and used only on
     // this CPU (or in cross-CPU calls that have returned); on Err the cache stays valid.
     unsafe { cache.destroy() }.map_err(|live| {
@@ -167,12 +167,15 @@ fn geometry(_ctx: &Ctx) -> TestResult {
     Ok(())
 }
 
-/// Drives every allocation and free path and checks each counter moved.
+/// Drives every allocation and free path of the partial design and checks each counter
+/// moved.
 fn paths(_ctx: &Ctx) -> TestResult {
     let topo = crate::topology::get();
+    // The partial design's paths (the sheaves design has its own test, sheaf_paths).
     let t = Tunables {
         min_partial: Some(0),
         remote_node_defrag_ratio: 1024,
+        design: numalab_algo::slub::Design::Partial,
         ..default_tunables("slub-paths")
     };
     let c = KmemCache::create("slub-paths", 256, 0, t).map_err(|e| format!("{:?}", e))?;
@@ -379,19 +382,17 @@ fn remote_frees(_ctx: &Ctx) -> TestResult {
     kassert_eq!(c.stats().live_objects(), 0);
     for &cpu in &cpus {
         let s = c.core().cpu_stats(cpu);
-        kassert!(
-            s.get(Stat::FreeFastpath) + s.get(Stat::FreeSlowpath) == per_cpu as u64,
-            "cpu {} freed {}",
-            cpu.0,
-            s.get(Stat::FreeFastpath) + s.get(Stat::FreeSlowpath)
-        );
+        let freed =
+            s.get(Stat::FreeFastpath) + s.get(Stat::FreeSlowpath) + s.get(Stat::FreeCpuSheaf);
+        kassert!(freed == per_cpu as u64, "cpu {} freed {}", cpu.0, freed);
     }
     c.core().validate()?;
     destroy(c)
 }
 
-/// After a deterministic workload the counters' active_objs equals the live objects; the
-/// old scan counts free objects held by CPUs as active until they are flushed.
+/// After a deterministic workload the counters' active_objs equals the live objects (plus,
+/// with sheaves, the objects the sheaves cache); the old scan counts free objects held by
+/// CPUs as active until they are flushed.
 fn slabinfo_exact(_ctx: &Ctx) -> TestResult {
     let c = KmemCache::create("slub-slabinfo", 192, 0, default_tunables("slub-slabinfo"))
         .map_err(|e| format!("{:?}", e))?;
@@ -406,14 +407,19 @@ fn slabinfo_exact(_ctx: &Ctx) -> TestResult {
     let scan = c.slabinfo(SlabinfoMode::Scan);
     crate::println!("# {}", slabinfo_line("counters", &counters));
     crate::println!("# {}", slabinfo_line("scan", &scan));
-    kassert_eq!(counters.active_objs, live.len());
+    // Objects cached in sheaves are active, as in Linux's slabinfo (0 in the partial design).
+    let cached = c.stats().sheaf_cached_objects() as usize;
+    kassert_eq!(counters.active_objs, live.len() + cached);
     kassert_eq!(counters.num_objs, scan.num_objs);
     kassert!(scan.active_objs >= live.len());
-    c.flush_all();
+    c.shrink();
     kassert_eq!(c.slabinfo(SlabinfoMode::Scan).active_objs, live.len());
     for o in live {
         free(c, o);
     }
+    let cached = c.stats().sheaf_cached_objects() as usize;
+    kassert_eq!(c.slabinfo(SlabinfoMode::Counters).active_objs, cached);
+    c.shrink();
     kassert_eq!(c.slabinfo(SlabinfoMode::Counters).active_objs, 0);
     destroy(c)
 }
@@ -873,8 +879,12 @@ fn exhausted_node(_ctx: &Ctx) -> TestResult {
     else {
         return Err(TestError::Skip("one memory node".into()));
     };
-    let c = KmemCache::create("slub-exhausted", 64, 0, default_tunables("slub-exhausted"))
-        .map_err(|e| format!("{:?}", e))?;
+    // The stand-in slab is the partial design's mechanism.
+    let t = Tunables {
+        design: numalab_algo::slub::Design::Partial,
+        ..default_tunables("slub-exhausted")
+    };
+    let c = KmemCache::create("slub-exhausted", 64, 0, t).map_err(|e| format!("{:?}", e))?;
     let per = c.core().order_objects().objects;
     // Take every block of the target node (dropped at the end, or on an early return).
     let mut taken: Vec<frame::Pages> = Vec::new();
@@ -1098,6 +1108,7 @@ fn node_counters(_ctx: &Ctx) -> TestResult {
 
 ktest!(SUITE, Test, geometry);
 ktest!(SUITE, Test, paths);
+ktest!(SUITE, Test, "sheaf_paths", super::sheaf_tests::sheaf_paths);
 ktest!(SUITE, Test, remote_frees);
 ktest!(SUITE, Test, slabinfo_exact);
 ktest!(SUITE, Test, memoryless);
