@@ -106,6 +106,14 @@ pub fn all() -> Vec<Preset> {
             distances: matrix(8, |i, j| if i == j { 10 } else if i / 4 == j / 4 { 20 } else { 30 }),
         },
         Preset {
+            name: "8node-2mem",
+            about: "the 7.0 sheaves regression's shape: 8 nodes with a CPU each, memory (512 MiB) only on nodes 3 and 7, two sockets (SLIT 10/20/30)",
+            cpus: 8,
+            mem_mib: 1024,
+            nodes: (0..8).map(|i| node(u32::from(i % 4 == 3), 1)).collect(),
+            distances: matrix(8, |i, j| if i == j { 10 } else if i / 4 == j / 4 { 20 } else { 30 }),
+        },
+        Preset {
             name: "2x8",
             about: "seed 000's shape, scaled: 2 nodes x 8 CPUs, 1 GiB each (SLIT 10/21); slub_list_lock with 8 CPUs per list_lock",
             cpus: 16,

@@ -24,16 +24,16 @@ use numalab_algo::bench::{Clock, Record};
 use numalab_algo::rng::XorShift64;
 use numalab_algo::slub::{Stat, StatsSnapshot};
 
-const FAST_PAIRS: u64 = 20_000;
+pub(super) const FAST_PAIRS: u64 = 20_000;
 const RANDOM_LIVE: usize = 1000;
-const RANDOM_STEPS: u64 = 20_000;
-const BURST: usize = 256;
-const BURST_ROUNDS: u64 = 40;
+pub(super) const RANDOM_STEPS: u64 = 20_000;
+pub(super) const BURST: usize = 256;
+pub(super) const BURST_ROUNDS: u64 = 40;
 /// Arena order for the heap-style peers (4 MiB).
 const ARENA_ORDER: u8 = 10;
 
 /// One allocator under test.
-trait Peer {
+pub(super) trait Peer {
     fn alloc(&mut self, layout: Layout) -> Option<NonNull<u8>>;
     /// # Safety
     /// `ptr` came from `alloc(layout)` on this peer and is not used again.
@@ -120,7 +120,7 @@ const PROFILED: [Stat; 10] = [
     Stat::CpuPartialFree,
 ];
 
-struct CachePeer(&'static KmemCache);
+pub(super) struct CachePeer(pub &'static KmemCache);
 impl Peer for CachePeer {
     #[inline(always)]
     fn alloc(&mut self, _layout: Layout) -> Option<NonNull<u8>> {
@@ -241,7 +241,7 @@ fn free_arena(phys: u64, order: u8) {
 /// The same allocator behind `#[inline(never)]` entry points: the loop pays a call and a
 /// return per operation, and the allocator its own prologue, as a caller of Linux's exported
 /// kmalloc/kfree does.
-struct OutOfLine<P>(P);
+pub(super) struct OutOfLine<P>(pub P);
 impl<P: Peer> Peer for OutOfLine<P> {
     fn mark(&mut self, workload: &str, end: bool) {
         self.0.mark(workload, end);
@@ -259,7 +259,7 @@ impl<P: Peer> Peer for OutOfLine<P> {
 
 /// No allocator at all: the loop, the call and the bookkeeping of each workload (the
 /// harness cost subtracted from every other figure).
-struct Empty(NonNull<u8>);
+pub(super) struct Empty(pub NonNull<u8>);
 impl Peer for Empty {
     #[inline(always)]
     fn alloc(&mut self, _layout: Layout) -> Option<NonNull<u8>> {
@@ -274,7 +274,7 @@ impl Peer for Empty {
 /// Instructions (or cycles) per pair for each workload on `peer`, or None if it ran out.
 /// `peer` holds one live object of the workload's size class while fast64 and burst256 are
 /// timed (random keeps 1000).
-fn run<P: Peer>(peer: &mut P) -> [Option<f64>; 3] {
+pub(super) fn run<P: Peer>(peer: &mut P) -> [Option<f64>; 3] {
     let rdtsc = crate::arch::rdtsc;
     let l64 = Layout::from_size_align(64, 8).expect("valid layout");
     // fast64
@@ -371,7 +371,7 @@ fn run<P: Peer>(peer: &mut P) -> [Option<f64>; 3] {
 
 const NAME: &str = super::catalog::ALLOC_PEERS.name;
 
-const WORKLOADS: [&str; 3] = ["fast64", "random", "burst256"];
+pub(super) const WORKLOADS: [&str; 3] = ["fast64", "random", "burst256"];
 
 fn record(case: &str, metric: &str, value: f64, clock: Clock) {
     super::emit(&Record {

@@ -59,7 +59,7 @@ fn run_case(
     let mut caches = Vec::new();
     for size in SIZES_BYTES {
         let name = format!("bench_ml_{size}");
-        let mut t = BenchCache::default_tunables(&name);
+        let mut t = BenchCache::partial_tunables(&name);
         t.memoryless_fix = memoryless_fix;
         caches.push(BenchCache::create(&name, size, t)?);
     }

@@ -13,8 +13,10 @@
 
 mod alloc_peers;
 mod memoryless_node;
+mod memoryless_sheaves;
 mod numa_locality;
 mod page_alloc;
+mod sheaves_vs_partial;
 mod slabinfo_reader;
 mod slub_cache;
 mod slub_list_lock;

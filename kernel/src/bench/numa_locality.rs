@@ -117,7 +117,7 @@ struct Sample {
 fn run_case(case: &str, prefer_local: bool, rounds: usize) -> Result<Sample, String> {
     let cpus = workload::online();
     let role = roles(&cpus);
-    let mut t = BenchCache::default_tunables(NAME);
+    let mut t = BenchCache::partial_tunables(NAME);
     t.prefer_local = prefer_local;
     let cache = BenchCache::create(NAME, MSG_BYTES, t)?;
     let (order, objects, min_partial, _) = cache.shape();

@@ -58,7 +58,7 @@ fn run_case(
     let online = workload::online();
     let (workers, reader) = online.split_at(online.len() - 1);
     let reader = reader[0];
-    let cache = BenchCache::create(NAME, OBJ_BYTES, BenchCache::default_tunables(NAME))?;
+    let cache = BenchCache::create(NAME, OBJ_BYTES, BenchCache::partial_tunables(NAME))?;
     let pools: Vec<Mutex<Vec<Option<Obj>>>> = workers
         .iter()
         .map(|_| Mutex::new(Vec::with_capacity(pool_objs)))

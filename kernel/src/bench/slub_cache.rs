@@ -37,6 +37,23 @@ impl BenchCache {
         crate::mm::slub::default_tunables(name)
     }
 
+    /// The boot defaults with the partial design, whatever `slub.design` says: for the
+    /// experiments that replay threads of the per-CPU partial era (Linux up to 6.17).
+    pub fn partial_tunables(name: &str) -> Tunables {
+        Tunables {
+            design: numalab_algo::slub::Design::Partial,
+            ..Self::default_tunables(name)
+        }
+    }
+
+    pub fn barn_lock_stats(&self) -> LockStatsSnapshot {
+        self.cache.barn_lock_stats()
+    }
+
+    pub fn reset_barn_lock_stats(&self) {
+        self.cache.reset_barn_lock_stats()
+    }
+
     pub fn alloc(&self) -> Option<Obj> {
         self.cache.alloc_object()
     }

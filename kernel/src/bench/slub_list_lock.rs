@@ -46,7 +46,8 @@ const CPU_PERCENTS: &[u32] = &[25, 50, 100];
 /// The four tunings, each built from the boot defaults; `x2_cpu_partial` is the per-CPU
 /// partial object count that doubles order_4's bound in slabs.
 fn tunings(x2_cpu_partial: Option<usize>) -> [(&'static str, Tunables); 4] {
-    let mut linux = BenchCache::default_tunables(NAME);
+    // Seed 000 is a thread of the per-CPU partial era: its tunings are that design's.
+    let mut linux = BenchCache::partial_tunables(NAME);
     linux.min_partial = Some(5);
     linux.max_partial = 10;
     linux.max_order = 3;
@@ -71,31 +72,37 @@ fn tunings(x2_cpu_partial: Option<usize>) -> [(&'static str, Tunables); 4] {
 }
 
 /// What one run measured.
-struct Sample {
-    ops: u64,
-    elapsed_ticks: u64,
-    acquisitions: u64,
-    contended: u64,
+pub(super) struct Sample {
+    pub ops: u64,
+    pub elapsed_ticks: u64,
+    pub acquisitions: u64,
+    pub contended: u64,
     /// Ticks waited for list_locks, summed (sync::spinlock).
-    wait_ticks: u64,
+    pub wait_ticks: u64,
     /// The per-CPU partial bound of the case's cache, in slabs.
-    cpu_partial_slabs: usize,
+    pub cpu_partial_slabs: usize,
     /// SLUB statistics of the run (alloc_slab, free_slab, cpu_partial_alloc ...).
-    stats: numalab_algo::slub::StatsSnapshot,
+    pub stats: numalab_algo::slub::StatsSnapshot,
+    /// Barn lock acquisitions, summed over nodes (0 in the partial design).
+    pub barn_acquisitions: u64,
+    /// Bytes of slab pages the cache still held once every object was freed.
+    pub slab_bytes_after: u64,
 }
 
-/// Runs `rounds` batches on each of `cpus` against a fresh cache with `tunables`.
-fn run_case(
+/// Runs `rounds` batches on each of `cpus` against a fresh cache with `tunables` (named
+/// after `experiment`, which also names the progress lines).
+pub(super) fn run_case(
+    experiment: &str,
     case: &str,
     tunables: Tunables,
     cpus: &[CpuId],
     rounds: u64,
 ) -> Result<Sample, alloc::string::String> {
-    let cache = BenchCache::create(NAME, OBJ_BYTES, tunables)?;
+    let cache = BenchCache::create(experiment, OBJ_BYTES, tunables)?;
     let (order, objects, min_partial, cpu_partial) = cache.shape();
     let cpu_partial_slabs = cache.cpu_partial_slabs();
     crate::println!(
-        "# {NAME}: case {case} cpus {}: slab order {order}, {objects} objects/slab, min_partial {min_partial}, cpu_partial {cpu_partial} objects = {cpu_partial_slabs} slabs",
+        "# {experiment}: case {case} cpus {}: slab order {order}, {objects} objects/slab, min_partial {min_partial}, cpu_partial {cpu_partial} objects = {cpu_partial_slabs} slabs",
         cpus.len()
     );
     let stats0 = cache.stats();
@@ -107,6 +114,7 @@ fn run_case(
     let ops = AtomicU64::new(0);
     let failed = AtomicU64::new(0);
     cache.reset_list_lock_stats();
+    cache.reset_barn_lock_stats();
     crate::smp::run_on_cpus(cpus, &|cpu| {
         let me = cpus.iter().position(|&c| c == cpu).unwrap_or(0);
         let next = (me + 1) % k;
@@ -135,7 +143,7 @@ fn run_case(
             my_ops += mine.len() as u64;
             cache.free_bulk(&mut mine);
             if me == 0 && round % 64 == 0 {
-                super::progress(NAME, case, (round * 100 / rounds) as u32);
+                super::progress(experiment, case, (round * 100 / rounds) as u32);
             }
         }
         workload::store_max(&end, super::now());
@@ -149,11 +157,13 @@ fn run_case(
     let extra = rest.len() as u64;
     cache.free_bulk(&mut rest);
     let stats = cache.list_lock_stats();
+    let barn_acquisitions = cache.barn_lock_stats().acquisitions;
     let slub_stats = cache.stats().since(&stats0);
+    let slab_bytes_after = cache.slab_bytes();
     cache.finish()?;
     if failed.load(Ordering::Relaxed) > 0 {
         return Err(format!(
-            "{NAME}: {case}: {} bulk allocations came back short (out of memory?)",
+            "{experiment}: {case}: {} bulk allocations came back short (out of memory?)",
             failed.load(Ordering::Relaxed)
         ));
     }
@@ -168,6 +178,8 @@ fn run_case(
         wait_ticks: stats.wait_ticks,
         cpu_partial_slabs,
         stats: slub_stats,
+        barn_acquisitions,
+        slab_bytes_after,
     })
 }
 
@@ -189,7 +201,7 @@ fn slub_list_lock(ctx: &Ctx) -> TestResult {
         let mut counters = CaseCounters::new(case);
         for &k in &counts {
             let cpus = workload::first_cpus(k);
-            let s = run_case(case, tunables, &cpus, rounds)?;
+            let s = run_case(NAME, case, tunables, &cpus, rounds)?;
             let kops = s.ops as f64 / 1000.0;
             let secs = s.elapsed_ticks as f64 / hz;
             let wait_share = s.wait_ticks as f64 / (k as f64 * s.elapsed_ticks as f64);

@@ -392,6 +392,14 @@ impl<P: Platform> Cache<P> {
             .sum::<usize>()
     }
 
+    /// The barn lock of `node`, for its contention counters (None: no barn there).
+    pub fn barn_lock(&self, node: NodeId) -> Option<&P::Lock> {
+        self.barns
+            .get(node.index())
+            .filter(|b| b.exists)
+            .map(|b| &b.lock)
+    }
+
     /// Objects per sheaf (0: this cache has no sheaves).
     pub fn sheaf_capacity(&self) -> usize {
         self.sheaf_capacity

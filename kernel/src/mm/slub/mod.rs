@@ -342,6 +342,27 @@ impl KmemCache {
         }
     }
 
+    /// Barn lock counters summed over nodes (the sheaves design's shared lock).
+    pub fn barn_lock_stats(&self) -> LockStatsSnapshot {
+        let topo = crate::topology::get();
+        let mut s = LockStatsSnapshot::default();
+        for n in 0..topo.nr_nodes() {
+            if let Some(lock) = self.0.barn_lock(NodeId(n as u16)) {
+                s.add(&lock.stats.snapshot());
+            }
+        }
+        s
+    }
+
+    pub fn reset_barn_lock_stats(&self) {
+        let topo = crate::topology::get();
+        for n in 0..topo.nr_nodes() {
+            if let Some(lock) = self.0.barn_lock(NodeId(n as u16)) {
+                lock.stats.reset();
+            }
+        }
+    }
+
     /// SLUB_STATS counters summed over CPUs.
     pub fn stats(&self) -> StatsSnapshot {
         self.0.stats()

@@ -11,9 +11,11 @@
 //! smoke benchmark test (tests/s09_bench.rs) checks that every case and required metric of
 //! an experiment that ran was printed.
 
+mod sheaves;
 mod slab;
 mod system;
 
+pub use sheaves::{MEMORYLESS_SHEAVES, SHEAVES_VS_PARTIAL};
 pub use slab::{ALLOC_PEERS, MEMORYLESS_NODE, NUMA_LOCALITY, SLABINFO_READER, SLUB_LIST_LOCK};
 pub use system::{CLOCK_OVERHEAD, PAGE_ALLOC, SMP_CALLS, VMALLOC_SCALING};
 
@@ -28,6 +30,8 @@ pub const CATALOG: &[&Experiment] = &[
     &NUMA_LOCALITY,
     &VMALLOC_SCALING,
     &MEMORYLESS_NODE,
+    &SHEAVES_VS_PARTIAL,
+    &MEMORYLESS_SHEAVES,
 ];
 
 /// The experiment called `name`, if the catalog has it.
@@ -62,6 +66,20 @@ pub fn check(bench: &str, case: &str) -> Result<&'static Experiment, alloc::stri
         ));
     }
     Ok(e)
+}
+
+/// Which SLUB design an experiment measures (the `slub.design` option, docs/slub.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Designs {
+    /// Not a slab experiment (or SLUB only as the kernel's own heap).
+    NoSlab,
+    /// Whatever the boot chose (`slub.design`, default sheaves): the kmalloc caches.
+    Boot,
+    /// The partial design whatever the boot chose: it replays a thread of the per-CPU
+    /// partial era (Linux up to 6.17) and tunes its knobs.
+    Partial,
+    /// Both, side by side in one boot, on caches of its own.
+    Both,
 }
 
 /// Which kind of boot a measurement comes from (docs/benchmarks.md, the boot table).
@@ -291,6 +309,8 @@ pub struct Experiment {
     /// Measures only on a machine with more than one NUMA node (its metrics are required
     /// only there).
     pub numa_only: bool,
+    /// Which SLUB design(s) its caches use.
+    pub designs: Designs,
     pub required: &'static [Required],
     pub seeds: &'static [Seed],
     pub twin: Option<Twin>,

@@ -3,8 +3,8 @@
 //! memory on a memoryless node (003).
 
 use super::{
-    case, sometimes, Baseline, Boot, Boots, Case, Cases, Counterpart, Experiment, Required, Seed,
-    Twin, TwinRecord, TSC_DET, TSC_ICOUNT,
+    case, sometimes, Baseline, Boot, Boots, Case, Cases, Counterpart, Designs, Experiment,
+    Required, Seed, Twin, TwinRecord, TSC_DET, TSC_ICOUNT,
 };
 
 const PAIR: &str = "instructions_per_pair";
@@ -83,6 +83,7 @@ pub const ALLOC_PEERS: Experiment = Experiment {
     baseline: Baseline::PerWorkload("numalab"),
     boots: TSC_ICOUNT,
     numa_only: false,
+    designs: Designs::Boot,
     required: &[Required {
         cases: Cases::Only(&["numalab/fast64", "numalab/random", "numalab/burst256"]),
         metrics: &[PAIR],
@@ -138,6 +139,7 @@ pub const SLUB_LIST_LOCK: Experiment = Experiment {
     baseline: Baseline::Case("linux_default"),
     boots: TSC_DET,
     numa_only: false,
+    designs: Designs::Partial,
     required: &[
         Required {
             cases: Cases::Every,
@@ -210,6 +212,7 @@ pub const SLABINFO_READER: Experiment = Experiment {
     baseline: Baseline::Case("scan"),
     boots: TSC_DET,
     numa_only: false,
+    designs: Designs::Partial,
     required: &[
         Required {
             cases: Cases::Every,
@@ -250,6 +253,7 @@ pub const NUMA_LOCALITY: Experiment = Experiment {
     baseline: Baseline::Case("default"),
     boots: TSC_DET,
     numa_only: true,
+    designs: Designs::Partial,
     required: &[
         Required {
             cases: Cases::Every,
@@ -325,6 +329,7 @@ pub const MEMORYLESS_NODE: Experiment = Experiment {
     baseline: Baseline::Case("single_node"),
     boots: TSC_DET.and(Boots::UMA),
     numa_only: false,
+    designs: Designs::Partial,
     required: &[
         Required {
             cases: Cases::Every,

@@ -2,8 +2,8 @@
 //! allocator, cross-CPU calls and vmalloc's vmap nodes (seed 002).
 
 use super::{
-    case, Baseline, Boot, Boots, Cases, Counterpart, Experiment, Required, Seed, Twin, TwinRecord,
-    TSC_ICOUNT,
+    case, Baseline, Boot, Boots, Cases, Counterpart, Designs, Experiment, Required, Seed, Twin,
+    TwinRecord, TSC_ICOUNT,
 };
 
 const PAIR: &str = "instructions_per_pair";
@@ -16,6 +16,7 @@ pub const CLOCK_OVERHEAD: Experiment = Experiment {
     baseline: Baseline::Case("rdtsc"),
     boots: TSC_ICOUNT,
     numa_only: false,
+    designs: Designs::NoSlab,
     required: &[
         Required {
             cases: Cases::Every,
@@ -43,6 +44,7 @@ pub const PAGE_ALLOC: Experiment = Experiment {
     baseline: Baseline::Case("numalab"),
     boots: Boots::ICOUNT,
     numa_only: false,
+    designs: Designs::NoSlab,
     required: &[Required {
         cases: Cases::Every,
         metrics: &[PAIR],
@@ -78,6 +80,7 @@ pub const SMP_CALLS: Experiment = Experiment {
     baseline: Baseline::Case("on_each_cpu"),
     boots: TSC_ICOUNT,
     numa_only: false,
+    designs: Designs::NoSlab,
     required: &[],
     seeds: &[],
     twin: None,
@@ -104,6 +107,7 @@ pub const VMALLOC_SCALING: Experiment = Experiment {
     baseline: Baseline::Case("global"),
     boots: super::TSC_DET.and(Boots::ICOUNT),
     numa_only: false,
+    designs: Designs::NoSlab,
     required: &[
         Required {
             cases: Cases::Any,

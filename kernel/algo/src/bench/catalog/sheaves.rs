@@ -1,0 +1,144 @@
+//! Catalog entries of the sheaves experiments: the two SLUB designs side by side on
+//! alloc_peers' and slub_list_lock's workloads (Linux 7.0's "slab: replace cpu (partial)
+//! slabs with sheaves"), and CPUs of memoryless nodes under sheaves as 7.0 shipped and as
+//! the fix series has it.
+
+use super::{
+    case, Baseline, Boot, Boots, Case, Cases, Designs, Experiment, Required, Seed, TSC_DET,
+};
+
+const PAIR: &str = "instructions_per_pair";
+const OPS: &str = "ops_per_cpu";
+
+/// Every boot but uma.
+const ALL: Boots = TSC_DET.and(Boots::ICOUNT);
+
+/// memoryless_sheaves' counted metrics (tsc and det).
+const MEMORYLESS_COUNTS: &[&str] = &[
+    "sheaf_fraction_memoryless_cpus",
+    "sheaf_fraction_memory_cpus",
+    "slab_path_per_kop",
+    "list_lock_acquisitions_per_kop",
+];
+
+const fn icount(name: &'static str) -> Case {
+    case(name, Boots::ICOUNT)
+}
+
+/// kernel/src/bench/sheaves_vs_partial.rs: alloc_peers' three workloads on kmalloc-like
+/// private caches of each design (icount), and slub_list_lock's workload at 25/50/100% of
+/// the CPUs (tsc, det) with list_lock and barn lock acquisitions, slabs allocated and
+/// freed, slab memory left after the workload and the share of frees that bypassed the
+/// sheaves.
+pub const SHEAVES_VS_PARTIAL: Experiment = Experiment {
+    name: "sheaves_vs_partial",
+    cases: &[
+        icount("partial/fast64"),
+        icount("partial/random"),
+        icount("partial/burst256"),
+        icount("sheaves/fast64"),
+        icount("sheaves/random"),
+        icount("sheaves/burst256"),
+        case("partial", TSC_DET),
+        case("sheaves", TSC_DET),
+    ],
+    baseline: Baseline::Case("partial"),
+    boots: TSC_DET.and(Boots::ICOUNT),
+    numa_only: false,
+    designs: Designs::Both,
+    required: &[
+        Required {
+            cases: Cases::Only(&[
+                "partial/fast64",
+                "partial/random",
+                "partial/burst256",
+                "sheaves/fast64",
+                "sheaves/random",
+                "sheaves/burst256",
+            ]),
+            metrics: &[PAIR, "slab_path_per_kpair"],
+            boot: Boot::Icount,
+        },
+        Required {
+            cases: Cases::Only(&["partial", "sheaves"]),
+            metrics: &[
+                "list_lock_acquisitions_per_kop",
+                "barn_lock_acquisitions_per_kop",
+                "slabs_allocated_per_kop",
+                "slabs_freed_per_kop",
+                "slab_kib_after",
+                "free_bypass_fraction",
+            ],
+            boot: Boot::Det,
+        },
+        Required {
+            cases: Cases::Only(&["partial", "sheaves"]),
+            metrics: &[
+                OPS,
+                "list_lock_acquisitions_per_kop",
+                "barn_lock_acquisitions_per_kop",
+                "slabs_allocated_per_kop",
+                "slabs_freed_per_kop",
+                "slab_kib_after",
+                "free_bypass_fraction",
+            ],
+            boot: Boot::Tsc,
+        },
+    ],
+    seeds: &[Seed {
+        seed: "005",
+        metric: OPS,
+        case: "sheaves",
+        boot: Boot::Tsc,
+        base: "partial",
+        base_boot: Boot::Tsc,
+        thread_figure:
+            "-1.2% to -4.2% will-it-scale at 64/128/192 processes, sheaves for all caches",
+        thread_ratio: 0.973,
+    }],
+    twin: None,
+};
+
+/// kernel/src/bench/memoryless_sheaves.rs: on the 8node-2mem preset (8 nodes with CPUs, 2
+/// with memory), every CPU churns a 64-byte cache: the partial design, sheaves as 7.0
+/// shipped (no barn on memoryless nodes) and sheaves with the fix (a barn on every node).
+pub const MEMORYLESS_SHEAVES: Experiment = Experiment {
+    name: "memoryless_sheaves",
+    cases: &[
+        case("partial", ALL),
+        case("sheaves_as_shipped", ALL),
+        case("sheaves_fixed", ALL),
+    ],
+    baseline: Baseline::Case("sheaves_fixed"),
+    boots: ALL,
+    numa_only: true,
+    designs: Designs::Both,
+    required: &[
+        Required {
+            cases: Cases::Every,
+            metrics: MEMORYLESS_COUNTS,
+            boot: Boot::Tsc,
+        },
+        Required {
+            cases: Cases::Every,
+            metrics: MEMORYLESS_COUNTS,
+            boot: Boot::Det,
+        },
+        Required {
+            cases: Cases::Every,
+            metrics: &[PAIR, "pairs_per_kinstruction"],
+            boot: Boot::Icount,
+        },
+    ],
+    seeds: &[Seed {
+        seed: "006",
+        metric: "pairs_per_kinstruction",
+        case: "sheaves_as_shipped",
+        boot: Boot::Icount,
+        base: "sheaves_fixed",
+        base_boot: Boot::Icount,
+        thread_figure: "ublk null 36M -> 13M IOPS (-64%) on 7.0, 8 nodes of which 2 have memory",
+        thread_ratio: 13.0 / 36.0,
+    }],
+    twin: None,
+};
