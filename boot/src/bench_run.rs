@@ -213,7 +213,7 @@ fn machine_size(base: &RunConfig) -> (u32, u64) {
             .and_then(|v| v.split(',').next()?.parse().ok())
             .unwrap_or(1);
         let mem = value("-m")
-            .and_then(|v| cli::parse_mem_mib(v))
+            .and_then(|v| crate::qemu::parse_mem_mib(v))
             .unwrap_or(128);
         (cpus, mem)
     } else {
