@@ -8,8 +8,8 @@
 //! not a skip.
 
 use numalab_boot::bench::Boot;
-use numalab_boot::bench_run::{self, BenchArgs};
-use numalab_boot::linux_twin::{self, MIRRORED, REQUIRED};
+use numalab_boot::run::twin::{self, MIRRORED, REQUIRED};
+use numalab_boot::run::{self, BenchArgs};
 use std::time::Duration;
 
 fn twin_args() -> BenchArgs {
@@ -35,14 +35,14 @@ fn smoke_args(list: &str) -> BenchArgs {
         format!("bench={list}"),
     ]
     .to_vec();
-    let mut a = bench_run::parse(&words).expect("bench arguments parse");
+    let mut a = run::parse(&words).expect("bench arguments parse");
     a.base.timeout = Duration::from_secs(480);
     a
 }
 
 /// One twin boot in one of the test process's QEMU slots.
-fn twin_boot(args: &BenchArgs) -> bench_run::BootRun {
-    let runs = numalab::with_qemu_slot(numalab::cost(&args.base), || linux_twin::run_boots(args))
+fn twin_boot(args: &BenchArgs) -> run::BootRun {
+    let runs = numalab::with_qemu_slot(numalab::cost(&args.base), || run::linux_boots(args))
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(runs.len(), 1, "one Linux boot per run");
     let run = runs.into_iter().next().expect("one boot");
@@ -59,7 +59,7 @@ fn twin_boot(args: &BenchArgs) -> bench_run::BootRun {
 #[test]
 #[ignore]
 fn s07_linux_twin_keeps_the_contract_and_repeats() {
-    linux_twin::installed_release()
+    twin::installed_release()
         .expect("./qemu-run.sh setup installs linux-image-amd64 and linux-headers-amd64");
     let args = twin_args();
     let (a, b) = std::thread::scope(|s| {
@@ -73,7 +73,7 @@ fn s07_linux_twin_keeps_the_contract_and_repeats() {
         // KTAP as numalab's (and kunit's tooling) lays it out.
         let errors = run.outcome.ktap.structure_errors();
         assert!(errors.is_empty(), "KTAP layout: {errors:?}");
-        let problems = linux_twin::contract_problems(std::slice::from_ref(run));
+        let problems = twin::contract_problems(std::slice::from_ref(run));
         assert!(problems.is_empty(), "contract:\n{}", problems.join("\n"));
         let ran = run.ran();
         for (name, _) in MIRRORED.iter().filter(|(_, b)| *b == Boot::Icount) {
@@ -107,7 +107,7 @@ fn s07_linux_twin_keeps_the_contract_and_repeats() {
     // bytes in every build, two boots of the same command execute the same instructions:
     // the module starts at the same virtual time and every figure repeats exactly, alloc_peers'
     // included (its loops run with interrupts on, and the ticks land at the same points).
-    let start = |run: &bench_run::BootRun| -> String {
+    let start = |run: &run::BootRun| -> String {
         run.outcome
             .log
             .lines()
@@ -121,7 +121,7 @@ fn s07_linux_twin_keeps_the_contract_and_repeats() {
         start(&b),
         "the two boots started the module at different times"
     );
-    let values = |run: &bench_run::BootRun| -> Vec<(String, String, String, f64)> {
+    let values = |run: &run::BootRun| -> Vec<(String, String, String, f64)> {
         run.records
             .iter()
             .map(|r| (r.bench.clone(), r.case.clone(), r.metric.clone(), r.value))
@@ -141,16 +141,16 @@ fn s07_linux_twin_keeps_the_contract_and_repeats() {
 #[test]
 #[ignore]
 fn s07_linux_twin_mirrors_numa_locality() {
-    linux_twin::installed_release()
+    twin::installed_release()
         .expect("./qemu-run.sh setup installs linux-image-amd64 and linux-headers-amd64");
     let args = smoke_args("numa_locality");
-    let runs = numalab::with_qemu_slot(numalab::cost(&args.base), || linux_twin::run_boots(&args))
+    let runs = numalab::with_qemu_slot(numalab::cost(&args.base), || run::linux_boots(&args))
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(runs.len(), 1, "one Linux boot (tsc)");
     let run = &runs[0];
     assert!(run.outcome.passed(), "{}", run.outcome.failure_report());
     assert_eq!(run.boot, Boot::Tsc);
-    let problems = linux_twin::contract_problems(&runs);
+    let problems = twin::contract_problems(&runs);
     assert!(problems.is_empty(), "contract:\n{}", problems.join("\n"));
     assert!(run.ran().contains("numa_locality"), "{}", run.outcome.log);
     let value = |metric: &str| -> f64 {

@@ -8,22 +8,22 @@
 
 use numalab_boot::bench::catalog::{CLOCK_OVERHEAD, MEMORYLESS_NODE, SLUB_LIST_LOCK};
 use numalab_boot::bench::{self, Boot};
-use numalab_boot::bench_run::{self, BenchArgs};
+use numalab_boot::run::{self, BenchArgs};
 use std::time::Duration;
 
 fn smoke_args(extra: &str) -> BenchArgs {
     let mut words: Vec<String> = vec!["--smoke".into()];
     words.extend(extra.split_whitespace().map(String::from));
-    let mut a = bench_run::parse(&words).expect("bench arguments parse");
+    let mut a = run::parse(&words).expect("bench arguments parse");
     a.base.timeout = Duration::from_secs(300);
     a
 }
 
 /// Runs the bench boots of `args` (one after another) in one of the test process's QEMU slots.
-fn run_boots(args: &BenchArgs) -> Vec<bench_run::BootRun> {
+fn run_boots(args: &BenchArgs) -> Vec<run::BootRun> {
     let img = numalab::image(args.base.firmware);
     let cost = 2 * numalab::cost(&args.base);
-    numalab::with_qemu_slot(cost, || bench_run::run_boots(args, &img)).expect("boots start")
+    numalab::with_qemu_slot(cost, || run::run_boots(args, &img)).expect("boots start")
 }
 
 #[test]
@@ -33,7 +33,7 @@ fn s09_smoke_benchmarks_keep_the_contract() {
     for r in &runs {
         assert!(r.outcome.passed(), "{}", r.outcome.failure_report());
     }
-    let problems = bench_run::contract_problems(&runs);
+    let problems = run::contract_problems(&runs);
     assert!(
         problems.is_empty(),
         "contract violated:\n{}",
@@ -41,7 +41,7 @@ fn s09_smoke_benchmarks_keep_the_contract() {
     );
     // The catalog and the kernel agree: every case listed for a boot was printed there by the
     // experiments that ran, and nothing unlisted was printed (the kernel refuses that too).
-    let problems = bench_run::catalog_problems(&runs);
+    let problems = run::catalog_problems(&runs);
     assert!(
         problems.is_empty(),
         "catalog and kernel disagree:\n{}",
@@ -113,7 +113,7 @@ fn s09_det_counts_repeat_exactly() {
     let img = numalab::image(args.base.firmware);
     let cost = 2 * numalab::cost(&args.base);
     let boot = || {
-        let r = numalab::with_qemu_slot(cost, || bench_run::run_boot(&args, Boot::Det, 0, &img))
+        let r = numalab::with_qemu_slot(cost, || run::run_boot(&args, Boot::Det, 0, &img))
             .expect("det boot starts");
         assert!(r.outcome.passed(), "{}", r.outcome.failure_report());
         r
@@ -130,7 +130,7 @@ fn s09_det_counts_repeat_exactly() {
         );
         return;
     }
-    let counts = |r: &bench_run::BootRun| -> Vec<(String, String, String, u32, f64)> {
+    let counts = |r: &run::BootRun| -> Vec<(String, String, String, u32, f64)> {
         r.records
             .iter()
             .map(|x| {
@@ -208,13 +208,13 @@ fn s09_memoryless_node_runs_on_the_seed_topology_with_a_uma_comparison() {
         );
         return;
     }
-    let problems = bench_run::contract_problems(&runs);
+    let problems = run::contract_problems(&runs);
     assert!(
         problems.is_empty(),
         "contract violated:\n{}",
         problems.join("\n")
     );
-    let problems = bench_run::catalog_problems(&runs);
+    let problems = run::catalog_problems(&runs);
     assert!(
         problems.is_empty(),
         "catalog and kernel disagree:\n{}",

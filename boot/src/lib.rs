@@ -3,17 +3,16 @@
 //! host tests in tests/ both go through this crate.
 
 pub mod bench;
-pub mod bench_run;
 pub mod bench_svg;
 pub mod cli;
 pub mod exit;
 pub mod image;
 pub mod ktap;
-pub mod linux_twin;
 pub mod machine;
 pub mod presets;
 pub mod qemu;
 pub mod resolve;
+pub mod run;
 pub mod soak;
 
 pub use image::Firmware;

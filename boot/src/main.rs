@@ -1,9 +1,8 @@
 //! `numalab-boot`: the runner behind qemu-run.sh (build, boot, report, exit status).
 
-use numalab_boot::bench_run::{self, BenchArgs};
 use numalab_boot::cli::{self, exit, Job};
-use numalab_boot::linux_twin;
 use numalab_boot::machine::{self, replay, scale::Plan};
+use numalab_boot::run::{self, BenchArgs};
 use numalab_boot::{image, qemu, RunConfig, Verdict};
 
 fn main() {
@@ -14,7 +13,7 @@ fn main() {
         Job::Main(base) => {
             // Tests, stress and smoke benchmarks, then the short soak (issue 14); the first
             // failing status wins.
-            let bench = bench_run::run(&BenchArgs::main_job(base.clone()));
+            let bench = run::run(&BenchArgs::main_job(base.clone()));
             let soak = numalab_boot::soak::main_job(&base);
             if bench != exit::PASS {
                 bench
@@ -22,17 +21,9 @@ fn main() {
                 soak
             }
         }
-        Job::Bench(options) => {
-            // One command, two kernels: --compare and numalab's own boots run in bench_run,
-            // anything with Debian's Linux in linux_twin (which runs numalab's boots through
-            // bench_run too for --kernel both).
-            let args = BenchArgs::from_options(options);
-            if args.compare.is_none() && args.kernel != cli::Kernel::Numalab {
-                linux_twin::run(&args)
-            } else {
-                bench_run::run(&args)
-            }
-        }
+        // One command, two kernels: numalab's boots and the Linux twin's are one plan
+        // (run/plan.rs), run and reported together; --compare reads two result files.
+        Job::Bench(options) => run::run(&BenchArgs::from_options(options)),
         Job::Run(config) => run_once(&config, None),
         Job::Replay(config, plan) => {
             for note in &plan.notes {

@@ -181,9 +181,18 @@ impl Preset {
 
     /// The QEMU arguments for this machine with `cpus` CPUs and `mem_mib` MiB.
     pub fn qemu_args(&self, cpus: u32, mem_mib: u64) -> Vec<String> {
+        self.qemu_args_online(cpus, None, mem_mib)
+    }
+
+    /// As [`Preset::qemu_args`], with only `online` of the `cpus` CPUs present when given
+    /// (`-smp ONLINE,maxcpus=CPUS`: the same nodes and SRAT, the rest of the CPUs absent).
+    pub fn qemu_args_online(&self, cpus: u32, online: Option<u32>, mem_mib: u64) -> Vec<String> {
         let mut args = vec![
             "-smp".to_string(),
-            cpus.to_string(),
+            match online {
+                Some(k) => format!("{k},maxcpus={cpus}"),
+                None => cpus.to_string(),
+            },
             "-m".to_string(),
             format!("{}M", mem_mib),
         ];

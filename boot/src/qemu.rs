@@ -27,6 +27,9 @@ pub struct RunConfig {
     pub suite: String,
     pub timeout: Duration,
     pub icount: bool,
+    /// Start QEMU with only this many of the machine's CPUs present (`-smp K,maxcpus=N`: every
+    /// node and every CPU's place in the SRAT kept); None: all of them.
+    pub cpus_online: Option<u32>,
     pub qemu: Option<PathBuf>,
     pub log: Option<PathBuf>,
     /// Arguments after `--`, appended to QEMU's.
@@ -35,7 +38,7 @@ pub struct RunConfig {
     pub echo: bool,
     /// Without `echo`: still echo the lines that start with one of these (e.g. progress).
     pub echo_prefixes: Vec<String>,
-    /// Boot Linux (the twin, linux_twin.rs) instead of numalab's image: `-kernel`, `-initrd`
+    /// Boot Linux (the twin, run/twin/) instead of numalab's image: `-kernel`, `-initrd`
     /// and `-append` replace the disk and the fw_cfg command line.
     pub linux: Option<LinuxBoot>,
 }
@@ -53,6 +56,7 @@ impl RunConfig {
             suite: suite.to_string(),
             timeout: Duration::from_secs(300),
             icount: false,
+            cpus_online: None,
             qemu: None,
             log: None,
             extra: Vec::new(),
@@ -134,14 +138,81 @@ impl RunConfig {
             args.push("-icount".into());
             args.push("shift=0,sleep=off".into());
         }
-        if !self.user_describes_machine() {
-            let cpus = self.smp.unwrap_or(self.topology.cpus);
-            let mem = self.mem_mib.unwrap_or(self.topology.mem_mib);
-            args.extend(self.topology.qemu_args(cpus, mem));
-        }
-        args.extend(self.extra.iter().cloned());
+        args.extend(self.machine_args()?);
         Ok(args)
     }
+
+    /// The machine's part of the QEMU arguments: the preset rendered once with `--smp`, `--mem`
+    /// and `cpus_online` (unless the arguments after `--` describe the machine), then those
+    /// arguments. A machine given after `--` is the user's text: with `cpus_online` its `-smp N`
+    /// (a plain number, else an error) is passed as `-smp K,maxcpus=N`.
+    pub fn machine_args(&self) -> Result<Vec<String>, String> {
+        let mut args = Vec::new();
+        if !self.user_describes_machine() {
+            let (cpus, mem) = self.machine_size();
+            args.extend(self.topology.qemu_args_online(cpus, self.cpus_online, mem));
+            args.extend(self.extra.iter().cloned());
+            return Ok(args);
+        }
+        args.extend(self.extra.iter().cloned());
+        if let Some(online) = self.cpus_online {
+            if let Some(i) = args.iter().position(|a| a == "-smp") {
+                let v = args
+                    .get(i + 1)
+                    .ok_or("-smp without a value in the QEMU arguments")?;
+                let n: u32 = v.parse().map_err(|_| {
+                    format!(
+                        "bench: the icount boot needs '-smp N' (a plain number), got '-smp {v}'"
+                    )
+                })?;
+                args[i + 1] = format!("{online},maxcpus={n}");
+            }
+        }
+        Ok(args)
+    }
+
+    /// The machine's CPUs and MiB: the preset's (or `--smp`/`--mem`), or for a machine given
+    /// after `--` its `-smp` (the first number) and `-m` (1 CPU and 128 MiB, QEMU's defaults,
+    /// when absent or unreadable).
+    pub fn machine_size(&self) -> (u32, u64) {
+        if self.user_describes_machine() {
+            let value = |flag: &str| {
+                self.extra
+                    .iter()
+                    .position(|a| a == flag)
+                    .and_then(|i| self.extra.get(i + 1))
+            };
+            let cpus = value("-smp")
+                .and_then(|v| v.split(',').next()?.parse().ok())
+                .unwrap_or(1);
+            let mem = value("-m").and_then(|v| parse_mem_mib(v)).unwrap_or(128);
+            (cpus, mem)
+        } else {
+            (
+                self.smp.unwrap_or(self.topology.cpus),
+                self.mem_mib.unwrap_or(self.topology.mem_mib),
+            )
+        }
+    }
+
+    /// The CPUs present when the kernel boots: `cpus_online`, else all of the machine's.
+    pub fn vcpus(&self) -> u32 {
+        self.cpus_online.unwrap_or_else(|| self.machine_size().0)
+    }
+}
+
+/// Parses `512M`, `2G`, `1024` (MiB) into MiB (at least 64).
+pub fn parse_mem_mib(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let (num, mul) = match t.chars().last()? {
+        'G' | 'g' => (&t[..t.len() - 1], 1024),
+        'M' | 'm' => (&t[..t.len() - 1], 1),
+        _ => (t, 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mul))
+        .filter(|&m| m >= 64)
 }
 
 /// OVMF next to a bundled QEMU (qemu-bundle.sh puts it in DIR/share), else Debian's.

@@ -1,7 +1,7 @@
 //! The host side of the BENCH output contract: parse `BENCH {json}` lines from a serial log,
 //! check them (required fields, lower_snake_case names, finite values, required
 //! bench/case/metric triples), print per-experiment tables with ratios against a baseline case,
-//! and compare two result files. Running the boots is bench_run.rs; charts are bench_svg.rs.
+//! and compare two result files. Running the boots is run/; charts are bench_svg.rs.
 //!
 //! One module per mechanism: `record` (a measurement and its field checks), `parse` (the BENCH
 //! lines of a serial log), `contract` (the required measurements), `table`, `jsonl` (the result

@@ -22,7 +22,7 @@ pub struct BenchRecord {
     /// The repetition of the boot that printed it (0-based; `--reps`).
     pub rep: u32,
     /// The kernel that printed it: `numalab` (whose lines carry no `kernel` field) or
-    /// `linux-VERSION` (the Linux twin, linux_twin.rs).
+    /// `linux-VERSION` (the Linux twin, run/twin/).
     pub kernel: String,
 }
 

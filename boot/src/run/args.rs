@@ -1,0 +1,125 @@
+//! What `qemu-run.sh bench` (or the no-argument main job) was asked to do: [`BenchArgs`], made
+//! from the parsed command line; the input of the plan.
+
+use crate::bench::catalog;
+use crate::cli::{self, BenchOptions, Job, Kernel};
+use crate::qemu::RunConfig;
+use std::path::PathBuf;
+
+/// What `qemu-run.sh bench` was asked to do.
+#[derive(Clone, Debug)]
+pub struct BenchArgs {
+    /// The machine and options of the multi-CPU boot; the others derive from it.
+    pub base: RunConfig,
+    pub smoke: bool,
+    /// Echo whole serial consoles (default: progress lines and failures only).
+    pub verbose: bool,
+    /// The main job: the multi-CPU boot runs every suite (tests, stress, smoke benchmarks).
+    pub main_job: bool,
+    /// Where results go (default `target/bench` in the checkout).
+    pub out_dir: Option<PathBuf>,
+    /// `--compare A B`: no boot, print the change from A to B.
+    pub compare: Option<(PathBuf, PathBuf)>,
+    /// Repetitions of every host-time (tsc, uma) boot.
+    pub reps: u32,
+    /// Plan no det boot (the main job's memoryless boot: its counts are in the full run).
+    pub no_det: bool,
+    /// `--icount`: only the instruction-counting boots (det, icount), no tsc or uma boot.
+    pub icount_only: bool,
+    /// `--kernel`: numalab, the Linux twin (run/twin/) or both.
+    pub kernel: Kernel,
+    /// `--linux-append`: words added to Linux's command line in the twin's boots.
+    pub linux_append: Option<String>,
+}
+
+/// Repetitions of the host-time boots unless `--reps` says: 3, or 1 for `--smoke`.
+pub const DEFAULT_REPS: u32 = 3;
+
+impl BenchArgs {
+    /// What the `bench` command line asks for.
+    pub fn from_options(o: BenchOptions) -> BenchArgs {
+        BenchArgs {
+            base: o.machine.config("bench"),
+            smoke: o.smoke,
+            verbose: o.verbose,
+            main_job: false,
+            reps: o.reps.unwrap_or(if o.smoke { 1 } else { DEFAULT_REPS }),
+            no_det: false,
+            icount_only: o.icount,
+            out_dir: o.out,
+            kernel: o.kernel,
+            linux_append: o.linux_append,
+            compare: o.compare.and_then(|files| match files.as_slice() {
+                [a, b] => Some((a.clone(), b.clone())),
+                _ => None,
+            }),
+        }
+    }
+
+    /// The no-argument main job on `base` (the default topology): every suite in the multi-CPU
+    /// boot, smoke benchmarks, then the tables.
+    pub fn main_job(mut base: RunConfig) -> BenchArgs {
+        base.suite = "all".into();
+        BenchArgs {
+            base,
+            smoke: true,
+            verbose: false,
+            main_job: true,
+            out_dir: None,
+            compare: None,
+            reps: 1,
+            no_det: false,
+            icount_only: false,
+            kernel: Kernel::Numalab,
+            linux_append: None,
+        }
+    }
+
+    /// The main job's second machine: seed 003's experiment on the `memoryless` preset (seed 003's
+    /// shape), with its uma comparison.
+    pub fn memoryless_job(&self) -> Option<BenchArgs> {
+        if !self.main_job || self.base.user_describes_machine() {
+            return None;
+        }
+        let mut base = self.base.clone();
+        base.topology = crate::presets::find("memoryless")?;
+        base.smp = None;
+        base.mem_mib = None;
+        base.suite = "bench".into();
+        base.sets.retain(|s| !s.starts_with("bench="));
+        base.sets
+            .push(format!("bench={}", catalog::MEMORYLESS_NODE.name));
+        Some(BenchArgs {
+            base,
+            main_job: false,
+            no_det: true,
+            ..self.clone()
+        })
+    }
+
+    /// The experiments `bench=` selects (empty: all).
+    pub fn selected(&self) -> Vec<&str> {
+        self.base
+            .sets
+            .iter()
+            .filter_map(|s| s.strip_prefix("bench="))
+            .flat_map(|v| v.split(',').map(str::trim).filter(|w| !w.is_empty()))
+            .collect()
+    }
+}
+
+/// Parses the arguments after `bench` (as `qemu-run.sh bench ARGS` would).
+pub fn parse(args: &[String]) -> Result<BenchArgs, clap::Error> {
+    let words = std::iter::once("bench".to_string()).chain(args.iter().cloned());
+    match crate::resolve::resolve(cli::parse(words)?) {
+        Job::Bench(o) => Ok(BenchArgs::from_options(o)),
+        Job::Error(e) => Err(clap::Error::raw(
+            clap::error::ErrorKind::ValueValidation,
+            format!("{e}\n"),
+        )),
+        _ => Err(clap::Error::raw(
+            clap::error::ErrorKind::MissingSubcommand,
+            "not a bench command line\n",
+        )),
+    }
+}

@@ -1,0 +1,129 @@
+//! The executor: runs a [`Plan`]'s boots in order under QEMU (qemu.rs: the process, its
+//! timeout, the serial log) after building what they boot (numalab's image, the twin's module
+//! and initramfs), prints a progress line per boot, skips the boots whose condition the
+//! earlier ones did not meet, and collects each boot's BENCH lines.
+
+use super::plan::{Guest, Plan, PlannedBoot};
+use super::twin;
+use super::BootRun;
+use crate::bench;
+use crate::image;
+use crate::qemu::{self, LinuxBoot};
+use std::path::{Path, PathBuf};
+
+/// Every boot that ran, by kernel, and the numalab image they booted (`-` without one).
+pub struct Runs {
+    pub numalab: Vec<BootRun>,
+    pub linux: Vec<BootRun>,
+    pub image: PathBuf,
+}
+
+/// Why the plan could not run to its end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExecError {
+    /// numalab's kernel or image did not build.
+    Build(String),
+    /// A numalab boot could not start (its QEMU arguments).
+    Numalab(String),
+    /// The twin did not build or a Linux boot could not start.
+    Linux(String),
+}
+
+/// Runs `plan`: numalab's image, numalab's boots, the notes, then (when it has Linux boots)
+/// the twin's build and its boots.
+pub fn execute(plan: &Plan) -> Result<Runs, ExecError> {
+    let mut image = PathBuf::from("-");
+    if let Some(firmware) = plan.numalab_image {
+        image = image::build_kernel()
+            .and_then(|k| image::build_image(&k, firmware))
+            .map_err(ExecError::Build)?;
+    }
+    let (numalab, linux): (Vec<&PlannedBoot>, Vec<&PlannedBoot>) =
+        plan.boots.iter().partition(|b| b.guest == Guest::Numalab);
+    let numalab = run_all(&numalab, &image, None).map_err(ExecError::Numalab)?;
+    for note in &plan.linux_notes {
+        println!("{note}");
+    }
+    let mut linux_runs = Vec::new();
+    if !linux.is_empty() {
+        let built = twin::build().map_err(ExecError::Linux)?;
+        linux_runs = run_all(&linux, Path::new("-"), Some(&built)).map_err(ExecError::Linux)?;
+    }
+    Ok(Runs {
+        numalab,
+        linux: linux_runs,
+        image,
+    })
+}
+
+/// Runs `boots` of one kernel in order on `img` (`linux`: the twin's build, for Linux boots),
+/// each whose condition the earlier boots of its machine meet.
+pub fn run_all(
+    boots: &[&PlannedBoot],
+    img: &Path,
+    linux: Option<&LinuxBoot>,
+) -> Result<Vec<BootRun>, String> {
+    let mut runs: Vec<(u32, BootRun)> = Vec::new();
+    for b in boots {
+        let earlier = runs
+            .iter()
+            .filter(|(m, _)| *m == b.machine)
+            .flat_map(|(_, r)| &r.records);
+        if b.when.holds(earlier) {
+            runs.push((b.machine, run_boot(b, img, linux)?));
+        }
+    }
+    Ok(runs.into_iter().map(|(_, r)| r).collect())
+}
+
+/// Boots `b` on `img` (a Linux boot: on `linux`, the twin's build) and collects its BENCH lines
+/// (in the det boot only the counts, `bench::det_keeps`).
+pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Result<BootRun, String> {
+    let mut config = b.config.clone();
+    match &b.guest {
+        Guest::Numalab => {
+            println!(
+                "numalab: bench: {} boot{} (suite={}{}): {}",
+                b.boot.name(),
+                if b.reps > 1 {
+                    format!(" rep {}/{}", b.rep + 1, b.reps)
+                } else {
+                    String::new()
+                },
+                config.suite,
+                if b.smoke { ", smoke" } else { "" },
+                config.qemu_args(img)?.join(" ")
+            );
+        }
+        Guest::Linux { append } => {
+            let mut l = linux
+                .ok_or("Linux twin: a Linux boot without the twin's build")?
+                .clone();
+            l.append = append.clone();
+            let release = l.release.clone();
+            config.linux = Some(l);
+            println!(
+                "numalab: bench: linux {} boot ({release}): {}",
+                b.boot.name(),
+                config
+                    .qemu_args(Path::new("-"))
+                    .map(|a| a.join(" "))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    let outcome = qemu::run(&config, img);
+    let (mut records, violations) = bench::parse_log(&outcome.log, b.boot);
+    records.retain(bench::det_keeps);
+    for r in &mut records {
+        r.rep = b.rep;
+    }
+    Ok(BootRun {
+        boot: b.boot,
+        rep: b.rep,
+        config,
+        outcome,
+        records,
+        violations,
+    })
+}

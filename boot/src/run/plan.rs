@@ -1,0 +1,369 @@
+//! The plan: from what `bench` was asked ([`BenchArgs`]) to the boots to run, in order, each a
+//! [`PlannedBoot`]: its kernel (numalab or the Linux twin: one dimension of the plan, not a
+//! second pipeline), its boot (tsc, det, icount, uma), repetition and complete configuration.
+//! Pure: reads nothing, starts nothing; the executor (execute.rs) runs the plan.
+//!
+//! Boots: `tsc` (the machine as given, all CPUs: contention, throughput, memory; repeated
+//! `--reps` times with the case order reversed on odd repetitions), `det` (the same machine
+//! under `--icount`: QEMU runs the vCPUs round-robin on one host thread, so the counts of the
+//! count experiments are exact and repeat; only counts are kept), `icount` (the same machine
+//! with one CPU online, `-smp 1,maxcpus=N`, under `--icount`: instruction counts), and `uma`
+//! (only when an experiment with a one-node comparison printed results: the `uma` preset with
+//! the same CPUs and memory, for its uma cases; repeated like tsc). The main job adds a boot of
+//! the `memoryless` preset for seed 003's experiment. Which experiment needs which boot is the
+//! catalog's (kernel/algo/src/bench/catalog). The twin's boots (`--kernel linux|both`): icount
+//! for its instruction experiments, tsc for the host-timed ones, uma for memoryless_node when
+//! its tsc boot printed, and slub_list_lock's second (order-4) tsc boot.
+
+use super::args::BenchArgs;
+use super::twin;
+use crate::bench::catalog::{self, CATALOG};
+use crate::bench::{BenchRecord, Boot};
+use crate::cli::Kernel;
+use crate::image::Firmware;
+use crate::qemu::RunConfig;
+
+/// Which kernel a planned boot boots.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Guest {
+    /// numalab's disk image.
+    Numalab,
+    /// Debian's Linux with the numalab_twin module; `append`: words added to its command line.
+    Linux { append: Option<String> },
+}
+
+/// Whether a planned boot runs: always, or only when the earlier boots of its machine and
+/// kernel printed what it compares against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum When {
+    Always,
+    /// An experiment with a one-node comparison printed a case of the machine (numalab's uma
+    /// boots).
+    UmaComparisonPrinted,
+    /// memoryless_node printed its `linux` case (the twin's uma boot).
+    LinuxMemorylessPrinted,
+}
+
+impl When {
+    /// Whether the condition holds after boots that printed `earlier`.
+    pub fn holds<'a>(self, mut earlier: impl Iterator<Item = &'a BenchRecord>) -> bool {
+        match self {
+            When::Always => true,
+            When::UmaComparisonPrinted => earlier.any(|x| {
+                catalog::find(&x.bench).is_some_and(|e| {
+                    e.boots.contains(Boot::Uma)
+                        && e.find_case(&x.case)
+                            .is_some_and(|c| !c.boots.contains(Boot::Uma))
+                })
+            }),
+            When::LinuxMemorylessPrinted => {
+                earlier.any(|r| r.bench == "memoryless_node" && r.case == "linux")
+            }
+        }
+    }
+}
+
+/// One boot of the plan.
+#[derive(Clone, Debug)]
+pub struct PlannedBoot {
+    pub guest: Guest,
+    pub boot: Boot,
+    /// Its repetition (0-based; only tsc and uma boots are repeated).
+    pub rep: u32,
+    /// How many repetitions of this boot the plan has (for the progress line).
+    pub reps: u32,
+    /// `--smoke` (for the progress line).
+    pub smoke: bool,
+    /// Everything QEMU gets (for a Linux boot, the executor adds the built image).
+    pub config: RunConfig,
+    pub when: When,
+    /// The machine it boots: 0 the run's, 1 the main job's memoryless machine. `when` looks
+    /// at the earlier boots of the same machine and kernel.
+    pub machine: u32,
+}
+
+/// The boots of a run, in order: numalab's first, then the twin's.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    pub boots: Vec<PlannedBoot>,
+    /// The firmware of numalab's image, when one is needed (not for `--kernel linux`).
+    pub numalab_image: Option<Firmware>,
+    /// Printed before the twin's boots: the selected experiments Linux does not mirror.
+    pub linux_notes: Vec<String>,
+}
+
+/// Why there is no plan: a numalab boot that cannot be configured (a usage error), or a Linux
+/// one (reported as the twin's build failing, as every twin error is).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlanError {
+    Numalab(String),
+    Linux(String),
+}
+
+/// The plan of `args`: numalab's boots (unless `--kernel linux`), then the twin's (with
+/// `--kernel linux|both`).
+pub fn plan(args: &BenchArgs) -> Result<Plan, PlanError> {
+    let mut plan = Plan {
+        numalab_image: (args.kernel != Kernel::Linux).then_some(args.base.firmware),
+        ..Plan::default()
+    };
+    if args.kernel != Kernel::Linux {
+        plan.boots = numalab_boots(args, 0).map_err(PlanError::Numalab)?;
+    }
+    if args.kernel != Kernel::Numalab {
+        let (boots, notes) = linux_boots(args).map_err(PlanError::Linux)?;
+        plan.boots.extend(boots);
+        plan.linux_notes = notes;
+    }
+    Ok(plan)
+}
+
+/// numalab's boots of `args` on machine `machine`: [`planned_boots`], then the uma boot (x
+/// reps) when an experiment with a one-node comparison printed results; the main job then
+/// does the same for its memoryless machine.
+pub fn numalab_boots(args: &BenchArgs, machine: u32) -> Result<Vec<PlannedBoot>, String> {
+    let kinds = planned_boots(args);
+    if kinds.is_empty() {
+        return Err(
+            "--icount: the selected experiments print host-time figures only (no instruction \
+             counts); run them without --icount"
+                .into(),
+        );
+    }
+    let mut out = Vec::new();
+    for (boot, rep) in kinds {
+        out.push(numalab_boot(args, boot, rep, machine, When::Always)?);
+    }
+    if !args.icount_only {
+        for rep in 0..args.reps.max(1) {
+            out.push(numalab_boot(
+                args,
+                Boot::Uma,
+                rep,
+                machine,
+                When::UmaComparisonPrinted,
+            )?);
+        }
+    }
+    if let Some(m) = args.memoryless_job() {
+        out.extend(numalab_boots(&m, machine + 1)?);
+    }
+    Ok(out)
+}
+
+/// One numalab boot: `boot`, repetition `rep`, of `args`.
+pub fn numalab_boot(
+    args: &BenchArgs,
+    boot: Boot,
+    rep: u32,
+    machine: u32,
+    when: When,
+) -> Result<PlannedBoot, String> {
+    Ok(PlannedBoot {
+        guest: Guest::Numalab,
+        boot,
+        rep,
+        reps: if boot.deterministic() { 1 } else { args.reps },
+        smoke: args.smoke,
+        config: boot_config(args, boot, rep)?,
+        when,
+        machine,
+    })
+}
+
+/// The experiments that print counts (`MetricKind::Count`): they run again in the det boot.
+/// The catalog's (`Experiment::in_det`), in its order.
+pub fn count_experiments() -> Vec<&'static str> {
+    CATALOG
+        .iter()
+        .filter(|e| e.in_det())
+        .map(|e| e.name)
+        .collect()
+}
+
+/// The det boot's `bench=`: the selected count experiments (all of them when `bench=` selects
+/// everything), or None when no selected experiment prints counts.
+fn det_selection(args: &BenchArgs) -> Option<String> {
+    let sel = args.selected();
+    let names: Vec<&str> = count_experiments()
+        .into_iter()
+        .filter(|n| sel.is_empty() || sel.contains(n))
+        .collect();
+    (!names.is_empty()).then(|| names.join(","))
+}
+
+/// The configuration of one boot (`rep`: its repetition, 0-based).
+pub fn boot_config(args: &BenchArgs, boot: Boot, rep: u32) -> Result<RunConfig, String> {
+    let mut c = args.base.clone();
+    if boot != Boot::Tsc || !args.main_job || rep > 0 {
+        c.suite = "bench".into();
+    }
+    if args.smoke {
+        c.sets.push("bench.smoke=1".into());
+    }
+    if rep > 0 {
+        c.sets.push(format!("bench.rep={rep}"));
+    }
+    c.echo = args.verbose;
+    c.echo_prefixes = [
+        "# bench progress",
+        "not ok",
+        "PANIC",
+        "EXCEPTION",
+        "numalab: warning",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    match boot {
+        Boot::Tsc => {}
+        Boot::Icount => {
+            // The same machine (every node, every CPU's place in the SRAT) with only the boot
+            // CPU present.
+            c.icount = true;
+            c.cpus_online = Some(1);
+            c.machine_args()?;
+        }
+        Boot::Det => {
+            c.icount = true;
+            let only = det_selection(args).ok_or("bench: no count experiment selected for det")?;
+            c.sets.retain(|s| !s.starts_with("bench="));
+            c.sets.push(format!("bench={only}"));
+        }
+        Boot::Uma => {
+            let (cpus, mem) = args.base.machine_size();
+            c.topology = crate::presets::find("uma").ok_or("no uma preset")?;
+            c.smp = Some(cpus);
+            c.mem_mib = Some(mem);
+            c.extra.clear();
+            c.sets.retain(|s| !s.starts_with("bench="));
+            c.sets
+                .push(format!("bench={}", uma_experiments().join(",")));
+        }
+    }
+    Ok(c)
+}
+
+/// Whether the experiment `name` measures only in the multi-CPU boots (it skips the icount
+/// one): the catalog's `Experiment::multi_cpu_only`. A name the catalog does not have is not.
+fn multi_cpu_only(name: &str) -> bool {
+    catalog::find(name).is_some_and(|e| e.multi_cpu_only())
+}
+
+/// The boots `args` needs, each with its repetition: tsc (x reps; none with `--icount`), det
+/// unless no selected experiment prints counts, and icount unless `bench=` names only
+/// multi-CPU experiments.
+pub fn planned_boots(args: &BenchArgs) -> Vec<(Boot, u32)> {
+    let selected = args.selected();
+    let icount_useless =
+        !args.main_job && !selected.is_empty() && selected.iter().all(|n| multi_cpu_only(n));
+    let tsc_reps = if args.icount_only {
+        0
+    } else {
+        args.reps.max(1)
+    };
+    let mut plan: Vec<(Boot, u32)> = (0..tsc_reps).map(|r| (Boot::Tsc, r)).collect();
+    if !args.no_det && det_selection(args).is_some() {
+        plan.push((Boot::Det, 0));
+    }
+    if !icount_useless {
+        plan.push((Boot::Icount, 0));
+    }
+    plan
+}
+
+/// The experiments with a one-node comparison (the catalog's `Boots::UMA`): the uma boot's
+/// `bench=`.
+fn uma_experiments() -> Vec<&'static str> {
+    CATALOG
+        .iter()
+        .filter(|e| e.boots.contains(Boot::Uma))
+        .map(|e| e.name)
+        .collect()
+}
+
+/// The twin's boots of `args`: icount for the instruction experiments, tsc for memoryless_node
+/// on a machine with a memoryless node (and the other host-timed ones), then uma (the
+/// one-node machine of the same size, as numalab's) when that printed its record, and
+/// slub_list_lock's order-4 boot. Also the notes on selected experiments Linux lacks.
+pub fn linux_boots(args: &BenchArgs) -> Result<(Vec<PlannedBoot>, Vec<String>), String> {
+    let (mirrored, unmirrored) = twin::mirrored_selection(&args.selected());
+    let notes = unmirrored
+        .iter()
+        .map(|name| {
+            format!(
+                "numalab: bench: {name} has no Linux counterpart yet (docs/linux-twin.md): numalab only"
+            )
+        })
+        .collect();
+    let icount = twin::measured_in(&mirrored, Boot::Icount);
+    let shape = memoryless_shape(args);
+    let tsc: Vec<&str> = twin::measured_in(&mirrored, Boot::Tsc)
+        .into_iter()
+        .filter(|n| (*n != "memoryless_node" || shape) && !args.icount_only)
+        .collect();
+    let append = args.linux_append.clone();
+    let boot = |boot, experiments: &[&str], append: Option<String>, when| {
+        Ok::<_, String>(PlannedBoot {
+            guest: Guest::Linux { append },
+            boot,
+            rep: 0,
+            reps: 1,
+            smoke: args.smoke,
+            config: linux_config(args, boot, experiments)?,
+            when,
+            machine: 0,
+        })
+    };
+    let mut out = Vec::new();
+    if !icount.is_empty() {
+        out.push(boot(Boot::Icount, &icount, append.clone(), When::Always)?);
+    }
+    if !tsc.is_empty() {
+        out.push(boot(Boot::Tsc, &tsc, append.clone(), When::Always)?);
+        out.push(boot(
+            Boot::Uma,
+            &["memoryless_node"],
+            append.clone(),
+            When::LinuxMemorylessPrinted,
+        )?);
+        if tsc.contains(&"slub_list_lock") {
+            // Linux 6.1's slab order is read-only at run time: order_4 and cpu_partial_x2
+            // run in a boot whose command line sets it for every cache, as the thread did.
+            let order4 = twin::cmdline::order4_append(append.as_deref());
+            out.push(boot(
+                Boot::Tsc,
+                &["slub_list_lock"],
+                Some(order4),
+                When::Always,
+            )?);
+        }
+    }
+    Ok((out, notes))
+}
+
+/// The configuration of a Linux boot: numalab's `boot` of the same machine, with `bench=`
+/// narrowed to the mirrored experiments (the executor adds the Linux image for the disk).
+pub fn linux_config(
+    args: &BenchArgs,
+    boot: Boot,
+    experiments: &[&str],
+) -> Result<RunConfig, String> {
+    let mut c = boot_config(args, boot, 0)?;
+    c.sets.retain(|s| !s.starts_with("bench="));
+    c.sets.push(format!("bench={}", experiments.join(",")));
+    Ok(c)
+}
+
+/// Whether memoryless_node measures on this machine: it has a node with CPUs and no memory
+/// (or is a one-node machine). For a machine given as QEMU arguments: when it is selected.
+fn memoryless_shape(args: &BenchArgs) -> bool {
+    let t = &args.base.topology;
+    if args.base.user_describes_machine() {
+        return args.selected().contains(&"memoryless_node");
+    }
+    t.nodes.len() <= 1
+        || t.nodes
+            .iter()
+            .any(|n| n.mem_shares == 0 && n.cpu_shares > 0)
+}

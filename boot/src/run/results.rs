@@ -1,0 +1,199 @@
+//! The result files of a run: `DIR/<date>-<rev>.jsonl` (the header line, then every record),
+//! beside it `DIR/<date>-<rev>/` with each boot's serial log and the SVG charts; the header's
+//! facts (date, git revision, host, QEMU version).
+
+use super::args::BenchArgs;
+use super::execute::Runs;
+use super::BootRun;
+use crate::bench::BenchRecord;
+use crate::cli::Kernel;
+use crate::{bench_svg, image};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// UTC `YYYYMMDD-HHMMSS` and ISO 8601 forms of now.
+pub fn utc_now() -> (String, String) {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (hh, mm, ss) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    (
+        format!("{y:04}{m:02}{d:02}-{hh:02}{mm:02}{ss:02}"),
+        format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}Z"),
+    )
+}
+
+fn command_line(program: &str, args: &[&str], dir: &Path) -> Option<String> {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// `git rev-parse --short HEAD`, with `-dirty` when tracked files changed.
+pub fn git_rev(root: &Path) -> String {
+    let rev = command_line("git", &["rev-parse", "--short", "HEAD"], root)
+        .unwrap_or_else(|| "norev".into());
+    let dirty = command_line(
+        "git",
+        &["status", "--porcelain", "--untracked-files=no"],
+        root,
+    )
+    .is_some_and(|s| !s.is_empty());
+    if dirty {
+        format!("{rev}-dirty")
+    } else {
+        rev
+    }
+}
+
+/// The host's core count.
+pub fn host_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The most vCPUs of any boot in `runs`.
+pub fn max_vcpus(runs: &[BootRun]) -> u32 {
+    runs.iter().map(|r| r.config.vcpus()).max().unwrap_or(1)
+}
+
+/// The JSONL's first line: the run (date, revision, host, QEMU, options) and every numalab
+/// boot with its command lines, verdict and time.
+pub fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &str) -> Value {
+    let qemu = args.base.qemu_binary();
+    let qemu_version = command_line(&qemu.display().to_string(), &["--version"], Path::new("."))
+        .and_then(|v| v.lines().next().map(String::from))
+        .unwrap_or_else(|| "unknown".into());
+    let host = std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    let boots: Vec<Value> = runs
+        .iter()
+        .map(|r| {
+            json!({
+                "boot": r.boot.name(),
+                "rep": r.rep,
+                "topology": if r.config.user_describes_machine() { "custom (QEMU arguments)" } else { r.config.topology.name },
+                "vcpus": r.config.vcpus(),
+                "kernel_cmdline": r.config.kernel_cmdline(),
+                "qemu_args": r.config.qemu_args(img).unwrap_or_default(),
+                "verdict": format!("{:?}", r.outcome.verdict),
+                "seconds": r.outcome.elapsed.as_secs_f64(),
+            })
+        })
+        .collect();
+    json!({
+        "record": "header",
+        "date": iso,
+        "git_rev": rev,
+        "host": host,
+        "host_cpus": host_cpus(),
+        "vcpus": max_vcpus(runs),
+        "oversubscribed": max_vcpus(runs) as usize > host_cpus(),
+        "reps": args.reps,
+        "qemu": qemu_version,
+        "topology": if args.base.user_describes_machine() { "custom (QEMU arguments)" } else { args.base.topology.name },
+        "options": {
+            "smoke": args.smoke,
+            "main_job": args.main_job,
+            "reps": args.reps,
+            "sets": args.base.sets,
+            "firmware": args.base.firmware.name(),
+            "extra_qemu_args": args.base.extra,
+        },
+        "boots": boots,
+    })
+}
+
+/// Writes the JSONL (`all`: every record; with the twin, numalab's header gets the Linux boots
+/// under `linux_boots`), the serial logs (`BOOT.log` for numalab, `linux-BOOT.log` for Linux,
+/// a second Linux run of one boot numbered) and the charts; returns what it wrote.
+pub fn write_results(
+    args: &BenchArgs,
+    runs: &Runs,
+    all: &[BenchRecord],
+) -> Result<Vec<PathBuf>, String> {
+    let (stamp, iso) = utc_now();
+    let root = image::repo_root();
+    let rev = git_rev(&root);
+    let dir = args
+        .out_dir
+        .clone()
+        .unwrap_or_else(|| root.join("target").join("bench"));
+    let stem = format!("{stamp}-{rev}");
+    let sub = dir.join(&stem);
+    std::fs::create_dir_all(&sub).map_err(|e| format!("cannot create {}: {e}", sub.display()))?;
+    let twin = args.kernel != Kernel::Numalab;
+    let img = &runs.image;
+    let mut head = header(args, &runs.numalab, img, &iso, &rev);
+    if twin {
+        head["kernel"] = json!(format!("{:?}", args.kernel).to_lowercase());
+        head["linux_boots"] = runs
+            .linux
+            .iter()
+            .map(|r| {
+                json!({
+                    "boot": r.boot.name(),
+                    "kernel_cmdline": r.config.linux.as_ref().map(|l| l.cmdline(&r.config)),
+                    "release": r.config.linux.as_ref().map(|l| l.release.clone()),
+                    "qemu_args": r.config.qemu_args(img).unwrap_or_default(),
+                    "verdict": format!("{:?}", r.outcome.verdict),
+                    "seconds": r.outcome.elapsed.as_secs_f64(),
+                })
+            })
+            .collect();
+    }
+    let mut text = head.to_string();
+    text.push('\n');
+    for r in all {
+        text.push_str(&r.to_json().to_string());
+        text.push('\n');
+    }
+    let jsonl = dir.join(format!("{stem}.jsonl"));
+    std::fs::write(&jsonl, text).map_err(|e| format!("cannot write {}: {e}", jsonl.display()))?;
+    let mut seen = BTreeSet::new();
+    let logs = runs
+        .numalab
+        .iter()
+        .map(|r| (r.boot.name().to_string(), r))
+        .chain(
+            runs.linux
+                .iter()
+                .map(|r| (format!("linux-{}", r.boot.name()), r)),
+        );
+    for (stem, r) in logs {
+        // With the twin, a second boot of the same kind (slub_list_lock's order-4 boot):
+        // `linux-tsc-2.log`. numalab alone: one log per boot kind, the last repetition's.
+        let mut name = format!("{stem}.log");
+        let mut n = 1;
+        while twin && !seen.insert(name.clone()) {
+            n += 1;
+            name = format!("{stem}-{n}.log");
+        }
+        let log = sub.join(name);
+        std::fs::write(&log, &r.outcome.log)
+            .map_err(|e| format!("cannot write {}: {e}", log.display()))?;
+    }
+    let mut files = vec![jsonl, sub.clone()];
+    files.extend(bench_svg::scaling_charts(all, &sub)?);
+    Ok(files)
+}

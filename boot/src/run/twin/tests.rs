@@ -1,0 +1,208 @@
+//! Host tests of the twin: its selection, its boots' configuration and command line, the
+//! side-by-side table and the `kernel` field.
+
+use super::*;
+use crate::bench::{self, Boot};
+use crate::cli::Kernel;
+use crate::run::plan::{boot_config, linux_config};
+use crate::run::{self, BenchArgs};
+use std::path::Path;
+
+fn args(s: &str) -> BenchArgs {
+    let words: Vec<String> = s.split_whitespace().map(String::from).collect();
+    run::parse(&words).unwrap()
+}
+
+/// The mirrored experiments of `a`'s selection, and the others.
+fn plan(a: &BenchArgs) -> (Vec<&'static str>, Vec<String>) {
+    mirrored_selection(&a.selected())
+}
+
+/// A Linux boot of `experiments` as the executor makes it: the plan's configuration with
+/// the twin's build.
+fn linux_boot_config(
+    a: &BenchArgs,
+    linux: &LinuxBoot,
+    boot: Boot,
+    experiments: &[&str],
+) -> crate::RunConfig {
+    let mut c = linux_config(a, boot, experiments).unwrap();
+    c.linux = Some(linux.clone());
+    c
+}
+
+fn linux() -> LinuxBoot {
+    LinuxBoot {
+        vmlinuz: "/boot/vmlinuz-6.1.0-57-amd64".into(),
+        initramfs: "/t/initramfs.cpio".into(),
+        release: "6.1.0-57-amd64".into(),
+        append: None,
+    }
+}
+
+#[test]
+fn kernel_option() {
+    assert_eq!(args("").kernel, Kernel::Numalab);
+    assert_eq!(args("--kernel both").kernel, Kernel::Both);
+    assert_eq!(args("--kernel linux").kernel, Kernel::Linux);
+    let words: Vec<String> = ["--kernel", "bsd"].map(String::from).to_vec();
+    assert!(run::parse(&words).is_err());
+}
+
+#[test]
+fn plan_keeps_the_mirrored_experiments() {
+    let (m, u) = plan(&args("--set bench=alloc_peers,slabinfo_reader"));
+    assert_eq!(m, vec!["alloc_peers"]);
+    assert_eq!(u, vec!["slabinfo_reader".to_string()]);
+    let (m, u) = plan(&args(""));
+    assert_eq!(m.len(), MIRRORED.len());
+    assert!(u.is_empty());
+}
+
+#[test]
+fn linux_boot_is_numalab_icount_machine_with_the_linux_image() {
+    let a = args("--kernel both --smoke --set bench=page_alloc,slabinfo_reader");
+    let c = linux_boot_config(&a, &linux(), Boot::Icount, &["page_alloc"]);
+    let numalab = boot_config(&a, Boot::Icount, 0).unwrap();
+    let q = c.qemu_args(Path::new("-")).unwrap().join(" ");
+    assert!(q.contains("-icount shift=0,sleep=off"), "{q}");
+    assert!(q.contains("-smp 1,maxcpus=8 -m 2048M"), "{q}");
+    assert!(q.contains("-kernel /boot/vmlinuz-6.1.0-57-amd64 -initrd /t/initramfs.cpio"));
+    assert!(
+        q.contains("-seed 1 -rtc base=2024-01-01T00:00:00,clock=vm"),
+        "{q}"
+    );
+    assert!(!q.contains("-drive") && !q.contains("-fw_cfg"), "{q}");
+    // The same machine as numalab's icount boot: every -smp/-m/-numa/-object argument.
+    assert_eq!(c.extra, numalab.extra);
+    let line = linux().cmdline(&c);
+    assert_eq!(
+        line,
+        "console=ttyS0 printk.time=0 panic=-1 numalab_twin.clock=icount \
+         numalab_twin.smoke=1 numalab_twin.bench=page_alloc"
+    );
+    let a = args("--kernel linux --linux-append init_on_alloc=0");
+    let mut l = linux();
+    l.append = a.linux_append.clone();
+    let c = linux_boot_config(&a, &l, Boot::Icount, &["page_alloc"]);
+    assert!(
+        l.cmdline(&c).ends_with(" init_on_alloc=0"),
+        "{}",
+        l.cmdline(&c)
+    );
+    // slub_list_lock's order_4 tuning needs Linux to accept order 4.
+    let a = args("--kernel linux --set bench=slub_list_lock");
+    let c = linux_boot_config(&a, &linux(), Boot::Tsc, &["slub_list_lock"]);
+    let line = linux().cmdline(&c);
+    assert!(
+        line.contains("numalab_twin.clock=tsc numalab_twin.bench=slub_list_lock"),
+        "{line}"
+    );
+    assert!(!c.icount, "{c:?}");
+    let (m, _) = plan(&a);
+    assert_eq!(m, vec!["slub_list_lock"]);
+}
+
+fn rec(kernel: &str, bench: &str, case: &str, value: &str) -> String {
+    format!(
+        "BENCH {{\"bench\":\"{bench}\",\"case\":\"{case}\",\"metric\":\"instructions_per_pair\",\"value\":{value},\"unit\":\"instructions\",\"cpus\":1,\"nodes\":4,\"clock\":\"icount\"{}}}",
+        if kernel.is_empty() { String::new() } else { format!(",\"kernel\":\"{kernel}\"") }
+    )
+}
+
+#[test]
+fn side_by_side_pairs_counterparts() {
+    let log = [
+        rec("", "page_alloc", "numalab", "100"),
+        rec("linux-6.1.192", "page_alloc", "linux", "400"),
+        rec("", "alloc_peers", "numalab/fast64", "50"),
+    ]
+    .join("\n");
+    let (records, bad) = bench::parse_log(&log, Boot::Icount);
+    assert!(bad.is_empty(), "{bad:?}");
+    assert_eq!(records[0].kernel, "numalab");
+    assert_eq!(records[1].kernel, "linux-6.1.192");
+    // The JSONL keeps the kernel of every record.
+    let text: String = records
+        .iter()
+        .map(|r| format!("{}\n", r.to_json()))
+        .collect();
+    let (_, back) = bench::read_jsonl(&text).unwrap();
+    assert_eq!(back, records);
+    assert!(text.contains("\"kernel\":\"numalab\""), "{text}");
+    let t = side_by_side(&records);
+    assert!(t.contains("linux-6.1.192"), "{t}");
+    let last3 = |prefix: &str| -> Vec<String> {
+        let line = t.lines().find(|l| l.starts_with(prefix)).unwrap();
+        let words: Vec<&str> = line.split_whitespace().collect();
+        words[words.len() - 3..]
+            .iter()
+            .map(|w| w.to_string())
+            .collect()
+    };
+    assert_eq!(last3("page_alloc"), ["100", "400", "0.250"], "{t}");
+    assert_eq!(last3("alloc_peers"), ["50", "-", "-"], "{t}");
+    // One row per CPU count for the multi-CPU experiments.
+    let tsc = [
+        "BENCH {\"bench\":\"slub_list_lock\",\"case\":\"linux_default\",\"metric\":\"ops_per_cpu\",\"value\":10,\"unit\":\"ops/s\",\"cpus\":2,\"nodes\":4,\"clock\":\"tsc\"}",
+        "BENCH {\"bench\":\"slub_list_lock\",\"case\":\"linux/default\",\"metric\":\"ops_per_cpu\",\"value\":20,\"unit\":\"ops/s\",\"cpus\":2,\"nodes\":4,\"clock\":\"tsc\",\"kernel\":\"linux-6.1.192\"}",
+        "BENCH {\"bench\":\"slub_list_lock\",\"case\":\"linux/default\",\"metric\":\"ops_per_cpu\",\"value\":40,\"unit\":\"ops/s\",\"cpus\":8,\"nodes\":4,\"clock\":\"tsc\",\"kernel\":\"linux-6.1.192\"}",
+    ]
+    .join("\n");
+    let (records, bad) = bench::parse_log(&tsc, Boot::Tsc);
+    assert!(bad.is_empty(), "{bad:?}");
+    let t = side_by_side(&records);
+    let rows: Vec<Vec<&str>> = t
+        .lines()
+        .filter(|l| l.starts_with("slub_list_lock"))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "{t}");
+    assert_eq!(
+        rows[0][rows[0].len() - 5..],
+        ["tsc", "2", "10", "20", "0.500"],
+        "{t}"
+    );
+    assert_eq!(
+        rows[1][rows[1].len() - 5..],
+        ["tsc", "8", "-", "40", "-"],
+        "{t}"
+    );
+    assert!(!t.contains("vmalloc_scaling"), "{t}");
+    // numalab's repetitions of a tsc boot: the median faces Linux's value.
+    let reps = [30, 10, 20]
+        .map(|v| format!("BENCH {{\"bench\":\"numa_locality\",\"case\":\"default\",\"metric\":\"slab_kib\",\"value\":{v},\"unit\":\"kib\",\"cpus\":8,\"nodes\":4,\"clock\":\"tsc\"}}"))
+        .join("\n");
+    let linux = "BENCH {\"bench\":\"numa_locality\",\"case\":\"linux\",\"metric\":\"slab_kib\",\"value\":40,\"unit\":\"kib\",\"cpus\":8,\"nodes\":4,\"clock\":\"tsc\",\"kernel\":\"linux-6.1.192\"}";
+    let (records, bad) = bench::parse_log(&format!("{reps}\n{linux}"), Boot::Tsc);
+    assert!(bad.is_empty(), "{bad:?}");
+    let t = side_by_side(&records);
+    let row = t
+        .lines()
+        .find(|l| l.contains("default | linux") && l.contains("slab_kib"))
+        .unwrap_or_else(|| panic!("{t}"));
+    let words: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(words[words.len() - 3..], ["20", "40", "0.500"], "{t}");
+    // The alloc_peers harnesses: the same case name on both kernels, a metric of their own.
+    let harness = [
+        "BENCH {\"bench\":\"alloc_peers\",\"case\":\"harness/fast64\",\"metric\":\"harness_instructions_per_pair\",\"value\":18,\"unit\":\"instructions\",\"cpus\":1,\"nodes\":4,\"clock\":\"icount\"}",
+        "BENCH {\"bench\":\"alloc_peers\",\"case\":\"harness/fast64\",\"metric\":\"harness_instructions_per_pair\",\"value\":15,\"unit\":\"instructions\",\"cpus\":1,\"nodes\":4,\"clock\":\"icount\",\"kernel\":\"linux-6.1.192\"}",
+    ]
+    .join("\n");
+    let (records, bad) = bench::parse_log(&harness, Boot::Icount);
+    assert!(bad.is_empty(), "{bad:?}");
+    let t = side_by_side(&records);
+    let row = t
+        .lines()
+        .find(|l| l.contains("harness/fast64 | harness/fast64"))
+        .unwrap_or_else(|| panic!("{t}"));
+    let words: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(words[words.len() - 3..], ["18", "15", "1.200"], "{t}");
+    assert!(REQUIRED.contains(&(
+        catalog::ALLOC_PEERS.name,
+        "harness/burst256",
+        "harness_instructions_per_pair"
+    )));
+    let (_, bad) = bench::parse_log(&rec("freebsd", "page_alloc", "x", "1"), Boot::Icount);
+    assert!(bad[0].message.contains("field 'kernel'"), "{bad:?}");
+}
