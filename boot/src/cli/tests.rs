@@ -112,8 +112,8 @@ fn errors_say_what_is_wrong() {
             "option slub.max_order: bad value '11' (valid: integer 0..=10)",
         ),
         (
-            "bench --set bench=sheaves_vs_partial",
-            "option bench: bad value 'sheaves_vs_partial': no experiment 'sheaves_vs_partial'",
+            "bench --set bench=no_such_bench",
+            "option bench: bad value 'no_such_bench': no experiment 'no_such_bench'",
         ),
         (
             "bench --set bench=numa_localty",

@@ -31,7 +31,9 @@ pub(super) type PerCache = [usize; NR_CHECKED];
 /// One cache's exact numbers at a quiet point.
 #[derive(Clone, Copy, Default)]
 struct Count {
-    /// Objects in use in its slabs (flushed, partial lists walked).
+    /// Objects in use in its slabs (flushed, partial lists walked), less the free objects
+    /// that sheaves still cache (their slabs count them in use; the flush's own cross-CPU
+    /// call frees a few into the sheaves of the CPUs it ran on, after their flush).
     active: usize,
     /// Its alloc-minus-free counters.
     counters: i64,
@@ -130,7 +132,10 @@ impl Objects {
         let mut out = [Count::default(); NR_CHECKED];
         for (i, c) in caches.iter().enumerate().map(|(i, c)| (first + i, c)) {
             out[i] = Count {
-                active: c.slabinfo(SlabinfoMode::Scan).active_objs,
+                active: c
+                    .slabinfo(SlabinfoMode::Scan)
+                    .active_objs
+                    .saturating_sub(c.stats().sheaf_cached_objects().max(0) as usize),
                 counters: c.stats().live_objects(),
                 // The heap's kmalloc blocks, and the sheaves' own blocks (Linux kmallocs
                 // sheaves; each CPU keeps an empty main after a flush) since the start.

@@ -321,8 +321,13 @@ impl<P: Platform> Cache<P> {
 
     /// Empties the running CPU's sheaves into their slabs and frees its spare sheaf (Linux's
     /// pcs_flush_all). Runs as part of `flush_local`.
+    /// A cross-CPU call that interrupted this CPU inside a fast path (trylock taken) leaves
+    /// the sheaves alone: the objects stay cached, counted by `sheaf_cached_objects`.
     pub(crate) fn flush_local_sheaves(&self, c: &CpuSlab) {
         let p = &self.plat;
+        if c.sheaf_lock.load(Relaxed) != 0 {
+            return;
+        }
         let main = Sheaf(c.main.load(Relaxed));
         if main.0 != 0 && !main.is_bootstrap(p) {
             self.flush_sheaf(c, main);
