@@ -35,7 +35,8 @@ fn numalab_pair(pairs: u64) -> Result<f64, TestError> {
 fn bsa_pair(pairs: u64) -> Result<f64, TestError> {
     let local = crate::percpu::mem_node_id();
     let managed = node_counters(local).map_or(0, |c| c.managed_pages);
-    let base = crate::mm::frame::node_base_pfn(local).unwrap_or(1 << (20 - PAGE_SHIFT)) as usize;
+    let base = crate::mm::frame::node_base_pfn(local).map_or(1 << (20 - PAGE_SHIFT), |p| p.as_u64())
+        as usize;
     BSA_FED.call_once(|| BSA.lock().add_frame(base, base + managed));
     // One frame stays allocated during the loop: its buddy is then a free order-0 block, so
     // the loop measures the steady state (take it, give it back) rather than a split down

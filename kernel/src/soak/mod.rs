@@ -19,7 +19,7 @@
 //! exhaustion) are counted, never errors. `soak.leak_kfree=N` arms a mutation (kfree drops
 //! one slab-object free in N) that the object check must catch.
 
-use numalab_algo::page::PAGE_SIZE;
+use numalab_algo::page::{VirtAddr, PAGE_SIZE};
 
 mod objects;
 mod ops;
@@ -139,7 +139,7 @@ struct Soak {
 }
 
 fn vm_node(addr: u64) -> Option<NodeId> {
-    vmalloc::translate(addr).and_then(frame::node_of_phys)
+    vmalloc::translate(VirtAddr::new(addr)).and_then(frame::node_of_phys)
 }
 
 impl Soak {
@@ -299,7 +299,7 @@ impl Soak {
         self.frees.fetch_add(1, Relaxed);
         match meta.kind {
             ItemKind::Pages => {
-                let phys = frame::virt_to_phys(addr);
+                let phys = frame::virt_to_phys(VirtAddr::new(addr));
                 // SAFETY: the block was allocated by alloc_item with this order and given up
                 // with into_raw; the slot protocol makes us its only owner.
                 let p = unsafe { Pages::from_raw(phys, meta.param as u8) };
@@ -318,7 +318,7 @@ impl Soak {
             }
             ItemKind::Vmalloc => {
                 self.count_vm(addr, u64::from(meta.param), -1);
-                if let Err(b) = vmalloc::vfree(vmalloc::VAddr(addr)) {
+                if let Err(b) = vmalloc::vfree(VirtAddr::new(addr)) {
                     self.errors
                         .report(format!("vfree({:#x}): {}", addr, b.reason()));
                 }
