@@ -259,7 +259,7 @@ fn invalid_frees(_ctx: &Ctx) -> TestResult {
     let (phys, order) = p.into_raw();
     let (qphys, qorder) = q.into_raw();
     // Six of the eight frees below are refused, each with an `invalid free` warning.
-    crate::ktest::expect_warnings(6, numalab_algo::ktap::INVALID_FREE);
+    crate::ktest::expect_warnings(6, numalab_algo::formats::ktap::INVALID_FREE);
     // SAFETY: both blocks are owned by this test and never touched through these values;
     // every pair but the two valid ones is refused by the allocator (what is checked here).
     unsafe {
@@ -608,7 +608,7 @@ fn pcp_double_free_race(_ctx: &Ctx) -> TestResult {
     let local = crate::percpu::mem_node_id();
     let invalid = || node_counters(local).map_or(0, |c| c.invalid_frees);
     let count0 = invalid();
-    crate::ktest::expect_warnings(ROUNDS, numalab_algo::ktap::INVALID_FREE);
+    crate::ktest::expect_warnings(ROUNDS, numalab_algo::formats::ktap::INVALID_FREE);
     for round in 0..ROUNDS {
         let order = (round % 2) as u8 * 3;
         let (phys, order) = alloc_pages(order, Policy::Bind(local))
