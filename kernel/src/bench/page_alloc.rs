@@ -10,6 +10,7 @@ use crate::mm::frame::{alloc_pages, node_counters, AllocError, Pages, Policy, PA
 use alloc::format;
 use buddy_system_allocator::FrameAllocator;
 use core::hint::black_box;
+use numalab_algo::page::PhysAddr;
 use spin::Mutex;
 
 const BENCH: &str = super::catalog::PAGE_ALLOC.name;
@@ -94,7 +95,7 @@ fn local_count(nr: usize) -> Result<usize, AllocError> {
         drop(p);
         if next != 0 {
             // SAFETY: (next & !1, 0) came from into_raw of an order-0 block above.
-            chain = Some(unsafe { Pages::from_raw(next & !1, 0) });
+            chain = Some(unsafe { Pages::from_raw(PhysAddr::new(next & !1), 0) });
         }
     }
     result.map(|()| on_local)

@@ -1,5 +1,7 @@
 //! Address arguments of the frame API: typed `PhysAddr`/`VirtAddr`, and the raw u64 forms that
-//! mm/slub still passes (to go when it moves to the typed addresses).
+//! mm/slub (kmalloc.rs, platform.rs, tests.rs) still passes: the u64 impls below are only for
+//! those files and go when they move to the typed addresses (the rest of the kernel compiles
+//! without them).
 
 use numalab_algo::page::{PhysAddr, VirtAddr};
 

@@ -258,6 +258,7 @@ fn invalid_frees(_ctx: &Ctx) -> TestResult {
     let q = alloc_pages(5, Policy::Bind(local)).map_err(|e| format!("{}", e))?;
     let (phys, order) = p.into_raw();
     let (qphys, qorder) = q.into_raw();
+    let (phys, qphys) = (PhysAddr::new(phys), PhysAddr::new(qphys));
     // Six of the eight frees below are refused, each with an `invalid free` warning.
     crate::ktest::expect_warnings(6, numalab_algo::formats::ktap::INVALID_FREE);
     // SAFETY: both blocks are owned by this test and never touched through these values;
@@ -423,7 +424,7 @@ fn node_of_page(_ctx: &Ctx) -> TestResult {
             .map_err(|e| format!("node {}: {}", node.id.0, e))?
             .into_raw();
         // SAFETY: (phys, order) came from into_raw just above; nothing uses the page.
-        let p = unsafe { Pages::from_raw(phys, order) };
+        let p = unsafe { Pages::from_raw(PhysAddr::new(phys), order) };
         kassert_eq!(p.node(), node.id, "from_raw of {:#x}", phys);
         drop(p);
         kassert_eq!(
@@ -622,7 +623,7 @@ fn pcp_double_free_race(_ctx: &Ctx) -> TestResult {
             }
             // SAFETY: the block is this test's (into_raw above); both CPUs free it on purpose:
             // the allocator must refuse one of the two (what is checked).
-            drop(unsafe { Pages::from_raw(phys, order) });
+            drop(unsafe { Pages::from_raw(PhysAddr::new(phys), order) });
         });
         kassert_eq!(
             invalid() - count0,
