@@ -202,7 +202,7 @@ fn vmalloc(_ctx: &Ctx) -> TestResult {
         match v.alloc((1 + i % 6) * 4096, 4096, None, false, here) {
             Ok(a) => {
                 // SAFETY: a mapped area of at least one page that we own.
-                unsafe { (a as *mut u64).write_volatile(i) };
+                unsafe { a.as_mut_ptr::<u64>().write_volatile(i) };
                 areas.push(a);
             }
             Err(e) => {
@@ -353,8 +353,7 @@ fn oom(_ctx: &Ctx) -> TestResult {
         let area = v
             .alloc(4096, 4096, None, false, here)
             .map_err(|e| format!("vmalloc with node {} left: {:?}", next.0, e))?;
-        let area_node =
-            crate::mm::vmalloc::translate(VirtAddr::new(area)).and_then(frame::node_of_phys);
+        let area_node = crate::mm::vmalloc::translate(area).and_then(frame::node_of_phys);
         kassert_eq!(
             node_of(VirtAddr::from_ptr(large.as_ptr())),
             Some(next),

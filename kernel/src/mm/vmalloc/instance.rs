@@ -162,7 +162,8 @@ impl Vmalloc {
         }
     }
 
-    pub fn contains(&self, addr: u64) -> bool {
+    pub fn contains(&self, addr: VirtAddr) -> bool {
+        let addr = addr.as_u64();
         addr >= self.range_start && addr - self.range_start < self.range_bytes
     }
 
@@ -190,7 +191,7 @@ impl Vmalloc {
         numa: Option<NodeId>,
         zero: bool,
         caller: &'static Location<'static>,
-    ) -> Result<u64, VmError> {
+    ) -> Result<VirtAddr, VmError> {
         if size_bytes == 0 {
             return Err(VmError::ZeroSize);
         }
@@ -254,7 +255,7 @@ impl Vmalloc {
         }
         self.counters.local_pages.add(n_local);
         self.counters.remote_pages.add(n_remote);
-        Ok(r.start)
+        Ok(VirtAddr::new(r.start))
     }
 
     /// Maps the caller's pages `phys` (page-aligned physical addresses) contiguously.
@@ -262,7 +263,7 @@ impl Vmalloc {
         &self,
         phys: &[PhysAddr],
         caller: &'static Location<'static>,
-    ) -> Result<u64, VmError> {
+    ) -> Result<VirtAddr, VmError> {
         if phys.is_empty() || phys.iter().any(|p| !p.is_page_aligned()) {
             return Err(VmError::BadPages);
         }
@@ -291,7 +292,7 @@ impl Vmalloc {
                 return Err(VmError::NoMemory);
             }
         }
-        Ok(r.start)
+        Ok(VirtAddr::new(r.start))
     }
 
     /// Undoes a half-built area: unmaps its first `mapped` pages and frees the VA lazily.
@@ -320,7 +321,8 @@ impl Vmalloc {
 
     /// Frees the area starting at `addr`: unmaps it, frees its pages (vmalloc areas) and
     /// queues the virtual range for a lazy purge. A bad address is returned as `BadFree`.
-    pub fn free(&self, addr: u64, kind: AreaKind) -> Result<(), BadFree> {
+    pub fn free(&self, addr: VirtAddr, kind: AreaKind) -> Result<(), BadFree> {
+        let addr = addr.as_u64();
         let hint = backing::this_mem_node();
         let d = match ops::detach(self, addr, self.range_start, hint) {
             Ok(d) => d,

@@ -139,7 +139,7 @@ pub fn scratch(layout: Layout, range_bytes: u64) -> Option<Vmalloc> {
     ))
 }
 
-fn owner_of(addr: u64) -> Option<&'static Vmalloc> {
+fn owner_of(addr: VirtAddr) -> Option<&'static Vmalloc> {
     SYSTEM.get()?.designs.iter().find(|d| d.contains(addr))
 }
 
@@ -154,7 +154,6 @@ pub fn vmalloc(size_bytes: usize) -> Result<VirtAddr, VmError> {
         false,
         Location::caller(),
     )
-    .map(VirtAddr::new)
 }
 
 /// Like `vmalloc`, with pages from NUMA node `node` (falling back to the nearest with memory).
@@ -168,7 +167,6 @@ pub fn vmalloc_node(size_bytes: usize, node: NodeId) -> Result<VirtAddr, VmError
         false,
         Location::caller(),
     )
-    .map(VirtAddr::new)
 }
 
 /// `vmalloc` with the memory zero-filled.
@@ -176,14 +174,13 @@ pub fn vmalloc_node(size_bytes: usize, node: NodeId) -> Result<VirtAddr, VmError
 pub fn vzalloc(size_bytes: usize) -> Result<VirtAddr, VmError> {
     let v = active().ok_or(VmError::NoMemory)?;
     v.alloc(size_bytes as u64, PAGE_SIZE, None, true, Location::caller())
-        .map(VirtAddr::new)
 }
 
 /// Maps the pages at physical addresses `pages` contiguously (they stay the caller's).
 #[track_caller]
 pub fn vmap(pages: &[PhysAddr]) -> Result<VirtAddr, VmError> {
     let v = active().ok_or(VmError::NoMemory)?;
-    v.vmap(pages, Location::caller()).map(VirtAddr::new)
+    v.vmap(pages, Location::caller())
 }
 
 fn report(op: &str, addr: u64, reason: &str, total: u64) {
@@ -197,16 +194,15 @@ fn report(op: &str, addr: u64, reason: &str, total: u64) {
 }
 
 fn free_any(op: &str, addr: VirtAddr, kind: AreaKind) -> Result<(), BadFree> {
-    let addr = addr.as_u64();
     match owner_of(addr) {
         Some(v) => v.free(addr, kind).inspect_err(|b| {
             report(op, b.addr, b.reason(), v.counters.bad_frees.get());
         }),
         None => {
             let n = BAD_OUTSIDE.fetch_add(1, Relaxed) + 1;
-            report(op, addr, "not a vmalloc address", n);
+            report(op, addr.as_u64(), "not a vmalloc address", n);
             Err(BadFree {
-                addr,
+                addr: addr.as_u64(),
                 fault: numalab_algo::vmalloc::FreeFault::NotInRange,
                 wrong_kind: false,
             })

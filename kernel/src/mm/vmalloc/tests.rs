@@ -55,10 +55,11 @@ unsafe fn poke(addr: u64, val: u8) {
 #[track_caller]
 fn va(v: &Vmalloc, size: u64, align: u64) -> Result<u64, VmError> {
     v.alloc(size, align, None, false, Location::caller())
+        .map(VirtAddr::as_u64)
 }
 
 fn free(v: &Vmalloc, addr: u64) -> Result<(), String> {
-    v.free(addr, AreaKind::Vmalloc)
+    v.free(VirtAddr::new(addr), AreaKind::Vmalloc)
         .map_err(|b| format!("vfree({:#x}): {}", b.addr, b.reason()))
 }
 
@@ -208,7 +209,7 @@ fn vm_map_ram_test(v: &Vmalloc, loops: u64, _: &mut Rng) -> Outcome {
             match v.vmap(&pages, Location::caller()) {
                 Ok(p) => {
                     // SAFETY: p maps NR of our pages.
-                    unsafe { poke(p + (NR as u64 - 1) * P, b'a') };
+                    unsafe { poke((p + (NR as u64 - 1) * P).as_u64(), b'a') };
                     if let Err(b) = v.free(p, AreaKind::Vmap) {
                         out = Outcome::Fail(format!("vunmap({:#x}): {}", p, b.reason()));
                         break;
@@ -630,7 +631,7 @@ fn vmallocinfo(_ctx: &Ctx) -> TestResult {
             .filter_map(|w| w.strip_prefix('N')?.split_once('=')?.1.parse::<u64>().ok())
             .sum();
         kassert_eq!(total, 3, "{}", line);
-        free(v, a)?;
+        free(v, a.as_u64())?;
         v.purge(Scope::All, true);
         super::print_counters(v);
     }
