@@ -11,7 +11,7 @@ use spin::Once;
 
 /// Upper bound of the bootstrap heap.
 const BOOTSTRAP_HEAP_MAX_BYTES: u64 = 32 * 1024 * 1024;
-use numalab_algo::page::PAGE_SIZE;
+use numalab_algo::page::{VirtAddr, PAGE_SIZE};
 
 /// The bootstrap heap (served through mm::heap's global allocator).
 pub(super) static HEAP: LockedHeap = LockedHeap::empty();
@@ -74,7 +74,8 @@ pub fn info() -> &'static EarlyMemory {
 }
 
 /// Whether `virt` lies in the bootstrap heap (false before `init`).
-pub fn in_bootstrap_heap(virt: u64) -> bool {
+pub fn in_bootstrap_heap(virt: VirtAddr) -> bool {
+    let virt = virt.as_u64();
     EARLY.get().is_some_and(|e| {
         let (start, end) = e.heap_phys;
         virt >= e.phys_offset + start && virt < e.phys_offset + end

@@ -133,6 +133,7 @@ mod tests {
     use super::*;
     use crate::ktest::{Ctx, KSuite, TestResult};
     use crate::{kassert, kassert_eq, ktest};
+    use numalab_algo::page::PhysAddr;
 
     /// The first suite after the options: every allocator reads the topology.
     static SUITE: KSuite = KSuite {
@@ -182,7 +183,7 @@ mod tests {
                     s,
                     e
                 );
-                kassert_eq!(t.node_of_phys(s), Some(node.id));
+                kassert_eq!(t.node_of_phys(PhysAddr::new(s)), Some(node.id));
                 all.push((s, e));
             }
         }

@@ -10,13 +10,12 @@ extern crate alloc;
 pub mod acpi;
 pub mod bench;
 pub mod fault;
+pub mod formats;
 pub mod frame;
 pub mod knob;
-pub mod ktap;
 pub mod memrange;
 #[cfg(test)]
 mod model_check;
-pub mod numactl;
 pub mod options;
 pub mod page;
 pub mod rng;
@@ -24,3 +23,6 @@ pub mod slub;
 pub mod smp;
 pub mod topology;
 pub mod vmalloc;
+
+// The formats' old paths (boot/ and the host tests use them).
+pub use formats::{ktap, numactl};

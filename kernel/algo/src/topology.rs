@@ -6,6 +6,8 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use crate::page::PhysAddr;
+
 /// A logical NUMA node id, dense from 0 (Linux's nid), mapped from a proximity domain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct NodeId(pub u16);
@@ -180,7 +182,8 @@ impl Topology {
     }
 
     /// The node whose memory contains physical address `phys`, if any.
-    pub fn node_of_phys(&self, phys: u64) -> Option<NodeId> {
+    pub fn node_of_phys(&self, phys: PhysAddr) -> Option<NodeId> {
+        let phys = phys.as_u64();
         self.nodes
             .iter()
             .find(|n| n.mem_ranges.iter().any(|&(s, e)| s <= phys && phys < e))
@@ -277,7 +280,10 @@ mod tests {
         assert_eq!(t.mem_node(NodeId(0)), NodeId(1));
         assert_eq!(t.fallback_order(NodeId(0)), &[NodeId(1)]);
         assert_eq!(t.nodes[0].cpus, vec![CpuId(0), CpuId(1)]);
-        assert_eq!(t.node_of_phys(4096), Some(NodeId(1)));
+        assert_eq!(
+            t.node_of_phys(crate::page::PhysAddr::new(4096)),
+            Some(NodeId(1))
+        );
     }
 
     #[test]

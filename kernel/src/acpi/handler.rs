@@ -9,6 +9,7 @@
 
 use acpi::{Handle, Handler, PciAddress, PhysicalMapping};
 use core::ptr::NonNull;
+use numalab_algo::page::{PhysAddr, VirtAddr};
 
 /// Maps physical memory through the direct map.
 #[derive(Clone, Copy, Debug)]
@@ -21,14 +22,15 @@ pub struct DirectMap {
 
 impl DirectMap {
     /// Whether [phys, phys + len) lies inside the direct map.
-    pub fn covers(&self, phys: u64, len: u64) -> bool {
-        phys.checked_add(len)
+    pub fn covers(&self, phys: PhysAddr, len: u64) -> bool {
+        phys.as_u64()
+            .checked_add(len)
             .is_some_and(|end| end <= self.mapped_end)
     }
 
     /// The direct-map address of `phys`.
-    pub fn virt(&self, phys: u64) -> u64 {
-        self.phys_offset + phys
+    pub fn virt(&self, phys: PhysAddr) -> VirtAddr {
+        VirtAddr::new(self.phys_offset + phys.as_u64())
     }
 }
 
@@ -41,7 +43,9 @@ impl Handler for DirectMap {
         physical_address: usize,
         size: usize,
     ) -> PhysicalMapping<Self, T> {
-        let virt = self.virt(physical_address as u64) as *mut T;
+        let virt = self
+            .virt(PhysAddr::new(physical_address as u64))
+            .as_mut_ptr::<T>();
         PhysicalMapping {
             physical_start: physical_address,
             // The direct map starts far above 0, so phys_offset + phys is never null.

@@ -14,6 +14,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use handler::DirectMap;
 use numalab_algo::acpi::sdt::{self, HEADER_BYTES, MAX_TABLE_BYTES};
+use numalab_algo::page::PhysAddr;
 /// Bytes of an ACPI 2.0+ RSDP (a 1.0 RSDP is 20, the rest is read but unused).
 const RSDP_V2_BYTES: usize = 36;
 /// The bootloader maps at least the first 4 GiB of physical memory.
@@ -42,7 +43,7 @@ fn direct_map() -> DirectMap {
 
 /// Copies `len` bytes at physical `phys` out of the direct map, or None if they are not all
 /// inside it.
-fn copy_phys(map: &DirectMap, phys: u64, len: usize) -> Option<Vec<u8>> {
+fn copy_phys(map: &DirectMap, phys: PhysAddr, len: usize) -> Option<Vec<u8>> {
     if !map.covers(phys, len as u64) {
         return None;
     }
@@ -51,14 +52,14 @@ fn copy_phys(map: &DirectMap, phys: u64, len: usize) -> Option<Vec<u8>> {
     // physical memory readable; firmware tables are not written concurrently; `out` has
     // `len` bytes and does not overlap firmware memory.
     unsafe {
-        core::ptr::copy_nonoverlapping(map.virt(phys) as *const u8, out.as_mut_ptr(), len);
+        core::ptr::copy_nonoverlapping(map.virt(phys).as_mut_ptr::<u8>(), out.as_mut_ptr(), len);
     }
     Some(out)
 }
 
 /// Checks what the `acpi` crate will read without checks: the RSDP's signature and the
 /// RSDT/XSDT it points to (inside the direct map, length within the limit). Returns why not.
-fn check_root(map: &DirectMap, rsdp: u64) -> Result<(), String> {
+fn check_root(map: &DirectMap, rsdp: PhysAddr) -> Result<(), String> {
     let bytes = copy_phys(map, rsdp, RSDP_V2_BYTES)
         .ok_or_else(|| format!("ACPI: RSDP at {rsdp:#x} is outside the direct map"))?;
     if &bytes[0..8] != b"RSD PTR " {
@@ -70,6 +71,7 @@ fn check_root(map: &DirectMap, rsdp: u64) -> Result<(), String> {
     } else {
         ("XSDT", sdt::u64_at(&bytes, 24).unwrap_or(0))
     };
+    let root = PhysAddr::new(root);
     let header = copy_phys(map, root, HEADER_BYTES)
         .ok_or_else(|| format!("ACPI: {name} at {root:#x} is outside the direct map"))?;
     let length = sdt::header_length(&header).unwrap_or(0);
@@ -94,7 +96,7 @@ pub fn find_tables() -> RawTables {
             .push("ACPI: the bootloader found no RSDP: no ACPI tables".into());
         return raw;
     };
-    if let Err(why) = check_root(&map, rsdp) {
+    if let Err(why) = check_root(&map, PhysAddr::new(rsdp)) {
         raw.warnings.push(format!("{why}: no ACPI tables"));
         return raw;
     }
@@ -113,7 +115,7 @@ pub fn find_tables() -> RawTables {
     // Only the entry addresses come from the crate: headers are read here, so a signature
     // that is not text or a length that lies cannot trip the crate's typed accessors.
     for phys in tables.table_entries() {
-        let phys = phys as u64;
+        let phys = PhysAddr::new(phys as u64);
         let Some(header) = copy_phys(&map, phys, HEADER_BYTES) else {
             raw.warnings.push(format!(
                 "ACPI: table at {phys:#x} is outside the direct map: ignored"

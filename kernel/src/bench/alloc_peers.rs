@@ -21,6 +21,7 @@ use alloc::vec::Vec;
 use core::alloc::Layout;
 use core::ptr::NonNull;
 use numalab_algo::bench::{Clock, Record};
+use numalab_algo::page::PhysAddr;
 use numalab_algo::rng::XorShift64;
 use numalab_algo::slub::{Stat, StatsSnapshot};
 
@@ -177,7 +178,7 @@ impl Peer for Buddy {
 /// objects up to 256 bytes, 2 MiB pages above), like NrOS's per-core allocator.
 struct Slabmalloc {
     zone: slabmalloc::ZoneAllocator<'static>,
-    pages: Vec<(u64, u8)>,
+    pages: Vec<(PhysAddr, u8)>,
 }
 impl Peer for Slabmalloc {
     #[inline(always)]
@@ -189,9 +190,10 @@ impl Peer for Slabmalloc {
                 Err(slabmalloc::AllocationError::OutOfMemory) => {
                     let large = layout.size() > slabmalloc::ZoneAllocator::MAX_BASE_ALLOC_SIZE;
                     let order = if large { 9 } else { 0 };
-                    let (phys, order) = frame::alloc_pages(order, Policy::Local).ok()?.into_raw();
+                    let pages = frame::alloc_pages(order, Policy::Local).ok()?;
+                    let (phys, order) = (pages.phys_addr(), pages.into_raw().1);
                     self.pages.push((phys, order));
-                    let virt = frame::phys_to_virt(phys);
+                    let virt = frame::phys_to_virt(phys).as_mut_ptr::<u8>();
                     let r = if large {
                         // SAFETY: a fresh, exclusively owned, zeroed-or-not 2 MiB block, 2 MiB
                         // aligned in the direct map (checked before the run); slabmalloc
@@ -224,15 +226,15 @@ impl Peer for Slabmalloc {
     }
 }
 
-fn arena() -> Result<(usize, usize, u64), TestError> {
+fn arena() -> Result<(usize, usize, PhysAddr), TestError> {
     let pages = frame::alloc_pages(ARENA_ORDER, Policy::Local)
         .map_err(|e| TestError::Fail(alloc::format!("arena: {}", e)))?;
     let size = pages.size_bytes();
-    let (phys, _) = pages.into_raw();
-    Ok((frame::phys_to_virt(phys) as usize, size, phys))
+    let phys = PhysAddr::new(pages.into_raw().0);
+    Ok((frame::phys_to_virt(phys).as_u64() as usize, size, phys))
 }
 
-fn free_arena(phys: u64, order: u8) {
+fn free_arena(phys: PhysAddr, order: u8) {
     // SAFETY: (phys, order) came from into_raw in `arena`/the slabmalloc refill, and the
     // allocator using it has been dropped with every object freed.
     drop(unsafe { Pages::from_raw(phys, order) });

@@ -10,6 +10,7 @@ use crate::mm::frame::{alloc_pages, node_counters, AllocError, Pages, Policy, PA
 use alloc::format;
 use buddy_system_allocator::FrameAllocator;
 use core::hint::black_box;
+use numalab_algo::page::PhysAddr;
 use spin::Mutex;
 
 const BENCH: &str = super::catalog::PAGE_ALLOC.name;
@@ -35,7 +36,8 @@ fn numalab_pair(pairs: u64) -> Result<f64, TestError> {
 fn bsa_pair(pairs: u64) -> Result<f64, TestError> {
     let local = crate::percpu::mem_node_id();
     let managed = node_counters(local).map_or(0, |c| c.managed_pages);
-    let base = crate::mm::frame::node_base_pfn(local).unwrap_or(1 << (20 - PAGE_SHIFT)) as usize;
+    let base = crate::mm::frame::node_base_pfn(local).map_or(1 << (20 - PAGE_SHIFT), |p| p.as_u64())
+        as usize;
     BSA_FED.call_once(|| BSA.lock().add_frame(base, base + managed));
     // One frame stays allocated during the loop: its buddy is then a free order-0 block, so
     // the loop measures the steady state (take it, give it back) rather than a split down
@@ -93,7 +95,7 @@ fn local_count(nr: usize) -> Result<usize, AllocError> {
         drop(p);
         if next != 0 {
             // SAFETY: (next & !1, 0) came from into_raw of an order-0 block above.
-            chain = Some(unsafe { Pages::from_raw(next & !1, 0) });
+            chain = Some(unsafe { Pages::from_raw(PhysAddr::new(next & !1), 0) });
         }
     }
     result.map(|()| on_local)

@@ -42,7 +42,7 @@ fn smp_calls(_ctx: &Ctx) -> TestResult {
         }
         emit("call_on_cpu", "round_trip", super::now() - t0);
     }
-    let virt = crate::smp::start::alloc_scratch_virt(1).unwrap_or(0);
+    let virt = crate::smp::start::alloc_scratch_virt(1).unwrap_or_default();
     let t0 = super::now();
     for _ in 0..ROUNDS {
         tlb_shootdown(virt, virt + PAGE_SIZE);

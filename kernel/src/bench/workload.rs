@@ -9,6 +9,7 @@ use crate::sync::IrqSpinLock;
 use crate::topology::{CpuId, NodeId};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use numalab_algo::page::VirtAddr;
 
 /// The online CPUs, by id.
 pub fn online() -> Vec<CpuId> {
@@ -27,7 +28,7 @@ pub fn node_of(cpu: CpuId) -> NodeId {
 
 /// The node whose memory holds virtual address `addr` (direct map), if known.
 pub fn node_of_addr(addr: usize) -> Option<NodeId> {
-    let phys = crate::mm::frame::virt_to_phys(addr as u64);
+    let phys = crate::mm::frame::virt_to_phys(VirtAddr::new(addr as u64));
     crate::topology::get().node_of_phys(phys)
 }
 

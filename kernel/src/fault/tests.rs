@@ -14,6 +14,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::panic::Location;
 use numalab_algo::fault::FaultAttr;
+use numalab_algo::page::{PhysAddr, VirtAddr};
 use numalab_algo::topology::NodeId;
 use numalab_algo::vmalloc::{Layout, Policy as VmPolicy, Scope, VmError};
 
@@ -187,7 +188,7 @@ fn vmalloc(_ctx: &Ctx) -> TestResult {
         .map(|_| alloc_pages(0, Policy::Local))
         .collect::<Result<_, _>>()
         .map_err(|e| format!("{}", e))?;
-    let phys: Vec<u64> = pages.iter().map(|p| p.phys_addr()).collect();
+    let phys: Vec<PhysAddr> = pages.iter().map(|p| p.phys_addr()).collect();
     arm(Point::Vmalloc, attr(100, 1, 1));
     kassert_eq!(
         v.alloc(8 * 4096, 4096, None, false, here),
@@ -201,7 +202,7 @@ fn vmalloc(_ctx: &Ctx) -> TestResult {
         match v.alloc((1 + i % 6) * 4096, 4096, None, false, here) {
             Ok(a) => {
                 // SAFETY: a mapped area of at least one page that we own.
-                unsafe { (a as *mut u64).write_volatile(i) };
+                unsafe { a.as_mut_ptr::<u64>().write_volatile(i) };
                 areas.push(a);
             }
             Err(e) => {
@@ -336,7 +337,7 @@ fn oom(_ctx: &Ctx) -> TestResult {
     let mut objs = Vec::with_capacity(64);
     let mut larges = Vec::with_capacity(64);
     let mut areas = Vec::with_capacity(64);
-    let node_of = |virt: u64| frame::node_of_phys(frame::virt_to_phys(virt));
+    let node_of = |virt: VirtAddr| frame::node_of_phys(frame::virt_to_phys(virt));
     let mut path = String::new();
     for (i, &n) in order_list.iter().enumerate() {
         exhaust(Policy::Bind(n), &mut held)?;
@@ -354,7 +355,7 @@ fn oom(_ctx: &Ctx) -> TestResult {
             .map_err(|e| format!("vmalloc with node {} left: {:?}", next.0, e))?;
         let area_node = crate::mm::vmalloc::translate(area).and_then(frame::node_of_phys);
         kassert_eq!(
-            node_of(large.as_ptr() as u64),
+            node_of(VirtAddr::from_ptr(large.as_ptr())),
             Some(next),
             "large kmalloc after {:?}",
             &order_list[..=i]
@@ -365,7 +366,7 @@ fn oom(_ctx: &Ctx) -> TestResult {
             "vmalloc page after {:?}",
             &order_list[..=i]
         );
-        let obj_node = node_of(obj.as_ptr() as u64);
+        let obj_node = node_of(VirtAddr::from_ptr(obj.as_ptr()));
         path.push_str(&format!(" {}", next.0));
         objs.push(obj);
         larges.push(large);

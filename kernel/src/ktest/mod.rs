@@ -21,7 +21,7 @@ mod selftest;
 
 use alloc::string::String;
 use alloc::vec::Vec;
-use numalab_algo::ktap::{self, Outcome, Totals};
+use numalab_algo::formats::ktap::{self, Outcome, Totals};
 use numalab_algo::options::Options;
 
 /// What kind of test an entry is; the `suite=` option picks kinds.
@@ -234,7 +234,7 @@ fn selected(suite: Suite, opts: &Options) -> Vec<&'static KTest> {
 }
 
 /// Declares that the running test is about to provoke, on purpose, up to `count` warnings
-/// whose text contains `what` (one of `numalab_algo::ktap::WATCHED_WARNINGS`, such as
+/// whose text contains `what` (one of `numalab_algo::formats::ktap::WATCHED_WARNINGS`, such as
 /// `ktap::INVALID_FREE`). The host runner fails a run whose log has a watched warning that
 /// no test declared; the declaration lasts until this test's result line (docs/testing.md).
 pub fn expect_warnings(count: u32, what: &str) {

@@ -13,6 +13,7 @@ use crate::early;
 use core::alloc::{GlobalAlloc, Layout};
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
 use numalab_algo::acpi::numa::MAX_NODES;
+use numalab_algo::page::{PhysAddr, VirtAddr};
 use numalab_algo::slub::geometry::{kmalloc_index_aligned, KMALLOC_SIZES};
 use numalab_algo::topology::NodeId;
 
@@ -128,8 +129,8 @@ unsafe impl GlobalAlloc for KernelHeap {
                     if let Some(n) = pages_on(pages.node()) {
                         n.fetch_add(pages.nr_pages() as u64, Relaxed);
                     }
-                    let (phys, _) = pages.into_raw();
-                    return frame::phys_to_virt(phys) as *mut u8;
+                    let phys = PhysAddr::new(pages.into_raw().0);
+                    return frame::phys_to_virt(phys).as_mut_ptr();
                 }
             }
         }
@@ -138,14 +139,14 @@ unsafe impl GlobalAlloc for KernelHeap {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if early::in_bootstrap_heap(ptr as u64) {
+        if early::in_bootstrap_heap(VirtAddr::from_ptr(ptr)) {
             // SAFETY: ptr came from the bootstrap heap's alloc with this layout (it lies in
             // that heap's range, and only early::HEAP hands out addresses there).
             unsafe { early::HEAP.dealloc(ptr, layout) };
             return;
         }
         if let Some(order) = page_order(layout) {
-            let phys = frame::virt_to_phys(ptr as u64);
+            let phys = frame::virt_to_phys(VirtAddr::from_ptr(ptr));
             // SAFETY: a block outside the bootstrap heap came from alloc_pages(order) above,
             // with the same layout and hence the same order; the caller gives it up.
             let pages = unsafe { Pages::from_raw(phys, order) };

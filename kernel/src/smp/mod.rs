@@ -8,7 +8,7 @@
 //!
 //! Lock order: none of its own; `IrqSpinLock` spinners poll the TLB-flush queue.
 
-use numalab_algo::page::PAGE_SIZE;
+use numalab_algo::page::{VirtAddr, PAGE_SIZE};
 
 mod call;
 mod queue;
@@ -306,5 +306,7 @@ fn start_all(timeout_ms: u64, hold_apic: Option<u32>, verbose: bool) {
         }
     }
     // The APs ran the identity-mapped trampoline page; drop their stale translations of it.
-    tlb_shootdown(report.trampoline_phys, report.trampoline_phys + PAGE_SIZE);
+    // (identity mapped: the page's virtual address is its physical one)
+    let tramp_virt = VirtAddr::new(report.trampoline_phys);
+    tlb_shootdown(tramp_virt, tramp_virt + PAGE_SIZE);
 }

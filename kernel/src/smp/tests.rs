@@ -13,6 +13,7 @@ use crate::percpu;
 use crate::sync::{IrqSpinLock, LockStatsSnapshot};
 use crate::topology::{self, CpuId};
 use crate::{kassert, kassert_eq, ktest};
+use numalab_algo::page::{PhysAddr, VirtAddr};
 
 /// CPU bring-up, per-CPU data, cross-CPU calls and locks (after topology).
 static SUITE: KSuite = KSuite {
@@ -185,10 +186,10 @@ fn call_roundtrip(_ctx: &Ctx) -> TestResult {
 }
 
 /// Reads the first word of the shootdown test's scratch page.
-fn read_scratch(virt: u64) -> u64 {
+fn read_scratch(virt: VirtAddr) -> u64 {
     // SAFETY: `shootdown_flushes` keeps `virt` mapped (to frame a, then frame b) while any CPU
     // runs this; the page is 8-byte aligned.
-    unsafe { (virt as *const u64).read_volatile() }
+    unsafe { virt.as_mut_ptr::<u64>().read_volatile() }
 }
 
 /// Remaps a page to another frame, shoots it down, and every CPU must see the new frame.
@@ -202,11 +203,12 @@ fn shootdown_flushes(_ctx: &Ctx) -> TestResult {
     ) else {
         return Err(TestError::Fail("out of memory".into()));
     };
+    let (frame_a, frame_b) = (PhysAddr::new(frame_a), PhysAddr::new(frame_b));
     let phys_offset = crate::early::info().phys_offset;
     // SAFETY: both frames were just allocated for this test; writing them via the direct map.
     unsafe {
-        ((phys_offset + frame_a) as *mut u64).write_volatile(0xaaaa);
-        ((phys_offset + frame_b) as *mut u64).write_volatile(0xbbbb);
+        ((phys_offset + frame_a.as_u64()) as *mut u64).write_volatile(0xaaaa);
+        ((phys_offset + frame_b.as_u64()) as *mut u64).write_volatile(0xbbbb);
     }
     let flags = x86_64::structures::paging::PageTableFlags::WRITABLE
         | x86_64::structures::paging::PageTableFlags::NO_EXECUTE;
@@ -278,11 +280,11 @@ fn stack_guard_pages(_ctx: &Ctx) -> TestResult {
         unsafe {
             core::arch::asm!("mov {}, rsp", out(reg) rsp, options(nomem, nostack, preserves_flags))
         };
-        let mut page = rsp & !4095;
+        let mut page = VirtAddr::new(rsp & !4095);
         let mut mapped = 0;
         while paging::translate(page).is_some() && mapped < 64 {
             mapped += 1;
-            page -= 4096;
+            page = page - 4096;
         }
         guard_gap[cpu.index()].store(mapped, Ordering::Relaxed);
     });
@@ -311,7 +313,7 @@ fn percpu_on_node(_ctx: &Ctx) -> TestResult {
             core::arch::asm!("mov {}, rsp", out(reg) rsp, options(nomem, nostack, preserves_flags))
         };
         let node_of = |virt: u64| {
-            paging::translate(virt)
+            paging::translate(VirtAddr::new(virt))
                 .and_then(crate::mm::frame::node_of_phys)
                 .map_or(u64::MAX - 1, |n| n.0 as u64)
         };

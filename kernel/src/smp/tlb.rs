@@ -9,8 +9,8 @@
 
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use numalab_algo::page::VirtAddr;
 use x86_64::registers::control::{Cr4, Cr4Flags};
-use x86_64::VirtAddr;
 
 use super::queue::{push, Linked};
 use super::{PerCpuSmp, MAX_CPUS};
@@ -47,7 +47,7 @@ pub(super) fn flush_local(start: u64, end: u64) {
     }
     let mut addr = start & !(PAGE_SIZE - 1);
     while addr < end {
-        if let Ok(virt) = VirtAddr::try_new(addr) {
+        if let Ok(virt) = x86_64::VirtAddr::try_new(addr) {
             x86_64::instructions::tlb::flush(virt);
         }
         addr += PAGE_SIZE;
@@ -94,7 +94,8 @@ fn run_flushes_of(me: &PerCpuSmp) {
 
 /// Flushes kernel virtual range [start_virt, end_virt) on every online CPU and returns when all
 /// have done it. Callable with interrupts off and with spin locks held (targets poll).
-pub fn tlb_shootdown(start_virt: u64, end_virt: u64) {
+pub fn tlb_shootdown(start_virt: VirtAddr, end_virt: VirtAddr) {
+    let (start_virt, end_virt) = (start_virt.as_u64(), end_virt.as_u64());
     let me = percpu::this();
     flush_local(start_virt, end_virt);
     PerCpuSmp::of(me.cpu())

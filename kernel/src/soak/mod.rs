@@ -19,8 +19,10 @@
 //! exhaustion) are counted, never errors. `soak.leak_kfree=N` arms a mutation (kfree drops
 //! one slab-object free in N) that the object check must catch.
 
-use numalab_algo::page::PAGE_SIZE;
+use numalab_algo::page::{VirtAddr, PAGE_SIZE};
 
+mod checkpoint;
+mod items;
 mod objects;
 mod ops;
 mod tag;
@@ -138,10 +140,6 @@ struct Soak {
     errors: Errors,
 }
 
-fn vm_node(addr: u64) -> Option<NodeId> {
-    vmalloc::translate(addr).and_then(frame::node_of_phys)
-}
-
 impl Soak {
     fn next_meta(&self, cpu: CpuId, kind: ItemKind, param: u32) -> Meta {
         let s = &self.seq[cpu.index()];
@@ -157,173 +155,6 @@ impl Soak {
 
     fn random_node(&self, rng: &mut Rng) -> NodeId {
         NodeId(rng.below(self.nr_nodes as u64) as u16)
-    }
-
-    /// Allocates a random item; returns its address and meta, None on a (counted) failure.
-    fn alloc_item(&self, cpu: CpuId, rng: &mut Rng) -> Option<(u64, Meta)> {
-        let topo = crate::topology::get();
-        let r = rng.below(100);
-        let got = if r < 35 {
-            let order = (rng.next_u64().trailing_zeros() as u8).min(MAX_ORDER);
-            let node = self.random_node(rng);
-            let policy = match rng.below(4) {
-                0 => Policy::Local,
-                1 => Policy::Preferred(node),
-                2 => Policy::Bind(topo.mem_node(node)),
-                _ => Policy::Interleave,
-            };
-            alloc_pages(order, policy).ok().map(|p| {
-                let meta = self.next_meta(cpu, ItemKind::Pages, u32::from(order));
-                let nr = p.nr_pages();
-                self.live_pages[p.node().index()].fetch_add(nr as i64, Relaxed);
-                let virt = p.virt_ptr() as u64;
-                let (_phys, _) = p.into_raw();
-                // SAFETY: the block is ours, nr pages in the direct map.
-                unsafe { tag::write_pages(virt as usize, nr, meta.tag()) };
-                (virt, meta)
-            })
-        } else if r < 60 {
-            let c = rng.below(self.caches.len() as u64) as usize;
-            let obj = if rng.below(REMOTE_ONE_IN) != 0 {
-                self.caches[c].alloc()
-            } else {
-                self.caches[c].alloc_node(self.random_node(rng))
-            };
-            obj.map(|o| {
-                let meta = self.next_meta(cpu, ItemKind::CacheObj, c as u32);
-                // SAFETY: a fresh object of SHARED_SIZES[c] bytes.
-                unsafe { tag::write_obj(o.as_ptr() as usize, SHARED_SIZES[c], meta.tag()) };
-                (o.as_ptr() as u64, meta)
-            })
-        } else if r < 85 {
-            let size = if rng.below(10) == 0 {
-                8193 + rng.below((MAX_KMALLOC_BYTES - 8192) as u64) as usize
-            } else {
-                let i = rng.below(KMALLOC_SIZES.len() as u64) as usize;
-                let lo = if i == 0 { 1 } else { KMALLOC_SIZES[i - 1] + 1 };
-                lo + rng.below((KMALLOC_SIZES[i] - lo + 1) as u64) as usize
-            }
-            .max(8);
-            let obj = if rng.below(REMOTE_ONE_IN) != 0 {
-                kmalloc::kmalloc(size)
-            } else {
-                kmalloc::kmalloc_node(size, self.random_node(rng))
-            };
-            obj.map(|o| {
-                let meta = self.next_meta(cpu, ItemKind::Kmalloc, size as u32);
-                // SAFETY: a fresh object of at least `size` bytes, 8-byte aligned.
-                unsafe { tag::write_obj(o.as_ptr() as usize, size / 8 * 8, meta.tag()) };
-                (o.as_ptr() as u64, meta)
-            })
-        } else {
-            let pages = 1 + rng.below(MAX_VMALLOC_PAGES);
-            let bytes = (pages * PAGE_SIZE) as usize;
-            let area = if rng.below(REMOTE_ONE_IN) != 0 {
-                vmalloc::vmalloc(bytes)
-            } else {
-                vmalloc::vmalloc_node(bytes, self.random_node(rng))
-            };
-            area.ok().map(|a| {
-                let meta = self.next_meta(cpu, ItemKind::Vmalloc, pages as u32);
-                self.count_vm(a.as_u64(), pages, 1);
-                // SAFETY: a fresh mapped area of `pages` pages.
-                unsafe { tag::write_pages(a.as_u64() as usize, pages as usize, meta.tag()) };
-                (a.as_u64(), meta)
-            })
-        };
-        match got {
-            Some(x) => {
-                self.allocs.fetch_add(1, Relaxed);
-                Some(x)
-            }
-            None => {
-                self.alloc_failures.fetch_add(1, Relaxed);
-                None
-            }
-        }
-    }
-
-    fn count_vm(&self, addr: u64, pages: u64, sign: i64) {
-        for i in 0..pages {
-            match vm_node(addr + i * PAGE_SIZE) {
-                Some(n) => {
-                    self.live_vm_pages[n.index()].fetch_add(sign, Relaxed);
-                }
-                None => self.errors.report(format!(
-                    "vmalloc area {:#x} page {} not mapped to a node's page",
-                    addr, i
-                )),
-            }
-        }
-    }
-
-    /// Checks an item's tag; true when intact (a broken one is reported).
-    fn check(&self, addr: u64, meta: Meta) -> bool {
-        self.tag_checks.fetch_add(1, Relaxed);
-        // SAFETY: a live item (taken out of its slot by the caller, or every CPU idle at a
-        // checkpoint) of the size its meta says, mapped.
-        let r = unsafe {
-            match meta.kind {
-                ItemKind::Pages => tag::check_pages(addr as usize, 1 << meta.param, meta.tag()),
-                ItemKind::CacheObj => {
-                    tag::check_obj(addr as usize, SHARED_SIZES[meta.param as usize], meta.tag())
-                }
-                ItemKind::Kmalloc => {
-                    tag::check_obj(addr as usize, meta.param as usize / 8 * 8, meta.tag())
-                }
-                ItemKind::Vmalloc => {
-                    tag::check_pages(addr as usize, meta.param as usize, meta.tag())
-                }
-            }
-        };
-        match r {
-            Ok(()) => true,
-            Err((word, got, want)) => {
-                self.errors.report(format!(
-                    "bad tag: {:?} at {:#x} (owner CPU {}, seq {}): word/page {} is {:#x}, expected {:#x}",
-                    meta.kind, addr, meta.owner, meta.seq, word, got, want
-                ));
-                false
-            }
-        }
-    }
-
-    /// Checks and frees an item (a broken one is reported and leaked, not freed).
-    fn free_item(&self, cpu: CpuId, addr: u64, meta: Meta) {
-        if !self.check(addr, meta) {
-            return;
-        }
-        if u16::from(meta.owner) != cpu.0 {
-            self.remote_frees.fetch_add(1, Relaxed);
-        }
-        self.frees.fetch_add(1, Relaxed);
-        match meta.kind {
-            ItemKind::Pages => {
-                let phys = frame::virt_to_phys(addr);
-                // SAFETY: the block was allocated by alloc_item with this order and given up
-                // with into_raw; the slot protocol makes us its only owner.
-                let p = unsafe { Pages::from_raw(phys, meta.param as u8) };
-                self.live_pages[p.node().index()].fetch_sub(p.nr_pages() as i64, Relaxed);
-                drop(p);
-            }
-            ItemKind::CacheObj => {
-                // SAFETY: an object of this cache, ours alone, freed once.
-                unsafe {
-                    self.caches[meta.param as usize].free(NonNull::new_unchecked(addr as *mut u8))
-                }
-            }
-            ItemKind::Kmalloc => {
-                // SAFETY: from kmalloc, ours alone, freed once.
-                unsafe { kmalloc::kfree(NonNull::new_unchecked(addr as *mut u8)) }
-            }
-            ItemKind::Vmalloc => {
-                self.count_vm(addr, u64::from(meta.param), -1);
-                if let Err(b) = vmalloc::vfree(vmalloc::VAddr(addr)) {
-                    self.errors
-                        .report(format!("vfree({:#x}): {}", addr, b.reason()));
-                }
-            }
-        }
     }
 
     /// One operation on a random slot: free what is there, or fill it.
@@ -429,96 +260,6 @@ impl Soak {
             crate::smp::run_pending_calls();
         }
         self.ops.fetch_add(done, Relaxed);
-    }
-
-    /// Live items per slot scan, all tags checked (every other CPU idle).
-    fn check_all_tags(&self) -> u64 {
-        let mut live = 0;
-        for slot in &self.slots {
-            let w = slot.word.load(Acquire);
-            if w > BUSY {
-                live += 1;
-                match Meta::unpack(slot.meta.load(Relaxed)) {
-                    Some(m) => {
-                        self.check(w, m);
-                    }
-                    None => self.errors.report(format!("slot {:#x}: bad meta", w)),
-                }
-            } else if w == BUSY {
-                self.errors
-                    .report(String::from("a slot left busy between rounds"));
-            }
-        }
-        live
-    }
-
-    /// Per node: free + held (settled) + the soak's live pages == the start's free + held.
-    /// Prints one line per node; returns the checks made.
-    fn check_conservation(&self, start: &[u64], label: &str) -> Result<u64, String> {
-        let pcp: Vec<usize> = (0..self.nr_nodes)
-            .map(|n| frame::node_counters(NodeId(n as u16)).map_or(0, |c| c.pcp_pages))
-            .collect();
-        let settled = frame::settled_bytes()?;
-        let mut checks = 0;
-        for n in 0..self.nr_nodes {
-            let node = NodeId(n as u16);
-            let Some(c) = frame::node_counters(node) else {
-                continue;
-            };
-            let held = frame::holders_held_bytes_on(node) / PAGE_SIZE;
-            let pages = self.live_pages[n].load(Relaxed);
-            let vm = self.live_vm_pages[n].load(Relaxed);
-            let now = settled[n] as i64 / PAGE_SIZE as i64 + pages + vm;
-            let want = start[n] as i64 / PAGE_SIZE as i64;
-            crate::println!(
-                "# soak: {} node {}: free {} (per-CPU lists {}) + held {} + soak pages {} + soak vmalloc {} = {}, start {}, managed {}: {}",
-                label,
-                n,
-                c.buddy_free_pages,
-                pcp[n],
-                held,
-                pages,
-                vm,
-                now,
-                want,
-                c.managed_pages,
-                if now == want { "ok" } else { "LOST" }
-            );
-            if now != want {
-                return Err(format!(
-                    "{}: node {}: {} pages accounted, {} at the start ({} missing)",
-                    label,
-                    n,
-                    now,
-                    want,
-                    want - now
-                ));
-            }
-            checks += 1;
-        }
-        Ok(checks)
-    }
-
-    /// The failure, if any error was reported: the first one and the count.
-    fn failure(&self) -> Option<TestError> {
-        let first = self.errors.first.lock().take()?;
-        Some(TestError::Fail(format!(
-            "{} errors; first: {}",
-            self.errors.count.load(Relaxed),
-            first
-        )))
-    }
-
-    /// Frees every live item (boot CPU, others idle).
-    fn free_all(&self, cpu: CpuId) {
-        for slot in &self.slots {
-            let w = slot.word.swap(EMPTY, Acquire);
-            if w > BUSY {
-                if let Some(m) = Meta::unpack(slot.meta.load(Relaxed)) {
-                    self.free_item(cpu, w, m);
-                }
-            }
-        }
     }
 }
 

@@ -11,7 +11,7 @@ use alloc::format;
 use alloc::vec::Vec;
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
-use numalab_algo::page::PAGE_SIZE;
+use numalab_algo::page::{PhysAddr, PAGE_SIZE};
 use numalab_algo::rng::Rng;
 
 impl Soak {
@@ -73,7 +73,7 @@ impl Soak {
                 }
             }
         }
-        let phys: Vec<u64> = pages.iter().map(|p| p.phys_addr()).collect();
+        let phys: Vec<PhysAddr> = pages.iter().map(|p| p.phys_addr()).collect();
         let Ok(a) = vmalloc::vmap(&phys) else {
             self.alloc_failures.fetch_add(1, Relaxed);
             return;

@@ -726,9 +726,18 @@ fn ram_of_domains_beyond_1024_goes_to_a_kept_node() {
     check_invariants(&o, 0);
     let t = &o.topology;
     assert_eq!(t.nr_nodes(), 1024);
-    assert_eq!(t.node_of_phys(at(1050)), Some(NodeId(0)));
-    assert_eq!(t.node_of_phys(at(1099)), Some(NodeId(0)));
-    assert_eq!(t.node_of_phys(at(1023)), Some(NodeId(1023)));
+    assert_eq!(
+        t.node_of_phys(crate::page::PhysAddr::new(at(1050))),
+        Some(NodeId(0))
+    );
+    assert_eq!(
+        t.node_of_phys(crate::page::PhysAddr::new(at(1099))),
+        Some(NodeId(0))
+    );
+    assert_eq!(
+        t.node_of_phys(crate::page::PhysAddr::new(at(1023))),
+        Some(NodeId(1023))
+    );
     assert_eq!(t.cpus[7].node, NodeId(0));
     one_warning(
         &o,
@@ -754,8 +763,14 @@ fn ram_of_domains_beyond_1024_goes_to_a_kept_node() {
     let o = run(0, &[&madt8()], &[&s], &[&slit(&d)]);
     check_invariants(&o, 0);
     let t = &o.topology;
-    assert_eq!(t.node_of_phys(at(1050)), Some(NodeId(5)));
-    assert_eq!(t.node_of_phys(at(1049)), Some(NodeId(0)));
+    assert_eq!(
+        t.node_of_phys(crate::page::PhysAddr::new(at(1050))),
+        Some(NodeId(5))
+    );
+    assert_eq!(
+        t.node_of_phys(crate::page::PhysAddr::new(at(1049))),
+        Some(NodeId(0))
+    );
     assert_eq!(t.cpus[7].node, NodeId(5));
     one_warning(
         &o,

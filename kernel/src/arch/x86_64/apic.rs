@@ -9,6 +9,7 @@
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use numalab_algo::acpi::apic::ApicMode;
+use numalab_algo::page::{PhysAddr, VirtAddr};
 use x86_64::instructions::port::Port;
 use x86_64::registers::model_specific::Msr;
 use x86_64::structures::paging::PageTableFlags;
@@ -112,7 +113,7 @@ pub fn mode_from_cpuid() -> ApicMode {
 
 /// Chooses the mode, maps the xAPIC page if needed, masks the 8259s and enables the boot
 /// CPU's APIC. Returns an error message when the APIC cannot be used.
-pub fn init_boot_cpu(map_mmio_at: u64) -> Result<(), &'static str> {
+pub fn init_boot_cpu(map_mmio_at: VirtAddr) -> Result<(), &'static str> {
     let cpuid1 = core::arch::x86_64::__cpuid(1);
     if cpuid1.edx & (1 << 9) == 0 {
         return Err("CPUID reports no local APIC");
@@ -121,7 +122,8 @@ pub fn init_boot_cpu(map_mmio_at: u64) -> Result<(), &'static str> {
     X2APIC.store(x2, Ordering::Relaxed);
     if !x2 {
         // SAFETY: IA32_APIC_BASE exists on every CPU with an APIC (checked above).
-        let base = unsafe { Msr::new(IA32_APIC_BASE).read() } & 0x000f_ffff_ffff_f000;
+        let base =
+            PhysAddr::new(unsafe { Msr::new(IA32_APIC_BASE).read() } & 0x000f_ffff_ffff_f000);
         let flags = PageTableFlags::WRITABLE
             | PageTableFlags::NO_CACHE
             | PageTableFlags::WRITE_THROUGH
@@ -130,7 +132,7 @@ pub fn init_boot_cpu(map_mmio_at: u64) -> Result<(), &'static str> {
         // `base` is the APIC's MMIO page, which no allocator hands out.
         unsafe { super::paging::map_4k(map_mmio_at, base, flags) }
             .map_err(|_| "cannot map the xAPIC register page")?;
-        MMIO_VIRT.store(map_mmio_at, Ordering::Relaxed);
+        MMIO_VIRT.store(map_mmio_at.as_u64(), Ordering::Relaxed);
     }
     mask_legacy_pic();
     init_this_cpu();

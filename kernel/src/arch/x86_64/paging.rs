@@ -13,12 +13,13 @@
 //! Lock order: callers' locks (vmalloc) > this page-table lock > the frame allocator's node lock.
 
 use core::alloc::Layout;
+use numalab_algo::page::{PhysAddr, VirtAddr};
 use x86_64::registers::control::Cr3;
 use x86_64::structures::paging::{
     FrameAllocator, Mapper, OffsetPageTable, Page, PageTable, PageTableFlags, PhysFrame, Size4KiB,
     Translate,
 };
-use x86_64::{PhysAddr, VirtAddr};
+use x86_64::{PhysAddr as HwPhysAddr, VirtAddr as HwVirtAddr};
 
 use crate::sync::IrqSpinLock;
 use spin::Once;
@@ -96,7 +97,7 @@ unsafe impl FrameAllocator<Size4KiB> for TablePageSource {
         unsafe {
             core::ptr::write_bytes((self.phys_offset + phys) as *mut u8, 0, PAGE_SIZE as usize)
         };
-        PhysFrame::from_start_address(PhysAddr::new(phys)).ok()
+        PhysFrame::from_start_address(HwPhysAddr::new(phys)).ok()
     }
 }
 
@@ -111,16 +112,16 @@ fn with_tables<R>(f: impl FnOnce(&mut OffsetPageTable<'static>, &mut TablePageSo
     let mut mapper = unsafe {
         OffsetPageTable::new(
             &mut *(pml4_virt as *mut PageTable),
-            VirtAddr::new(phys_offset),
+            HwVirtAddr::new(phys_offset),
         )
     };
     f(&mut mapper, &mut TablePageSource { phys_offset })
 }
 
 /// The physical address `virt` translates to, if mapped.
-pub fn translate(virt: u64) -> Option<u64> {
-    let virt = VirtAddr::try_new(virt).ok()?;
-    with_tables(|m, _| m.translate_addr(virt).map(|p| p.as_u64()))
+pub fn translate(virt: VirtAddr) -> Option<PhysAddr> {
+    let virt = HwVirtAddr::try_new(virt.as_u64()).ok()?;
+    with_tables(|m, _| m.translate_addr(virt).map(|p| PhysAddr::new(p.as_u64())))
 }
 
 /// Maps the 4 KiB page at `virt` to the frame at `phys` with `flags` (PRESENT is added).
@@ -128,9 +129,13 @@ pub fn translate(virt: u64) -> Option<u64> {
 /// # Safety
 /// `phys` must be memory (or MMIO) that the caller owns for as long as the mapping exists,
 /// and `virt` must be a page no other code expects to be unmapped or mapped elsewhere.
-pub unsafe fn map_4k(virt: u64, phys: u64, flags: PageTableFlags) -> Result<(), PagingError> {
-    let page = Page::<Size4KiB>::containing_address(VirtAddr::new(virt));
-    let frame = PhysFrame::<Size4KiB>::containing_address(PhysAddr::new(phys));
+pub unsafe fn map_4k(
+    virt: VirtAddr,
+    phys: PhysAddr,
+    flags: PageTableFlags,
+) -> Result<(), PagingError> {
+    let page = Page::<Size4KiB>::containing_address(HwVirtAddr::new(virt.as_u64()));
+    let frame = PhysFrame::<Size4KiB>::containing_address(HwPhysAddr::new(phys.as_u64()));
     with_tables(|m, frames| {
         // The parents inherit PRESENT|WRITABLE: leaf flags decide the real permissions.
         let parent = PageTableFlags::PRESENT | PageTableFlags::WRITABLE;
@@ -152,12 +157,12 @@ pub unsafe fn map_4k(virt: u64, phys: u64, flags: PageTableFlags) -> Result<(), 
 ///
 /// # Safety
 /// Nothing may use the page after this (on any CPU, once shot down).
-pub unsafe fn unmap_4k(virt: u64) -> Result<u64, PagingError> {
-    let page = Page::<Size4KiB>::containing_address(VirtAddr::new(virt));
+pub unsafe fn unmap_4k(virt: VirtAddr) -> Result<PhysAddr, PagingError> {
+    let page = Page::<Size4KiB>::containing_address(HwVirtAddr::new(virt.as_u64()));
     with_tables(|m, _| match m.unmap(page) {
         Ok((frame, flush)) => {
             flush.flush();
-            Ok(frame.start_address().as_u64())
+            Ok(PhysAddr::new(frame.start_address().as_u64()))
         }
         Err(x86_64::structures::paging::mapper::UnmapError::ParentEntryHugePage) => {
             Err(PagingError::InsideHugePage)
@@ -170,9 +175,9 @@ pub unsafe fn unmap_4k(virt: u64) -> Result<u64, PagingError> {
 ///
 /// # Safety
 /// As for `map_4k`; and users of the old frame through `virt` must tolerate the switch.
-pub unsafe fn remap_4k(virt: u64, phys: u64) -> Result<u64, PagingError> {
-    let page = Page::<Size4KiB>::containing_address(VirtAddr::new(virt));
-    let frame = PhysFrame::<Size4KiB>::containing_address(PhysAddr::new(phys));
+pub unsafe fn remap_4k(virt: VirtAddr, phys: PhysAddr) -> Result<PhysAddr, PagingError> {
+    let page = Page::<Size4KiB>::containing_address(HwVirtAddr::new(virt.as_u64()));
+    let frame = PhysFrame::<Size4KiB>::containing_address(HwPhysAddr::new(phys.as_u64()));
     with_tables(|m, frames| {
         let flags = match m.translate(page.start_address()) {
             x86_64::structures::paging::mapper::TranslateResult::Mapped { flags, .. } => flags,
@@ -185,7 +190,7 @@ pub unsafe fn remap_4k(virt: u64, phys: u64) -> Result<u64, PagingError> {
         unsafe { m.map_to_with_table_flags(page, frame, flags, parent, frames) }
             .map_err(map_error)?
             .flush();
-        Ok(old.start_address().as_u64())
+        Ok(PhysAddr::new(old.start_address().as_u64()))
     })
 }
 

@@ -6,6 +6,7 @@
 
 use core::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering::Relaxed};
 use numalab_algo::frame::buddy::{BuddyStore, NIL};
+use numalab_algo::page::VirtAddr;
 
 /// Per-page metadata. `owner` and `private` belong to whoever allocated the block (read them
 /// on the head page): SLUB keeps its slab pointer in `owner` (0 = not a slab). The other
@@ -57,8 +58,8 @@ impl MemMap {
     /// `virt` must be the direct-map address of `nr_pages * PAGE_META_BYTES` bytes of RAM,
     /// 8-byte aligned, that nothing else uses now or ever (they are reserved from the
     /// allocator for the life of the kernel).
-    pub unsafe fn init_at(virt: u64, nr_pages: usize) -> MemMap {
-        let base = virt as *mut PageMeta;
+    pub unsafe fn init_at(virt: VirtAddr, nr_pages: usize) -> MemMap {
+        let base = virt.as_mut_ptr::<PageMeta>();
         for i in 0..nr_pages {
             // SAFETY: i < nr_pages, inside the exclusive, aligned region the caller gave.
             unsafe { base.add(i).write(PageMeta::new()) };

@@ -10,6 +10,7 @@
 //! Layering: `numalab_algo::frame::buddy` (pure split/merge) <- `node` (memmap, node lock) <- `pcp`
 //! (per-CPU lists) <- this module (policies, `Pages`, counters) <- `crate::mm::heap`.
 
+mod addr;
 mod build;
 mod holders;
 mod memmap;
@@ -26,9 +27,11 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use numalab_algo::frame::nodemap::NodeMap;
+use numalab_algo::page::{Pfn, PhysAddr, VirtAddr};
 use numalab_algo::topology::{NodeId, Topology};
 use spin::Once;
 
+pub use addr::{PhysArg, VirtArg};
 pub use build::init;
 pub use holders::{held_bytes_on as holders_held_bytes_on, register_holder, PageHolder};
 pub use memmap::PageMeta;
@@ -123,7 +126,7 @@ pub fn is_ready() -> bool {
 const NOT_MANAGED: NodeId = NodeId(u16::MAX);
 
 #[cold]
-fn report_unaligned(phys: u64, order: u8) {
+fn report_unaligned(phys: PhysAddr, order: u8) {
     match node_of_phys(phys).and_then(|n| FRAME.get()?.nodes.get(n.index())?.as_ref()) {
         Some(node) => node.count_invalid_free(),
         None => {
@@ -138,28 +141,34 @@ fn report_unaligned(phys: u64, order: u8) {
     );
 }
 
-/// Virtual address of `phys` in the direct map.
+/// Virtual address of `phys` in the direct map (a `VirtAddr` for a `PhysAddr`).
 #[inline]
-pub fn phys_to_virt(phys: u64) -> u64 {
-    crate::early::info().phys_offset + phys
+pub fn phys_to_virt<A: PhysArg>(phys: A) -> A::Virt {
+    A::virt_from(VirtAddr::new(
+        crate::early::info().phys_offset + phys.phys().as_u64(),
+    ))
 }
 
-/// Physical address of a direct-map address.
+/// Physical address of a direct-map address (a `PhysAddr` for a `VirtAddr`).
 #[inline]
-pub fn virt_to_phys(virt: u64) -> u64 {
-    virt - crate::early::info().phys_offset
+pub fn virt_to_phys<A: VirtArg>(virt: A) -> A::Phys {
+    A::phys_from(PhysAddr::new(
+        virt.virt().as_u64() - crate::early::info().phys_offset,
+    ))
 }
 
 /// The node whose managed pages include `phys`: looked up by the nodes' ranges, never by
 /// their spans (a node's span may hold another node's memory).
 #[inline]
-pub fn node_of_phys(phys: u64) -> Option<NodeId> {
-    FRAME.get()?.node_map.node_of(phys >> PAGE_SHIFT)
+pub fn node_of_phys(phys: impl PhysArg) -> Option<NodeId> {
+    FRAME.get()?.node_map.node_of(phys.phys().pfn().as_u64())
 }
 
 /// First pfn of `node`'s memmap span (None without memory).
-pub fn node_base_pfn(node: NodeId) -> Option<u64> {
-    Some(FRAME.get()?.nodes.get(node.index())?.as_ref()?.base_pfn)
+pub fn node_base_pfn(node: NodeId) -> Option<Pfn> {
+    Some(Pfn::new(
+        FRAME.get()?.nodes.get(node.index())?.as_ref()?.base_pfn,
+    ))
 }
 
 /// The metadata (struct page) of the page holding `phys`, if a node manages it. Managed
@@ -168,8 +177,9 @@ pub fn node_base_pfn(node: NodeId) -> Option<u64> {
 /// statics, one bounds check, one load of the section's biased base; section_index.rs);
 /// pages of sections the index leaves empty are looked up by range.
 #[inline(always)]
-pub fn page_meta(phys: u64) -> Option<&'static PageMeta> {
-    match section_index::lookup(phys >> PAGE_SHIFT) {
+pub fn page_meta(phys: impl PhysArg) -> Option<&'static PageMeta> {
+    let phys = phys.phys();
+    match section_index::lookup(phys.pfn().as_u64()) {
         Some(meta) => Some(meta),
         None => page_meta_slow(phys),
     }
@@ -178,8 +188,8 @@ pub fn page_meta(phys: u64) -> Option<&'static PageMeta> {
 /// The owner word (`PageMeta::owner`) of the page holding `phys`, 0 when no node manages
 /// it: `page_meta(phys)?.owner` without a reference in between (kfree's lookup).
 #[inline(always)]
-pub fn page_owner(phys: u64) -> usize {
-    match section_index::owner(phys >> PAGE_SHIFT) {
+pub fn page_owner(phys: PhysAddr) -> usize {
+    match section_index::owner(phys.pfn().as_u64()) {
         Some(owner) => owner,
         None => page_owner_slow(phys),
     }
@@ -188,23 +198,23 @@ pub fn page_owner(phys: u64) -> usize {
 /// `page_owner` for pages outside the section index.
 #[cold]
 #[inline(never)]
-fn page_owner_slow(phys: u64) -> usize {
+fn page_owner_slow(phys: PhysAddr) -> usize {
     page_meta_slow(phys).map_or(0, |m| m.owner.load(core::sync::atomic::Ordering::Relaxed))
 }
 
 /// `page_meta` for pages outside the section index.
 #[cold]
 #[inline(never)]
-fn page_meta_slow(phys: u64) -> Option<&'static PageMeta> {
+fn page_meta_slow(phys: PhysAddr) -> Option<&'static PageMeta> {
     page_meta_by_range(FRAME.get()?, phys)
 }
 
 /// The slow path: the node whose managed ranges hold the page (`node_of_phys`'s map).
 #[cold]
-fn page_meta_by_range(fa: &FrameAllocator, phys: u64) -> Option<&'static PageMeta> {
-    let pfn = phys >> PAGE_SHIFT;
+fn page_meta_by_range(fa: &FrameAllocator, phys: PhysAddr) -> Option<&'static PageMeta> {
+    let pfn = phys.pfn().as_u64();
     let nid = fa.node_map.node_of(pfn)?;
-    fa.nodes.get(nid.index())?.as_ref()?.meta(pfn)
+    fa.nodes.get(nid.index())?.as_ref()?.meta(Pfn::new(pfn))
 }
 
 /// Allocates 2^order pages under `policy`. The fast path (Local, orders 0..=3, a block on
@@ -341,7 +351,7 @@ impl FrameAllocator {
             for &nid in list {
                 if let Some(pfn) = self.alloc_on(cpu, nid, order) {
                     self.account(cpu, ctx.node, preferred, nid, policy);
-                    return Ok(Pages::new(pfn << PAGE_SHIFT, order, nid));
+                    return Ok(Pages::new(Pfn::new(pfn).addr(), order, nid));
                 }
             }
             // Slow path: give every CPU's cached pages back (they may merge into a block of
@@ -406,7 +416,7 @@ impl FrameAllocator {
     }
 
     #[inline]
-    fn free(&self, phys: u64, order: u8, nid: NodeId) {
+    fn free(&self, phys: PhysAddr, order: u8, nid: NodeId) {
         let Some(Some(node)) = self.nodes.get(nid.index()) else {
             self.stray_frees.fetch_add(1, Relaxed);
             warn!(
@@ -415,7 +425,7 @@ impl FrameAllocator {
             );
             return;
         };
-        if phys & (PAGE_SIZE - 1) != 0 {
+        if !phys.is_page_aligned() {
             node.count_invalid_free();
             warn!(
                 "frame: invalid free of {:#x} order {} on node {}: not page aligned: dropped",
@@ -423,7 +433,7 @@ impl FrameAllocator {
             );
             return;
         }
-        let pfn = phys >> PAGE_SHIFT;
+        let pfn = phys.pfn().as_u64();
         let result = node.buddy.lock().free(pfn, order);
         if let Err(why) = result {
             node.count_invalid_free();
@@ -445,7 +455,7 @@ impl FrameAllocator {
             Some(new_pages) => list.exit(self.drain_batch(list, NodeId(code), order, new_pages)),
             None => {
                 list.exit(pages);
-                let phys = raw & !(PAGE_SIZE - 1);
+                let phys = PhysAddr::new(raw).page_align_down();
                 let state = page_meta(phys).map_or(0, |m| m.state());
                 self.report_invalid(phys, order, NodeId(code), state);
             }
@@ -466,7 +476,7 @@ impl FrameAllocator {
     /// no lock is held while printing).
     #[cold]
     #[inline(never)]
-    fn report_invalid(&self, phys: u64, order: u8, nid: NodeId, state: u8) {
+    fn report_invalid(&self, phys: PhysAddr, order: u8, nid: NodeId, state: u8) {
         let Some(Some(node)) = self.nodes.get(nid.index()) else {
             self.stray_frees.fetch_add(1, Relaxed);
             warn!(
@@ -479,7 +489,7 @@ impl FrameAllocator {
         let why = match node
             .buddy
             .lock()
-            .check_free(phys >> PAGE_SHIFT, order, false)
+            .check_free(phys.pfn().as_u64(), order, false)
         {
             Err(e) => e,
             Ok(_) => numalab_algo::frame::buddy::FreeError::NotAllocated(state),

@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use numalab_algo::frame::buddy::Buddy;
 use numalab_algo::memrange;
+use numalab_algo::page::{Pfn, PhysAddr, VirtAddr};
 use numalab_algo::topology::NodeId;
 
 pub use numalab_algo::page::{PAGE_SHIFT, PAGE_SIZE};
@@ -61,7 +62,8 @@ impl Node {
         // minus every reservation), mapped in the direct map at phys_offset, page aligned;
         // it is removed from `ranges`, so the buddy never hands it out, and nothing else owns
         // it: the frame allocator is built once.
-        let memmap = unsafe { MemMap::init_at(phys_offset + memmap_phys.0, span_pages) };
+        let memmap =
+            unsafe { MemMap::init_at(VirtAddr::new(phys_offset + memmap_phys.0), span_pages) };
         let mut buddy = Buddy::new(memmap, base_pfn);
         let mut managed_pages = 0;
         for &(s, e) in &ranges {
@@ -83,13 +85,14 @@ impl Node {
     /// pages (whose metadata is in their own memmaps): callers find the node by range first
     /// (`frame::page_meta`), or know the page is this node's.
     #[inline]
-    pub fn meta(&self, pfn: u64) -> Option<&'static PageMeta> {
+    pub fn meta(&self, pfn: Pfn) -> Option<&'static PageMeta> {
         let pages: &'static [PageMeta] = self.memmap.pages;
-        pages.get(pfn.wrapping_sub(self.base_pfn) as usize)
+        pages.get(pfn.as_u64().wrapping_sub(self.base_pfn) as usize)
     }
 
     /// Whether the physical range [phys, phys+bytes) lies inside one managed range.
-    pub fn holds(&self, phys: u64, bytes: u64) -> bool {
+    pub fn holds(&self, phys: PhysAddr, bytes: u64) -> bool {
+        let phys = phys.as_u64();
         self.ranges
             .iter()
             .any(|&(s, e)| s <= phys && phys + bytes <= e)

@@ -31,18 +31,18 @@ pub(super) fn node_code(node: NodeId) -> u64 {
 
 impl Pages {
     #[inline(always)]
-    pub(super) fn new(phys: u64, order: u8, node: NodeId) -> Pages {
+    pub(super) fn new(phys: PhysAddr, order: u8, node: NodeId) -> Pages {
         Pages {
-            raw: phys | node_code(node) << NODE_CODE_SHIFT | (order as u64) << ORDER_SHIFT,
+            raw: phys.as_u64() | node_code(node) << NODE_CODE_SHIFT | (order as u64) << ORDER_SHIFT,
         }
     }
     #[inline(always)]
-    pub fn phys_addr(&self) -> u64 {
-        self.raw & !(PAGE_SIZE - 1)
+    pub fn phys_addr(&self) -> PhysAddr {
+        PhysAddr::new(self.raw).page_align_down()
     }
     /// The block in the direct map.
     pub fn virt_ptr(&self) -> *mut u8 {
-        phys_to_virt(self.phys_addr()) as *mut u8
+        phys_to_virt(self.phys_addr()).as_mut_ptr()
     }
     #[inline(always)]
     pub fn order(&self) -> u8 {
@@ -62,9 +62,10 @@ impl Pages {
             code => NodeId(code as u16),
         }
     }
-    /// Gives up ownership without freeing; `from_raw` takes it back.
+    /// Gives up ownership without freeing; `from_raw` takes it back. The raw parts are the
+    /// physical address in bytes and the order.
     pub fn into_raw(self) -> (u64, u8) {
-        let raw = (self.phys_addr(), self.order());
+        let raw = (self.phys_addr().as_u64(), self.order());
         core::mem::forget(self);
         raw
     }
@@ -74,8 +75,9 @@ impl Pages {
     /// `(phys, order)` must come from `into_raw`, and nothing may use the block after the
     /// returned `Pages` is dropped. (A wrong pair is detected and refused, here or when
     /// dropped, but the block's previous user would still be left with a dangling pointer.)
-    pub unsafe fn from_raw(phys: u64, order: u8) -> Pages {
-        if phys & (PAGE_SIZE - 1) != 0 || order > MAX_ORDER {
+    pub unsafe fn from_raw(phys: impl PhysArg, order: u8) -> Pages {
+        let phys = phys.phys();
+        if !phys.is_page_aligned() || order > MAX_ORDER {
             // Refused here, so the free fast path need not check alignment.
             report_unaligned(phys, order);
             return Pages {

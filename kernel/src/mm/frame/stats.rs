@@ -2,12 +2,13 @@
 //! numastat, per-CPU list figures, and the conservation check the tests run.
 
 use super::node::Node;
-use super::{FrameAllocator, FRAME, PAGE_SHIFT};
+use super::{FrameAllocator, FRAME};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use numalab_algo::frame::buddy::{CheckError, ScanCounts, NR_ORDERS};
+use numalab_algo::page::Pfn;
 use numalab_algo::topology::NodeId;
 
 /// One node's figures at one moment.
@@ -173,7 +174,7 @@ pub fn check_node(id: NodeId) -> Result<ScanCounts, String> {
             buddy.check_lists().map_err(CheckFailure::Buddy)?;
             let mut outside = None;
             buddy.for_each_free(|pfn, order| {
-                if outside.is_none() && !node.holds(pfn << PAGE_SHIFT, 4096u64 << order) {
+                if outside.is_none() && !node.holds(Pfn::new(pfn).addr(), 4096u64 << order) {
                     outside = Some(CheckFailure::Outside(pfn, order));
                 }
             });

@@ -24,7 +24,8 @@ fn expect_restored(before: &[u64]) -> TestResult {
     Ok(())
 }
 
-fn in_node(topo: &Topology, phys: u64, bytes: u64, node: NodeId) -> bool {
+fn in_node(topo: &Topology, phys: PhysAddr, bytes: u64, node: NodeId) -> bool {
+    let phys = phys.as_u64();
     topo.nodes[node.index()]
         .mem_ranges
         .iter()
@@ -56,7 +57,12 @@ fn orders(_ctx: &Ctx) -> TestResult {
     for order in 0..=MAX_ORDER {
         let p = alloc_pages(order, Policy::Local).map_err(|e| format!("order {}: {}", order, e))?;
         let bytes = p.size_bytes() as u64;
-        kassert_eq!(p.phys_addr() % bytes, 0, "order {} alignment", order);
+        kassert_eq!(
+            p.phys_addr().as_u64() % bytes,
+            0,
+            "order {} alignment",
+            order
+        );
         kassert!(
             in_node(topo, p.phys_addr(), bytes, p.node()),
             "order {} outside node",
@@ -252,8 +258,9 @@ fn invalid_frees(_ctx: &Ctx) -> TestResult {
     let q = alloc_pages(5, Policy::Bind(local)).map_err(|e| format!("{}", e))?;
     let (phys, order) = p.into_raw();
     let (qphys, qorder) = q.into_raw();
+    let (phys, qphys) = (PhysAddr::new(phys), PhysAddr::new(qphys));
     // Six of the eight frees below are refused, each with an `invalid free` warning.
-    crate::ktest::expect_warnings(6, numalab_algo::ktap::INVALID_FREE);
+    crate::ktest::expect_warnings(6, numalab_algo::formats::ktap::INVALID_FREE);
     // SAFETY: both blocks are owned by this test and never touched through these values;
     // every pair but the two valid ones is refused by the allocator (what is checked here).
     unsafe {
@@ -270,7 +277,7 @@ fn invalid_frees(_ctx: &Ctx) -> TestResult {
     let fa = FRAME.get().ok_or_else(|| String::from("not ready"))?;
     let stray0 = fa.stray_frees.load(Relaxed);
     // SAFETY: a page below 1 MiB is never managed: the free must be refused.
-    unsafe { drop(Pages::from_raw(0x1000, 0)) };
+    unsafe { drop(Pages::from_raw(PhysAddr::new(0x1000), 0)) };
     kassert_eq!(fa.stray_frees.load(Relaxed), stray0 + 1);
     expect_restored(&before)
 }
@@ -329,7 +336,8 @@ fn page_meta_words(_ctx: &Ctx) -> TestResult {
     );
     meta.owner.store(0, Relaxed);
     meta.private.store(0, Relaxed);
-    kassert!(page_meta(0x1000).is_none() || node_of_phys(0x1000).is_some());
+    let low = PhysAddr::new(0x1000);
+    kassert!(page_meta(low).is_none() || node_of_phys(low).is_some());
     kassert_eq!(virt_to_phys(phys_to_virt(p.phys_addr())), p.phys_addr());
     Ok(())
 }
@@ -346,10 +354,10 @@ fn page_meta_index(_ctx: &Ctx) -> TestResult {
             let pages = (e - s) / PAGE_SIZE;
             let mut i = 0;
             while i < pages {
-                let phys = s + i * PAGE_SIZE + (i % 7) * 8;
+                let phys = PhysAddr::new(s + i * PAGE_SIZE + (i % 7) * 8);
                 let fast = page_meta(phys).map(|m| m as *const PageMeta);
                 let slow = page_meta_by_range(fa, phys).map(|m| m as *const PageMeta);
-                let want = node.meta(phys >> PAGE_SHIFT).map(|m| m as *const PageMeta);
+                let want = node.meta(phys.pfn()).map(|m| m as *const PageMeta);
                 kassert!(
                     fast.is_some() && fast == slow && fast == want,
                     "page_meta({:#x}) of node {}: index {:?}, by range {:?}, node {:?}",
@@ -359,7 +367,7 @@ fn page_meta_index(_ctx: &Ctx) -> TestResult {
                     slow,
                     want
                 );
-                indexed += u64::from(super::section_index::indexed(phys >> PAGE_SHIFT));
+                indexed += u64::from(super::section_index::indexed(phys.pfn().as_u64()));
                 checked += 1;
                 i = if i + 1 == pages || i + 61 < pages {
                     i + 61
@@ -389,9 +397,9 @@ fn node_of_page(_ctx: &Ctx) -> TestResult {
     let fa = FRAME.get().ok_or_else(|| String::from("not ready"))?;
     for node in fa.nodes.iter().flatten() {
         for (i, &(s, e)) in node.ranges.iter().enumerate() {
-            for phys in [s, e - PAGE_SIZE] {
+            for phys in [PhysAddr::new(s), PhysAddr::new(e - PAGE_SIZE)] {
                 kassert_eq!(node_of_phys(phys), Some(node.id), "page {:#x}", phys);
-                let own = node.meta(phys >> PAGE_SHIFT).map(|m| m as *const PageMeta);
+                let own = node.meta(phys.pfn()).map(|m| m as *const PageMeta);
                 kassert!(
                     own.is_some() && page_meta(phys).map(|m| m as *const PageMeta) == own,
                     "page {:#x}: metadata not from node {}'s memmap",
@@ -402,7 +410,7 @@ fn node_of_page(_ctx: &Ctx) -> TestResult {
             let next = node.ranges.get(i + 1).map(|r| r.0);
             if next != Some(e) {
                 kassert!(
-                    node_of_phys(e) != Some(node.id),
+                    node_of_phys(PhysAddr::new(e)) != Some(node.id),
                     "page {:#x} after node {}'s range {:#x}-{:#x} is in none of its ranges",
                     e,
                     node.id.0,
@@ -416,7 +424,7 @@ fn node_of_page(_ctx: &Ctx) -> TestResult {
             .map_err(|e| format!("node {}: {}", node.id.0, e))?
             .into_raw();
         // SAFETY: (phys, order) came from into_raw just above; nothing uses the page.
-        let p = unsafe { Pages::from_raw(phys, order) };
+        let p = unsafe { Pages::from_raw(PhysAddr::new(phys), order) };
         kassert_eq!(p.node(), node.id, "from_raw of {:#x}", phys);
         drop(p);
         kassert_eq!(
@@ -433,7 +441,7 @@ fn node_of_page(_ctx: &Ctx) -> TestResult {
 fn heap_large(_ctx: &Ctx) -> TestResult {
     let before = settled_bytes()?;
     let v: Vec<u8> = alloc::vec![3u8; 1 << 20];
-    let virt = v.as_ptr() as u64;
+    let virt = VirtAddr::from_ptr(v.as_ptr());
     kassert!(
         !crate::early::in_bootstrap_heap(virt),
         "1 MiB Vec in the bootstrap heap"
@@ -444,7 +452,7 @@ fn heap_large(_ctx: &Ctx) -> TestResult {
     let small: Vec<u8> = alloc::vec![1u8; 64];
     // Small blocks come from the bootstrap heap until SLUB is up, from kmalloc after.
     kassert!(
-        crate::early::in_bootstrap_heap(small.as_ptr() as u64)
+        crate::early::in_bootstrap_heap(VirtAddr::from_ptr(small.as_ptr()))
             != crate::mm::heap::small_blocks_from_kmalloc()
     );
     drop(small);
@@ -601,7 +609,7 @@ fn pcp_double_free_race(_ctx: &Ctx) -> TestResult {
     let local = crate::percpu::mem_node_id();
     let invalid = || node_counters(local).map_or(0, |c| c.invalid_frees);
     let count0 = invalid();
-    crate::ktest::expect_warnings(ROUNDS, numalab_algo::ktap::INVALID_FREE);
+    crate::ktest::expect_warnings(ROUNDS, numalab_algo::formats::ktap::INVALID_FREE);
     for round in 0..ROUNDS {
         let order = (round % 2) as u8 * 3;
         let (phys, order) = alloc_pages(order, Policy::Bind(local))
@@ -615,7 +623,7 @@ fn pcp_double_free_race(_ctx: &Ctx) -> TestResult {
             }
             // SAFETY: the block is this test's (into_raw above); both CPUs free it on purpose:
             // the allocator must refuse one of the two (what is checked).
-            drop(unsafe { Pages::from_raw(phys, order) });
+            drop(unsafe { Pages::from_raw(PhysAddr::new(phys), order) });
         });
         kassert_eq!(
             invalid() - count0,

@@ -8,7 +8,7 @@
 use crate::mm::frame;
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
-use numalab_algo::page::PAGE_SHIFT;
+use numalab_algo::page::{PhysAddr, PAGE_SHIFT};
 
 /// The direct map's offset, copied from the boot information by `init` so that kfree reads
 /// a plain static instead of checking a `Once` (usize::MAX before: every lookup misses).
@@ -29,7 +29,7 @@ fn phys_of(virt: usize) -> Option<usize> {
 pub fn set(virt: usize, nr_pages: usize, owner: usize) {
     let Some(phys) = phys_of(virt) else { return };
     for i in 0..nr_pages {
-        if let Some(meta) = frame::page_meta((phys + (i << PAGE_SHIFT)) as u64) {
+        if let Some(meta) = frame::page_meta(PhysAddr::new((phys + (i << PAGE_SHIFT)) as u64)) {
             meta.owner.store(owner, Relaxed);
         }
     }
@@ -40,5 +40,7 @@ pub fn set(virt: usize, nr_pages: usize, owner: usize) {
 /// allocator's slow lookup answers with 0, so the fast path tests nothing for it.
 #[inline(always)]
 pub fn get(virt: usize) -> usize {
-    frame::page_owner(virt.wrapping_sub(PHYS_OFFSET.load(Relaxed)) as u64)
+    frame::page_owner(PhysAddr::new(
+        virt.wrapping_sub(PHYS_OFFSET.load(Relaxed)) as u64
+    ))
 }

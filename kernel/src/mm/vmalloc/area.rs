@@ -3,13 +3,14 @@
 //! as values cannot free one twice or with the wrong call. `into_raw`/`from_raw` cross to the
 //! address-based API (vmalloc/vfree) for glue.
 
-use super::{AreaKind, VAddr, VmError};
+use super::{AreaKind, VirtAddr, VmError};
 use crate::topology::NodeId;
+use numalab_algo::page::PhysAddr;
 
 /// One live area of `size_bytes` at `addr`.
 #[derive(Debug)]
 pub struct VmArea {
-    addr: VAddr,
+    addr: VirtAddr,
     size_bytes: usize,
     kind: AreaKind,
 }
@@ -36,12 +37,12 @@ impl VmArea {
 
     /// `vmap(pages)` as an owned mapping (dropping it unmaps; the pages stay the caller's).
     #[track_caller]
-    pub fn vmap(pages: &[u64]) -> Result<VmArea, VmError> {
+    pub fn vmap(pages: &[PhysAddr]) -> Result<VmArea, VmError> {
         let size_bytes = pages.len() * numalab_algo::vmalloc::PAGE_SIZE as usize;
         super::vmap(pages).map(|addr| VmArea::new(addr, size_bytes, AreaKind::Vmap))
     }
 
-    fn new(addr: VAddr, size_bytes: usize, kind: AreaKind) -> VmArea {
+    fn new(addr: VirtAddr, size_bytes: usize, kind: AreaKind) -> VmArea {
         VmArea {
             addr,
             size_bytes,
@@ -49,7 +50,7 @@ impl VmArea {
         }
     }
 
-    pub fn addr(&self) -> VAddr {
+    pub fn addr(&self) -> VirtAddr {
         self.addr
     }
 
@@ -71,7 +72,7 @@ impl VmArea {
     }
 
     /// Gives up ownership: the caller frees the address (vfree / vunmap, or `from_raw`).
-    pub fn into_raw(self) -> (VAddr, usize, AreaKind) {
+    pub fn into_raw(self) -> (VirtAddr, usize, AreaKind) {
         let raw = (self.addr, self.size_bytes, self.kind);
         core::mem::forget(self);
         raw
@@ -82,7 +83,7 @@ impl VmArea {
     /// # Safety
     /// `addr` is a live area of `kind` and at least `size_bytes` long that nothing else will
     /// free or use (typically from `into_raw`).
-    pub unsafe fn from_raw(addr: VAddr, size_bytes: usize, kind: AreaKind) -> VmArea {
+    pub unsafe fn from_raw(addr: VirtAddr, size_bytes: usize, kind: AreaKind) -> VmArea {
         VmArea::new(addr, size_bytes, kind)
     }
 }

@@ -9,6 +9,7 @@ use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::mm::frame;
 use crate::topology::{CpuId, NodeId};
+use numalab_algo::page::{PhysAddr, VirtAddr};
 
 /// Pages currently handed out by `alloc_page` and not yet given back (conservation checks).
 static PAGES_OUT: AtomicU64 = AtomicU64::new(0);
@@ -16,14 +17,14 @@ static PAGES_OUT: AtomicU64 = AtomicU64::new(0);
 /// A zero-filled or uninitialized 4 KiB page from NUMA node `node` (preferred: the nearest
 /// node with memory when it has none free): its physical address and the node it came from.
 #[inline]
-pub fn alloc_page(node: NodeId, zero: bool) -> Option<(u64, NodeId)> {
+pub fn alloc_page(node: NodeId, zero: bool) -> Option<(PhysAddr, NodeId)> {
     let pages = frame::alloc_pages(0, frame::Policy::Preferred(node)).ok()?;
     if zero {
         // SAFETY: the page is ours (just allocated) and the direct map covers it.
         unsafe { core::ptr::write_bytes(pages.virt_ptr(), 0, frame::PAGE_SIZE as usize) };
     }
     let got = pages.node();
-    let (phys, _) = pages.into_raw();
+    let phys = PhysAddr::new(pages.into_raw().0);
     PAGES_OUT.fetch_add(1, Relaxed);
     Some((phys, got))
 }
@@ -33,7 +34,7 @@ pub fn alloc_page(node: NodeId, zero: bool) -> Option<(u64, NodeId)> {
 /// # Safety
 /// `phys` came from `alloc_page`, is not given back twice, and nothing uses it any more.
 #[inline]
-pub unsafe fn free_page(phys: u64) {
+pub unsafe fn free_page(phys: PhysAddr) {
     PAGES_OUT.fetch_sub(1, Relaxed);
     // SAFETY: per this function's contract, (phys, 0) came from Pages::into_raw in alloc_page
     // and nothing uses the page any more; dropping the Pages frees it.
@@ -63,7 +64,7 @@ pub fn nr_cpus() -> usize {
 }
 
 /// Flushes [start, end) from every online CPU's TLB and waits (one shootdown).
-pub fn tlb_shootdown(start: u64, end: u64) {
+pub fn tlb_shootdown(start: VirtAddr, end: VirtAddr) {
     crate::smp::tlb_shootdown(start, end);
 }
 

@@ -9,6 +9,7 @@ use core::fmt::Write;
 
 use super::instance::{AreaKind, Vmalloc};
 use super::map;
+use numalab_algo::page::VirtAddr;
 use numalab_algo::vmalloc::PAGE_SIZE;
 
 /// One line per live area, in address order, as Linux's /proc/vmallocinfo:
@@ -21,7 +22,7 @@ pub fn vmallocinfo(v: &Vmalloc) -> Vec<String> {
     for (start, size, meta) in areas {
         let mut per_node = alloc::vec![0u64; topo.nr_nodes()];
         for i in 0..meta.nr_pages as u64 {
-            if let Some(phys) = map::translate(start + i * PAGE_SIZE) {
+            if let Some(phys) = map::translate(VirtAddr::new(start + i * PAGE_SIZE)) {
                 if let Some(n) = topo.node_of_phys(phys) {
                     per_node[n.index()] += 1;
                 }

@@ -10,6 +10,7 @@ use alloc::vec::Vec;
 use core::panic::Location;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+use numalab_algo::page::{PhysAddr, VirtAddr};
 use numalab_algo::vmalloc::ops::{self, Busy, FreeFault, Reserved, Scope};
 use numalab_algo::vmalloc::{
     FreeSpace, Layout, NodeCounts, Policy, PurgeReport, Shards, VmError, VmapNode, VnId, PAGE_SIZE,
@@ -114,7 +115,7 @@ impl Shards<AreaMeta> for Vmalloc {
     }
     fn flush_tlb(&self, start: u64, end: u64) {
         self.counters.shootdowns.add(1);
-        backing::tlb_shootdown(start, end);
+        backing::tlb_shootdown(VirtAddr::new(start), VirtAddr::new(end));
     }
     fn with_purge<R>(&self, f: impl FnOnce() -> R) -> R {
         let _held = self.purge_lock.lock();
@@ -161,7 +162,8 @@ impl Vmalloc {
         }
     }
 
-    pub fn contains(&self, addr: u64) -> bool {
+    pub fn contains(&self, addr: VirtAddr) -> bool {
+        let addr = addr.as_u64();
         addr >= self.range_start && addr - self.range_start < self.range_bytes
     }
 
@@ -189,7 +191,7 @@ impl Vmalloc {
         numa: Option<NodeId>,
         zero: bool,
         caller: &'static Location<'static>,
-    ) -> Result<u64, VmError> {
+    ) -> Result<VirtAddr, VmError> {
         if size_bytes == 0 {
             return Err(VmError::ZeroSize);
         }
@@ -233,7 +235,7 @@ impl Vmalloc {
                     // SAFETY: the area [r.start, +nr_pages) was just reserved for us and is
                     // unmapped (purged areas were unmapped before they reached the free space
                     // or a pool); `phys` is a page we own from now until vfree.
-                    let mapped = unsafe { map::map_page(va, phys) };
+                    let mapped = unsafe { map::map_page(VirtAddr::new(va), phys) };
                     if !mapped {
                         // SAFETY: not mapped anywhere; we own it.
                         unsafe { backing::free_page(phys) };
@@ -253,12 +255,16 @@ impl Vmalloc {
         }
         self.counters.local_pages.add(n_local);
         self.counters.remote_pages.add(n_remote);
-        Ok(r.start)
+        Ok(VirtAddr::new(r.start))
     }
 
     /// Maps the caller's pages `phys` (page-aligned physical addresses) contiguously.
-    pub fn vmap(&self, phys: &[u64], caller: &'static Location<'static>) -> Result<u64, VmError> {
-        if phys.is_empty() || phys.iter().any(|p| !p.is_multiple_of(PAGE_SIZE)) {
+    pub fn vmap(
+        &self,
+        phys: &[PhysAddr],
+        caller: &'static Location<'static>,
+    ) -> Result<VirtAddr, VmError> {
+        if phys.is_empty() || phys.iter().any(|p| !p.is_page_aligned()) {
             return Err(VmError::BadPages);
         }
         let nr_pages = phys.len() as u64;
@@ -281,12 +287,12 @@ impl Vmalloc {
             }
             // SAFETY: the area was just reserved for us and is unmapped; the caller lends
             // its pages for as long as the mapping lives (vmap's contract).
-            if !unsafe { map::map_page(r.start + i as u64 * PAGE_SIZE, p) } {
+            if !unsafe { map::map_page(VirtAddr::new(r.start + i as u64 * PAGE_SIZE), p) } {
                 self.release(r, i as u64, AreaKind::Vmap);
                 return Err(VmError::NoMemory);
             }
         }
-        Ok(r.start)
+        Ok(VirtAddr::new(r.start))
     }
 
     /// Undoes a half-built area: unmaps its first `mapped` pages and frees the VA lazily.
@@ -294,7 +300,7 @@ impl Vmalloc {
         let start = r.start;
         for i in 0..mapped {
             // SAFETY: we own the half-built area; nobody else has its address.
-            if let Some(phys) = unsafe { map::unmap_page(start + i * PAGE_SIZE) } {
+            if let Some(phys) = unsafe { map::unmap_page(VirtAddr::new(start + i * PAGE_SIZE)) } {
                 if kind == AreaKind::Vmalloc {
                     // SAFETY: the page was ours and is no longer mapped.
                     unsafe { backing::free_page(phys) };
@@ -315,7 +321,8 @@ impl Vmalloc {
 
     /// Frees the area starting at `addr`: unmaps it, frees its pages (vmalloc areas) and
     /// queues the virtual range for a lazy purge. A bad address is returned as `BadFree`.
-    pub fn free(&self, addr: u64, kind: AreaKind) -> Result<(), BadFree> {
+    pub fn free(&self, addr: VirtAddr, kind: AreaKind) -> Result<(), BadFree> {
+        let addr = addr.as_u64();
         let hint = backing::this_mem_node();
         let d = match ops::detach(self, addr, self.range_start, hint) {
             Ok(d) => d,
@@ -345,7 +352,7 @@ impl Vmalloc {
         for i in 0..meta.nr_pages as u64 {
             // SAFETY: the area left its busy tree above, so we are its only owner; vfree's
             // contract is that nobody accesses it any more.
-            let phys = unsafe { map::unmap_page(addr + i * PAGE_SIZE) };
+            let phys = unsafe { map::unmap_page(VirtAddr::new(addr + i * PAGE_SIZE)) };
             if let (Some(phys), AreaKind::Vmalloc) = (phys, kind) {
                 // SAFETY: the page belonged to this area and is unmapped on this CPU; other
                 // CPUs may hold stale TLB entries until the purge (Linux's lazy vfree trade).

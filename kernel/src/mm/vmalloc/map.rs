@@ -10,6 +10,7 @@
 
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
+use numalab_algo::page::{PhysAddr, VirtAddr};
 use numalab_algo::topology::NodeId;
 use spin::Once;
 
@@ -71,17 +72,17 @@ fn phys_offset() -> u64 {
     crate::early::info().phys_offset
 }
 
-/// The entry `index` of the table at physical address `table_phys`.
-fn entry(table_phys: u64, index: usize) -> &'static AtomicU64 {
-    let ptr = (phys_offset() + table_phys) as *const AtomicU64;
-    // SAFETY: `table_phys` is a page-table page (from CR3 or a present non-huge entry), which
+/// The entry `index` of the table at physical address `table`.
+fn entry(table: PhysAddr, index: usize) -> &'static AtomicU64 {
+    let ptr = (phys_offset() + table.as_u64()) as *const AtomicU64;
+    // SAFETY: `table` is a page-table page (from CR3 or a present non-huge entry), which
     // the direct map covers; index < 512 keeps the pointer inside that page; page-table
     // entries are naturally aligned u64 words that the CPU also accesses atomically.
     unsafe { &*ptr.add(index & 511) }
 }
 
-fn pml4_phys() -> u64 {
-    Cr3::read().0.start_address().as_u64()
+fn pml4_phys() -> PhysAddr {
+    PhysAddr::new(Cr3::read().0.start_address().as_u64())
 }
 
 /// Claims a free kernel-half PML4 slot through the shared page-table module (so CPU stacks
@@ -100,15 +101,15 @@ fn leaf_flags() -> u64 {
 }
 
 /// Returns the next-level table of `e`, installing a zeroed one if it is empty.
-fn next_table(e: &AtomicU64) -> Option<u64> {
+fn next_table(e: &AtomicU64) -> Option<PhysAddr> {
     let cur = e.load(Ordering::Acquire);
     if cur & PRESENT != 0 {
-        return (cur & HUGE == 0).then_some(cur & ADDR_MASK);
+        return (cur & HUGE == 0).then_some(PhysAddr::new(cur & ADDR_MASK));
     }
     let (phys, node) = super::backing::alloc_page(NodeId(0), true)?;
     match e.compare_exchange(
         0,
-        phys | PRESENT | WRITABLE,
+        phys.as_u64() | PRESENT | WRITABLE,
         Ordering::AcqRel,
         Ordering::Acquire,
     ) {
@@ -124,17 +125,17 @@ fn next_table(e: &AtomicU64) -> Option<u64> {
         Err(other) => {
             // SAFETY: the page came from alloc_page just now and nothing else saw it.
             unsafe { super::backing::free_page(phys) };
-            (other & PRESENT != 0 && other & HUGE == 0).then_some(other & ADDR_MASK)
+            (other & PRESENT != 0 && other & HUGE == 0).then_some(PhysAddr::new(other & ADDR_MASK))
         }
     }
 }
 
-fn index(virt: u64, level: u32) -> usize {
-    ((virt >> (12 + 9 * level)) & 511) as usize
+fn index(virt: VirtAddr, level: u32) -> usize {
+    ((virt.as_u64() >> (12 + 9 * level)) & 511) as usize
 }
 
 /// The leaf entry for `virt`, creating tables on the way when `create`.
-fn leaf(virt: u64, create: bool) -> Option<&'static AtomicU64> {
+fn leaf(virt: VirtAddr, create: bool) -> Option<&'static AtomicU64> {
     let mut table = pml4_phys();
     for level in (1..=3).rev() {
         let e = entry(table, index(virt, level));
@@ -145,7 +146,7 @@ fn leaf(virt: u64, create: bool) -> Option<&'static AtomicU64> {
             if v & PRESENT == 0 || v & HUGE != 0 {
                 return None;
             }
-            v & ADDR_MASK
+            PhysAddr::new(v & ADDR_MASK)
         };
     }
     Some(entry(table, index(virt, 0)))
@@ -156,10 +157,13 @@ fn leaf(virt: u64, create: bool) -> Option<&'static AtomicU64> {
 /// # Safety
 /// `virt` is a page in a vmalloc area the caller owns and has not mapped yet; `phys` is a
 /// page the caller may expose at `virt`.
-pub unsafe fn map_page(virt: u64, phys: u64) -> bool {
+pub unsafe fn map_page(virt: VirtAddr, phys: PhysAddr) -> bool {
     match leaf(virt, true) {
         Some(e) => {
-            e.store((phys & ADDR_MASK) | leaf_flags(), Ordering::Release);
+            e.store(
+                (phys.as_u64() & ADDR_MASK) | leaf_flags(),
+                Ordering::Release,
+            );
             true
         }
         None => false,
@@ -171,15 +175,15 @@ pub unsafe fn map_page(virt: u64, phys: u64) -> bool {
 ///
 /// # Safety
 /// `virt` is a page of a vmalloc area the caller owns and nobody accesses any more.
-pub unsafe fn unmap_page(virt: u64) -> Option<u64> {
+pub unsafe fn unmap_page(virt: VirtAddr) -> Option<PhysAddr> {
     let e = leaf(virt, false)?;
     let old = e.swap(0, Ordering::AcqRel);
-    x86_64::instructions::tlb::flush(x86_64::VirtAddr::new(virt));
-    (old & PRESENT != 0).then_some(old & ADDR_MASK)
+    x86_64::instructions::tlb::flush(x86_64::VirtAddr::new(virt.as_u64()));
+    (old & PRESENT != 0).then_some(PhysAddr::new(old & ADDR_MASK))
 }
 
 /// The physical page mapped at `virt`, if any.
-pub fn translate(virt: u64) -> Option<u64> {
+pub fn translate(virt: VirtAddr) -> Option<PhysAddr> {
     let v = leaf(virt, false)?.load(Ordering::Acquire);
-    (v & PRESENT != 0).then_some(v & ADDR_MASK)
+    (v & PRESENT != 0).then_some(PhysAddr::new(v & ADDR_MASK))
 }

@@ -48,18 +48,9 @@ use crate::topology::NodeId;
 /// The error type of the vmalloc API (the contract's name).
 pub type VmallocError = VmError;
 
-/// A kernel virtual address returned by vmalloc/vmap.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct VAddr(pub u64);
-
-impl VAddr {
-    pub fn as_u64(self) -> u64 {
-        self.0
-    }
-    pub fn as_mut_ptr<T>(self) -> *mut T {
-        self.0 as *mut T
-    }
-}
+use numalab_algo::page::PhysAddr;
+/// The kernel virtual addresses vmalloc/vmap return and vfree/vunmap take.
+pub use numalab_algo::page::VirtAddr;
 
 const QUARTER_BYTES: u64 = 128 << 30;
 
@@ -148,13 +139,13 @@ pub fn scratch(layout: Layout, range_bytes: u64) -> Option<Vmalloc> {
     ))
 }
 
-fn owner_of(addr: u64) -> Option<&'static Vmalloc> {
+fn owner_of(addr: VirtAddr) -> Option<&'static Vmalloc> {
     SYSTEM.get()?.designs.iter().find(|d| d.contains(addr))
 }
 
 /// Allocates `size_bytes` of virtually contiguous memory from the calling CPU's memory node.
 #[track_caller]
-pub fn vmalloc(size_bytes: usize) -> Result<VAddr, VmError> {
+pub fn vmalloc(size_bytes: usize) -> Result<VirtAddr, VmError> {
     let v = active().ok_or(VmError::NoMemory)?;
     v.alloc(
         size_bytes as u64,
@@ -163,12 +154,11 @@ pub fn vmalloc(size_bytes: usize) -> Result<VAddr, VmError> {
         false,
         Location::caller(),
     )
-    .map(VAddr)
 }
 
 /// Like `vmalloc`, with pages from NUMA node `node` (falling back to the nearest with memory).
 #[track_caller]
-pub fn vmalloc_node(size_bytes: usize, node: NodeId) -> Result<VAddr, VmError> {
+pub fn vmalloc_node(size_bytes: usize, node: NodeId) -> Result<VirtAddr, VmError> {
     let v = active().ok_or(VmError::NoMemory)?;
     v.alloc(
         size_bytes as u64,
@@ -177,22 +167,20 @@ pub fn vmalloc_node(size_bytes: usize, node: NodeId) -> Result<VAddr, VmError> {
         false,
         Location::caller(),
     )
-    .map(VAddr)
 }
 
 /// `vmalloc` with the memory zero-filled.
 #[track_caller]
-pub fn vzalloc(size_bytes: usize) -> Result<VAddr, VmError> {
+pub fn vzalloc(size_bytes: usize) -> Result<VirtAddr, VmError> {
     let v = active().ok_or(VmError::NoMemory)?;
     v.alloc(size_bytes as u64, PAGE_SIZE, None, true, Location::caller())
-        .map(VAddr)
 }
 
 /// Maps the pages at physical addresses `pages` contiguously (they stay the caller's).
 #[track_caller]
-pub fn vmap(pages: &[u64]) -> Result<VAddr, VmError> {
+pub fn vmap(pages: &[PhysAddr]) -> Result<VirtAddr, VmError> {
     let v = active().ok_or(VmError::NoMemory)?;
-    v.vmap(pages, Location::caller()).map(VAddr)
+    v.vmap(pages, Location::caller())
 }
 
 fn report(op: &str, addr: u64, reason: &str, total: u64) {
@@ -205,16 +193,16 @@ fn report(op: &str, addr: u64, reason: &str, total: u64) {
     );
 }
 
-fn free_any(op: &str, addr: VAddr, kind: AreaKind) -> Result<(), BadFree> {
-    match owner_of(addr.0) {
-        Some(v) => v.free(addr.0, kind).inspect_err(|b| {
+fn free_any(op: &str, addr: VirtAddr, kind: AreaKind) -> Result<(), BadFree> {
+    match owner_of(addr) {
+        Some(v) => v.free(addr, kind).inspect_err(|b| {
             report(op, b.addr, b.reason(), v.counters.bad_frees.get());
         }),
         None => {
             let n = BAD_OUTSIDE.fetch_add(1, Relaxed) + 1;
-            report(op, addr.0, "not a vmalloc address", n);
+            report(op, addr.as_u64(), "not a vmalloc address", n);
             Err(BadFree {
-                addr: addr.0,
+                addr: addr.as_u64(),
                 fault: numalab_algo::vmalloc::FreeFault::NotInRange,
                 wrong_kind: false,
             })
@@ -224,12 +212,12 @@ fn free_any(op: &str, addr: VAddr, kind: AreaKind) -> Result<(), BadFree> {
 
 /// Frees a vmalloc area. An address that is not the start of a live vmalloc area is reported
 /// (address, reason), counted and otherwise ignored; the result says which.
-pub fn vfree(addr: VAddr) -> Result<(), BadFree> {
+pub fn vfree(addr: VirtAddr) -> Result<(), BadFree> {
     free_any("vfree", addr, AreaKind::Vmalloc)
 }
 
 /// Unmaps a vmap area (its pages are not freed). Bad addresses as for `vfree`.
-pub fn vunmap(addr: VAddr) -> Result<(), BadFree> {
+pub fn vunmap(addr: VirtAddr) -> Result<(), BadFree> {
     free_any("vunmap", addr, AreaKind::Vmap)
 }
 

@@ -14,6 +14,7 @@ use core::panic::Location;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use numalab_algo::options::Options;
+use numalab_algo::page::{PhysAddr, VirtAddr};
 use numalab_algo::rng::Rng;
 use numalab_algo::vmalloc::{FreeFault, Layout, Policy, Scope, VmError, PAGE_SIZE};
 
@@ -54,10 +55,11 @@ unsafe fn poke(addr: u64, val: u8) {
 #[track_caller]
 fn va(v: &Vmalloc, size: u64, align: u64) -> Result<u64, VmError> {
     v.alloc(size, align, None, false, Location::caller())
+        .map(VirtAddr::as_u64)
 }
 
 fn free(v: &Vmalloc, addr: u64) -> Result<(), String> {
-    v.free(addr, AreaKind::Vmalloc)
+    v.free(VirtAddr::new(addr), AreaKind::Vmalloc)
         .map_err(|b| format!("vfree({:#x}): {}", b.addr, b.reason()))
 }
 
@@ -207,7 +209,7 @@ fn vm_map_ram_test(v: &Vmalloc, loops: u64, _: &mut Rng) -> Outcome {
             match v.vmap(&pages, Location::caller()) {
                 Ok(p) => {
                     // SAFETY: p maps NR of our pages.
-                    unsafe { poke(p + (NR as u64 - 1) * P, b'a') };
+                    unsafe { poke((p + (NR as u64 - 1) * P).as_u64(), b'a') };
                     if let Err(b) = v.free(p, AreaKind::Vmap) {
                         out = Outcome::Fail(format!("vunmap({:#x}): {}", p, b.reason()));
                         break;
@@ -369,23 +371,26 @@ fn bad_input(_ctx: &Ctx) -> TestResult {
         kassert_eq!(va(v, P, 3 * P), Err(VmError::BadAlign(3 * P)));
         kassert_eq!(va(v, P, 1 << 40), Err(VmError::TooLarge(2 * P)));
         kassert_eq!(v.vmap(&[], Location::caller()), Err(VmError::BadPages));
-        kassert_eq!(v.vmap(&[123], Location::caller()), Err(VmError::BadPages));
+        kassert_eq!(
+            v.vmap(&[PhysAddr::new(123)], Location::caller()),
+            Err(VmError::BadPages)
+        );
         let a = va(v, 3 * P, P).map_err(|e| format!("{:?}", e))?;
         let bad_before = v.counters.bad_frees.get();
-        let inside = super::vfree(super::VAddr(a + P));
+        let inside = super::vfree(VirtAddr::new(a + P));
         kassert_eq!(
             inside.map_err(|b| b.fault),
             Err(FreeFault::InsideArea { start: a })
         );
-        let never = super::vfree(super::VAddr(a + (64 << 20)));
+        let never = super::vfree(VirtAddr::new(a + (64 << 20)));
         kassert_eq!(never.map_err(|b| b.fault), Err(FreeFault::NotAllocated));
-        let kind = super::vunmap(super::VAddr(a));
+        let kind = super::vunmap(VirtAddr::new(a));
         kassert!(
             kind.is_err_and(|b| b.wrong_kind),
             "vunmap of a vmalloc area accepted"
         );
-        kassert!(super::vfree(super::VAddr(a)).is_ok());
-        let twice = super::vfree(super::VAddr(a));
+        kassert!(super::vfree(VirtAddr::new(a)).is_ok());
+        let twice = super::vfree(VirtAddr::new(a));
         kassert_eq!(
             twice.map_err(|b| b.fault),
             Err(FreeFault::AlreadyFreed { start: a })
@@ -394,7 +399,7 @@ fn bad_input(_ctx: &Ctx) -> TestResult {
         conserved(v, &before)?;
     }
     let outside = super::bad_outside();
-    kassert!(super::vfree(super::VAddr(0x1234)).is_err());
+    kassert!(super::vfree(VirtAddr::new(0x1234)).is_err());
     kassert_eq!(super::bad_outside(), outside + 1);
     Ok(())
 }
@@ -474,7 +479,7 @@ fn exhaustion(_ctx: &Ctx) -> TestResult {
 
 /// vzalloc, and where the call was (the owner vmalloc records).
 #[track_caller]
-fn vzalloc_here(size_bytes: usize) -> (Result<super::VAddr, VmError>, &'static Location<'static>) {
+fn vzalloc_here(size_bytes: usize) -> (Result<VirtAddr, VmError>, &'static Location<'static>) {
     (super::vzalloc(size_bytes), Location::caller())
 }
 
@@ -485,7 +490,7 @@ fn fault_on_freed_area(_ctx: &Ctx) -> TestResult {
         return Err(TestError::Skip(String::from("vmalloc not initialized")));
     };
     let (a, site) = vzalloc_here(2 * P as usize);
-    let a = a.map_err(|e| format!("{:?}", e))?.0;
+    let a = a.map_err(|e| format!("{:?}", e))?.as_u64();
     // SAFETY: a is a live 2-page area we own.
     unsafe { poke(a + 8, 42) };
     kassert_eq!(super::probe_read(a + 8).ok(), Some(42));
@@ -494,7 +499,7 @@ fn fault_on_freed_area(_ctx: &Ctx) -> TestResult {
         "guard page is mapped"
     );
     let fixed = crate::arch::fixup::fixed_count();
-    super::vfree(super::VAddr(a)).map_err(|b| String::from(b.reason()))?;
+    super::vfree(VirtAddr::new(a)).map_err(|b| String::from(b.reason()))?;
     v.purge(Scope::All, false);
     match super::probe_read(a + 8) {
         Ok(val) => return Err(TestError::Fail(format!("read {} from freed area", val))),
@@ -541,9 +546,7 @@ fn api(_ctx: &Ctx) -> TestResult {
             off
         );
     }
-    let pages: Vec<u64> = (0..3)
-        .filter_map(|i| map::translate(a.as_u64() + i * P))
-        .collect();
+    let pages: Vec<PhysAddr> = (0..3).filter_map(|i| map::translate(a + i * P)).collect();
     kassert_eq!(pages.len(), 3);
     let m = super::vmap(&pages).map_err(|e| format!("{:?}", e))?;
     kassert_eq!(
@@ -583,8 +586,8 @@ fn owned_areas(_ctx: &Ctx) -> TestResult {
     let n = super::VmArea::vmalloc_node(P as usize, crate::topology::NodeId(0))
         .map_err(|e| format!("{:?}", e))?;
     kassert_eq!(n.size_bytes(), P as usize);
-    let pages: Vec<u64> = (0..3)
-        .filter_map(|i| map::translate(a.addr().as_u64() + i * P))
+    let pages: Vec<PhysAddr> = (0..3)
+        .filter_map(|i| map::translate(a.addr() + i * P))
         .collect();
     kassert_eq!(pages.len(), 3);
     let m = super::VmArea::vmap(&pages).map_err(|e| format!("{:?}", e))?;
@@ -628,7 +631,7 @@ fn vmallocinfo(_ctx: &Ctx) -> TestResult {
             .filter_map(|w| w.strip_prefix('N')?.split_once('=')?.1.parse::<u64>().ok())
             .sum();
         kassert_eq!(total, 3, "{}", line);
-        free(v, a)?;
+        free(v, a.as_u64())?;
         v.purge(Scope::All, true);
         super::print_counters(v);
     }

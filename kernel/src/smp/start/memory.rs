@@ -3,9 +3,9 @@
 
 use core::alloc::Layout;
 use core::sync::atomic::{AtomicU64, Ordering};
+use numalab_algo::page::{PhysAddr, VirtAddr};
 use spin::Once;
 use x86_64::structures::paging::PageTableFlags;
-use x86_64::VirtAddr;
 
 use super::{ApRequest, IST_BYTES, KERNEL_STACK_BYTES};
 use crate::arch::gdt::CpuTables;
@@ -30,8 +30,8 @@ pub fn region_base() -> Option<u64> {
 }
 
 /// Virtual address of the xAPIC register page.
-pub fn apic_mmio_virt() -> Option<u64> {
-    region_base()
+pub fn apic_mmio_virt() -> Option<VirtAddr> {
+    region_base().map(VirtAddr::new)
 }
 
 /// `nr_pages` (rounded up to a power of two) zeroed, physically contiguous pages from memory
@@ -78,15 +78,15 @@ fn node_pages_phys_from(
 }
 
 /// `nr_pages` fresh, unmapped virtual pages in the SMP region for tests (never reused).
-pub fn alloc_scratch_virt(nr_pages: u64) -> Option<u64> {
+pub fn alloc_scratch_virt(nr_pages: u64) -> Option<VirtAddr> {
     let base = region_base()?;
     let off = SCRATCH_NEXT.fetch_add((nr_pages + 1) * PAGE_SIZE, Ordering::Relaxed);
-    Some(base + SCRATCH_OFFSET + off + PAGE_SIZE)
+    Some(VirtAddr::new(base + SCRATCH_OFFSET + off + PAGE_SIZE))
 }
 
 /// Maps `bytes` of fresh node-local memory at `virt` (writable, not executable).
-fn map_fresh(virt: u64, bytes: u64, node: NodeId) -> Option<()> {
-    let phys = node_pages_phys((bytes / PAGE_SIZE) as usize, node)?;
+fn map_fresh(virt: VirtAddr, bytes: u64, node: NodeId) -> Option<()> {
+    let phys = PhysAddr::new(node_pages_phys((bytes / PAGE_SIZE) as usize, node)?);
     let flags = PageTableFlags::WRITABLE | PageTableFlags::NO_EXECUTE;
     for page in 0..bytes / PAGE_SIZE {
         // SAFETY: `virt` lies in this CPU's own block of the SMP region, which nothing else
@@ -99,7 +99,7 @@ fn map_fresh(virt: u64, bytes: u64, node: NodeId) -> Option<()> {
 /// Tops of one CPU's stacks.
 pub struct CpuStacks {
     pub kernel_top: u64,
-    pub ist_tops: [VirtAddr; 2],
+    pub ist_tops: [x86_64::VirtAddr; 2],
 }
 
 /// Maps the stacks of the CPU in stack block `index`, each above an unmapped guard page.
@@ -109,14 +109,14 @@ pub fn map_cpu_stacks(index: usize, node: NodeId) -> Option<CpuStacks> {
     let nmi = df + IST_BYTES + PAGE_SIZE;
     let kernel = nmi + IST_BYTES + PAGE_SIZE;
     const _: () = assert!(3 * PAGE_SIZE + 2 * IST_BYTES + KERNEL_STACK_BYTES <= STACK_STRIDE);
-    map_fresh(df, IST_BYTES, node)?;
-    map_fresh(nmi, IST_BYTES, node)?;
-    map_fresh(kernel, KERNEL_STACK_BYTES, node)?;
+    map_fresh(VirtAddr::new(df), IST_BYTES, node)?;
+    map_fresh(VirtAddr::new(nmi), IST_BYTES, node)?;
+    map_fresh(VirtAddr::new(kernel), KERNEL_STACK_BYTES, node)?;
     Some(CpuStacks {
         kernel_top: kernel + KERNEL_STACK_BYTES,
         ist_tops: [
-            VirtAddr::new(df + IST_BYTES),
-            VirtAddr::new(nmi + IST_BYTES),
+            x86_64::VirtAddr::new(df + IST_BYTES),
+            x86_64::VirtAddr::new(nmi + IST_BYTES),
         ],
     })
 }
@@ -127,7 +127,7 @@ const TABLES_OFFSET: usize = 2048;
 /// Builds the per-CPU area and GDT/TSS of `req` in one page on its memory node.
 pub fn alloc_cpu_area(
     req: &ApRequest,
-    ist_tops: [VirtAddr; 2],
+    ist_tops: [x86_64::VirtAddr; 2],
 ) -> Option<(&'static PerCpu, &'static CpuTables)> {
     const _: () = assert!(core::mem::size_of::<PerCpu>() <= TABLES_OFFSET);
     const _: () =
@@ -158,16 +158,16 @@ pub fn trampoline_page() -> Option<u64> {
 }
 
 /// Identity-maps the trampoline page (executable) so paging can turn on inside it.
-pub fn identity_map(phys: u64) -> Result<(), paging::PagingError> {
+pub fn identity_map(phys: PhysAddr) -> Result<(), paging::PagingError> {
     // SAFETY: `phys` is the reserved trampoline page; virtual `phys` (below 1 MiB) is in the
     // lower half, which the kernel does not use for anything else (checked: map_4k fails if
     // it is already mapped).
-    unsafe { paging::map_4k(phys, phys, PageTableFlags::WRITABLE) }
+    unsafe { paging::map_4k(VirtAddr::new(phys.as_u64()), phys, PageTableFlags::WRITABLE) }
 }
 
 /// Removes the identity mapping once no AP can still run the trampoline.
-pub fn identity_unmap(phys: u64) {
+pub fn identity_unmap(phys: PhysAddr) {
     // SAFETY: every AP is past the trampoline (all online); nothing else uses this page.
-    let _ = unsafe { paging::unmap_4k(phys) };
+    let _ = unsafe { paging::unmap_4k(VirtAddr::new(phys.as_u64())) };
     // The APs' stale translations of it are shot down by crate::smp::init.
 }

@@ -25,6 +25,7 @@ use crate::arch::gdt::CpuTables;
 use crate::arch::{apic, tsc};
 use crate::percpu::PerCpu;
 use crate::topology::{CpuId, NodeId};
+use numalab_algo::page::PhysAddr;
 
 pub use memory::{alloc_scratch_virt, apic_mmio_virt, node_pages_phys, set_node_page_source};
 
@@ -181,7 +182,8 @@ pub fn start_aps(
             &params,
         )
     };
-    memory::identity_map(tramp_phys).map_err(|_| "cannot identity-map the AP trampoline page")?;
+    memory::identity_map(PhysAddr::new(tramp_phys))
+        .map_err(|_| "cannot identity-map the AP trampoline page")?;
     core::sync::atomic::fence(Ordering::SeqCst);
 
     // INIT to every AP, then one 10 ms wait for all of them (Intel SDM 8.4.4.1).
@@ -236,7 +238,7 @@ pub fn start_aps(
         .unwrap_or(first_sipi_tsc);
     if slots.iter().all(|s| s.state() == ApState::Online) {
         // Nobody runs the trampoline any more; a SIPI cannot arrive without an INIT first.
-        memory::identity_unmap(tramp_phys);
+        memory::identity_unmap(PhysAddr::new(tramp_phys));
     }
     Ok(StartReport {
         slots,

@@ -1,0 +1,106 @@
+//! The lazy purge: one TLB flush for everything purged, then areas to their node's pools or
+//! back to the free space, and pool decay.
+
+use alloc::vec::Vec;
+
+use super::{on_node, Shards};
+use crate::vmalloc::layout::VnId;
+use crate::vmalloc::node::LazyArea;
+
+/// Which lazy lists a purge takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    All,
+    /// One vmap node only (`numa`: the node under pressure).
+    Node(VnId),
+}
+
+/// What a purge did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PurgeReport {
+    pub areas: u64,
+    pub pages: u64,
+    /// TLB shootdowns issued (0 or 1).
+    pub flushes: u64,
+    pub to_pools: u64,
+    pub to_free_space: u64,
+    /// Pool areas given back by decay.
+    pub decayed: u64,
+    /// Areas the free space refused (overlap: a bookkeeping bug); never expected.
+    pub refused: u64,
+}
+
+/// Purges the lazy lists of `scope`: one TLB flush for the whole purged range, then areas go
+/// to their node's pools (up to 256 pages, policies with pools) or back to the free space;
+/// pools not used since the last purge decay by a quarter (`full`: pools are emptied and
+/// nothing is pooled, as when the range is exhausted). A purge that finds every lazy list of
+/// its scope empty (another CPU purged first) does nothing, decay included, and is not counted.
+pub fn purge<M: Copy, S: Shards<M>>(s: &S, scope: Scope, full: bool) -> PurgeReport {
+    let layout = *s.layout();
+    let nodes = match scope {
+        Scope::All => 0..layout.nr_nodes,
+        Scope::Node(vn) => vn.index()..vn.index() + 1,
+    };
+    let report = s.with_purge(|| {
+        let mut report = PurgeReport::default();
+        let mut lazy: Vec<LazyArea> = Vec::new();
+        let mut cuts: Vec<usize> = Vec::with_capacity(nodes.len() + 1);
+        let mut pages = 0;
+        for i in nodes.clone() {
+            cuts.push(lazy.len());
+            pages += on_node(s, VnId(i as u16), |n| n.lazy_take(&mut lazy));
+        }
+        cuts.push(lazy.len());
+        s.lazy_add(-(pages as i64));
+        if lazy.is_empty() && !full {
+            // Another CPU's purge took the lists first: nothing to flush, and decaying the
+            // pools again right away would punish CPUs for not allocating in between.
+            return None;
+        }
+        report.areas = lazy.len() as u64;
+        report.pages = pages;
+        if let (Some(lo), Some(hi)) = (
+            lazy.iter().map(|a| a.start).min(),
+            lazy.iter().map(|a| a.start + a.size_bytes).max(),
+        ) {
+            s.flush_tlb(lo, hi);
+            report.flushes = 1;
+        }
+        let mut back: Vec<LazyArea> = Vec::new();
+        for (k, i) in nodes.enumerate() {
+            let mine = &lazy[cuts[k]..cuts[k + 1]];
+            let vn = VnId(i as u16);
+            let before = back.len();
+            on_node(s, vn, |n| {
+                for a in mine {
+                    if full || !layout.pools_enabled() || !n.pool_put(a.start, a.size_bytes) {
+                        back.push(*a);
+                    }
+                }
+                let pooled = mine.len() - (back.len() - before);
+                report.to_pools += pooled as u64;
+                let mid = back.len();
+                n.decay_pools(full, &mut back);
+                report.decayed += (back.len() - mid) as u64;
+            });
+        }
+        report.to_free_space = back.len() as u64 - report.decayed;
+        if !back.is_empty() {
+            s.with_free(|fs| {
+                for a in &back {
+                    if fs.free(a.start, a.size_bytes).is_err() {
+                        report.refused += 1;
+                    }
+                }
+            });
+        }
+        Some(report)
+    });
+    match report {
+        Some(r) => {
+            s.purged(&r);
+            r
+        }
+        None => PurgeReport::default(),
+    }
+}

@@ -1,0 +1,96 @@
+//! The soak's checkpoints: every live tag checked, per-node conservation, the first error
+//! reported, and freeing everything at the end.
+
+use super::*;
+
+impl Soak {
+    /// Live items per slot scan, all tags checked (every other CPU idle).
+    pub(super) fn check_all_tags(&self) -> u64 {
+        let mut live = 0;
+        for slot in &self.slots {
+            let w = slot.word.load(Acquire);
+            if w > BUSY {
+                live += 1;
+                match Meta::unpack(slot.meta.load(Relaxed)) {
+                    Some(m) => {
+                        self.check(w, m);
+                    }
+                    None => self.errors.report(format!("slot {:#x}: bad meta", w)),
+                }
+            } else if w == BUSY {
+                self.errors
+                    .report(String::from("a slot left busy between rounds"));
+            }
+        }
+        live
+    }
+
+    /// Per node: free + held (settled) + the soak's live pages == the start's free + held.
+    /// Prints one line per node; returns the checks made.
+    pub(super) fn check_conservation(&self, start: &[u64], label: &str) -> Result<u64, String> {
+        let pcp: Vec<usize> = (0..self.nr_nodes)
+            .map(|n| frame::node_counters(NodeId(n as u16)).map_or(0, |c| c.pcp_pages))
+            .collect();
+        let settled = frame::settled_bytes()?;
+        let mut checks = 0;
+        for n in 0..self.nr_nodes {
+            let node = NodeId(n as u16);
+            let Some(c) = frame::node_counters(node) else {
+                continue;
+            };
+            let held = frame::holders_held_bytes_on(node) / PAGE_SIZE;
+            let pages = self.live_pages[n].load(Relaxed);
+            let vm = self.live_vm_pages[n].load(Relaxed);
+            let now = settled[n] as i64 / PAGE_SIZE as i64 + pages + vm;
+            let want = start[n] as i64 / PAGE_SIZE as i64;
+            crate::println!(
+                "# soak: {} node {}: free {} (per-CPU lists {}) + held {} + soak pages {} + soak vmalloc {} = {}, start {}, managed {}: {}",
+                label,
+                n,
+                c.buddy_free_pages,
+                pcp[n],
+                held,
+                pages,
+                vm,
+                now,
+                want,
+                c.managed_pages,
+                if now == want { "ok" } else { "LOST" }
+            );
+            if now != want {
+                return Err(format!(
+                    "{}: node {}: {} pages accounted, {} at the start ({} missing)",
+                    label,
+                    n,
+                    now,
+                    want,
+                    want - now
+                ));
+            }
+            checks += 1;
+        }
+        Ok(checks)
+    }
+
+    /// The failure, if any error was reported: the first one and the count.
+    pub(super) fn failure(&self) -> Option<TestError> {
+        let first = self.errors.first.lock().take()?;
+        Some(TestError::Fail(format!(
+            "{} errors; first: {}",
+            self.errors.count.load(Relaxed),
+            first
+        )))
+    }
+
+    /// Frees every live item (boot CPU, others idle).
+    pub(super) fn free_all(&self, cpu: CpuId) {
+        for slot in &self.slots {
+            let w = slot.word.swap(EMPTY, Acquire);
+            if w > BUSY {
+                if let Some(m) = Meta::unpack(slot.meta.load(Relaxed)) {
+                    self.free_item(cpu, w, m);
+                }
+            }
+        }
+    }
+}
