@@ -142,11 +142,7 @@ pub fn init() {
     crate::mm::frame::register_holder(&SlubPages);
     let k64 = kmalloc::cache_for(64).map(|c| c.core());
     println!(
-        "numalab: slub: design {}; {} kmalloc caches (kmalloc-8 .. kmalloc-8k), max_order {}, min_objects {}; kmalloc-64: {} objects per slab, min_partial {}, cpu_partial {}, sheaf_capacity {}; prefer_local {}, memoryless_fix {}, debug {}",
-        match t.design {
-            Design::Sheaves => "sheaves",
-            Design::Partial => "partial",
-        },
+        "numalab: slub: {} kmalloc caches (kmalloc-8 .. kmalloc-8k), max_order {}, min_objects {}; kmalloc-64: {} objects per slab, min_partial {}, cpu_partial {}, sheaf_capacity {}; prefer_local {}, memoryless_fix {}, debug {}; design {}",
         numalab_algo::slub::geometry::KMALLOC_SIZES.len(),
         t.max_order,
         if t.min_objects == 0 { 4 * (numalab_algo::slub::geometry::fls(crate::topology::get().nr_cpus()) as usize + 1) } else { t.min_objects },
@@ -156,7 +152,11 @@ pub fn init() {
         k64.map_or(0, |c| c.sheaf_capacity()),
         t.prefer_local as u8,
         t.memoryless_fix as u8,
-        t.debug.letters()
+        t.debug.letters(),
+        match t.design {
+            Design::Sheaves => "sheaves",
+            Design::Partial => "partial",
+        }
     );
 }
 

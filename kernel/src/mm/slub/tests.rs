@@ -448,8 +448,10 @@ fn memoryless(_ctx: &Ctx) -> TestResult {
         } else {
             "slub-memoryless-nofix"
         };
+        // Seed 003's mechanism (node mismatches of the CPU slab) is the partial design's.
         let t = Tunables {
             memoryless_fix: fix,
+            design: numalab_algo::slub::Design::Partial,
             ..default_tunables(name)
         };
         let c = KmemCache::create(name, 64, 0, t).map_err(|e| format!("{:?}", e))?;
