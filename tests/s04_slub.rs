@@ -184,12 +184,63 @@ fn s04_4node_every_debug_flag() {
          kmalloc-256:2/32 kmalloc-512:3/32 kmalloc-1k:3/16 kmalloc-2k:3/8 kmalloc-4k:3/4 \
          kmalloc-8k:3/2"
     );
-    let debug_hammer = lines_with(&out, "# slub irq_hammer: irq-hammer (debug FZPU): ");
+    // A debug cache has no sheaves (capacity 0) and no fast path: nothing to split.
+    let debug_hammer = lines_with(
+        &out,
+        "# slub irq_hammer: irq-hammer (debug FZPU, sheaf_capacity 0): ",
+    );
     assert_eq!(debug_hammer.len(), 1, "{}", out.log);
     assert!(
-        debug_hammer[0].contains("alloc_fastpath 0 free_fastpath 0 ")
-            && debug_hammer[0].ends_with("cmpxchg_double_cpu_fail 0"),
+        debug_hammer[0]
+            .contains("alloc_fastpath 0 free_fastpath 0 alloc_cpu_sheaf 0 free_cpu_sheaf 0 ")
+            && debug_hammer[0].ends_with("cmpxchg_double_cpu_fail 0 sheaf_trylock_fail 0"),
         "{}",
         debug_hammer[0]
     );
+}
+
+/// The number after `key ` in `line`.
+fn count_after(line: &str, key: &str) -> u64 {
+    let at = line
+        .find(&format!("{key} "))
+        .unwrap_or_else(|| panic!("{key} in {line}"));
+    line[at + key.len() + 1..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{key} in {line}"))
+}
+
+/// Both SLUB designs pass the whole slub suite, and the irq hammer shows each design's own
+/// race resolved: a taken sheaf trylock (sheaves, the default) or a failed (freelist, tid)
+/// compare (partial); neither takes the other's path.
+#[test]
+fn s04_4node_both_designs() {
+    for (design, split, other) in [
+        ("sheaves", "sheaf_trylock_fail", "cmpxchg_double_cpu_fail"),
+        ("partial", "cmpxchg_double_cpu_fail", "sheaf_trylock_fail"),
+    ] {
+        let mut c = slub_config("4node");
+        c.sets.push(format!("slub.design={design}"));
+        let out = boot_pass(&c);
+        all_passed(&out);
+        assert!(
+            out.log.contains(&format!("; design {design}")),
+            "{}",
+            out.log
+        );
+        let sheaves = out
+            .ktap
+            .result("slub.sheaf_paths")
+            .expect("sheaf_paths ran");
+        assert!(sheaves.ok && !sheaves.skipped, "{}", sheaves.reason);
+        let hammer = lines_with(&out, "# slub irq_hammer: irq-hammer (debug -");
+        assert_eq!(hammer.len(), 1, "{}", out.log);
+        assert!(
+            count_after(&hammer[0], split) > 0,
+            "{design}: {}",
+            hammer[0]
+        );
+        assert_eq!(count_after(&hammer[0], other), 0, "{design}: {}", hammer[0]);
+    }
 }

@@ -95,6 +95,18 @@ fn s08_short_soak_on_4node() {
     println!("{done}");
 }
 
+/// The short soak under the partial design (the default is sheaves): the same operations
+/// and checks pass on the per-CPU slab design.
+#[test]
+fn s08_short_soak_on_4node_partial_design() {
+    let mut c = soak_config("soak --short --quiet --set slub.design=partial");
+    c.timeout = std::time::Duration::from_secs(1200);
+    let out = boot_pass(&c);
+    assert!(out.log.contains("; design partial"), "{}", out.log);
+    let done = check_soak(&out, 1_000_000, 10);
+    println!("{done}");
+}
+
 #[test]
 fn s08_soak_under_fault_injection() {
     let mut c = soak_config(

@@ -42,10 +42,15 @@ pub struct FakeMachine {
     /// When set, every page allocation fails.
     pub oom: std::sync::atomic::AtomicBool,
     /// An interrupt: after this many more word loads (0: none armed), `irq` runs inside
-    /// the load, on the loading CPU, before the load returns (a nested context, as a real
-    /// interrupt handler runs on top of the code it interrupts).
+    /// the last of them, on the loading CPU, after the word was read and before the load
+    /// returns it (a nested context, as a real interrupt handler runs on top of the code
+    /// it interrupts, which then goes on with the value it had read).
     pub irq_after_loads: AtomicUsize,
     pub irq: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    /// Mutation: the fast paths' (freelist, tid) compare ignores the tid, so an interrupt
+    /// that takes the head and gives it back (ABA) goes unnoticed. The interrupt tests must
+    /// catch it.
+    pub cas_ignores_tid: std::sync::atomic::AtomicBool,
 }
 
 impl FakeMachine {
@@ -117,6 +122,7 @@ impl FakeMachine {
             oom: std::sync::atomic::AtomicBool::new(false),
             irq_after_loads: AtomicUsize::new(0),
             irq: Mutex::new(None),
+            cas_ignores_tid: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -219,6 +225,21 @@ impl Platform for &FakeMachine {
     fn topology(&self) -> &Topology {
         &self.topo
     }
+    fn cpu_cmpxchg_double(
+        &self,
+        pair: [&AtomicUsize; 2],
+        old: [usize; 2],
+        new: [usize; 2],
+    ) -> bool {
+        let tid_ok = self.cas_ignores_tid.load(SeqCst) || pair[1].load(SeqCst) == old[1];
+        if pair[0].load(SeqCst) == old[0] && tid_ok {
+            pair[0].store(new[0], SeqCst);
+            pair[1].store(new[1], SeqCst);
+            true
+        } else {
+            false
+        }
+    }
     fn cpu(&self) -> CpuId {
         CpuId(CPU.with(|c| c.get()))
     }
@@ -238,6 +259,7 @@ impl Platform for &FakeMachine {
         FakeMachine::set_cpu(me);
     }
     fn load(&self, addr: usize) -> usize {
+        let value = self.word(addr).load(SeqCst);
         let left = self.irq_after_loads.load(SeqCst);
         if left != 0 {
             self.irq_after_loads.store(left - 1, SeqCst);
@@ -248,7 +270,7 @@ impl Platform for &FakeMachine {
                 }
             }
         }
-        self.word(addr).load(SeqCst)
+        value
     }
     fn store(&self, addr: usize, value: usize) {
         self.word(addr).store(value, SeqCst)

@@ -288,7 +288,7 @@ impl KmemCache {
     /// cpu_slab, the nodes and the kmem_cache) goes back to the heap. With live objects it
     /// reports them (cache and count), stays usable, and returns the count.
     ///
-    /// The per-CPU array is nr_cpus * CPU_SLAB_BYTES (384): from 11 CPUs on it is whole heap pages
+    /// The per-CPU array is nr_cpus * CPU_SLAB_BYTES (512): from 8 CPUs on it is whole heap pages
     /// (64 CPUs: an order-3 block), which a leaked cache used to keep for good (issue 14
     /// bug 7: 40 pages per 5 caches on 8 nodes x 8 CPUs).
     ///
