@@ -236,11 +236,7 @@ fn s04_4node_both_designs() {
         assert!(sheaves.ok && !sheaves.skipped, "{}", sheaves.reason);
         let hammer = lines_with(&out, "# slub irq_hammer: irq-hammer (debug -");
         assert_eq!(hammer.len(), 1, "{}", out.log);
-        assert!(
-            count_after(&hammer[0], split) > 0,
-            "{design}: {}",
-            hammer[0]
-        );
-        assert_eq!(count_after(&hammer[0], other), 0, "{design}: {}", hammer[0]);
+        assert!(count_after(hammer[0], split) > 0, "{design}: {}", hammer[0]);
+        assert_eq!(count_after(hammer[0], other), 0, "{design}: {}", hammer[0]);
     }
 }

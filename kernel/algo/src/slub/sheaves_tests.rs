@@ -142,7 +142,7 @@ fn spare_swap_and_barn_exchange_between_cpus_of_one_node() {
         "full sheaves went to the barn: {s:?}"
     );
     let (full, _) = c.barn_sheaves(NodeId(0)).unwrap();
-    assert!(full >= 1 && full <= 10);
+    assert!((1..=10).contains(&full));
     // CPU 1 of the same node takes full sheaves from the barn instead of refilling.
     on_cpu(1);
     let before = c.stats();
@@ -404,7 +404,7 @@ fn interrupt_case_in(
         Err(format!(
             "load {load}: an object was handed out twice: {all:x?}"
         ))
-    } else if fired && irq_objs.lock().unwrap().iter().any(|&o| o == a) {
+    } else if fired && irq_objs.lock().unwrap().contains(&a) {
         Err(format!("load {load}: interrupt and owner share {a:#x}"))
     } else if c.stats().live_objects() != all.len() as i64 {
         Err(format!(
@@ -415,11 +415,9 @@ fn interrupt_case_in(
     } else {
         Ok(())
     };
-    if result.is_err() {
-        // The allocator's lists may be corrupt (that is what was caught): leave the fake
-        // machine as it is rather than walk them.
-        return result;
-    }
+    // On an error the allocator's lists may be corrupt (that is what was caught): leave the
+    // fake machine as it is rather than walk them.
+    result.as_ref()?;
     for o in all {
         c.free(o);
     }
