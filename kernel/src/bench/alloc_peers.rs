@@ -423,6 +423,43 @@ fn alloc_peers(_ctx: &Ctx) -> TestResult {
     result
 }
 
+/// Runs `f` with interrupts on (the fair measurement), restoring their state afterwards.
+pub(super) fn with_interrupts<R>(f: impl FnOnce() -> R) -> R {
+    let irq = x86_64::instructions::interrupts::are_enabled();
+    x86_64::instructions::interrupts::enable();
+    let r = f();
+    if !irq {
+        x86_64::instructions::interrupts::disable();
+    }
+    r
+}
+
+/// Records `value - harness` instructions per pair of `bench`/`case` (NaN when either is
+/// missing: the allocator ran out).
+pub(super) fn record_pair(
+    bench: &str,
+    case: &str,
+    value: Option<f64>,
+    harness: Option<f64>,
+    clock: Clock,
+) -> f64 {
+    let v = match (value, harness) {
+        (Some(v), Some(h)) => v - h,
+        _ => f64::NAN,
+    };
+    super::emit(&Record {
+        bench,
+        case,
+        metric: "instructions_per_pair",
+        value: v,
+        unit: "instructions",
+        cpus: 1,
+        nodes: crate::topology::get().nr_nodes() as u32,
+        clock,
+    });
+    v
+}
+
 /// Runs `f` with interrupts off (the `*_irqoff` variants); they are on around it.
 fn irqs_off<R>(f: impl FnOnce() -> R) -> R {
     x86_64::instructions::interrupts::disable();

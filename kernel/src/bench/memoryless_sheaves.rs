@@ -12,7 +12,7 @@
 //! burst workload less the harness, and its inverse `pairs_per_kinstruction` (higher is
 //! better, like the thread's IOPS).
 
-use super::alloc_peers::{run, CachePeer, Empty, OutOfLine};
+use super::alloc_peers::{record_pair, run, with_interrupts, CachePeer, Empty, OutOfLine};
 use super::slub_cache::BenchCache;
 use super::workload;
 use crate::ktest::{Ctx, TestError, TestResult};
@@ -76,55 +76,36 @@ fn sheaf_share(s: &StatsSnapshot) -> f64 {
 fn pairs(clock: numalab_algo::bench::Clock) -> TestResult {
     static mut SINK: [u64; 512] = [0; 512];
     let sink = NonNull::new(core::ptr::addr_of_mut!(SINK) as *mut u8).expect("static address");
-    let irq = x86_64::instructions::interrupts::are_enabled();
-    x86_64::instructions::interrupts::enable();
-    let harness = run(&mut OutOfLine(Empty(sink)))[2];
-    let mut knobs = Vec::new();
-    let mut result = Ok(());
-    for (case, t) in super::rep_order(cases()) {
-        let c = create(case, t)?;
-        let before = c.stats();
-        let v = run(&mut OutOfLine(CachePeer(c)))[2];
-        let s = c.stats().since(&before);
-        let mut counters = CaseCounters::new(case);
-        for stat in [
-            Stat::AllocCpuSheaf,
-            Stat::AllocSlowpath,
-            Stat::AllocFastpath,
-        ] {
-            counters.add(stat.name(), s.get(stat));
+    let knobs = with_interrupts(|| -> Result<Vec<CaseCounters>, TestError> {
+        let harness = run(&mut OutOfLine(Empty(sink)))[2];
+        let mut knobs = Vec::new();
+        for (case, t) in super::rep_order(cases()) {
+            let c = create(case, t)?;
+            let before = c.stats();
+            let v = run(&mut OutOfLine(CachePeer(c)))[2];
+            let s = c.stats().since(&before);
+            let mut counters = CaseCounters::new(case);
+            for stat in [
+                Stat::AllocCpuSheaf,
+                Stat::AllocSlowpath,
+                Stat::AllocFastpath,
+            ] {
+                counters.add(stat.name(), s.get(stat));
+            }
+            knobs.push(counters);
+            let per_pair = record_pair(NAME, case, v, harness, clock);
+            super::record(
+                NAME,
+                case,
+                "pairs_per_kinstruction",
+                1000.0 / per_pair,
+                "pairs",
+                1,
+            );
+            destroy(c)?;
         }
-        knobs.push(counters);
-        let per_pair = match (v, harness) {
-            (Some(v), Some(h)) => v - h,
-            _ => f64::NAN,
-        };
-        super::emit(&numalab_algo::bench::Record {
-            bench: NAME,
-            case,
-            metric: "instructions_per_pair",
-            value: per_pair,
-            unit: "instructions",
-            cpus: 1,
-            nodes: super::nr_nodes(),
-            clock,
-        });
-        super::record(
-            NAME,
-            case,
-            "pairs_per_kinstruction",
-            1000.0 / per_pair,
-            "pairs",
-            1,
-        );
-        if let Err(e) = destroy(c) {
-            result = Err(e);
-        }
-    }
-    if !irq {
-        x86_64::instructions::interrupts::disable();
-    }
-    result?;
+        Ok(knobs)
+    })?;
     knob::check(NAME, &knobs).map_err(TestError::Fail)
 }
 

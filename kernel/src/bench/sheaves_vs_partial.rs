@@ -18,7 +18,8 @@
 //! A knob check fails the experiment when the two designs show the same mechanism counters.
 
 use super::alloc_peers::{
-    run, Empty, OutOfLine, Peer, BURST, BURST_ROUNDS, FAST_PAIRS, RANDOM_STEPS, WORKLOADS,
+    record_pair, run, with_interrupts, Empty, OutOfLine, Peer, BURST, BURST_ROUNDS, FAST_PAIRS,
+    RANDOM_STEPS, WORKLOADS,
 };
 use super::slub_cache::BenchCache;
 use super::slub_list_lock::run_case;
@@ -123,58 +124,33 @@ impl Peer for Classes {
 fn pairs(clock: numalab_algo::bench::Clock) -> TestResult {
     static mut SINK: [u64; 512] = [0; 512];
     let sink = NonNull::new(core::ptr::addr_of_mut!(SINK) as *mut u8).expect("static address");
-    let irq = x86_64::instructions::interrupts::are_enabled();
-    x86_64::instructions::interrupts::enable();
-    let harness = run(&mut OutOfLine(Empty(sink)));
-    let mut knobs = Vec::new();
-    let mut result = Ok(());
-    for (design, d) in super::rep_order(DESIGNS) {
-        let mut peer = OutOfLine(Classes::create(design, d)?);
-        let r = run(&mut peer);
-        let classes = peer.0;
-        let mut counters = CaseCounters::new(design);
-        let s = classes.stats();
-        for stat in [
-            Stat::AllocCpuSheaf,
-            Stat::AllocFastpath,
-            Stat::CpuPartialAlloc,
-        ] {
-            counters.add(stat.name(), s.get(stat));
+    let knobs = with_interrupts(|| -> Result<Vec<CaseCounters>, TestError> {
+        let harness = run(&mut OutOfLine(Empty(sink)));
+        let mut knobs = Vec::new();
+        for (design, d) in super::rep_order(DESIGNS) {
+            let mut peer = OutOfLine(Classes::create(design, d)?);
+            let r = run(&mut peer);
+            let classes = peer.0;
+            let mut counters = CaseCounters::new(design);
+            let s = classes.stats();
+            for stat in [
+                Stat::AllocCpuSheaf,
+                Stat::AllocFastpath,
+                Stat::CpuPartialAlloc,
+            ] {
+                counters.add(stat.name(), s.get(stat));
+            }
+            knobs.push(counters);
+            for (w, workload) in WORKLOADS.iter().enumerate() {
+                let case = format!("{design}/{workload}");
+                record_pair(NAME, &case, r[w], harness[w], clock);
+                let slab_path = classes.slab_path[w];
+                super::record(NAME, &case, "slab_path_per_kpair", slab_path, "events", 1);
+            }
+            classes.destroy()?;
         }
-        knobs.push(counters);
-        for (w, workload) in WORKLOADS.iter().enumerate() {
-            let case = format!("{design}/{workload}");
-            let v = match (r[w], harness[w]) {
-                (Some(v), Some(h)) => v - h,
-                _ => f64::NAN,
-            };
-            super::emit(&numalab_algo::bench::Record {
-                bench: NAME,
-                case: &case,
-                metric: "instructions_per_pair",
-                value: v,
-                unit: "instructions",
-                cpus: 1,
-                nodes: super::nr_nodes(),
-                clock,
-            });
-            super::record(
-                NAME,
-                &case,
-                "slab_path_per_kpair",
-                classes.slab_path[w],
-                "events",
-                1,
-            );
-        }
-        if let Err(e) = classes.destroy() {
-            result = Err(e);
-        }
-    }
-    if !irq {
-        x86_64::instructions::interrupts::disable();
-    }
-    result?;
+        Ok(knobs)
+    })?;
     knob::check(NAME, &knobs).map_err(TestError::Fail)
 }
 

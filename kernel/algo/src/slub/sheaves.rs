@@ -41,12 +41,9 @@ impl<P: Platform> Cache<P> {
                 return self.slab_alloc_entry(Some(n), strict);
             }
         }
-        if locked(c) {
-            p.cpu_inc(c.stats.counter(Stat::SheafTrylockFail));
+        if !self.sheaf_trylock(c) {
             return self.slab_alloc_entry(None, false);
         }
-        c.sheaf_lock.store(1, Relaxed);
-        compiler_fence(Ordering::SeqCst);
         let main = Sheaf(c.main.load(Relaxed));
         let size = main.size(p);
         if size == 0 {
@@ -54,8 +51,7 @@ impl<P: Platform> Cache<P> {
         }
         let obj = p.load(main.slot(size - 1));
         main.set_size(p, size - 1);
-        compiler_fence(Ordering::SeqCst);
-        c.sheaf_lock.store(0, Relaxed);
+        Self::sheaf_unlock(c);
         p.cpu_inc(c.stats.counter(Stat::AllocCpuSheaf));
         obj as *mut u8
     }
@@ -73,12 +69,9 @@ impl<P: Platform> Cache<P> {
         if slab.node(p).index() != c.home.load(Relaxed) {
             return self.free_slow_entry(obj, false);
         }
-        if locked(c) {
-            p.cpu_inc(c.stats.counter(Stat::SheafTrylockFail));
+        if !self.sheaf_trylock(c) {
             return self.free_slow_entry(obj, false);
         }
-        c.sheaf_lock.store(1, Relaxed);
-        compiler_fence(Ordering::SeqCst);
         let main = Sheaf(c.main.load(Relaxed));
         let size = main.size(p);
         if size == main.capacity(p) || (size != 0 && p.load(main.slot(size - 1)) == obj) {
@@ -86,9 +79,22 @@ impl<P: Platform> Cache<P> {
         }
         p.store(main.slot(size), obj);
         main.set_size(p, size + 1);
-        compiler_fence(Ordering::SeqCst);
-        c.sheaf_lock.store(0, Relaxed);
+        Self::sheaf_unlock(c);
         p.cpu_inc(c.stats.counter(Stat::FreeCpuSheaf));
+    }
+
+    /// Takes the running CPU's sheaf trylock (a plain store: only this CPU and its
+    /// interrupts touch it); false, counted as sheaf_trylock_fail, when an interrupted owner
+    /// holds it.
+    #[inline(always)]
+    fn sheaf_trylock(&self, c: &CpuSlab) -> bool {
+        if locked(c) {
+            self.plat.cpu_inc(c.stats.counter(Stat::SheafTrylockFail));
+            return false;
+        }
+        c.sheaf_lock.store(1, Relaxed);
+        compiler_fence(Ordering::SeqCst);
+        true
     }
 
     /// Releases the trylock taken by a fast path.
