@@ -12,7 +12,8 @@
 //! burst workload less the harness, and its inverse `pairs_per_kinstruction` (higher is
 //! better, like the thread's IOPS).
 
-use super::alloc_peers::{record_pair, run, with_interrupts, CachePeer, Empty, OutOfLine};
+use super::alloc_peers::CachePeer;
+use super::pairs::{record_pair, run, with_interrupts, Empty, OutOfLine};
 use super::slub_cache::BenchCache;
 use super::workload;
 use crate::ktest::{Ctx, TestError, TestResult};

@@ -16,6 +16,7 @@ mod memoryless_node;
 mod memoryless_sheaves;
 mod numa_locality;
 mod page_alloc;
+mod pairs;
 mod sheaves_vs_partial;
 mod slabinfo_reader;
 mod slub_cache;

@@ -17,7 +17,7 @@
 //!
 //! A knob check fails the experiment when the two designs show the same mechanism counters.
 
-use super::alloc_peers::{
+use super::pairs::{
     record_pair, run, with_interrupts, Empty, OutOfLine, Peer, BURST, BURST_ROUNDS, FAST_PAIRS,
     RANDOM_STEPS, WORKLOADS,
 };

@@ -1,5 +1,6 @@
 //! A SLUB cache: per-CPU active slab and partial list, per-node lists, tunables, and the
-//! allocation and free fast paths. The slow paths are in alloc.rs and free.rs.
+//! allocation and free fast paths. The slow paths are in alloc.rs and free.rs, the facts,
+//! counters and bulk calls in cache_facts.rs, the sheaves design in sheaves.rs.
 //!
 //! Per-CPU state belongs to its own CPU. The fast paths do not mask interrupts: like Linux,
 //! they read the CPU's transaction id (`tid`) first, then the freelist and the active slab's
@@ -18,9 +19,9 @@ use super::geometry::{
     calculate_layout, calculate_order, cpu_partial_slabs, default_cpu_partial_objects,
     default_min_partial, DebugFlags, ObjLayout, OrderObjects, MAX_SLAB_ORDER, PAGE_SIZE,
 };
-use super::platform::{Platform, Report};
+use super::platform::Platform;
 use super::slab::NodeLists;
-use super::stats::{CpuStats, ErrorKind, Stat, StatsSnapshot, NR_ERROR_KINDS};
+use super::stats::{CpuStats, Stat, StatsSnapshot, NR_ERROR_KINDS};
 use crate::topology::NodeId;
 use alloc::boxed::Box;
 use alloc::string::String;
@@ -352,59 +353,6 @@ impl<P: Platform> Cache<P> {
         })
     }
 
-    /// The address that names this cache in slab descriptors.
-    #[inline]
-    pub fn id(&self) -> usize {
-        self as *const Self as usize
-    }
-
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-    pub fn platform(&self) -> &P {
-        &self.plat
-    }
-    /// Bytes the user asked for per object.
-    pub fn object_size(&self) -> usize {
-        self.layout.object_size
-    }
-    /// Stride between objects (object plus debug words, aligned).
-    pub fn size(&self) -> usize {
-        self.layout.size
-    }
-    pub fn layout(&self) -> ObjLayout {
-        self.layout
-    }
-    /// The preferred slab order and objects per slab.
-    pub fn order_objects(&self) -> OrderObjects {
-        self.oo
-    }
-    /// The fallback (minimum) slab order.
-    pub fn min_order_objects(&self) -> OrderObjects {
-        self.min
-    }
-    pub fn min_partial(&self) -> usize {
-        self.min_partial
-    }
-    pub fn cpu_partial(&self) -> (usize, usize) {
-        (self.cpu_partial_objects, self.cpu_partial_slabs)
-    }
-    pub fn tunables(&self) -> Tunables {
-        self.tunables
-    }
-    pub fn debug_flags(&self) -> DebugFlags {
-        self.debug
-    }
-    pub(crate) fn has_cpu_partial(&self) -> bool {
-        self.cpu_partial_slabs != 0
-    }
-
-    /// The node whose lists serve a request for `node`.
-    #[inline]
-    pub fn effective_node(&self, node: NodeId) -> NodeId {
-        self.node_map.get(node.index()).copied().unwrap_or(node)
-    }
-
     #[inline(always)]
     pub(crate) fn cpu_slab(&self) -> &CpuSlab {
         self.plat.this_cpu(&self.cpus)
@@ -580,125 +528,5 @@ impl<P: Platform> Cache<P> {
     pub(crate) fn object_index(&self, off: usize) -> usize {
         off.wrapping_mul(self.odd_inverse)
             .rotate_right(self.stride_shift)
-    }
-
-    /// Allocates up to `out.len()` objects with interrupts off once; returns how many.
-    pub fn alloc_bulk(&self, out: &mut [usize]) -> usize {
-        if self.sheaf_capacity != 0 {
-            let n = out
-                .iter_mut()
-                .map_while(|slot| {
-                    *slot = self.alloc_raw();
-                    (*slot != 0).then_some(())
-                })
-                .count();
-            let irq = self.plat.irq_save();
-            self.cpu_slab().stats.add(Stat::AllocBulk, n as u64);
-            self.plat.irq_restore(irq);
-            return n;
-        }
-        let irq = self.plat.irq_save();
-        let c = self.cpu_slab();
-        let mut n = 0;
-        for slot in out.iter_mut() {
-            let obj = c.freelist.load(Relaxed);
-            let got = if obj != 0 {
-                let fp = obj + self.layout.fp_offset;
-                c.freelist
-                    .store(decode(self.plat.load(fp), self.random, fp), Relaxed);
-                c.stats.inc(Stat::AllocFastpath);
-                Some(obj)
-            } else {
-                self.alloc_slow(c, None, false)
-            };
-            let Some(obj) = got else { break };
-            *slot = obj;
-            n += 1;
-        }
-        c.stats.add(Stat::AllocBulk, n as u64);
-        c.bump_tid();
-        self.plat.irq_restore(irq);
-        n
-    }
-
-    /// Frees every object in `objs`.
-    pub fn free_bulk(&self, objs: &[usize]) {
-        for &obj in objs {
-            self.free(obj);
-        }
-        let irq = self.plat.irq_save();
-        self.cpu_slab().stats.add(Stat::FreeBulk, objs.len() as u64);
-        self.plat.irq_restore(irq);
-    }
-
-    /// Counts a misuse and reports it (no lock may be held).
-    pub(crate) fn report_error(&self, addr: usize, kind: ErrorKind, track: Option<(u16, u16)>) {
-        self.errors[kind as usize].fetch_add(1, Relaxed);
-        self.plat.report(&Report {
-            cache: &self.name,
-            addr,
-            kind,
-            track,
-        });
-    }
-
-    /// How many misuses of `kind` were detected.
-    pub fn error_count(&self, kind: ErrorKind) -> u64 {
-        self.errors[kind as usize].load(Relaxed)
-    }
-
-    /// Counters summed over CPUs.
-    pub fn stats(&self) -> StatsSnapshot {
-        let mut s = StatsSnapshot::default();
-        for c in self.cpus.iter() {
-            c.snapshot_into(&mut s);
-        }
-        s
-    }
-
-    /// One CPU's counters.
-    pub fn cpu_stats(&self, cpu: crate::topology::CpuId) -> StatsSnapshot {
-        let mut s = StatsSnapshot::default();
-        if let Some(c) = self.cpus.get(cpu.index()) {
-            c.snapshot_into(&mut s);
-        }
-        s
-    }
-
-    /// Slabs held, per node.
-    pub fn nr_slabs(&self, node: NodeId) -> usize {
-        self.nodes
-            .get(node.index())
-            .map_or(0, |n| n.nr_slabs.load(Relaxed))
-    }
-
-    /// Partial slabs on a node's list (a hint unless the cache is quiet).
-    pub fn nr_partial(&self, node: NodeId) -> usize {
-        self.nodes.get(node.index()).map_or(0, |n| n.nr_partial())
-    }
-
-    /// Bytes of memory held in slab pages, all nodes.
-    pub fn slab_bytes(&self) -> usize {
-        self.nodes
-            .iter()
-            .map(|n| n.nr_pages.load(Relaxed) * (PAGE_SIZE as usize))
-            .sum()
-    }
-
-    /// Pages held in slabs on `node`.
-    pub fn slab_pages_on(&self, node: NodeId) -> usize {
-        self.nodes
-            .get(node.index())
-            .map_or(0, |n| n.nr_pages.load(Relaxed))
-    }
-
-    /// Whether `destroy` succeeded on this cache.
-    pub fn is_dead(&self) -> bool {
-        self.dead.load(Relaxed)
-    }
-
-    /// The node list lock of `node`, for its contention counters.
-    pub fn list_lock(&self, node: NodeId) -> Option<&P::Lock> {
-        self.nodes.get(node.index()).map(|n| &n.list_lock)
     }
 }

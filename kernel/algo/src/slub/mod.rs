@@ -15,6 +15,7 @@
 pub mod alloc;
 mod barn;
 pub mod cache;
+mod cache_facts;
 pub mod debug;
 pub mod free;
 pub mod freelist;
