@@ -28,6 +28,8 @@ mod percpu;
 mod smp;
 #[cfg(feature = "ktest")]
 mod soak;
+#[cfg(feature = "ktest")]
+mod stress;
 mod sync;
 mod topology;
 

@@ -41,6 +41,10 @@ pub(super) fn init() {
             }
         })
     });
+    super::platform::set_block_source(super::platform::BlockSource {
+        alloc: kmalloc,
+        free: kfree,
+    });
     for (slot, c) in KMALLOC_PTRS.iter().zip(caches.iter()) {
         slot.store(*c as *const KmemCache as *mut KmemCache, Relaxed);
     }

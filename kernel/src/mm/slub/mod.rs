@@ -21,8 +21,6 @@
 //! Nothing is printed while a list_lock is held (reports are printed after release).
 
 pub mod info;
-#[cfg(feature = "ktest")]
-mod irq_hammer;
 pub mod kmalloc;
 mod object;
 pub mod platform;
@@ -30,9 +28,7 @@ pub mod platform;
 mod sheaf_tests;
 pub mod slabmap;
 #[cfg(feature = "ktest")]
-mod stress;
-#[cfg(feature = "ktest")]
-mod tests;
+pub(crate) mod tests;
 
 pub use object::Object;
 

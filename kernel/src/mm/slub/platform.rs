@@ -32,6 +32,22 @@ static SHEAF_BLOCKS: [core::sync::atomic::AtomicI64;
     numalab_algo::slub::geometry::KMALLOC_SIZES.len()] = [const { core::sync::atomic::AtomicI64::new(0) };
     numalab_algo::slub::geometry::KMALLOC_SIZES.len()];
 
+/// Where sheaves come from: kmalloc, which registers itself once its caches exist (so that
+/// this file, which kmalloc's caches run on, does not import kmalloc).
+pub(super) struct BlockSource {
+    pub alloc: fn(usize) -> Option<core::ptr::NonNull<u8>>,
+    /// # Safety
+    /// Gives back a block `alloc` returned, once.
+    pub free: unsafe fn(core::ptr::NonNull<u8>),
+}
+
+static BLOCK_SOURCE: Once<BlockSource> = Once::new();
+
+/// Registers the allocator of sheaf blocks (kmalloc::init).
+pub(super) fn set_block_source(source: BlockSource) {
+    BLOCK_SOURCE.call_once(|| source);
+}
+
 /// Sheaf blocks live in kmalloc class `class`.
 pub fn sheaf_blocks(class: usize) -> i64 {
     SHEAF_BLOCKS.get(class).map_or(0, |n| n.load(Relaxed))
@@ -354,7 +370,9 @@ impl Platform for KernelPlatform {
     fn alloc_block(&self, bytes: usize) -> Option<usize> {
         // Linux kmallocs its sheaves too. A nested call into the same cache finds this
         // CPU's sheaf trylock taken and takes the slab path, so there is no recursion.
-        let p = super::kmalloc::kmalloc(bytes)?;
+        // Before kmalloc registers itself there are no sheaves (the slab path serves).
+        let source = BLOCK_SOURCE.get()?;
+        let p = (source.alloc)(bytes)?;
         let addr = p.as_ptr() as usize;
         for w in 0..bytes.div_ceil(8) {
             self.store(addr + w * 8, 0);
@@ -373,10 +391,12 @@ impl Platform for KernelPlatform {
         {
             n.fetch_sub(1, Relaxed);
         }
-        if let Some(p) = core::ptr::NonNull::new(addr as *mut u8) {
-            // SAFETY: `addr` is a block `alloc_block` got from kmalloc, given back once by
-            // the SLUB core (a sheaf is freed when it leaves the cache for good).
-            unsafe { super::kmalloc::kfree(p) };
+        if let (Some(p), Some(source)) =
+            (core::ptr::NonNull::new(addr as *mut u8), BLOCK_SOURCE.get())
+        {
+            // SAFETY: `addr` is a block `alloc_block` got from this source (kmalloc), given
+            // back once by the SLUB core (a sheaf is freed when it leaves the cache for good).
+            unsafe { (source.free)(p) };
         }
     }
 

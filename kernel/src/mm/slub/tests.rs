@@ -18,8 +18,8 @@ use numalab_algo::slub::geometry::{fls, natural_align, KMALLOC_NAMES, KMALLOC_SI
 use numalab_algo::slub::{slabinfo_line, DebugFlags, ErrorKind, SlabinfoMode, Stat, Tunables};
 use numalab_algo::topology::{CpuId, NodeId};
 
-/// SLUB's tests (after frame: slabs are pages).
-static SUITE: KSuite = KSuite {
+/// SLUB's tests (after frame: slabs are pages); kernel/src/stress registers two more.
+pub(crate) static SUITE: KSuite = KSuite {
     name: "slub",
     order: 40,
     every_suite: false,
@@ -1120,9 +1120,7 @@ ktest!(SUITE, Test, node_counters);
 ktest!(SUITE, Test, debug_reports);
 ktest!(SUITE, Test, "kmalloc", kmalloc_api);
 ktest!(SUITE, Test, bulk);
-ktest!(SUITE, Test, "irq_hammer", super::irq_hammer::irq_hammer);
 ktest!(SUITE, Test, owned_objects);
 ktest!(SUITE, Test, shrink_and_destroy);
 ktest!(SUITE, Test, conservation);
 ktest!(SUITE, Test, destroy_frees_the_cache);
-ktest!(SUITE, Stress, "stress", super::stress::stress);

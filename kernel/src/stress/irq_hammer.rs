@@ -8,9 +8,9 @@
 //! path, no retry, nothing handed out twice or lost) and hammers a second cache with the flags
 //! cleared, so that the fast paths are still split and checked in a debugging boot.
 
-use super::KmemCache;
 use crate::arch::apic;
 use crate::ktest::{Ctx, TestError, TestResult};
+use crate::mm::slub::KmemCache;
 use alloc::format;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -96,7 +96,7 @@ pub(super) fn irq_hammer(_ctx: &Ctx) -> TestResult {
     if apic::timer_hz() == 0 {
         return Err(TestError::Skip("LAPIC timer not calibrated".into()));
     }
-    let t = super::default_tunables("irq-hammer");
+    let t = crate::mm::slub::default_tunables("irq-hammer");
     hammer("irq-hammer", t)?;
     if !t.debug.any() {
         return Ok(());

@@ -3,9 +3,9 @@
 //! an owner tag in every object so an object handed out twice is caught. Ends with the
 //! caches validated and destroyed, pages conserved, and slabinfo and stats printed.
 
-use super::cross_cpu::{online_cpus, run_on_cpus};
-use super::{default_tunables, KmemCache};
 use crate::ktest::{Ctx, TestError, TestResult};
+use crate::mm::slub::cross_cpu::{online_cpus, run_on_cpus};
+use crate::mm::slub::{self as slub, default_tunables, KmemCache};
 use crate::sync::IrqSpinLock;
 use crate::{kassert, kassert_eq};
 use alloc::format;
@@ -108,7 +108,7 @@ pub fn stress(_ctx: &Ctx) -> TestResult {
     let before: Vec<u64> = topo
         .nodes
         .iter()
-        .map(|n| crate::mm::frame::free_bytes(n.id) + super::held_bytes_on(n.id))
+        .map(|n| crate::mm::frame::free_bytes(n.id) + slub::held_bytes_on(n.id))
         .collect();
     let mut caches = Vec::new();
     for &size in &SIZES {
@@ -152,19 +152,19 @@ pub fn stress(_ctx: &Ctx) -> TestResult {
         shared.oom.load(Relaxed)
     );
     // The mode slub.slabinfo chose first, then the other one for comparison.
-    let mode = super::boot_slabinfo_mode();
-    super::info::print_slabinfo(mode);
+    let mode = slub::boot_slabinfo_mode();
+    slub::info::print_slabinfo(mode);
     crate::println!(
         "# slub: {} KiB held from the page allocator (slabs, descriptors, large kmallocs)",
-        super::held_bytes() / 1024
+        slub::held_bytes() / 1024
     );
-    super::info::print_slabinfo(if mode == SlabinfoMode::Scan {
+    slub::info::print_slabinfo(if mode == SlabinfoMode::Scan {
         SlabinfoMode::Counters
     } else {
         SlabinfoMode::Scan
     });
     for c in &shared.caches {
-        for line in super::info::stats_lines(c) {
+        for line in slub::info::stats_lines(c) {
             crate::println!("{}", line);
         }
     }
@@ -196,7 +196,7 @@ pub fn stress(_ctx: &Ctx) -> TestResult {
     let after: Vec<u64> = topo
         .nodes
         .iter()
-        .map(|n| crate::mm::frame::free_bytes(n.id) + super::held_bytes_on(n.id))
+        .map(|n| crate::mm::frame::free_bytes(n.id) + slub::held_bytes_on(n.id))
         .collect();
     kassert_eq!(
         after,
