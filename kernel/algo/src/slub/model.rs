@@ -418,6 +418,8 @@ impl<'a> Ctx<'a> {
             self.free(obj);
         }
         c.flush_all();
+        // The sheaves design: the barn's sheaves go back to their slabs too.
+        c.shrink_barns();
         c.validate().unwrap();
         // Every slab is now on its node's partial list (nothing is held, no CPU owns any).
         let n = &c.nodes[0];
@@ -529,7 +531,11 @@ fn scenario(
     }
 }
 
-const ALL_STATS: [Stat; 11] = [
+const ALL_STATS: [Stat; 15] = [
+    Stat::BarnPut,
+    Stat::BarnGet,
+    Stat::SheafFlush,
+    Stat::SheafTrylockFail,
     Stat::FreeFrozen,
     Stat::FreeAddPartial,
     Stat::FreeRemovePartial,
@@ -707,6 +713,74 @@ fn free_then_alloc_one(x: &Ctx, mine: Vec<usize>) {
     }
     let o = x.alloc();
     x.free(o);
+}
+
+/// The sheaves design with sheaves of 4 objects (a 64-byte block: the model's descriptor
+/// pool holds them).
+fn sheaves_tunables() -> Tunables {
+    Tunables {
+        design: super::Design::Sheaves,
+        sheaf_capacity: Some(4),
+        ..tunables(0, 1)
+    }
+}
+
+/// Sheaves: CPUs 0 and 1 of one node each free 10 objects the other half of which CPU 0
+/// allocated (past their main and spare sheaves: full sheaves go to the shared barn), then
+/// allocate 10 back (the spare swapped in, full sheaves taken from the barn, maybe the other
+/// CPU's), while CPU 2 shrinks: cross-CPU calls flush every CPU's sheaves and the barn is
+/// emptied, racing both.
+fn sheaves_barn_exchange(mutation: Mutation) {
+    scenario(
+        "sheaves",
+        mutation,
+        sheaves_tunables(),
+        |x| {
+            let a: Vec<usize> = (0..20).map(|_| x.alloc()).collect();
+            vec![a[..10].to_vec(), a[10..].to_vec(), vec![]]
+        },
+        &[free_all_then_alloc_ten, free_all_then_alloc_ten, |x, _| {
+            x.c.shrink();
+        }],
+    )
+}
+
+fn free_all_then_alloc_ten(x: &Ctx, mine: Vec<usize>) {
+    for o in mine {
+        x.free(o);
+    }
+    let again: Vec<usize> = (0..10).map(|_| x.alloc()).collect();
+    for o in again {
+        x.free(o);
+    }
+}
+
+#[test]
+fn model_sheaves_barn_exchange_vs_shrink() {
+    check(sheaves_barn_exchange, Mutation::None, schedules(), 7);
+    assert_covered("sheaves", &[Stat::BarnPut, Stat::BarnGet, Stat::SheafFlush]);
+}
+
+#[test]
+fn model_finds_a_barn_lock_that_does_not_lock() {
+    // Two CPUs push and pop the barn's stacks (and the node's partial list) at once: a
+    // sheaf is lost or handed out twice, with its objects.
+    assert_caught(
+        sheaves_barn_exchange,
+        Mutation::NoListLock,
+        3,
+        &[
+            "twice",
+            "written by the allocator",
+            "leaked",
+            "lost objects",
+            "in use after everything was freed",
+            "not given back",
+            "differ",
+            "overflow",
+            "nr_partial",
+        ],
+    );
 }
 
 /// Runs `f` under `iterations` random and `iterations` PCT schedules (fixed seed).
