@@ -765,22 +765,7 @@ fn model_sheaves_barn_exchange_vs_shrink() {
 fn model_finds_a_barn_lock_that_does_not_lock() {
     // Two CPUs push and pop the barn's stacks (and the node's partial list) at once: a
     // sheaf is lost or handed out twice, with its objects.
-    assert_caught(
-        sheaves_barn_exchange,
-        Mutation::NoListLock,
-        3,
-        &[
-            "twice",
-            "written by the allocator",
-            "leaked",
-            "lost objects",
-            "in use after everything was freed",
-            "not given back",
-            "differ",
-            "overflow",
-            "nr_partial",
-        ],
-    );
+    assert_caught(sheaves_barn_exchange, Mutation::NoListLock, 3, CORRUPTION);
 }
 
 /// Runs `f` under `iterations` random and `iterations` PCT schedules (fixed seed).
@@ -891,6 +876,20 @@ fn failure(f: fn(Mutation), mutation: Mutation, iterations: usize, seed: u64) ->
     model_check::failure(|| check(f, mutation, iterations, seed))
 }
 
+/// The failure messages of the checks that show objects or slabs corrupted, lost or
+/// handed out twice.
+const CORRUPTION: &[&str] = &[
+    "twice",
+    "written by the allocator",
+    "leaked",
+    "lost objects",
+    "in use after everything was freed",
+    "not given back",
+    "differ",
+    "overflow",
+    "nr_partial",
+];
+
 /// Asserts that the checks caught `mutation` with one of `expected` (parts of the failure
 /// messages of the checks above).
 fn assert_caught(f: fn(Mutation), mutation: Mutation, seed: u64, expected: &[&str]) {
@@ -927,16 +926,7 @@ fn model_finds_a_cross_cpu_call_in_mid_operation() {
         shrink_vs_alloc_free,
         Mutation::CallMidOperation,
         5,
-        &[
-            "twice",
-            "written by the allocator",
-            "leaked",
-            "lost objects",
-            "in use after everything was freed",
-            "not given back",
-            "differ",
-            "overflow",
-        ],
+        CORRUPTION,
     );
 }
 

@@ -176,18 +176,25 @@ impl<P: Platform> Cache<P> {
             .filter(|b| b.exists)
     }
 
+    /// The CPU's main sheaf, a new empty one in place of the bootstrap sheaf (then `true`
+    /// beside it); None when there was no memory for it.
+    fn real_main(&self, c: &CpuSlab) -> Option<(Sheaf, bool)> {
+        let main = Sheaf(c.main.load(Relaxed));
+        if !main.is_bootstrap(&self.plat) {
+            return Some((main, false));
+        }
+        let s = self.new_sheaf(c)?;
+        c.main.store(s.0, Relaxed);
+        Some((s, true))
+    }
+
     /// Linux's __pcs_replace_empty_main: true when main has an object afterwards.
     /// Interrupts off, trylock held.
     fn replace_empty_main(&self, c: &CpuSlab) -> bool {
         let p = &self.plat;
-        let main = Sheaf(c.main.load(Relaxed));
-        if main.is_bootstrap(p) {
-            let Some(s) = self.new_sheaf(c) else {
-                return false;
-            };
-            c.main.store(s.0, Relaxed);
-        }
-        let main = Sheaf(c.main.load(Relaxed));
+        let Some((main, _)) = self.real_main(c) else {
+            return false;
+        };
         let spare = c.spare.load(Relaxed);
         if spare != 0 && Sheaf(spare).size(p) != 0 {
             c.spare.store(main.0, Relaxed);
@@ -230,12 +237,10 @@ impl<P: Platform> Cache<P> {
     /// Interrupts off, trylock held.
     fn replace_full_main(&self, c: &CpuSlab) -> bool {
         let p = &self.plat;
-        let main = Sheaf(c.main.load(Relaxed));
-        if main.is_bootstrap(p) {
-            let Some(s) = self.new_sheaf(c) else {
-                return false;
-            };
-            c.main.store(s.0, Relaxed);
+        let Some((main, fresh)) = self.real_main(c) else {
+            return false;
+        };
+        if fresh {
             return true;
         }
         let spare = c.spare.load(Relaxed);
