@@ -183,36 +183,76 @@ pub fn parse(log: &str) -> Summary {
 /// What starts every warning the kernel prints (its `warn!` macro, kernel/src/serial.rs).
 pub const WARNING_PREFIX: &str = "numalab: warning: ";
 
-/// The warning lines of `log` that contain a watched text
-/// (`numalab_algo::ktap::WATCHED_WARNINGS`, e.g. `invalid free`) and that no test declared
-/// beforehand. A test that provokes such warnings on purpose prints
-/// `# expect-warnings: COUNT WHAT` first; up to COUNT warnings containing WHAT are then
-/// expected until the next KTAP result line (the end of that test). Anything else, including
-/// a warning at boot before any test, is unexpected: the runner fails the run.
-pub fn unexpected_warnings(log: &str) -> Vec<String> {
-    use numalab_algo::ktap::{parse_expect_warnings, WATCHED_WARNINGS};
-    let mut allowed: Vec<(String, u32)> = Vec::new();
-    let mut unexpected = Vec::new();
-    for line in log.lines() {
-        let line = line.trim_end_matches('\r');
+/// What one serial line is, to the warning watch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WarningLine {
+    /// Not a warning.
+    Other,
+    /// A warning the running test declared it would provoke (`# expect-warnings:`): kept in
+    /// the log, counted on the console, not shown there.
+    Declared,
+    /// A watched warning (an `invalid free`: lost memory) no test declared: fails the run.
+    Unexpected,
+    /// Any other warning no test declared: shown, does not fail the run.
+    Undeclared,
+}
+
+/// Reads a serial log line by line and sorts its warnings (a test that provokes warnings on
+/// purpose prints `# expect-warnings: COUNT WHAT` first; up to COUNT warnings containing WHAT
+/// are then declared until the next KTAP result line, the end of that test). The console
+/// (qemu.rs) and the verdict read the same sort.
+#[derive(Clone, Debug, Default)]
+pub struct WarningWatch {
+    allowed: Vec<(String, u32)>,
+}
+
+impl WarningWatch {
+    /// Sorts the next line of the log.
+    pub fn feed(&mut self, line: &str) -> WarningLine {
+        use numalab_algo::ktap::{parse_expect_warnings, WATCHED_WARNINGS};
+        let line = line.trim_end_matches(['\r', '\n']);
         if let Some(text) = line.strip_prefix(WARNING_PREFIX) {
-            let Some(what) = WATCHED_WARNINGS.iter().find(|w| text.contains(*w)) else {
-                continue;
-            };
-            match allowed.iter_mut().find(|(w, n)| w == what && *n > 0) {
-                Some((_, n)) => *n -= 1,
-                None => unexpected.push(line.to_string()),
+            let declared = self
+                .allowed
+                .iter_mut()
+                .find(|(w, n)| *n > 0 && text.contains(w.as_str()));
+            if let Some((_, n)) = declared {
+                *n -= 1;
+                WarningLine::Declared
+            } else if WATCHED_WARNINGS.iter().any(|w| text.contains(*w)) {
+                WarningLine::Unexpected
+            } else {
+                WarningLine::Undeclared
             }
-        } else if let Some((count, what)) = parse_expect_warnings(line) {
-            match allowed.iter_mut().find(|(w, _)| w == what) {
-                Some((_, n)) => *n = n.saturating_add(count),
-                None => allowed.push((what.to_string(), count)),
+        } else {
+            if let Some((count, what)) = parse_expect_warnings(line) {
+                match self.allowed.iter_mut().find(|(w, _)| w == what) {
+                    Some((_, n)) => *n = n.saturating_add(count),
+                    None => self.allowed.push((what.to_string(), count)),
+                }
+            } else if parse_result(line.trim_start()).is_some() {
+                self.allowed.clear();
             }
-        } else if parse_result(line.trim_start()).is_some() {
-            allowed.clear();
+            WarningLine::Other
         }
     }
-    unexpected
+}
+
+/// The lines of `log` of kind `kind` (see [`WarningWatch`]).
+pub fn warnings_of(log: &str, kind: WarningLine) -> Vec<String> {
+    let mut watch = WarningWatch::default();
+    log.lines()
+        .filter(|l| watch.feed(l) == kind)
+        .map(|l| l.trim_end_matches('\r').to_string())
+        .collect()
+}
+
+/// The warning lines of `log` that contain a watched text
+/// (`numalab_algo::ktap::WATCHED_WARNINGS`, e.g. `invalid free`) and that no test declared
+/// beforehand ([`WarningWatch`]). Anything else, including a watched warning at boot before
+/// any test, is unexpected: the runner fails the run.
+pub fn unexpected_warnings(log: &str) -> Vec<String> {
+    warnings_of(log, WarningLine::Unexpected)
 }
 
 #[cfg(test)]
@@ -275,6 +315,30 @@ mod tests {
         );
         assert!(unexpected_warnings(&log).is_empty());
         assert!(unexpected_warnings(LOG).is_empty());
+    }
+
+    #[test]
+    fn declared_warnings_of_any_text_are_sorted_apart_from_the_rest() {
+        let log = [
+            "numalab: warning: SRAT: no SRAT table: single node",
+            "    # expect-warnings: 2 double free",
+            "numalab: warning: slub: slub-plain: double free at 0x10",
+            "numalab: warning: vfree(0x20): area already freed (double free); ignored",
+            "numalab: warning: slub: slub-plain: double free at 0x30",
+            "    ok 1 frees",
+            "numalab: warning: slub: slub-plain: double free at 0x40",
+        ]
+        .join("\n");
+        let kinds: Vec<WarningLine> = {
+            let mut w = WarningWatch::default();
+            log.lines().map(|l| w.feed(l)).collect()
+        };
+        use WarningLine::*;
+        assert_eq!(
+            kinds,
+            vec![Undeclared, Other, Declared, Declared, Undeclared, Other, Undeclared]
+        );
+        assert_eq!(warnings_of(&log, Declared).len(), 2);
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod image;
 pub mod ktap;
 pub mod machine;
 pub mod presets;
+pub mod progress;
 pub mod qemu;
 pub mod resolve;
 pub mod run;

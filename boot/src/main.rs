@@ -10,17 +10,9 @@ fn main() {
     let job = cli::parse(std::env::args_os().skip(1)).unwrap_or_else(|e| e.exit());
     let job = numalab_boot::resolve::resolve(job);
     std::process::exit(match job {
-        Job::Main(base) => {
-            // Tests, stress and smoke benchmarks, then the short soak (issue 14); the first
-            // failing status wins.
-            let bench = run::run(&BenchArgs::main_job(base.clone()));
-            let soak = numalab_boot::soak::main_job(&base);
-            if bench != exit::PASS {
-                bench
-            } else {
-                soak
-            }
-        }
+        // Tests, stress and smoke benchmarks, then the short soak (issue 14), then where the
+        // results went.
+        Job::Main(base, verbose) => run::main_job(base, verbose),
         // One command, two kernels: numalab's boots and the Linux twin's are one plan
         // (run/plan.rs), run and reported together; --compare reads two result files.
         Job::Bench(options) => run::run(&BenchArgs::from_options(options)),

@@ -2,7 +2,7 @@
 //! and decoding how it ended. The only place in numalab that knows QEMU's arguments.
 
 use crate::image::Firmware;
-use crate::ktap::{self, Summary};
+use crate::ktap::{self, Summary, WarningLine, WarningWatch};
 use crate::presets::Preset;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -229,6 +229,9 @@ fn ovmf_path(qemu: Option<&Path>) -> Result<PathBuf, String> {
     })
 }
 
+/// What starts the kernel's progress reports (`# bench progress: EXP CASE N%`).
+pub const PROGRESS_PREFIX: &str = "# bench progress";
+
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -260,6 +263,8 @@ pub struct Outcome {
     /// Watched warning lines no test declared (see `Verdict::UnexpectedWarnings`); listed
     /// whatever the verdict.
     pub unexpected_warnings: Vec<String>,
+    /// Warnings the tests declared they would provoke (kept in the log, not echoed).
+    pub declared_warnings: usize,
     pub elapsed: Duration,
     /// For a run killed at its `--timeout`: the host's load when it was killed (the 1-minute
     /// load average and the host's cores), so a report tells a slow host from a hung kernel.
@@ -380,6 +385,7 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         stderr: String::new(),
         ktap: Summary::default(),
         unexpected_warnings: Vec::new(),
+        declared_warnings: 0,
         elapsed: start.elapsed(),
         host_load_at_timeout: None,
     };
@@ -424,6 +430,7 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
     let echo_prefixes = config.echo_prefixes.clone();
     let reader_log = Arc::clone(&log);
     let reader = std::thread::spawn(move || {
+        let mut watch = WarningWatch::default();
         let mut reader = BufReader::new(stdout);
         let mut raw = Vec::new();
         while let Ok(n) = reader.read_until(b'\n', &mut raw) {
@@ -431,9 +438,18 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
                 break;
             }
             let line = String::from_utf8_lossy(&raw).replace('\r', "");
-            if echo || echo_prefixes.iter().any(|p| line.starts_with(p.as_str())) {
-                print!("{line}");
-                let _ = std::io::stdout().flush();
+            // Echoing everything shows the console as it is; otherwise a warning a test
+            // declared stays in the log (counted on the console) and the kernel's progress
+            // reports feed the progress line.
+            let kind = watch.feed(&line);
+            if echo {
+                crate::progress::println(&line);
+            } else if let Some(text) = line.strip_prefix(PROGRESS_PREFIX) {
+                crate::progress::kernel_says(text.trim_start_matches(':'));
+            } else if kind != WarningLine::Declared
+                && echo_prefixes.iter().any(|p| line.starts_with(p.as_str()))
+            {
+                crate::progress::println(&line);
             }
             if let Some(f) = log_file.as_mut() {
                 let _ = f.write_all(line.as_bytes());
@@ -469,6 +485,7 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
     let log = std::mem::take(&mut *log.lock().unwrap_or_else(|e| e.into_inner()));
     let summary = ktap::parse(&log);
     let unexpected_warnings = ktap::unexpected_warnings(&log);
+    let declared_warnings = ktap::warnings_of(&log, WarningLine::Declared).len();
     let verdict = match status.map(|s| s.code()) {
         None => Verdict::Timeout,
         Some(Some(STATUS_SUCCESS)) if summary.results.is_empty() => Verdict::NoTests,
@@ -488,6 +505,7 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         stderr,
         ktap: summary,
         unexpected_warnings,
+        declared_warnings,
         elapsed: start.elapsed(),
         host_load_at_timeout: load_at_timeout,
     }

@@ -62,7 +62,7 @@ fn prepare(m: &MachineSource) -> Result<(scale::Plan, Vec<String>), String> {
 /// The memory a job asks QEMU for, if `--mem` gave it.
 fn mem_of(job: &Job) -> Option<u64> {
     match job {
-        Job::Main(c) | Job::Run(c) => c.mem_mib,
+        Job::Main(c, _) | Job::Run(c) => c.mem_mib,
         Job::Machine(_, m) => m.mem,
         Job::Bench(b) => b.machine.mem,
         Job::Soak(s) => s.machine.mem,
@@ -109,7 +109,7 @@ fn small_nodes_of(job: &Job) -> Option<String> {
         })?
     };
     match job {
-        Job::Main(c) | Job::Run(c) if !c.user_describes_machine() => small_nodes(
+        Job::Main(c, _) | Job::Run(c) if !c.user_describes_machine() => small_nodes(
             &c.topology,
             c.smp.unwrap_or(c.topology.cpus),
             c.mem_mib.unwrap_or(c.topology.mem_mib),

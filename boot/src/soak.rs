@@ -170,7 +170,7 @@ mod tests {
     #[test]
     fn main_job_runs_the_short_soak_on_its_machine() {
         let base = match parse("--topology 2node --set slub.debug=F".split_whitespace()) {
-            Ok(Job::Run(c)) | Ok(Job::Main(c)) => c,
+            Ok(Job::Run(c)) | Ok(Job::Main(c, _)) => c,
             other => panic!("{other:?}"),
         };
         let c = main_job_config(&base);

@@ -4,11 +4,12 @@
 //! and compare two result files. Running the boots is run/; charts are bench_svg.rs.
 //!
 //! One module per mechanism: `record` (a measurement and its field checks), `parse` (the BENCH
-//! lines of a serial log), `contract` (the required measurements), `table`, `jsonl` (the result
+//! lines of a serial log), `contract` (the required measurements), `table`, `headline` (one line per experiment), `jsonl` (the result
 //! file) and `compare` (two result files).
 
 mod compare;
 mod contract;
+mod headline;
 mod jsonl;
 mod kind;
 mod parse;
@@ -18,6 +19,7 @@ mod table;
 
 pub use compare::compare;
 pub use contract::{missing_cases, missing_required, required, BootResult, Required};
+pub use headline::headlines;
 pub use jsonl::read_jsonl;
 pub use kind::{det_keeps, metric_kind, MetricKind};
 /// The experiment catalog (kernel/algo/src/bench/catalog): names, cases, baselines, boots,

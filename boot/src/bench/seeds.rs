@@ -65,47 +65,44 @@ pub struct Measured {
     pub reps: usize,
 }
 
-fn values(records: &[BenchRecord], row: &SeedRow, case: &str, boot: Boot, cpus: u32) -> Vec<f64> {
+/// Which measurement: `metric` of `case` in `boot`, of the experiment `bench`.
+#[derive(Clone, Copy, Debug)]
+pub struct Side<'a> {
+    pub bench: &'a str,
+    pub metric: &'a str,
+    pub case: &'a str,
+    pub boot: Boot,
+}
+
+fn values(records: &[BenchRecord], side: Side, cpus: u32) -> Vec<f64> {
     records
         .iter()
         .filter(|r| {
-            r.bench == row.bench
-                && r.metric == row.thread.metric
-                && r.case == case
-                && r.boot == boot
+            r.bench == side.bench
+                && r.metric == side.metric
+                && r.case == side.case
+                && r.boot == side.boot
                 && r.cpus == cpus
         })
         .map(|r| r.value)
         .collect()
 }
 
-/// Numalab's ratio for `row` in `records`, at the most CPUs both sides were measured with.
-pub fn measure(records: &[BenchRecord], row: &SeedRow) -> Option<Measured> {
+/// The ratio `case / base` in `records`, at the most CPUs both sides were measured with.
+pub fn measure_ratio(records: &[BenchRecord], case: Side, base: Side) -> Option<Measured> {
     let cpus = records
         .iter()
         .filter(|r| {
-            r.bench == row.bench
-                && r.metric == row.thread.metric
-                && r.case == row.thread.case
-                && r.boot == row.thread.boot
+            r.bench == case.bench
+                && r.metric == case.metric
+                && r.case == case.case
+                && r.boot == case.boot
         })
         .map(|r| r.cpus)
-        .filter(|&c| !values(records, row, row.thread.base, row.thread.base_boot, c).is_empty())
+        .filter(|&c| !values(records, base, c).is_empty())
         .max()?;
-    let a = Spread::of(&values(
-        records,
-        row,
-        row.thread.case,
-        row.thread.boot,
-        cpus,
-    ))?;
-    let b = Spread::of(&values(
-        records,
-        row,
-        row.thread.base,
-        row.thread.base_boot,
-        cpus,
-    ))?;
+    let a = Spread::of(&values(records, case, cpus))?;
+    let b = Spread::of(&values(records, base, cpus))?;
     let div = |x: f64, y: f64| {
         if y != 0.0 {
             x / y
@@ -124,6 +121,18 @@ pub fn measure(records: &[BenchRecord], row: &SeedRow) -> Option<Measured> {
     })
 }
 
+/// Numalab's ratio for `row` in `records`, at the most CPUs both sides were measured with.
+pub fn measure(records: &[BenchRecord], row: &SeedRow) -> Option<Measured> {
+    let t = row.thread;
+    let side = |case, boot| Side {
+        bench: row.bench,
+        metric: t.metric,
+        case,
+        boot,
+    };
+    measure_ratio(records, side(t.case, t.boot), side(t.base, t.base_boot))
+}
+
 /// The direction of `m` against the thread's ratio.
 pub fn direction(thread_ratio: f64, m: Option<&Measured>) -> Direction {
     let Some(m) = m else {
@@ -139,7 +148,7 @@ pub fn direction(thread_ratio: f64, m: Option<&Measured>) -> Direction {
     }
 }
 
-fn fmt_ratio(x: f64) -> String {
+pub fn fmt_ratio(x: f64) -> String {
     if x.is_finite() {
         format!("{x:.3}x")
     } else {

@@ -188,6 +188,10 @@ pub struct RunOptions {
     /// Do not echo the serial console (the log is still shown on failure)
     #[arg(long)]
     pub quiet: bool,
+    /// The main job (`./qemu-run.sh --verbose`, no other option): every experiment's table,
+    /// the QEMU command lines and the whole serial console of every boot
+    #[arg(long)]
+    pub verbose: bool,
 }
 
 /// The options of `qemu-run.sh bench`.
@@ -256,8 +260,9 @@ impl RunnerChosen {
 /// What the command line asks for.
 #[derive(Debug)]
 pub enum Job {
-    /// No arguments: every suite with the smoke benchmarks, then the tables, on this machine.
-    Main(RunConfig),
+    /// No arguments (or only `--verbose`, the second field): every suite with the smoke
+    /// benchmarks, then the summary (with --verbose every table), on this machine.
+    Main(RunConfig, bool),
     /// One boot.
     Run(RunConfig),
     /// `bench`.
@@ -295,7 +300,8 @@ where
     T: Into<OsString>,
 {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    let empty = args.is_empty();
+    // The main job: no argument, or only --verbose (its full tables).
+    let empty = args.iter().all(|a| a == "--verbose");
     let cli = Cli::try_parse_from(std::iter::once(OsString::from("qemu-run.sh")).chain(args))?;
     match cli.command {
         Some(Command::Bench(b)) => match b.runner_chosen.given() {
@@ -306,7 +312,7 @@ where
         },
         Some(Command::Topology(t)) => Ok(Job::Topology(t.source)),
         Some(Command::Soak(s)) => Ok(Job::Soak(s)),
-        None if empty => Ok(Job::Main(cli.run.config())),
+        None if empty => Ok(Job::Main(cli.run.config(), cli.run.verbose)),
         None => Ok(run_machine(cli.run.config(), &cli.run.machine)),
     }
 }

@@ -9,7 +9,7 @@ fn words(s: &str) -> Vec<String> {
 
 fn parse_run(s: &str) -> Result<RunConfig, clap::Error> {
     match parse(words(s))? {
-        Job::Run(c) | Job::Main(c) => Ok(c),
+        Job::Run(c) | Job::Main(c, _) => Ok(c),
         other => panic!("'{s}' parsed as {other:?}"),
     }
 }
@@ -36,7 +36,7 @@ fn parses_options() {
 
 #[test]
 fn defaults_and_the_main_job() {
-    let Ok(Job::Main(c)) = parse(Vec::<String>::new()) else {
+    let Ok(Job::Main(c, false)) = parse(Vec::<String>::new()) else {
         panic!("no arguments is not the main job");
     };
     assert_eq!(

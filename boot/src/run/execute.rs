@@ -1,6 +1,6 @@
 //! The executor: runs a [`Plan`]'s boots in order under QEMU (qemu.rs: the process, its
 //! timeout, the serial log) after building what they boot (numalab's image, the twin's module
-//! and initramfs), prints a progress line per boot, skips the boots whose condition the
+//! and initramfs), keeps the progress line (progress.rs) up to date, skips the boots whose condition the
 //! earlier ones did not meet, and collects each boot's BENCH lines.
 
 use super::plan::{Guest, Plan, PlannedBoot};
@@ -8,6 +8,7 @@ use super::twin;
 use super::BootRun;
 use crate::bench;
 use crate::image;
+use crate::progress;
 use crate::qemu::{self, LinuxBoot};
 use std::path::{Path, PathBuf};
 
@@ -38,6 +39,7 @@ pub fn execute(plan: &Plan) -> Result<Runs, ExecError> {
             .and_then(|k| image::build_image(&k, firmware))
             .map_err(ExecError::Build)?;
     }
+    progress::start(plan.boots.len());
     let (numalab, linux): (Vec<&PlannedBoot>, Vec<&PlannedBoot>) =
         plan.boots.iter().partition(|b| b.guest == Guest::Numalab);
     let numalab = run_all(&numalab, &image, None).map_err(ExecError::Numalab)?;
@@ -49,6 +51,7 @@ pub fn execute(plan: &Plan) -> Result<Runs, ExecError> {
         let built = twin::build().map_err(ExecError::Linux)?;
         linux_runs = run_all(&linux, Path::new("-"), Some(&built)).map_err(ExecError::Linux)?;
     }
+    progress::finish();
     Ok(Runs {
         numalab,
         linux: linux_runs,
@@ -71,6 +74,8 @@ pub fn run_all(
             .flat_map(|(_, r)| &r.records);
         if b.when.holds(earlier) {
             runs.push((b.machine, run_boot(b, img, linux)?));
+        } else {
+            progress::skipped();
         }
     }
     Ok(runs.into_iter().map(|(_, r)| r).collect())
@@ -80,10 +85,10 @@ pub fn run_all(
 /// (in the det boot only the counts, `bench::det_keeps`).
 pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Result<BootRun, String> {
     let mut config = b.config.clone();
-    match &b.guest {
+    let what = match &b.guest {
         Guest::Numalab => {
-            println!(
-                "numalab: bench: {} boot{} (suite={}{}): {}",
+            let what = format!(
+                "{}{} (suite={}{}) on {}, {} vCPUs",
                 b.boot.name(),
                 if b.reps > 1 {
                     format!(" rep {}/{}", b.rep + 1, b.reps)
@@ -92,8 +97,14 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
                 },
                 config.suite,
                 if b.smoke { ", smoke" } else { "" },
-                config.qemu_args(img)?.join(" ")
+                if config.user_describes_machine() {
+                    "a machine of QEMU arguments"
+                } else {
+                    config.topology.name
+                },
+                config.vcpus()
             );
+            (what, config.qemu_args(img)?.join(" "))
         }
         Guest::Linux { append } => {
             let mut l = linux
@@ -102,17 +113,23 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
             l.append = append.clone();
             let release = l.release.clone();
             config.linux = Some(l);
-            println!(
-                "numalab: bench: linux {} boot ({release}): {}",
-                b.boot.name(),
+            (
+                format!("linux {} ({release})", b.boot.name()),
                 config
                     .qemu_args(Path::new("-"))
                     .map(|a| a.join(" "))
-                    .unwrap_or_default()
-            );
+                    .unwrap_or_default(),
+            )
         }
+    };
+    // The QEMU command line of every boot is in the JSONL header (and in a failure report);
+    // --verbose prints it here too.
+    progress::boot(&what.0);
+    if config.echo {
+        progress::println(&format!("numalab: bench: QEMU arguments: {}", what.1));
     }
     let outcome = qemu::run(&config, img);
+    progress::boot_done(outcome.elapsed);
     let (mut records, violations) = bench::parse_log(&outcome.log, b.boot);
     records.retain(bench::det_keeps);
     for r in &mut records {

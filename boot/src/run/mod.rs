@@ -7,6 +7,7 @@
 
 pub mod args;
 pub mod compare;
+pub mod console;
 pub mod execute;
 pub mod plan;
 pub mod report;
@@ -32,16 +33,45 @@ pub fn run(args: &BenchArgs) -> i32 {
     if let Some((a, b)) = &args.compare {
         return compare::compare_files(a, b);
     }
+    match run_reported(args) {
+        Ok(r) => report::finish(&r),
+        Err(status) => status,
+    }
+}
+
+/// Plans, executes and reports `args` (all but [`report::finish`]); Err: the exit status of a
+/// plan that could not run.
+fn run_reported(args: &BenchArgs) -> Result<report::Reported, i32> {
     let start = Instant::now();
     let plan = match plan::plan(args) {
         Ok(p) => p,
-        Err(PlanError::Numalab(e)) => return failed(&e, exit::USAGE),
-        Err(PlanError::Linux(e)) => return failed(&e, exit::BUILD),
+        Err(PlanError::Numalab(e)) => return Err(failed(&e, exit::USAGE)),
+        Err(PlanError::Linux(e)) => return Err(failed(&e, exit::BUILD)),
     };
     match execute::execute(&plan) {
-        Ok(runs) => report::report(args, &runs, start),
-        Err(ExecError::Build(e) | ExecError::Linux(e)) => failed(&e, exit::BUILD),
-        Err(ExecError::Numalab(e)) => failed(&e, exit::USAGE),
+        Ok(runs) => Ok(report::report(args, &runs, start)),
+        Err(ExecError::Build(e) | ExecError::Linux(e)) => Err(failed(&e, exit::BUILD)),
+        Err(ExecError::Numalab(e)) => Err(failed(&e, exit::USAGE)),
+    }
+}
+
+/// The no-argument main job on `base` (`verbose`: every table): the bench plan, then the short
+/// soak, then where everything went and the verdict; the first failing status wins.
+pub fn main_job(base: RunConfig, verbose: bool) -> i32 {
+    let mut args = BenchArgs::main_job(base.clone());
+    args.verbose = verbose;
+    match run_reported(&args) {
+        Ok(mut r) => {
+            println!();
+            let soak = crate::soak::main_job(&base);
+            if r.status == exit::PASS && soak != exit::PASS {
+                r.status = soak;
+                r.passed = false;
+            }
+            r.what.push_str(", short soak");
+            report::finish(&r)
+        }
+        Err(status) => status,
     }
 }
 

@@ -4,6 +4,7 @@
 //! side-by-side table), the summary line, and the exit status.
 
 use super::args::BenchArgs;
+use super::console;
 use super::execute::Runs;
 use super::results::{host_cpus, max_vcpus, write_results};
 use super::twin;
@@ -12,11 +13,22 @@ use crate::bench::{self, BenchRecord, Boot, BootResult};
 use crate::cli::Kernel;
 use crate::exit;
 use crate::qemu::Verdict;
-use std::time::Instant;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
-/// Reports `runs` of `args` (started at `start`) and returns the exit status: 0 when every
-/// boot passed and the contract holds.
-pub fn report(args: &BenchArgs, runs: &Runs, start: Instant) -> i32 {
+/// What a report found: the exit status (0 when every boot passed and the contract holds),
+/// the files written, what ran (for the verdict line) and how long it took.
+pub struct Reported {
+    pub status: i32,
+    pub files: Vec<PathBuf>,
+    pub what: String,
+    pub passed: bool,
+    pub took: Duration,
+}
+
+/// Reports `runs` of `args` (started at `start`), all but where the files went and the verdict
+/// line ([`finish`]: the main job prints its soak between the two).
+pub fn report(args: &BenchArgs, runs: &Runs, start: Instant) -> Reported {
     let twin = args.kernel != Kernel::Numalab;
     let mut status = exit::PASS;
     let labelled = runs
@@ -62,58 +74,77 @@ pub fn report(args: &BenchArgs, runs: &Runs, start: Instant) -> i32 {
         .chain(&runs.linux)
         .flat_map(|r| r.records.clone())
         .collect();
-    match write_results(args, runs, &all) {
-        Ok(files) => {
-            if !twin {
-                println!(
-                    "{}",
-                    machine_line(host_cpus(), max_vcpus(&runs.numalab), args.reps)
-                );
-            }
-            // The numalab tables (medians over repetitions) from numalab's records only; both
-            // kernels meet in the side-by-side table.
-            print!("{}", bench::tables(&numalab, host_cpus()));
-            if twin {
-                println!();
-                print!("{}", twin::side_by_side(&all));
-            } else {
-                print!("{}", bench::seeds_table(&all));
-            }
-            println!();
-            for f in files {
-                println!("numalab: bench: wrote {}", f.display());
-            }
-        }
+    let files = match write_results(args, runs, &all) {
+        Ok(files) => files,
         Err(e) => {
             eprintln!("numalab: bench: {e}");
             status = status.max(exit::FAIL);
+            Vec::new()
+        }
+    };
+    let host = machine_line(host_cpus(), max_vcpus(&runs.numalab), args.reps);
+    if args.main_job && !args.verbose {
+        // The main job's console (issue 25): machine, tests, seeds, one line per experiment;
+        // `./qemu-run.sh --verbose` and `bench` print every table instead.
+        println!();
+        print!("{}", console::machine_and_tests(&runs.numalab, &host));
+        print!("{}", bench::seeds_table(&all));
+    } else {
+        if !twin {
+            println!("{host}");
+        }
+        // The numalab tables (medians over repetitions) from numalab's records only; both
+        // kernels meet in the side-by-side table.
+        print!("{}", bench::tables(&numalab, host_cpus()));
+        if twin {
+            println!();
+            print!("{}", twin::side_by_side(&all));
+        } else {
+            print!("{}", bench::seeds_table(&all));
         }
     }
-    let verdict = if status == exit::PASS { "PASS" } else { "FAIL" };
-    let seconds = start.elapsed().as_secs_f64();
-    if twin {
-        println!(
-            "numalab: {verdict}: {} measurements from {} boots ({} numalab, {} linux) ({seconds:.1} s)",
+    println!("\n== experiments: the metric of record of each (catalog headline) ==");
+    print!("{}", bench::headlines(&numalab));
+    let passed = status == exit::PASS;
+    let what = if twin {
+        format!(
+            "{} measurements from {} boots ({} numalab, {} linux)",
             all.len(),
             runs.numalab.len() + runs.linux.len(),
             runs.numalab.len(),
             runs.linux.len(),
-        );
+        )
     } else {
         let t = runs
             .numalab
             .iter()
             .find(|r| r.boot == Boot::Tsc)
             .map(|r| &r.outcome.ktap);
-        println!(
-            "numalab: {verdict}: {} measurements from {} boots{} ({seconds:.1} s)",
+        format!(
+            "{} measurements from {} boots{}",
             all.len(),
             runs.numalab.len(),
             t.map(|k| format!(", {} tests passed in the multi-CPU boot", k.passed()))
                 .unwrap_or_default(),
-        );
+        )
+    };
+    Reported {
+        status,
+        files,
+        what,
+        passed,
+        took: start.elapsed(),
     }
-    status
+}
+
+/// Prints where `r`'s files went and its verdict line; returns its status.
+pub fn finish(r: &Reported) -> i32 {
+    print!(
+        "{}",
+        console::where_lines(&r.files, &crate::image::repo_root())
+    );
+    println!("{}", console::verdict_line(r.passed, &r.what, r.took));
+    r.status
 }
 
 /// The line printed above the tables: host cores, vCPUs, and whether the host is

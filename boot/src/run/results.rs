@@ -124,9 +124,44 @@ pub fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &s
     })
 }
 
+/// The file name of every boot's serial log: `BOOT.log` (`linux-BOOT.log` for the twin), with
+/// `-TOPOLOGY` for a boot on another machine than the run's and `-repN` for repetition N > 0;
+/// a second boot of the same name numbered (`linux-tsc-2.log`: slub_list_lock's order-4 boot).
+/// Every boot keeps its log.
+pub fn log_names<'a>(args: &BenchArgs, runs: &'a Runs) -> Vec<(String, &'a BootRun)> {
+    let mut seen = BTreeSet::new();
+    let labelled = runs
+        .numalab
+        .iter()
+        .map(|r| (String::new(), r))
+        .chain(runs.linux.iter().map(|r| ("linux-".to_string(), r)));
+    let mut out = Vec::new();
+    for (prefix, r) in labelled {
+        let mut stem = format!("{prefix}{}", r.boot.name());
+        let topology = r.config.topology.name;
+        if !r.config.user_describes_machine()
+            && topology != args.base.topology.name
+            && topology != r.boot.name()
+        {
+            stem.push('-');
+            stem.push_str(topology);
+        }
+        if r.rep > 0 {
+            stem.push_str(&format!("-rep{}", r.rep));
+        }
+        let mut name = format!("{stem}.log");
+        let mut n = 1;
+        while !seen.insert(name.clone()) {
+            n += 1;
+            name = format!("{stem}-{n}.log");
+        }
+        out.push((name, r));
+    }
+    out
+}
+
 /// Writes the JSONL (`all`: every record; with the twin, numalab's header gets the Linux boots
-/// under `linux_boots`), the serial logs (`BOOT.log` for numalab, `linux-BOOT.log` for Linux,
-/// a second Linux run of one boot numbered) and the charts; returns what it wrote.
+/// under `linux_boots`), every boot's serial log (`log_names`) and the charts; returns what it wrote.
 pub fn write_results(
     args: &BenchArgs,
     runs: &Runs,
@@ -170,25 +205,7 @@ pub fn write_results(
     }
     let jsonl = dir.join(format!("{stem}.jsonl"));
     std::fs::write(&jsonl, text).map_err(|e| format!("cannot write {}: {e}", jsonl.display()))?;
-    let mut seen = BTreeSet::new();
-    let logs = runs
-        .numalab
-        .iter()
-        .map(|r| (r.boot.name().to_string(), r))
-        .chain(
-            runs.linux
-                .iter()
-                .map(|r| (format!("linux-{}", r.boot.name()), r)),
-        );
-    for (stem, r) in logs {
-        // With the twin, a second boot of the same kind (slub_list_lock's order-4 boot):
-        // `linux-tsc-2.log`. numalab alone: one log per boot kind, the last repetition's.
-        let mut name = format!("{stem}.log");
-        let mut n = 1;
-        while twin && !seen.insert(name.clone()) {
-            n += 1;
-            name = format!("{stem}-{n}.log");
-        }
+    for (name, r) in log_names(args, runs) {
         let log = sub.join(name);
         std::fs::write(&log, &r.outcome.log)
             .map_err(|e| format!("cannot write {}: {e}", log.display()))?;

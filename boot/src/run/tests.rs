@@ -223,7 +223,7 @@ fn the_header_line_flags_oversubscription() {
 
 #[test]
 fn main_job_runs_every_suite_with_smoke_benchmarks() {
-    let Ok(Job::Main(base)) = cli::parse(Vec::<String>::new()) else {
+    let Ok(Job::Main(base, _)) = cli::parse(Vec::<String>::new()) else {
         panic!("no arguments is not the main job");
     };
     let a = BenchArgs::main_job(base);

@@ -100,8 +100,13 @@ pub fn suite_result_line(number: usize, name: &str, totals: &Totals) -> String {
 /// Warnings that the host runner watches for (substrings of a `numalab: warning:` line): one
 /// in a run's log fails the run unless the test running then declared it beforehand with
 /// [`expect_warnings_line`]. An invalid free is a leak (the block is dropped), so an
-/// undeclared one is a bug even when every test passed.
-pub const WATCHED_WARNINGS: &[&str] = &[INVALID_FREE];
+/// undeclared one is a bug even when every test passed; so is a cache destroyed with objects
+/// still allocated (they can never be freed).
+pub const WATCHED_WARNINGS: &[&str] = &[INVALID_FREE, OBJECTS_REMAINING];
+
+/// The warning of a cache destroy refused because objects are still allocated
+/// (kernel/src/mm/slub/mod.rs).
+pub const OBJECTS_REMAINING: &str = "objects remaining";
 
 /// The warning for a free that was refused: by the frame allocator (the block is dropped)
 /// or by SLUB (`invalid free: not a slab object`, ...; kernel/algo/src/slub/stats.rs).

@@ -261,6 +261,7 @@ fn invalid_frees(_ctx: &Ctx) -> TestResult {
     let (phys, qphys) = (PhysAddr::new(phys), PhysAddr::new(qphys));
     // Six of the eight frees below are refused, each with an `invalid free` warning.
     crate::ktest::expect_warnings(6, numalab_algo::formats::ktap::INVALID_FREE);
+    crate::ktest::expect_warnings(1, "outside every node");
     // SAFETY: both blocks are owned by this test and never touched through these values;
     // every pair but the two valid ones is refused by the allocator (what is checked here).
     unsafe {

@@ -308,9 +308,10 @@ impl KmemCache {
             }
             Err(live) => {
                 warn!(
-                    "slub: destroy {}: {} objects remaining; cache kept",
+                    "slub: destroy {}: {} {}; cache kept",
                     self.name(),
-                    live
+                    live,
+                    numalab_algo::ktap::OBJECTS_REMAINING
                 );
                 Err(live)
             }

@@ -610,6 +610,12 @@ fn debug_reports(_ctx: &Ctx) -> TestResult {
     let b = alloc(c)?;
     free(c, a);
     free(c, b);
+    // Deliberate misuse below: two double frees (debug and plain cache), a red zone and a
+    // use-after-free found by poisoning, each reported once (the runner keeps them out of
+    // the console: `# expect-warnings`).
+    crate::ktest::expect_warnings(2, "double free");
+    crate::ktest::expect_warnings(1, "red zone overwritten");
+    crate::ktest::expect_warnings(1, "poison overwritten");
     free(c, a); // double free
     let x = alloc(c)?;
     // SAFETY: x is a live 40-byte object of a debug cache; byte 40 is its red zone word,
@@ -801,6 +807,9 @@ fn shrink_and_destroy(_ctx: &Ctx) -> TestResult {
         (PAGE_SIZE as usize) << c.core().order_objects().order,
         "one slab left"
     );
+    // Destroying a cache with a live object is refused with a warning (watched: it is how a
+    // leak shows at destroy).
+    crate::ktest::expect_warnings(1, numalab_algo::ktap::OBJECTS_REMAINING);
     // SAFETY: one object is live, so destroy refuses (Err) and the cache stays valid.
     kassert_eq!(unsafe { c.destroy() }, Err(1));
     free(c, objs[0]);
@@ -850,6 +859,7 @@ fn owned_objects(_ctx: &Ctx) -> TestResult {
     // SAFETY: raw came from into_raw just above and nothing else holds it.
     drop(unsafe { Object::from_raw(c, raw) });
     kassert_eq!(c.stats().live_objects(), 0);
+    crate::ktest::expect_warnings(1, "double free");
     // A deliberate double free: the object is freed raw, then a rebuilt handle frees it again.
     let o = c
         .alloc_object()

@@ -183,13 +183,17 @@ pub fn vmap(pages: &[PhysAddr]) -> Result<VirtAddr, VmError> {
     v.vmap(pages, Location::caller())
 }
 
+/// What every refused vfree/vunmap warning contains (tests declare it: `expect_warnings`).
+pub const BAD_FREE_WARNING: &str = "bad frees so far";
+
 fn report(op: &str, addr: u64, reason: &str, total: u64) {
     crate::warn!(
-        "{}({:#x}): {}; ignored ({} bad frees so far)",
+        "{}({:#x}): {}; ignored ({} {})",
         op,
         addr,
         reason,
-        total
+        total,
+        BAD_FREE_WARNING
     );
 }
 

@@ -376,6 +376,8 @@ fn bad_input(_ctx: &Ctx) -> TestResult {
             Err(VmError::BadPages)
         );
         let a = va(v, 3 * P, P).map_err(|e| format!("{:?}", e))?;
+        // The four bad vfree/vunmap calls below are refused with one warning each (on purpose).
+        crate::ktest::expect_warnings(4, super::BAD_FREE_WARNING);
         let bad_before = v.counters.bad_frees.get();
         let inside = super::vfree(VirtAddr::new(a + P));
         kassert_eq!(
@@ -399,6 +401,7 @@ fn bad_input(_ctx: &Ctx) -> TestResult {
         conserved(v, &before)?;
     }
     let outside = super::bad_outside();
+    crate::ktest::expect_warnings(1, super::BAD_FREE_WARNING);
     kassert!(super::vfree(VirtAddr::new(0x1234)).is_err());
     kassert_eq!(super::bad_outside(), outside + 1);
     Ok(())
@@ -554,6 +557,7 @@ fn api(_ctx: &Ctx) -> TestResult {
         Some(7),
         "vmap aliases the pages"
     );
+    crate::ktest::expect_warnings(1, super::BAD_FREE_WARNING);
     kassert!(super::vfree(m).is_err(), "vfree of a vmap area accepted");
     kassert!(super::vunmap(m).is_ok());
     for x in [a, z, n] {

@@ -295,6 +295,39 @@ pub struct Twin {
     pub counterparts: &'static [Counterpart],
 }
 
+/// The one line the main job prints for an experiment: its metric of record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Headline {
+    /// `metric` of `case` over `metric` of `base`, both in `boot` (the ratio, with spread).
+    Ratio {
+        metric: &'static str,
+        case: &'static str,
+        base: &'static str,
+        boot: Boot,
+    },
+    /// `metric` of `case` in `boot`, alone (no baseline makes sense).
+    Value {
+        metric: &'static str,
+        case: &'static str,
+        boot: Boot,
+    },
+}
+
+impl Headline {
+    /// The metric, case and boot it reads (and the baseline case of a ratio).
+    pub fn parts(&self) -> (&'static str, &'static str, Option<&'static str>, Boot) {
+        match *self {
+            Headline::Ratio {
+                metric,
+                case,
+                base,
+                boot,
+            } => (metric, case, Some(base), boot),
+            Headline::Value { metric, case, boot } => (metric, case, None, boot),
+        }
+    }
+}
+
 /// One experiment: a kernel test of kind bench, registered in the `bench` suite under `name`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Experiment {
@@ -313,6 +346,8 @@ pub struct Experiment {
     pub designs: Designs,
     pub required: &'static [Required],
     pub seeds: &'static [Seed],
+    /// Its metric of record: the one line the main job prints for it.
+    pub headline: Headline,
     pub twin: Option<Twin>,
 }
 

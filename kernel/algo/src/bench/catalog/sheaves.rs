@@ -4,7 +4,8 @@
 //! the fix series has it.
 
 use super::{
-    case, Baseline, Boot, Boots, Case, Cases, Designs, Experiment, Required, Seed, TSC_DET,
+    case, Baseline, Boot, Boots, Case, Cases, Designs, Experiment, Headline, Required, Seed,
+    TSC_DET,
 };
 
 const PAIR: &str = "instructions_per_pair";
@@ -96,6 +97,12 @@ pub const SHEAVES_VS_PARTIAL: Experiment = Experiment {
             "-1.2% to -4.2% will-it-scale at 64/128/192 processes, sheaves for all caches",
         thread_ratio: 0.973,
     }],
+    headline: Headline::Ratio {
+        metric: PAIR,
+        case: "sheaves/random",
+        base: "partial/random",
+        boot: Boot::Icount,
+    },
     twin: None,
 };
 
@@ -140,5 +147,11 @@ pub const MEMORYLESS_SHEAVES: Experiment = Experiment {
         thread_figure: "ublk null 36M -> 13M IOPS (-64%) on 7.0, 8 nodes of which 2 have memory",
         thread_ratio: 13.0 / 36.0,
     }],
+    headline: Headline::Ratio {
+        metric: "pairs_per_kinstruction",
+        case: "sheaves_as_shipped",
+        base: "sheaves_fixed",
+        boot: Boot::Icount,
+    },
     twin: None,
 };

@@ -4,7 +4,7 @@
 
 use super::{
     case, sometimes, Baseline, Boot, Boots, Case, Cases, Counterpart, Designs, Experiment,
-    Required, Seed, Twin, TwinRecord, TSC_DET, TSC_ICOUNT,
+    Headline, Required, Seed, Twin, TwinRecord, TSC_DET, TSC_ICOUNT,
 };
 
 const PAIR: &str = "instructions_per_pair";
@@ -90,6 +90,12 @@ pub const ALLOC_PEERS: Experiment = Experiment {
         boot: Boot::Icount,
     }],
     seeds: &[],
+    headline: Headline::Ratio {
+        metric: PAIR,
+        case: "numalab/random",
+        base: "buddy_system_allocator/random",
+        boot: Boot::Icount,
+    },
     twin: Some(Twin {
         boot: Boot::Icount,
         required: &[
@@ -185,6 +191,12 @@ pub const SLUB_LIST_LOCK: Experiment = Experiment {
     ],
     // Linux 6.1's slab order is read-only at run time: order_4 and cpu_partial_x2 run in a
     // second tsc boot whose command line sets it (linux_twin.rs, ORDER4_WORDS).
+    headline: Headline::Ratio {
+        metric: "list_lock_acquisitions_per_kop",
+        case: "cpu_partial_x2",
+        base: "linux_default",
+        boot: Boot::Det,
+    },
     twin: Some(Twin {
         boot: Boot::Tsc,
         required: &[
@@ -242,6 +254,12 @@ pub const SLABINFO_READER: Experiment = Experiment {
         thread_figure: "scan held list_lock ~100 ms, irqs off; counters: no walk",
         thread_ratio: 0.0,
     }],
+    headline: Headline::Ratio {
+        metric: "max_list_lock_hold",
+        case: "counters",
+        base: "scan",
+        boot: Boot::Tsc,
+    },
     twin: None,
 };
 
@@ -297,6 +315,12 @@ pub const NUMA_LOCALITY: Experiment = Experiment {
     ],
     // Linux 6.1 has no prefer_local: its one case faces numalab's default (what Linux does)
     // and prefer_local (the series' change).
+    headline: Headline::Ratio {
+        metric: LOCAL,
+        case: "prefer_local",
+        base: "default",
+        boot: Boot::Det,
+    },
     twin: Some(Twin {
         boot: Boot::Tsc,
         required: &[
@@ -358,6 +382,12 @@ pub const MEMORYLESS_NODE: Experiment = Experiment {
         thread_ratio: 442_560.0 / 195_904.0,
     }],
     // Linux 6.1 has the memoryless-node fix: its one case faces numalab's fixed and unfixed.
+    headline: Headline::Ratio {
+        metric: "slab_kib",
+        case: "unfixed",
+        base: "fixed",
+        boot: Boot::Tsc,
+    },
     twin: Some(Twin {
         boot: Boot::Tsc,
         required: &[

@@ -2,8 +2,8 @@
 //! allocator, cross-CPU calls and vmalloc's vmap nodes (seed 002).
 
 use super::{
-    case, Baseline, Boot, Boots, Cases, Counterpart, Designs, Experiment, Required, Seed, Twin,
-    TwinRecord, TSC_ICOUNT,
+    case, Baseline, Boot, Boots, Cases, Counterpart, Designs, Experiment, Headline, Required, Seed,
+    Twin, TwinRecord, TSC_ICOUNT,
 };
 
 const PAIR: &str = "instructions_per_pair";
@@ -30,6 +30,11 @@ pub const CLOCK_OVERHEAD: Experiment = Experiment {
         },
     ],
     seeds: &[],
+    headline: Headline::Value {
+        metric: "min_ticks_per_read",
+        case: "rdtsc",
+        boot: Boot::Icount,
+    },
     twin: None,
 };
 
@@ -51,6 +56,12 @@ pub const PAGE_ALLOC: Experiment = Experiment {
         boot: Boot::Icount,
     }],
     seeds: &[],
+    headline: Headline::Ratio {
+        metric: PAIR,
+        case: "numalab",
+        base: "buddy_system_allocator",
+        boot: Boot::Icount,
+    },
     twin: Some(Twin {
         boot: Boot::Icount,
         required: &[TwinRecord {
@@ -83,6 +94,11 @@ pub const SMP_CALLS: Experiment = Experiment {
     designs: Designs::NoSlab,
     required: &[],
     seeds: &[],
+    headline: Headline::Value {
+        metric: "round_trip",
+        case: "on_each_cpu",
+        boot: Boot::Icount,
+    },
     twin: None,
 };
 
@@ -159,6 +175,12 @@ pub const VMALLOC_SCALING: Experiment = Experiment {
             thread_ratio: 16.51 / 93.07,
         },
     ],
+    headline: Headline::Ratio {
+        metric: "global_lock_acquisitions_per_pair",
+        case: "cpu",
+        base: "global",
+        boot: Boot::Det,
+    },
     twin: Some(Twin {
         boot: Boot::Icount,
         required: &[TwinRecord {

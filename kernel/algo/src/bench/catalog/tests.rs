@@ -201,3 +201,21 @@ fn check_refuses_what_the_catalog_lacks() {
     );
     assert!(e.contains(SLUB_LIST_LOCK.name), "{e}");
 }
+
+#[test]
+fn every_headline_names_cases_printed_in_its_boot() {
+    for e in CATALOG {
+        let (_, case, base, boot) = e.headline.parts();
+        for c in core::iter::once(case).chain(base) {
+            let found = e
+                .find_case(c)
+                .unwrap_or_else(|| panic!("{}: headline case {c} is not a case", e.name));
+            assert!(
+                found.boots.contains(boot) && e.boots.contains(boot),
+                "{}: headline case {c} is not printed in the {} boot",
+                e.name,
+                boot.name()
+            );
+        }
+    }
+}
