@@ -7,6 +7,7 @@
 //! areas instead of fls(CPUs)*8192, long_busy_list 500 busy areas instead of 15000, pcpu 200
 //! objects instead of 35000; `vmalloc.test_loops` replaces test_loop_count (1000000).
 
+use numalab_algo::vmalloc::test_scale::loops_per_cpu;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -297,7 +298,10 @@ type CaseFn = fn(&Vmalloc, u64, &mut Rng) -> Outcome;
 /// Runs `case` on every CPU at once under each design, prints a Summary line per design
 /// (test_vmalloc.c's format) and checks conservation.
 fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
-    let loops = opts.get(&crate::options::VMALLOC_TEST_LOOPS);
+    // Beyond 8 CPUs the same total work is spread over the CPUs (test_scale.rs): 255 vCPUs
+    // on 2 host cores otherwise take tens of minutes.
+    let cpus = crate::topology::get().nr_cpus() as u64;
+    let loops = loops_per_cpu(opts.get(&crate::options::VMALLOC_TEST_LOOPS), cpus);
     let mut failures = Vec::new();
     for p in Policy::ALL {
         let Some(v) = super::design(p) else {
