@@ -84,7 +84,11 @@ fn fix_size_alloc_test(v: &Vmalloc, loops: u64, _: &mut Rng) -> Outcome {
 }
 
 fn full_fit_alloc_test(v: &Vmalloc, loops: u64, _: &mut Rng) -> Outcome {
-    let junk_length = (usize::BITS - backing::nr_cpus().leading_zeros()) as usize * 64;
+    // test_vmalloc.c's junk list, fls(CPUs) * 64 areas per CPU, spread like the loops
+    // beyond 8 CPUs (test_scale.rs).
+    let cpus = backing::nr_cpus();
+    let fls = u64::from(usize::BITS - cpus.leading_zeros());
+    let junk_length = loops_per_cpu(fls * 64, cpus as u64) as usize;
     let mut ptr = Vec::with_capacity(junk_length);
     let mut junk = Vec::with_capacity(junk_length);
     for _ in 0..junk_length {
@@ -107,8 +111,10 @@ fn full_fit_alloc_test(v: &Vmalloc, loops: u64, _: &mut Rng) -> Outcome {
 }
 
 fn long_busy_list_alloc_test(v: &Vmalloc, loops: u64, _: &mut Rng) -> Outcome {
-    let mut busy = Vec::with_capacity(500);
-    for _ in 0..500 {
+    // 500 busy areas per CPU, spread like the loops beyond 8 CPUs (test_scale.rs).
+    let busy_areas = loops_per_cpu(500, backing::nr_cpus() as u64);
+    let mut busy = Vec::with_capacity(busy_areas as usize);
+    for _ in 0..busy_areas {
         busy.push(tryo!(va(v, P, P)));
     }
     for _ in 0..loops {
@@ -179,8 +185,10 @@ fn align_shift_alloc_test(v: &Vmalloc, _: u64, _: &mut Rng) -> Outcome {
 }
 
 fn pcpu_alloc_test(v: &Vmalloc, _: u64, rng: &mut Rng) -> Outcome {
-    let mut objs = Vec::with_capacity(200);
-    for _ in 0..200 {
+    // 200 areas per CPU, spread like the loops beyond 8 CPUs (test_scale.rs).
+    let areas = loops_per_cpu(200, backing::nr_cpus() as u64);
+    let mut objs = Vec::with_capacity(areas as usize);
+    for _ in 0..areas {
         let rnd = rng.next_u64();
         let size = rnd % P + 1;
         let align = 1u64 << ((rnd >> 16) % 11 + 1);
