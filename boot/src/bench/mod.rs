@@ -5,9 +5,13 @@
 //!
 //! One module per mechanism: `record` (a measurement and its field checks), `parse` (the BENCH
 //! lines of a serial log), `contract` (the required measurements), `table`, `jsonl` (the result
-//! file) and `compare` (two result files).
+//! file) and `compare` (two result files; `compare_text` and `compare_html` print them).
 
 mod compare;
+mod compare_html;
+#[cfg(test)]
+mod compare_tests;
+mod compare_text;
 mod contract;
 mod jsonl;
 mod kind;
@@ -16,7 +20,9 @@ mod record;
 mod seeds;
 mod table;
 
-pub use compare::compare;
+pub use compare::{compare, Comparison, Row, Run, Stats, Verdict};
+pub use compare_html::render_html;
+pub use compare_text::render_text;
 pub use contract::{missing_cases, missing_required, required, BootResult, Required};
 pub use jsonl::read_jsonl;
 pub use kind::{det_keeps, metric_kind, MetricKind};
