@@ -206,6 +206,7 @@ pub fn facts(run: &Run) -> Facts {
         .map(|(name, pointer, _)| {
             let v = run.header.as_ref().and_then(|h| h.pointer(pointer));
             let text = match (v, *name) {
+                (Some(v), "qemu") => fact_text(v).replace("QEMU emulator version ", ""),
                 (Some(v), _) => fact_text(v),
                 (None, "kernel") if run.header.is_some() => "numalab".into(),
                 (None, _) => "unknown".into(),
@@ -393,8 +394,8 @@ impl Comparison {
                                 (lo.min(c), hi.max(c))
                             });
                         Some(format!(
-                            "{n} host-time metrics measured once on a side, no spread to judge \
-                             by (changes {lo:+.1}%..{hi:+.1}%; --reps 3 gives a spread)"
+                            "{n} metrics of a host-time boot measured once on a side: no \
+                             spread to judge by (changes {lo:+.1}%..{hi:+.1}%; --reps 3 gives one)"
                         ))
                     }
                     _ => None,

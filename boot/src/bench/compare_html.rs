@@ -64,7 +64,7 @@ fn row(out: &mut String, r: &Row) {
         ("", r.unit.clone()),
         ("n", range(r.base.as_ref())),
         ("n", range(r.new.as_ref())),
-        ("", mark(r).to_string()),
+        ("", mark(r)),
     ];
     let _ = write!(out, "<tr class=\"{class}\">");
     for (cls, text) in cells {

@@ -210,7 +210,10 @@ fn one_sided_and_once_measured_metrics_are_listed_or_summarised() {
         "{text}"
     );
     assert!(
-        text.contains("1 host-time metrics measured once on a side, no spread to judge by (changes +30.0%..+30.0%"),
+        text.contains(
+            "1 metrics of a host-time boot measured once on a side: no spread to judge by \
+             (changes +30.0%..+30.0%"
+        ),
         "{text}"
     );
 }
@@ -238,7 +241,8 @@ fn differing_headers_are_said_loudly() {
     assert!(!text.contains("KERNELS DIFFER"), "{text}");
     // The facts line names both runs in 0-day's `a/b/c:` form.
     assert!(
-        text.contains("  abc1234/2026-12-01T10:00:00Z/h/2/8/4node/"),
+        text.contains("\n  h/2/8/4node/7.2.15/bios/")
+            && text.contains("\n  base abc1234  2026-12-01T10:00:00Z  A\n"),
         "{text}"
     );
     let mut none = run("C", reps("ops_per_cpu", &[1.0]));
@@ -341,4 +345,25 @@ fn html_page_is_self_contained_and_escaped() {
         let close = page.matches(&format!("</{tag}>")).count();
         assert_eq!(open, close, "<{tag}>: {page}");
     }
+}
+
+#[test]
+fn a_count_from_a_host_time_boot_says_it_depends_on_the_host() {
+    let counts = |vals: &[f64]| -> Vec<BenchRecord> {
+        vals.iter()
+            .enumerate()
+            .map(|(i, &v)| rec("alloc_slab", "slabs", Boot::Tsc, i as u32, v))
+            .collect()
+    };
+    let c = compare(
+        &run("A", counts(&[184.0, 186.0, 196.0])),
+        &run("B", counts(&[175.0, 179.0, 179.0])),
+    );
+    let text = render_text(&c, false);
+    let rows = row_lines(&text);
+    assert_eq!(rows.len(), 1, "{text}");
+    assert!(
+        rows[0].ends_with("184..196 | 175..179  beyond spread, host-dependent count"),
+        "{text}"
+    );
 }

@@ -4,6 +4,7 @@
 //! by its CPUs, boot, unit, the two min..max ranges and a mark.
 
 use super::compare::{fmt_change, Comparison, Row, Stats, Verdict};
+use super::kind::{metric_kind, MetricKind};
 use super::table::fmt_value;
 use std::fmt::Write as _;
 
@@ -28,15 +29,23 @@ pub fn range(s: Option<&Stats>) -> String {
     }
 }
 
-/// The mark after a row's ranges.
-pub fn mark(r: &Row) -> &'static str {
-    match r.verdict {
+/// The mark after a row's ranges; a count from a host-time boot also says that it depends on
+/// how the host scheduled the vCPUs (docs/benchmarks.md: read counts from det).
+pub fn mark(r: &Row) -> String {
+    let host_count =
+        !r.boot.deterministic() && metric_kind(&r.metric, &r.unit) == MetricKind::Count;
+    let verdict = match r.verdict {
         Verdict::ExactChange | Verdict::ExactSame => "exact",
         Verdict::Change => "beyond spread",
         Verdict::WithinSpread => "overlap: within noise",
         Verdict::OneRep => "1rep: no spread",
         Verdict::OnlyBase => "only in base",
         Verdict::OnlyNew => "only in new",
+    };
+    if host_count {
+        format!("{verdict}, host-dependent count")
+    } else {
+        verdict.to_string()
     }
 }
 
@@ -65,18 +74,41 @@ pub fn render_text(c: &Comparison, all: bool) -> String {
     let mut out = String::new();
     let rule = "=".repeat(89);
     let _ = writeln!(out, "{rule}");
-    let names: Vec<&str> = c.base_facts.iter().map(|f| f.0).collect();
+    // 0-day's parameter block (`a/b/c:` then each side's values), without revision and date,
+    // which the commit block gives.
+    let params = |f: &[(&'static str, String)]| -> Vec<String> {
+        f.iter()
+            .filter(|(name, _)| !matches!(*name, "git rev" | "date"))
+            .map(|(_, v)| v.clone())
+            .collect()
+    };
+    let names: Vec<&str> = c
+        .base_facts
+        .iter()
+        .map(|f| f.0)
+        .filter(|n| !matches!(*n, "git rev" | "date"))
+        .collect();
     let _ = writeln!(out, "{}:", names.join("/"));
     for facts in [&c.base_facts, &c.new_facts] {
-        let vals: Vec<&str> = facts.iter().map(|f| f.1.as_str()).collect();
-        let _ = writeln!(out, "  {}", vals.join("/"));
+        let _ = writeln!(out, "  {}", params(facts).join("/"));
     }
     let _ = writeln!(out, "\ncommit:");
     for (side, facts, label) in [
         ("base", &c.base_facts, &c.base_label),
         ("new", &c.new_facts, &c.new_label),
     ] {
-        let _ = writeln!(out, "  {side:<4} {}  {}", facts[0].1, label);
+        let fact = |name: &str| {
+            facts
+                .iter()
+                .find(|f| f.0 == name)
+                .map_or("unknown", |f| f.1.as_str())
+        };
+        let _ = writeln!(
+            out,
+            "  {side:<4} {}  {}  {label}",
+            fact("git rev"),
+            fact("date")
+        );
     }
     for w in &c.warnings {
         let _ = writeln!(out, "{w}");
