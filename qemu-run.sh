@@ -11,7 +11,7 @@
 #       JSONL, charts. Boots: tsc (host time, repeated R times, default 3, 1 with --smoke), det
 #       (all vCPUs under -icount: exact counts), icount (one CPU: instructions); then the tables
 #       (median, min..max, n.s. when ranges overlap) and the seeds table. seed 000: --topology 2x8
-#   ./qemu-run.sh bench --compare A.jsonl B.jsonl                    change between two result files
+#   ./qemu-run.sh bench --compare BASE NEW [--all] [--html FILE]    two runs compared as 0-day does
 #   ./qemu-run.sh topology SOURCE   no boot: Linux's view of a real machine's ACPI tables or
 #       numactl -H text; ./qemu-run.sh --machine SOURCE [...] boots its NUMA shape (docs/replay.md)
 #   ./qemu-run.sh soak [--minutes N | --ops N | --short] [--seed S] [--topology NAME ...]   the soak

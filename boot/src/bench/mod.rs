@@ -4,10 +4,15 @@
 //! and compare two result files. Running the boots is run/; charts are bench_svg.rs.
 //!
 //! One module per mechanism: `record` (a measurement and its field checks), `parse` (the BENCH
-//! lines of a serial log), `contract` (the required measurements), `table`, `headline` (one line per experiment), `jsonl` (the result
-//! file) and `compare` (two result files).
+//! lines of a serial log), `contract` (the required measurements), `table`, `headline` (one
+//! line per experiment), `jsonl` (the result file) and `compare` (two result files;
+//! `compare_text` and `compare_html` print them).
 
 mod compare;
+mod compare_html;
+#[cfg(test)]
+mod compare_tests;
+mod compare_text;
 mod contract;
 mod headline;
 mod jsonl;
@@ -17,7 +22,9 @@ mod record;
 mod seeds;
 mod table;
 
-pub use compare::compare;
+pub use compare::{compare, Comparison, Row, Run, Stats, Verdict};
+pub use compare_html::render_html;
+pub use compare_text::render_text;
 pub use contract::{missing_cases, missing_required, required, BootResult, Required};
 pub use headline::headlines;
 pub use jsonl::read_jsonl;

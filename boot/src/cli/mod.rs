@@ -32,7 +32,7 @@ or failed; 124 timeout.
 docs/running.md describes all of it.";
 
 const BENCH_USAGE: &str = "qemu-run.sh bench [OPTIONS] [-- QEMU ARGS...]
-       qemu-run.sh bench --compare A.jsonl B.jsonl";
+       qemu-run.sh bench --compare BASE NEW [--all] [--html FILE]";
 
 const BENCH_ABOUT: &str = "Runs the experiments (all, or --set bench=NAME[,NAME]) in a \
 multi-CPU boot (tsc: contention, throughput, memory; host time, repeated --reps times), a \
@@ -214,9 +214,17 @@ pub struct BenchOptions {
     /// (Debian's kernel zeroes every allocation by default; docs/linux-twin.md)
     #[arg(long, value_name = "WORDS", allow_hyphen_values = true)]
     pub linux_append: Option<String>,
-    /// No boot: print per bench/case/metric the change from A to B
-    #[arg(long, num_args = 2, value_names = ["A.jsonl", "B.jsonl"])]
+    /// No boot: compare two runs (result files, or run folders) as Linux's 0-day robot does:
+    /// per bench/case/metric/cpus/boot median ± stddev%, %change, min..max; exact (det,
+    /// icount) changes first, then changes beyond the spread, the rest folded
+    #[arg(long, num_args = 2, value_names = ["BASE", "NEW"])]
     pub compare: Option<Vec<PathBuf>>,
+    /// With --compare: also list what is within the spread or unchanged
+    #[arg(long, requires = "compare")]
+    pub all: bool,
+    /// With --compare: also write the comparison as a self-contained HTML page
+    #[arg(long, value_name = "FILE", requires = "compare")]
+    pub html: Option<PathBuf>,
     /// Repeat every host-time (tsc) boot R times, case order reversed on odd repetitions;
     /// tables show median and min..max (default 3, 1 with --smoke)
     #[arg(long, value_name = "R", value_parser = parse_reps)]

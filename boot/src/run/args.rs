@@ -1,6 +1,7 @@
 //! What `qemu-run.sh bench` (or the no-argument main job) was asked to do: [`BenchArgs`], made
 //! from the parsed command line; the input of the plan.
 
+use super::compare::CompareArgs;
 use crate::bench::catalog;
 use crate::cli::{self, BenchOptions, Job, Kernel};
 use crate::qemu::RunConfig;
@@ -18,8 +19,8 @@ pub struct BenchArgs {
     pub main_job: bool,
     /// Where results go (default `target/bench` in the checkout).
     pub out_dir: Option<PathBuf>,
-    /// `--compare A B`: no boot, print the change from A to B.
-    pub compare: Option<(PathBuf, PathBuf)>,
+    /// `--compare BASE NEW [--all] [--html FILE]`: no boot, compare two runs.
+    pub compare: Option<CompareArgs>,
     /// Repetitions of every host-time (tsc, uma) boot.
     pub reps: u32,
     /// Plan no det boot (the main job's memoryless boot: its counts are in the full run).
@@ -50,7 +51,12 @@ impl BenchArgs {
             kernel: o.kernel,
             linux_append: o.linux_append,
             compare: o.compare.and_then(|files| match files.as_slice() {
-                [a, b] => Some((a.clone(), b.clone())),
+                [a, b] => Some(CompareArgs {
+                    base: a.clone(),
+                    new: b.clone(),
+                    all: o.all,
+                    html: o.html,
+                }),
                 _ => None,
             }),
         }

@@ -30,8 +30,8 @@ pub use report::{catalog_problems, contract_problems, machine_line};
 /// Runs `args`: plan, execute, report; returns the exit status (0: every boot passed and the
 /// contract holds; 2 a boot that cannot be planned or started; 3 a build failed).
 pub fn run(args: &BenchArgs) -> i32 {
-    if let Some((a, b)) = &args.compare {
-        return compare::compare_files(a, b);
+    if let Some(c) = &args.compare {
+        return compare::compare_files(c);
     }
     match run_reported(args) {
         Ok(r) => report::finish(&r),

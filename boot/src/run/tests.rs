@@ -26,7 +26,22 @@ fn parses_bench_options() {
     assert_eq!(a.base.topology.name, "snc");
     assert_eq!(a.base.suite, "bench");
     let c = parse(&args("--compare a.jsonl b.jsonl")).unwrap();
-    assert_eq!(c.compare.unwrap().1, PathBuf::from("b.jsonl"));
+    let c = c.compare.unwrap();
+    assert_eq!(
+        (c.new, c.all, c.html),
+        (PathBuf::from("b.jsonl"), false, None)
+    );
+    let c = parse(&args("--compare a b --all --html p.html")).unwrap();
+    let c = c.compare.unwrap();
+    assert_eq!((c.all, c.html), (true, Some(PathBuf::from("p.html"))));
+    // --all and --html only mean something with --compare.
+    for bad in ["--all", "--html p.html"] {
+        assert_eq!(
+            parse(&args(bad)).unwrap_err().exit_code(),
+            exit::USAGE,
+            "{bad}"
+        );
+    }
     assert!(parse(&args("--compare a.jsonl")).is_err());
     assert!(parse(&args("--icount")).unwrap().icount_only);
     assert!(parse(&args("--bogus")).is_err());
