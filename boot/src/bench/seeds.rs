@@ -245,6 +245,7 @@ mod tests {
             clock: boot.clock().into(),
             boot,
             rep: 0,
+            variant: None,
         }
     }
 
