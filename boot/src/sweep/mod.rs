@@ -134,13 +134,14 @@ pub fn run(o: &SweepOptions) -> i32 {
                 let why = other.map_or("did not run".to_string(), |e| {
                     format!("failed: exit {} ({:.1} s)", e.exit, e.seconds)
                 });
+                let out = dir.join("bench.out");
                 eprintln!(
-                    "numalab: sweep: {} {why}; the end of its console:",
-                    job.name
+                    "numalab: sweep: {} {why}; from its console {}:",
+                    job.name,
+                    out.display()
                 );
-                let console = std::fs::read_to_string(dir.join("bench.out")).unwrap_or_default();
-                let tail: Vec<&str> = console.lines().rev().take(15).collect();
-                for l in tail.iter().rev() {
+                let console = std::fs::read_to_string(&out).unwrap_or_default();
+                for l in failure_lines(&console) {
                     eprintln!("    {l}");
                 }
                 status = exit::FAIL;
@@ -152,6 +153,35 @@ pub fn run(o: &SweepOptions) -> i32 {
         return exit::FAIL;
     }
     status.max(merge_dirs(&passed, &out, false))
+}
+
+/// The lines of a failed job's console that say why: the runner's own lines, less the QEMU
+/// command lines, the serial log's frame, the tables' header and the files written (the last
+/// 15 lines when there is none).
+pub fn failure_lines(console: &str) -> Vec<&str> {
+    let noise = [
+        "numalab: bench: wrote",
+        "numalab: QEMU command",
+        "numalab: ----",
+        "numalab: bench: host ",
+    ];
+    let said: Vec<&str> = console
+        .lines()
+        .filter(|l| {
+            ["numalab: ", "qemu-run.sh: ", "error"]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .filter(|l| !noise.iter().any(|n| l.starts_with(n)))
+        // The progress line of each boot is its whole QEMU command line.
+        .filter(|l| !(l.starts_with("numalab: bench: ") && l.contains(" boot (")))
+        .collect();
+    if said.is_empty() {
+        let tail: Vec<&str> = console.lines().rev().take(15).collect();
+        tail.into_iter().rev().collect()
+    } else {
+        said
+    }
 }
 
 /// Runs `qemu-run.sh merge DIR... --out OUT`.

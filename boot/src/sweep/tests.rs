@@ -408,3 +408,32 @@ fn different_revisions_are_refused_unless_forced() {
     assert!(e.contains("no bench JSONL"), "{e}");
     let _ = std::fs::remove_dir_all(&root);
 }
+
+#[test]
+fn a_failed_job_shows_why_from_its_console() {
+    let console = "numalab: bench: icount boot (suite=bench, smoke): -display none\n\
+         numalab: run failed: timed out after 1 s\n\
+         numalab: QEMU command: qemu-system-x86_64 -display none\n\
+         numalab: ---- serial log ----\n\
+         numalab: ---- end of serial log ----\n\
+         numalab: bench: the icount boot failed\n\
+         numalab: bench: host 2 cores, machine 1 vCPUs\n\
+         == clock_overhead ==\n\
+         numalab: bench: wrote /r/x.jsonl\n\
+         numalab: FAIL: 0 measurements from 1 boots (2.3 s)\n";
+    assert_eq!(
+        failure_lines(console),
+        [
+            "numalab: run failed: timed out after 1 s",
+            "numalab: bench: the icount boot failed",
+            "numalab: FAIL: 0 measurements from 1 boots (2.3 s)",
+        ]
+    );
+    // Nothing of the runner's own (cargo could not build it): the end of the console.
+    let other: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+    let lines = failure_lines(&other);
+    assert_eq!(
+        (lines.len(), lines[0], lines[14]),
+        (15, "line 6", "line 20")
+    );
+}
