@@ -15,6 +15,9 @@
 #   ./qemu-run.sh topology SOURCE   no boot: Linux's view of a real machine's ACPI tables or
 #       numactl -H text; ./qemu-run.sh --machine SOURCE [...] boots its NUMA shape (docs/replay.md)
 #   ./qemu-run.sh soak [--minutes N | --ops N | --short] [--seed S] [--topology NAME ...]   the soak
+#   ./qemu-run.sh sweep [--topology A,B] [--axis KEY=V1,V2]... [--reps N] [--jobs N] [--emit-jobs FILE]
+#       -- BENCH ARGS   one bench run per combination, through GNU parallel, merged (docs/sweeps.md)
+#   ./qemu-run.sh merge DIR... --out OUT   a sweep's job folders into one run
 # All QEMU knowledge lives in boot/ (numalab-boot); this script only sets up and dispatches.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -33,6 +36,9 @@ setup_packages() {
     [ -d /usr/lib/rustlib/src/rust/library ] || missing+=(rust-web-src)
     [ -x /usr/lib/llvm-22/bin/llvm-objcopy ] || missing+=(rust-web-llvm)
     command -v rust-lld >/dev/null || missing+=(lld-22)
+    # GNU parallel runs the jobs of `./qemu-run.sh sweep` side by side, here or on several hosts
+    # (docs/sweeps.md); moreutils' `parallel` is another program, so ask for GNU's by its banner.
+    [[ "$(parallel --version 2>/dev/null </dev/null)" == "GNU parallel"* ]] || missing+=(parallel)
     [ -x /usr/bin/cargo-clippy ] || missing+=(rust-web-clippy)
     [ -x /usr/bin/rustfmt ] || missing+=(rustfmt-web)
     # The Linux twin (docs/linux-twin.md): Debian's own 6.1 kernel booted on the same QEMU machine,
@@ -44,7 +50,7 @@ setup_packages() {
             missing+=("$pkg")
     done
     if [ ${#missing[@]} -gt 0 ]; then
-        say "installing ${missing[*]} (QEMU, OVMF, Debian's Rust 1.96 with rust-src, rust-lld, Linux twin)"
+        say "installing ${missing[*]} (QEMU, OVMF, Debian's Rust 1.96 with rust-src, rust-lld, Linux twin, GNU parallel)"
         local sudo=""
         [ "$(id -u)" = 0 ] || sudo=sudo
         $sudo apt-get update -qq

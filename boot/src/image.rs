@@ -152,14 +152,28 @@ pub fn build_image(kernel: &Path, firmware: Firmware) -> Result<PathBuf, String>
     boot_config.log_level = bootloader_boot_config::LevelFilter::Warn;
     boot_config.frame_buffer_logging = false;
     let kernel = &stripped(kernel, &dir);
+    // Written beside it, then renamed over it: another process (a sweep's jobs, a test's
+    // nested qemu-run.sh) may be booting the old image, and keeps reading the file it opened.
+    let fresh = dir.join(format!(
+        "numalab-{}.img.{}.tmp",
+        firmware.name(),
+        std::process::id()
+    ));
     let result = match firmware {
         Firmware::Bios => bootloader::BiosBoot::new(kernel)
             .set_boot_config(&boot_config)
-            .create_disk_image(&image),
+            .create_disk_image(&fresh),
         Firmware::Uefi => bootloader::UefiBoot::new(kernel)
             .set_boot_config(&boot_config)
-            .create_disk_image(&image),
+            .create_disk_image(&fresh),
     };
     result.map_err(|e| format!("cannot build the {} image: {e:#}", firmware.name()))?;
+    std::fs::rename(&fresh, &image).map_err(|e| {
+        format!(
+            "cannot move {} to {}: {e}",
+            fresh.display(),
+            image.display()
+        )
+    })?;
     Ok(image)
 }

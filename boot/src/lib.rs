@@ -15,6 +15,7 @@ pub mod qemu;
 pub mod resolve;
 pub mod run;
 pub mod soak;
+pub mod sweep;
 
 pub use image::Firmware;
 pub use qemu::{Outcome, RunConfig, Verdict};

@@ -36,6 +36,8 @@ fn main() {
             exit::USAGE
         }
         Job::Soak(options) => numalab_boot::soak::run(&options),
+        Job::Sweep(options) => numalab_boot::sweep::run(&options),
+        Job::Merge(options) => numalab_boot::sweep::merge_command(&options),
     });
 }
 

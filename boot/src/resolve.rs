@@ -66,7 +66,8 @@ fn mem_of(job: &Job) -> Option<u64> {
         Job::Machine(_, m) => m.mem,
         Job::Bench(b) => b.machine.mem,
         Job::Soak(s) => s.machine.mem,
-        Job::Topology(_) | Job::Replay(..) | Job::Error(_) => None,
+        // A sweep's jobs are bench command lines, each resolved when the sweep plans it.
+        Job::Topology(_) | Job::Replay(..) | Job::Error(_) | Job::Sweep(_) | Job::Merge(_) => None,
     }
 }
 

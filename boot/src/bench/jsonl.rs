@@ -6,15 +6,20 @@ use serde_json::Value;
 
 impl BenchRecord {
     /// The JSONL form: the kernel's fields plus `boot`, `rep` (the repetition of that boot),
-    /// `kind` (count, instructions or timing: `MetricKind`) and `kernel`.
+    /// `kind` (count, instructions or timing: `MetricKind`) and `kernel`; `variant` only when
+    /// it has one (a merged sweep's record).
     pub fn to_json(&self) -> Value {
-        serde_json::json!({
+        let mut j = serde_json::json!({
             "bench": self.bench, "case": self.case, "metric": self.metric,
             "value": self.value, "unit": self.unit, "cpus": self.cpus,
             "nodes": self.nodes, "clock": self.clock, "boot": self.boot.name(),
             "rep": self.rep, "kind": self.kind().name(),
             "kernel": self.kernel,
-        })
+        });
+        if let Some(v) = &self.variant {
+            j["variant"] = Value::from(v.as_str());
+        }
+        j
     }
 }
 
@@ -45,9 +50,11 @@ pub fn read_jsonl(text: &str) -> Result<(Option<Value>, Vec<BenchRecord>), Vec<V
                     .and_then(Boot::from_name)
                     .unwrap_or(Boot::Tsc);
                 let rep = obj.get("rep").and_then(Value::as_u64).unwrap_or(0);
+                let variant = obj.get("variant").and_then(Value::as_str).map(String::from);
                 match record_from_json(&obj, boot) {
                     Ok(r) => records.push(BenchRecord {
                         rep: u32::try_from(rep).unwrap_or(u32::MAX),
+                        variant,
                         ..r
                     }),
                     Err(m) => violations.push(bad(m)),
@@ -105,5 +112,26 @@ mod tests {
             ..r
         };
         assert_eq!(t.to_json()["kind"], "timing");
+        assert!(
+            t.to_json().get("variant").is_none(),
+            "no variant outside a sweep"
+        );
+    }
+
+    #[test]
+    fn a_variant_survives_the_round_trip_and_separates_keys() {
+        let (records, _) = parse_log(&line("b", "c", "m", "2.5", 3), Boot::Tsc);
+        let plain = records[0].clone();
+        let v = BenchRecord {
+            variant: Some("4node slub.design=partial".into()),
+            ..plain.clone()
+        };
+        let j = v.to_json();
+        assert_eq!(j["variant"], "4node slub.design=partial");
+        let (_, back) = read_jsonl(&format!("{j}\n")).unwrap();
+        assert_eq!(back, vec![v.clone()]);
+        assert_ne!(v.key(), plain.key());
+        assert_eq!(plain.key().4, "tsc");
+        assert_eq!(v.key().4, "tsc [4node slub.design=partial]");
     }
 }

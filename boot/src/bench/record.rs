@@ -24,20 +24,29 @@ pub struct BenchRecord {
     /// The kernel that printed it: `numalab` (whose lines carry no `kernel` field) or
     /// `linux-VERSION` (the Linux twin, run/twin/).
     pub kernel: String,
+    /// The job of a merged sweep that measured it (`4node slub.design=partial`, boot/src/sweep/):
+    /// records of different variants are different measurements, never repetitions of one.
+    /// None in a single run (the kernel's lines and a bench JSONL carry no `variant`).
+    pub variant: Option<String>,
 }
 
 /// The identity of a measurement across runs and repetitions: bench, case, metric, cpus and
-/// the boot's name (which implies the clock).
+/// the boot's name (which implies the clock), followed by ` [VARIANT]` for a record of a merged
+/// sweep, so that two variants are never taken for repetitions of one measurement.
 pub type Key = (String, String, String, u32, String);
 
 impl BenchRecord {
     pub fn key(&self) -> Key {
+        let boot = match &self.variant {
+            None => self.boot.name().to_string(),
+            Some(v) => format!("{} [{v}]", self.boot.name()),
+        };
         (
             self.bench.clone(),
             self.case.clone(),
             self.metric.clone(),
             self.cpus,
-            self.boot.name().to_string(),
+            boot,
         )
     }
 }
@@ -137,5 +146,6 @@ pub fn record_from_json(obj: &Map<String, Value>, boot: Boot) -> Result<BenchRec
         boot,
         rep: 0,
         kernel,
+        variant: None,
     })
 }

@@ -254,6 +254,7 @@ mod tests {
             clock: boot.clock().into(),
             boot,
             rep: 0,
+            variant: None,
         }
     }
 

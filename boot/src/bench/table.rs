@@ -142,14 +142,19 @@ type RowKey = (String, String, u32, Boot);
 /// its boot, their min..max, and the ratio of the medians against the baseline case (same
 /// metric, CPUs and boot), marked `n.s.` when the two min..max ranges overlap and `1rep` when a
 /// host-time side was measured once. `host_cpus` is the host's core count (for the
-/// oversubscription flag).
+/// oversubscription flag). Records of a merged sweep get one table per experiment and variant
+/// (its heading names the variant; repetitions and baselines stay within it); records without
+/// a variant come first, under the plain heading.
 pub fn tables(records: &[BenchRecord], host_cpus: usize) -> String {
-    let mut by_bench: BTreeMap<&str, Vec<&BenchRecord>> = BTreeMap::new();
+    let mut by_bench: BTreeMap<(&str, Option<&str>), Vec<&BenchRecord>> = BTreeMap::new();
     for r in records {
-        by_bench.entry(&r.bench).or_default().push(r);
+        by_bench
+            .entry((&r.bench, r.variant.as_deref()))
+            .or_default()
+            .push(r);
     }
     let mut out = String::new();
-    for (bench, rows) in by_bench {
+    for ((bench, variant), rows) in by_bench {
         let mut cases: Vec<String> = Vec::new();
         let mut metrics: Vec<&str> = Vec::new();
         let mut values: BTreeMap<RowKey, Vec<f64>> = BTreeMap::new();
@@ -167,9 +172,13 @@ pub fn tables(records: &[BenchRecord], host_cpus: usize) -> String {
         }
         let spread = |key: &RowKey| values.get(key).and_then(|v| Spread::of(v));
         let rule = catalog::find(bench).map_or("first case".into(), |e| e.baseline.rule());
+        let title = match variant {
+            None => bench.to_string(),
+            Some(v) => format!("{bench}, variant {v}"),
+        };
         let _ = writeln!(
             out,
-            "\n== {bench} (median over repetitions; ratio: median / median of baseline {rule}) =="
+            "\n== {title} (median over repetitions; ratio: median / median of baseline {rule}) =="
         );
         let _ = writeln!(
             out,
@@ -303,6 +312,7 @@ mod tests {
                 clock: boot.clock().into(),
                 boot,
                 rep: i as u32,
+                variant: None,
             })
             .collect()
     }
@@ -444,6 +454,61 @@ mod tests {
         );
         // Not flagged when the host has the cores.
         assert!(!tables(&rs, 8).contains("OVERSUBSCRIBED"));
+    }
+
+    #[test]
+    fn variants_get_tables_of_their_own() {
+        let mut rs = reps(
+            SLUB_LIST_LOCK.name,
+            "linux_default",
+            "ops_per_cpu",
+            "ops_per_sec",
+            8,
+            Boot::Tsc,
+            &[100.0],
+        );
+        let plain = tables(&rs, 2);
+        for (variant, v) in [("4node slub.design=partial", 10.0), ("2node", 30.0)] {
+            rs.extend(
+                reps(
+                    SLUB_LIST_LOCK.name,
+                    "linux_default",
+                    "ops_per_cpu",
+                    "ops_per_sec",
+                    8,
+                    Boot::Tsc,
+                    &[v, v + 2.0],
+                )
+                .into_iter()
+                .map(|r| BenchRecord {
+                    variant: Some(variant.into()),
+                    ..r
+                }),
+            );
+        }
+        let t = tables(&rs, 2);
+        // The records without a variant print as before, first.
+        assert!(t.starts_with(&plain), "{t}");
+        let section = |heading: &str| {
+            let start = t
+                .find(heading)
+                .unwrap_or_else(|| panic!("no {heading} in\n{t}"));
+            let rest = &t[start..];
+            rest[..rest[1..].find("\n==").map_or(rest.len(), |e| e + 1)].to_string()
+        };
+        let partial = section("== slub_list_lock, variant 4node slub.design=partial (");
+        let two = section("== slub_list_lock, variant 2node (");
+        // Each variant's values are its own repetitions, never pooled with another's.
+        assert_eq!(
+            &row(&partial, "ops_per_cpu", "linux_default", "tsc")[4..7],
+            ["2", "11", "10..12"],
+            "{t}"
+        );
+        assert_eq!(
+            &row(&two, "ops_per_cpu", "linux_default", "tsc")[4..7],
+            ["2", "31", "30..32"],
+            "{t}"
+        );
     }
 
     #[test]

@@ -14,10 +14,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use crate::exit;
+pub use sweep::{Axis, MergeOptions, SweepOptions};
+
+mod sweep;
 
 const USAGE: &str = "qemu-run.sh [OPTIONS] [-- QEMU ARGS...]
        qemu-run.sh bench [OPTIONS] [-- QEMU ARGS...]
        qemu-run.sh topology SOURCE
+       qemu-run.sh sweep [OPTIONS] -- BENCH ARGS...
+       qemu-run.sh merge DIR... --out OUT
        qemu-run.sh test [--slow] [CARGO TEST ARGS]";
 
 const ABOUT: &str = "Builds the kernel, boots it under QEMU on a NUMA topology and runs an \
@@ -90,6 +95,14 @@ pub enum Command {
     /// The soak: every CPU runs a seeded random allocator mix; tags and conservation checked
     #[command(args_override_self = true)]
     Soak(SoakOptions),
+    /// Benchmarks over topologies x kernel options x repetitions, one bench run per job
+    /// (GNU parallel), merged (docs/sweeps.md)
+    #[command(long_about = sweep::SWEEP_ABOUT, override_usage = sweep::SWEEP_USAGE,
+              args_override_self = true)]
+    Sweep(SweepOptions),
+    /// Merge the job folders of a sweep into one run (docs/sweeps.md)
+    #[command(long_about = sweep::MERGE_ABOUT, args_override_self = true)]
+    Merge(MergeOptions),
 }
 
 /// The default of `--timeout` (seconds).
@@ -288,6 +301,10 @@ pub enum Job {
     Error(String),
     /// `soak`.
     Soak(SoakOptions),
+    /// `sweep`.
+    Sweep(SweepOptions),
+    /// `merge`.
+    Merge(MergeOptions),
 }
 
 /// A `--machine SOURCE` as the command line gave it.
@@ -320,6 +337,11 @@ where
         },
         Some(Command::Topology(t)) => Ok(Job::Topology(t.source)),
         Some(Command::Soak(s)) => Ok(Job::Soak(s)),
+        Some(Command::Sweep(s)) => match s.problem() {
+            Some(why) => Err(Cli::command().error(ErrorKind::ArgumentConflict, why)),
+            None => Ok(Job::Sweep(s)),
+        },
+        Some(Command::Merge(m)) => Ok(Job::Merge(m)),
         None if empty => Ok(Job::Main(cli.run.config(), cli.run.verbose)),
         None => Ok(run_machine(cli.run.config(), &cli.run.machine)),
     }

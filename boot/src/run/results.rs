@@ -117,6 +117,8 @@ pub fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &s
             "main_job": args.main_job,
             "reps": args.reps,
             "sets": args.base.sets,
+            "smp": args.base.smp,
+            "mem_mib": args.base.mem_mib,
             "firmware": args.base.firmware.name(),
             "extra_qemu_args": args.base.extra,
         },
