@@ -21,6 +21,7 @@ fn rec(metric: &str, unit: &str, boot: Boot, rep: u32, value: f64) -> BenchRecor
         boot,
         rep,
         kernel: "numalab".into(),
+        variant: None,
     }
 }
 
