@@ -72,7 +72,12 @@ fn pixels(png_file: &Path) -> (u32, u32, usize, f64) {
             ink += 1;
         }
     }
-    (info.width, info.height, colours.len(), ink as f64 / total as f64)
+    (
+        info.width,
+        info.height,
+        colours.len(),
+        ink as f64 / total as f64,
+    )
 }
 
 #[test]
@@ -115,26 +120,54 @@ fn s10_report_of_a_smoke_run_renders_in_headless_chromium() {
     );
     let (w, h, colours, ink) = pixels(&shot);
     assert_eq!((w, h), (1280, 4000), "screenshot size");
-    assert!(colours >= 50, "only {colours} colours: a blank page? {}", shot.display());
-    assert!(ink > 0.02, "only {:.2}% of the page is not white: {}", ink * 100.0, shot.display());
+    assert!(
+        colours >= 50,
+        "only {colours} colours: a blank page? {}",
+        shot.display()
+    );
+    assert!(
+        ink > 0.02,
+        "only {:.2}% of the page is not white: {}",
+        ink * 100.0,
+        shot.display()
+    );
     // The DOM: every experiment's section and every chart of this run, inline.
     let dom = String::from_utf8(headless(&index, &profile, &["--dump-dom".into()]))
         .expect("the DOM is UTF-8");
     let benches: BTreeSet<&str> = all.iter().map(|r| r.bench.as_str()).collect();
     assert!(benches.len() >= 5, "{benches:?}");
     for b in &benches {
-        assert!(dom.contains(&format!("id=\"exp-{b}\"")), "no section exp-{b} in the DOM");
+        assert!(
+            dom.contains(&format!("id=\"exp-{b}\"")),
+            "no section exp-{b} in the DOM"
+        );
     }
     let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let charts = bench_svg::scaling(&all, host_cpus);
     assert!(!charts.is_empty(), "the smoke run has no scaling chart");
     for c in &charts {
-        let svg = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"{}\"", c.chart.id);
-        assert!(dom.contains(&svg), "no inline chart {} in the DOM", c.chart.id);
+        let svg = format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"{}\"",
+            c.chart.id
+        );
+        assert!(
+            dom.contains(&svg),
+            "no inline chart {} in the DOM",
+            c.chart.id
+        );
         assert!(dom.contains(&format!("class=\"chart exp-{}\"", c.bench)));
-        assert!(index.with_file_name(&c.file).is_file(), "{} not written", c.file);
+        assert!(
+            index.with_file_name(&c.file).is_file(),
+            "{} not written",
+            c.file
+        );
     }
-    for s in ["id=\"seeds\"", "id=\"machine\"", "available: 4 nodes (0-3)", "tsc.log"] {
+    for s in [
+        "id=\"seeds\"",
+        "id=\"machine\"",
+        "available: 4 nodes (0-3)",
+        "tsc.log",
+    ] {
         assert!(dom.contains(s), "{s} not in the DOM");
     }
     std::fs::remove_dir_all(&dir).expect("temp folder removed");

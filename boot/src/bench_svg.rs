@@ -325,8 +325,8 @@ pub fn line_chart(chart: &Chart) -> String {
     if series.iter().any(|s| s.exact) {
         let _ = writeln!(
             svg,
-            "<text class=\"legend exact\" x=\"{lx}\" y=\"{}\">exact: deterministic boot, \
-             repeats run to run</text>",
+            "<text class=\"legend exact\" x=\"{lx}\" y=\"{}\">exact: repeats run to \
+             run</text>",
             ly + 4.0
         );
         ly += 18.0;
@@ -446,7 +446,11 @@ pub fn scaling(records: &[BenchRecord], host_cpus: usize) -> Vec<ScalingChart> {
             chart: Chart {
                 id: format!("chart-{bench}-{metric}-{boot_name}"),
                 class: format!("chart exp-{bench}"),
-                title: format!("{bench}: {metric} ({boot_name} boot, median of repetitions)"),
+                title: if boot.deterministic() {
+                    format!("{bench}: {metric} ({boot_name} boot, exact)")
+                } else {
+                    format!("{bench}: {metric} ({boot_name} boot, median of repetitions)")
+                },
                 x_label: "CPUs taking part".into(),
                 y_label: format!("{metric} [{unit}]"),
                 series,

@@ -51,7 +51,10 @@ fn chart_has_every_series_and_tick() {
         None,
     );
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
-    assert!(svg.contains("id=\"chart-x\" class=\"chart exp-x\""), "{svg}");
+    assert!(
+        svg.contains("id=\"chart-x\" class=\"chart exp-x\""),
+        "{svg}"
+    );
     assert_eq!(svg.matches("<polyline").count(), 2);
     // Six points and two legend markers; nothing hollow, no whisker, no band without a
     // host core count.
@@ -98,7 +101,7 @@ fn whiskers_span_min_to_max_and_oversubscribed_points_are_hollow() {
     // A deterministic series is marked exact in the legend and never hollow.
     let exact = Series { exact: true, ..s };
     let svg = chart(vec![exact], None);
-    assert!(svg.contains(">a (exact)<") && svg.contains("exact: deterministic boot"));
+    assert!(svg.contains(">a (exact)<") && svg.contains("exact: repeats run to run"));
     assert!(!svg.contains("hollow"), "{svg}");
 }
 
@@ -189,7 +192,10 @@ fn scaling_charts_group_by_bench_metric_boot() {
     // The one-CPU icount boot has no scaling chart.
     assert_eq!(
         names,
-        ["slub_list_lock-ops_per_cpu-det.svg", "slub_list_lock-ops_per_cpu-tsc.svg"]
+        [
+            "slub_list_lock-ops_per_cpu-det.svg",
+            "slub_list_lock-ops_per_cpu-tsc.svg"
+        ]
     );
     let tsc = &charts[1].chart;
     assert_eq!(tsc.host_cpus, Some(2));
@@ -198,5 +204,8 @@ fn scaling_charts_group_by_bench_metric_boot() {
     let names: Vec<&str> = tsc.series.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["a (numalab)", "a (linux-6.1)"]);
     let p = &tsc.series[0].points[1];
-    assert_eq!((p.x, p.median, p.min, p.max, p.n), (8.0, 25.0, 20.0, 30.0, 2));
+    assert_eq!(
+        (p.x, p.median, p.min, p.max, p.n),
+        (8.0, 25.0, 20.0, 30.0, 2)
+    );
 }

@@ -3,8 +3,8 @@
 //! how it was measured, with exact and oversubscribed rows marked) and its charts inline.
 
 use super::page::{escape, link, table};
-use crate::bench::{baseline_for, catalog, fmt_value, significance, BenchRecord, Boot, Spread};
 use crate::bench::MetricKind;
+use crate::bench::{baseline_for, catalog, fmt_value, significance, BenchRecord, Boot, Spread};
 use crate::bench_svg::{line_chart, ScalingChart};
 use std::collections::BTreeMap;
 
@@ -112,10 +112,7 @@ pub fn experiment_table(bench: &str, records: &[&BenchRecord], host_cpus: usize)
             if over {
                 class.push("oversubscribed");
             }
-            let mut cells = vec![
-                format!("<code>{}</code>", escape(metric)),
-                escape(&key.2),
-            ];
+            let mut cells = vec![format!("<code>{}</code>", escape(metric)), escape(&key.2)];
             if by_kernel {
                 cells.push(escape(&key.1));
             }
@@ -146,8 +143,12 @@ pub fn experiment_table(bench: &str, records: &[&BenchRecord], host_cpus: usize)
         "unit",
         "how measured",
     ]);
-    // Right-align the numeric columns: cpus .. ratio.
-    let numeric: Vec<usize> = if by_kernel { (3..9).collect() } else { (2..8).collect() };
+    // Right-align the numeric columns: cpus, reps, median, min..max, ratio.
+    let numeric: Vec<usize> = if by_kernel {
+        vec![3, 5, 6, 7, 8]
+    } else {
+        vec![2, 4, 5, 6, 7]
+    };
     table("results", &head, &numeric, &rows)
 }
 

@@ -127,9 +127,11 @@ tr.first td{border-top:2px solid #999}
 .tag.pass{background:#2e7d32;color:#fff}
 pre{background:#f7f7f7;border:1px solid #ddd;padding:.6em;overflow-x:auto;font-size:12px}
 code{font-size:12px}
+td code{overflow-wrap:anywhere}
+details code{display:block;max-width:60em}
 .charts{display:flex;flex-wrap:wrap;gap:12px}
 .charts svg{border:1px solid #ddd;max-width:100%;height:auto}
-nav ul{columns:3;margin:.2em 0}
+nav ul{list-style:none;padding:0;margin:.4em 0;display:flex;flex-wrap:wrap;gap:.2em 1.2em}
 .note{color:#555;font-size:13px}
 ";
 
@@ -189,7 +191,10 @@ mod tests {
             ],
         );
         assert!(t.contains("<th>b&lt;</th>"), "{t}");
-        assert!(t.contains("<tr class=\"exact\"><td>1</td><td class=\"num\"><b>2</b></td></tr>"), "{t}");
+        assert!(
+            t.contains("<tr class=\"exact\"><td>1</td><td class=\"num\"><b>2</b></td></tr>"),
+            "{t}"
+        );
         assert!(t.contains("<tr><td>3</td>"), "{t}");
         assert_eq!(t.matches("<tr").count(), 3);
     }

@@ -40,7 +40,10 @@ pub fn numactl_block(log: &str) -> Option<Vec<String>> {
     let block = lines.get(start..start + len)?;
     block
         .last()
-        .is_some_and(|l| l.trim_start().starts_with(&format!("{}:", n.saturating_sub(1))))
+        .is_some_and(|l| {
+            l.trim_start()
+                .starts_with(&format!("{}:", n.saturating_sub(1)))
+        })
         .then(|| block.iter().map(|l| l.to_string()).collect())
 }
 
@@ -58,8 +61,7 @@ pub fn shell_line(argv: &[Value]) -> String {
         .map(|a| {
             let w = text(a);
             if !w.is_empty()
-                && w
-                    .bytes()
+                && w.bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b"-_./=,:+@%".contains(&b))
             {
                 w
@@ -95,7 +97,10 @@ fn run_facts(h: &Value, records: usize) -> String {
     };
     let mut rows = vec![
         ("command", command),
-        ("git revision", format!("<code>{}</code>", escape(&text(&h["git_rev"])))),
+        (
+            "git revision",
+            format!("<code>{}</code>", escape(&text(&h["git_rev"]))),
+        ),
         ("date (UTC)", escape(&text(&h["date"]))),
         (
             "host",
@@ -122,7 +127,13 @@ fn run_facts(h: &Value, records: usize) -> String {
                 escape(&text(&o["main_job"])),
                 escape(&text(&h["reps"])),
                 escape(&text(&o["firmware"])),
-                escape(&text(&o["extra_qemu_args"]))
+                o["extra_qemu_args"]
+                    .as_array()
+                    .filter(|a| !a.is_empty())
+                    .map_or("none".into(), |a| format!(
+                        "<code>{}</code>",
+                        escape(&shell_line(a))
+                    ))
             ),
         ),
         ("kernel options (--set)", sets),
@@ -139,8 +150,16 @@ fn run_facts(h: &Value, records: usize) -> String {
 
 fn boots_table(h: &Value) -> String {
     let mut rows = Vec::new();
-    let numalab = h["boots"].as_array().into_iter().flatten().map(|b| ("numalab", b));
-    let linux = h["linux_boots"].as_array().into_iter().flatten().map(|b| ("linux", b));
+    let numalab = h["boots"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|b| ("numalab", b));
+    let linux = h["linux_boots"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|b| ("linux", b));
     for (kernel, b) in numalab.chain(linux) {
         let verdict = text(&b["verdict"]);
         let tag = if verdict == "Pass" { "pass" } else { "fail" };
@@ -161,7 +180,9 @@ fn boots_table(h: &Value) -> String {
                 escape(&text(&b["topology"])),
                 escape(&text(&b["vcpus"])),
                 format!("<span class=\"tag {tag}\">{}</span>", escape(&verdict)),
-                b["seconds"].as_f64().map_or("-".into(), |s| format!("{s:.1}")),
+                b["seconds"]
+                    .as_f64()
+                    .map_or("-".into(), |s| format!("{s:.1}")),
                 format!("<code>{}</code>", escape(&text(&b["kernel_cmdline"]))),
                 format!(
                     "<details><summary>QEMU command</summary><code>{}</code></details>",
@@ -198,13 +219,16 @@ fn ratio(x: f64) -> String {
 
 /// The seeds table: each Linux thread's figure beside this run's ratio of the same change.
 fn seeds(records: &[BenchRecord]) -> String {
+    let present = |bench: &str| records.iter().any(|r| r.bench == bench);
     let mut rows = Vec::new();
     for row in bench::seed_rows() {
         let t = row.thread;
         let m = bench::measure(records, &row);
         let exact = t.boot.deterministic() && t.base_boot.deterministic();
         let numalab = match &m {
-            Some(m) if exact => format!("{} <span class=\"tag exact\">exact</span>", ratio(m.ratio)),
+            Some(m) if exact => {
+                format!("{} <span class=\"tag exact\">exact</span>", ratio(m.ratio))
+            }
             Some(m) if m.reps < 2 => format!("{} (1 rep)", ratio(m.ratio)),
             Some(m) => format!("{} ({}..{})", ratio(m.ratio), ratio(m.low), ratio(m.high)),
             None => "-".into(),
@@ -229,7 +253,11 @@ fn seeds(records: &[BenchRecord]) -> String {
             String::new(),
             vec![
                 escape(t.seed),
-                format!("<a href=\"#exp-{0}\">{0}</a>", escape(row.bench)),
+                if present(row.bench) {
+                    format!("<a href=\"#exp-{0}\">{0}</a>", escape(row.bench))
+                } else {
+                    escape(row.bench)
+                },
                 format!(
                     "{} / {} <code>{}</code> ({})",
                     escape(t.case),
@@ -261,7 +289,10 @@ fn seeds(records: &[BenchRecord]) -> String {
 }
 
 fn files_section(jsonl_href: &str, jsonl_name: &str, files: &RunFiles) -> String {
-    let mut items = vec![format!("<li>result file: {}</li>", link(jsonl_href, jsonl_name))];
+    let mut items = vec![format!(
+        "<li>result file: {}</li>",
+        link(jsonl_href, jsonl_name)
+    )];
     let list = |title: &str, names: &[String]| -> String {
         let links: Vec<String> = names.iter().map(|n| link(n, n)).collect();
         format!("<li>{title}: {}</li>", links.join(", "))
@@ -302,9 +333,7 @@ pub fn render(
 ) -> String {
     let null = Value::Null;
     let h = header.unwrap_or(&null);
-    let host_cpus = h["host_cpus"]
-        .as_u64()
-        .map_or(usize::MAX, |c| c as usize);
+    let host_cpus = h["host_cpus"].as_u64().map_or(usize::MAX, |c| c as usize);
     let rev = text(&h["git_rev"]);
     let date = text(&h["date"]);
     let mut by_bench: BTreeMap<&str, Vec<&BenchRecord>> = BTreeMap::new();
@@ -348,9 +377,11 @@ pub fn render(
     }
     b.push_str("</section>\n<section id=\"boots\">\n<h2>Boots</h2>\n");
     b.push_str(&boots_table(h));
-    b.push_str("</section>\n<section id=\"seeds\">\n<h2>Seeds</h2>\n<p class=\"note\">Each \
+    b.push_str(
+        "</section>\n<section id=\"seeds\">\n<h2>Seeds</h2>\n<p class=\"note\">Each \
         Linux thread's own figure as a ratio (case / baseline) beside this run's; direction: \
-        both on the same side of 1x (docs/linux-reference.md).</p>\n");
+        both on the same side of 1x (docs/linux-reference.md).</p>\n",
+    );
     let numalab: Vec<BenchRecord> = records
         .iter()
         .filter(|r| r.kernel == "numalab")
