@@ -131,6 +131,23 @@ fn s10_report_of_a_smoke_run_renders_in_headless_chromium() {
         ink * 100.0,
         shot.display()
     );
+    // The same check rejects a blank page.
+    let blank = dir.join("blank.html");
+    std::fs::write(&blank, "<!DOCTYPE html><html><body></body></html>\n").expect("blank page");
+    let blank_shot = dir.join("blank.png");
+    headless(
+        &blank,
+        &profile,
+        &[
+            format!("--screenshot={}", blank_shot.display()),
+            "--window-size=1280,4000".into(),
+        ],
+    );
+    let (_, _, colours, ink) = pixels(&blank_shot);
+    assert!(
+        colours < 50 && ink <= 0.02,
+        "a blank page passes: {colours} colours, {ink}"
+    );
     // The DOM: every experiment's section and every chart of this run, inline.
     let dom = String::from_utf8(headless(&index, &profile, &["--dump-dom".into()]))
         .expect("the DOM is UTF-8");

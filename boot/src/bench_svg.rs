@@ -21,6 +21,10 @@ const TOP: f64 = 44.0;
 const BOTTOM: f64 = 60.0;
 /// Pixels between a tick label and its axis (and the tick mark's length).
 const TICK_GAP: f64 = 8.0;
+/// Pixels between the largest x and the plot's right edge.
+const X_PAD: f64 = 20.0;
+/// Pixels between the series at one x when the chart has whiskers.
+const DODGE: f64 = 5.0;
 const COLORS: &[&str] = &[
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
 ];
@@ -167,7 +171,8 @@ pub fn line_chart(chart: &Chart) -> String {
     let (y_bottom, y_top, y_step) = y_range(series);
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = HEIGHT - TOP - BOTTOM;
-    let px = |x: f64| LEFT + x / x_max * plot_w;
+    // The last x sits X_PAD inside the plot's right edge: room for dodged points and whiskers.
+    let px = |x: f64| LEFT + x / x_max * (plot_w - X_PAD);
     let py = |y: f64| TOP + plot_h - (y - y_bottom) / (y_top - y_bottom) * plot_h;
     // Oversubscribed: points at more CPUs than the host has cores (host-time boots only).
     let over_x: Vec<f64> = match chart.host_cpus {
@@ -265,6 +270,19 @@ pub fn line_chart(chart: &Chart) -> String {
         TOP + plot_h / 2.0,
         escape(&chart.y_label)
     );
+    // With whiskers, each series is shifted a few pixels sideways (dodged), so that whiskers of
+    // different cases at one CPU count do not hide each other.
+    let has_whiskers = series
+        .iter()
+        .flat_map(|s| &s.points)
+        .any(|p| p.n >= 2 && p.max > p.min);
+    let dodge = |i: usize| {
+        if has_whiskers {
+            (i as f64 - (series.len() as f64 - 1.0) / 2.0) * DODGE
+        } else {
+            0.0
+        }
+    };
     let lx = LEFT + plot_w + 16.0;
     let mut ly = TOP + 8.0;
     let mut whiskers = 0;
@@ -274,7 +292,7 @@ pub fn line_chart(chart: &Chart) -> String {
         pts.sort_by(|a, b| a.x.total_cmp(&b.x));
         let path: Vec<String> = pts
             .iter()
-            .map(|p| format!("{:.1},{:.1}", px(p.x), py(p.median)))
+            .map(|p| format!("{:.1},{:.1}", px(p.x) + dodge(i), py(p.median)))
             .collect();
         let _ = writeln!(
             svg,
@@ -282,7 +300,7 @@ pub fn line_chart(chart: &Chart) -> String {
             path.join(" ")
         );
         for p in &pts {
-            let (x, y) = (px(p.x), py(p.median));
+            let (x, y) = (px(p.x) + dodge(i), py(p.median));
             if p.n >= 2 && p.max > p.min {
                 whiskers += 1;
                 let (y0, y1) = (py(p.min), py(p.max));

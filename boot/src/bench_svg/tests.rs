@@ -82,7 +82,7 @@ fn whiskers_span_min_to_max_and_oversubscribed_points_are_hollow() {
     assert_eq!(svg.matches("class=\"whisker\"").count(), 2, "{svg}");
     let plot_h = HEIGHT - TOP - BOTTOM;
     let py = |y: f64| TOP + plot_h - y / 150.0 * plot_h;
-    let x2 = LEFT + 2.0 / 8.0 * (WIDTH - LEFT - RIGHT);
+    let x2 = LEFT + 2.0 / 8.0 * (WIDTH - LEFT - RIGHT - X_PAD);
     let whisker = format!("d=\"M{x2:.1},{:.1}V{:.1}", py(40.0), py(60.0));
     assert!(svg.contains(&whisker), "{whisker} in {svg}");
     assert!(svg.contains(">150<") && !svg.contains(">200<"), "{svg}");

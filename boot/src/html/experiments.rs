@@ -23,7 +23,7 @@ fn how(r: &BenchRecord, host_cpus: usize) -> (String, bool) {
     let over = r.is_contention() && r.cpus as usize > host_cpus;
     if over {
         s.push_str(&format!(
-            " <span class=\"tag over\">OVERSUBSCRIBED</span> {} vCPUs &gt; {host_cpus} host cores",
+            " <span class=\"tag over\">OVERSUBSCRIBED</span> {} vCPUs &gt; {host_cpus} cores",
             r.cpus
         ));
     }

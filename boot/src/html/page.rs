@@ -127,7 +127,8 @@ tr.first td{border-top:2px solid #999}
 .tag.pass{background:#2e7d32;color:#fff}
 pre{background:#f7f7f7;border:1px solid #ddd;padding:.6em;overflow-x:auto;font-size:12px}
 code{font-size:12px}
-td code{overflow-wrap:anywhere}
+table.results code{white-space:nowrap}
+table.boots code{overflow-wrap:anywhere}
 details code{display:block;max-width:60em}
 .charts{display:flex;flex-wrap:wrap;gap:12px}
 .charts svg{border:1px solid #ddd;max-width:100%;height:auto}

@@ -224,7 +224,7 @@ fn report_shows_the_run_machine_experiments_charts_and_files() {
         "{p64}"
     );
     assert!(
-        p64.contains("class=\"oversubscribed\"") && p64.contains("8 vCPUs &gt; 2 host cores"),
+        p64.contains("class=\"oversubscribed\"") && p64.contains("8 vCPUs &gt; 2 cores"),
         "{p64}"
     );
     let p64_2 = row("<td>partial_64</td><td class=\"num\">2</td><td>tsc</td>");
