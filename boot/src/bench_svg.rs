@@ -13,10 +13,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-const WIDTH: f64 = 820.0;
+const WIDTH: f64 = 860.0;
 const HEIGHT: f64 = 440.0;
-const LEFT: f64 = 84.0;
-const RIGHT: f64 = 270.0;
+const LEFT: f64 = 90.0;
+const RIGHT: f64 = 300.0;
 const TOP: f64 = 44.0;
 const BOTTOM: f64 = 60.0;
 /// Pixels between a tick label and its axis (and the tick mark's length).
@@ -193,7 +193,7 @@ pub fn line_chart(chart: &Chart) -> String {
         svg,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"{}\" class=\"{}\" width=\"{WIDTH}\" \
          height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" font-family=\"sans-serif\" \
-         font-size=\"12\" role=\"img\" aria-label=\"{}\">",
+         font-size=\"14\" role=\"img\" aria-label=\"{}\">",
         escape(&chart.id),
         escape(&chart.class),
         escape(&chart.title)
@@ -202,7 +202,7 @@ pub fn line_chart(chart: &Chart) -> String {
     let _ = writeln!(svg, "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>");
     let _ = writeln!(
         svg,
-        "<text x=\"{:.1}\" y=\"24\" font-size=\"14\" text-anchor=\"middle\">{}</text>",
+        "<text x=\"{:.1}\" y=\"24\" font-size=\"16\" text-anchor=\"middle\">{}</text>",
         WIDTH / 2.0,
         escape(&chart.title)
     );
@@ -233,7 +233,7 @@ pub fn line_chart(chart: &Chart) -> String {
             LEFT + plot_w,
             LEFT - TICK_GAP / 2.0,
             LEFT - TICK_GAP,
-            py(y) + 4.0,
+            py(y) + 5.0,
             tick_label(y)
         );
         i += 1;
@@ -246,7 +246,7 @@ pub fn line_chart(chart: &Chart) -> String {
             px(x),
             TOP + plot_h,
             TOP + plot_h + TICK_GAP / 2.0,
-            TOP + plot_h + TICK_GAP + 12.0,
+            TOP + plot_h + TICK_GAP + 14.0,
             tick_label(x)
         );
     }
@@ -337,7 +337,7 @@ pub fn line_chart(chart: &Chart) -> String {
             escape(&s.name),
             if s.exact { " (exact)" } else { "" }
         );
-        ly += 18.0;
+        ly += 20.0;
     }
     ly += 6.0;
     if series.iter().any(|s| s.exact) {
@@ -347,7 +347,7 @@ pub fn line_chart(chart: &Chart) -> String {
              run</text>",
             ly + 4.0
         );
-        ly += 18.0;
+        ly += 20.0;
     }
     if whiskers > 0 {
         let _ = writeln!(
@@ -362,14 +362,14 @@ pub fn line_chart(chart: &Chart) -> String {
             lx + 28.0,
             ly + 4.0
         );
-        ly += 18.0;
+        ly += 20.0;
     }
     if let (Some(h), Some(most)) = (chart.host_cpus, over_x.last()) {
         let _ = writeln!(
             svg,
             "<rect x=\"{lx}\" y=\"{0}\" width=\"22\" height=\"14\" fill=\"#f2dede\"/>\
              <circle cx=\"{1}\" cy=\"{ly}\" r=\"4\" fill=\"white\" stroke=\"#444\" stroke-width=\"2\"/>\
-             <text class=\"legend oversubscribed\" x=\"{2}\" y=\"{3}\" font-size=\"11\">\
+             <text class=\"legend oversubscribed\" x=\"{2}\" y=\"{3}\" font-size=\"12.5\">\
              oversubscribed: {most} vCPUs &gt; {h} host cores</text>",
             ly - 7.0,
             lx + 11.0,

@@ -152,8 +152,8 @@ pub fn experiment_table(bench: &str, records: &[&BenchRecord], host_cpus: usize)
     table("results", &head, &numeric, &rows)
 }
 
-/// The section of experiment `bench`: heading, baseline, table, charts (inline SVG, each with a
-/// link to its file in the run folder when `files` lists it).
+/// The section of experiment `bench`: heading, baseline, charts (inline SVG, each with a link
+/// to its file in the run folder when `files` lists it), then the table.
 pub fn section(
     bench: &str,
     records: &[&BenchRecord],
@@ -174,9 +174,8 @@ pub fn section(
         records.len(),
         escape(&rule)
     );
-    s.push_str(&experiment_table(bench, records, host_cpus));
     if !charts.is_empty() {
-        s.push_str("<h3>Charts</h3>\n<div class=\"charts\">\n");
+        s.push_str("<div class=\"charts\">\n");
         for c in charts {
             s.push_str("<figure>\n");
             s.push_str(&line_chart(&c.chart));
@@ -190,6 +189,7 @@ pub fn section(
         }
         s.push_str("</div>\n");
     }
+    s.push_str(&experiment_table(bench, records, host_cpus));
     s.push_str("</section>\n");
     s
 }

@@ -130,8 +130,10 @@ code{font-size:12px}
 table.results code{white-space:nowrap}
 table.boots code{overflow-wrap:anywhere}
 details code{display:block;max-width:60em}
-.charts{display:flex;flex-wrap:wrap;gap:12px}
-.charts svg{border:1px solid #ddd;max-width:100%;height:auto}
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(540px,1fr));gap:12px}
+.charts figure{margin:0}
+.charts svg{border:1px solid #ddd;width:100%;height:auto}
+figcaption{font-size:12px}
 nav ul{list-style:none;padding:0;margin:.4em 0;display:flex;flex-wrap:wrap;gap:.2em 1.2em}
 .note{color:#555;font-size:13px}
 ";
