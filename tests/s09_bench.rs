@@ -44,7 +44,7 @@ fn s09_smoke_benchmarks_keep_the_contract() {
     for r in runs {
         assert!(r.outcome.passed(), "{}", r.outcome.failure_report());
     }
-    let problems = run::contract_problems(&runs);
+    let problems = run::contract_problems(runs);
     assert!(
         problems.is_empty(),
         "contract violated:\n{}",
@@ -52,7 +52,7 @@ fn s09_smoke_benchmarks_keep_the_contract() {
     );
     // The catalog and the kernel agree: every case listed for a boot was printed there by the
     // experiments that ran, and nothing unlisted was printed (the kernel refuses that too).
-    let problems = run::catalog_problems(&runs);
+    let problems = run::catalog_problems(runs);
     assert!(
         problems.is_empty(),
         "catalog and kernel disagree:\n{}",

@@ -7,16 +7,9 @@ use crate::bench::{BenchRecord, Boot};
 use crate::bench_svg;
 use serde_json::json;
 
-fn rec(
-    bench: &str,
-    case: &str,
-    metric: &str,
-    unit: &str,
-    cpus: u32,
-    boot: Boot,
-    rep: u32,
-    value: f64,
-) -> BenchRecord {
+/// A record of `[bench, case, metric, unit]`.
+fn rec(what: [&str; 4], cpus: u32, boot: Boot, rep: u32, value: f64) -> BenchRecord {
+    let [bench, case, metric, unit] = what;
     BenchRecord {
         bench: bench.into(),
         case: case.into(),
@@ -81,81 +74,28 @@ fn run_dir(tag: &str, records: &[BenchRecord], twin: bool) -> (PathBuf, PathBuf,
 }
 
 fn sample() -> Vec<BenchRecord> {
+    const L: &str = "slub_list_lock";
+    let ops = |case| [L, case, "ops_per_cpu", "ops_per_sec"];
+    let acq = |case| [L, case, "list_lock_acquisitions_per_kop", "acquisitions"];
     let mut rs = Vec::new();
     for (i, v) in [100.0, 90.0, 120.0].into_iter().enumerate() {
-        rs.push(rec(
-            "slub_list_lock",
-            "linux_default",
-            "ops_per_cpu",
-            "ops_per_sec",
-            2,
-            Boot::Tsc,
-            i as u32,
-            v,
-        ));
-        rs.push(rec(
-            "slub_list_lock",
-            "linux_default",
-            "ops_per_cpu",
-            "ops_per_sec",
-            8,
-            Boot::Tsc,
-            i as u32,
-            v / 2.0,
-        ));
-        rs.push(rec(
-            "slub_list_lock",
-            "partial_64",
-            "ops_per_cpu",
-            "ops_per_sec",
-            2,
-            Boot::Tsc,
-            i as u32,
-            v * 2.0,
-        ));
-        rs.push(rec(
-            "slub_list_lock",
-            "partial_64",
-            "ops_per_cpu",
-            "ops_per_sec",
-            8,
-            Boot::Tsc,
-            i as u32,
-            v,
-        ));
+        let i = i as u32;
+        rs.push(rec(ops("linux_default"), 2, Boot::Tsc, i, v));
+        rs.push(rec(ops("linux_default"), 8, Boot::Tsc, i, v / 2.0));
+        rs.push(rec(ops("partial_64"), 2, Boot::Tsc, i, v * 2.0));
+        rs.push(rec(ops("partial_64"), 8, Boot::Tsc, i, v));
     }
     for (cpus, v) in [(2, 9.5), (8, 11.25)] {
-        rs.push(rec(
-            "slub_list_lock",
-            "linux_default",
-            "list_lock_acquisitions_per_kop",
-            "acquisitions",
-            cpus,
-            Boot::Det,
-            0,
-            v,
-        ));
-        rs.push(rec(
-            "slub_list_lock",
-            "partial_64",
-            "list_lock_acquisitions_per_kop",
-            "acquisitions",
-            cpus,
-            Boot::Det,
-            0,
-            v / 2.0,
-        ));
+        rs.push(rec(acq("linux_default"), cpus, Boot::Det, 0, v));
+        rs.push(rec(acq("partial_64"), cpus, Boot::Det, 0, v / 2.0));
     }
-    rs.push(rec(
+    let clock = [
         "clock_overhead",
         "rdtsc",
         "min_ticks_per_read",
         "instructions",
-        1,
-        Boot::Icount,
-        0,
-        4.0,
-    ));
+    ];
+    rs.push(rec(clock, 1, Boot::Icount, 0, 4.0));
     rs
 }
 
