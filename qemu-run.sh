@@ -18,6 +18,7 @@
 #   ./qemu-run.sh sweep [--topology A,B] [--axis KEY=V1,V2]... [--reps N] [--jobs N] [--emit-jobs FILE]
 #       -- BENCH ARGS   one bench run per combination, through GNU parallel, merged (docs/sweeps.md)
 #   ./qemu-run.sh merge DIR... --out OUT   a sweep's job folders into one run
+#   ./qemu-run.sh setup [--test]   install only (--test: also TEST_PACKAGES, what only tests need)
 # All QEMU knowledge lives in boot/ (numalab-boot); this script only sets up and dispatches.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -91,6 +92,27 @@ setup_toolchain() {
     export RUSTC_BOOTSTRAP=1 CARGO_UNSTABLE_JSON_TARGET_SPEC=true
 }
 
+# Debian packages only the tests need (./qemu-run.sh test, ./qemu-run.sh setup --test), never
+# the main job or bench: one array line per package, with why.
+TEST_PACKAGES=()
+# chromium: tests/s10_html.rs renders a bench run's HTML report (boot/src/html/) in headless
+# Chromium, a real browser, and checks its screenshot and DOM.
+TEST_PACKAGES+=(chromium)
+setup_test_packages() {
+    local missing=() pkg
+    for pkg in "${TEST_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
+            missing+=("$pkg")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        say "installing ${missing[*]} (needed only by the tests, see TEST_PACKAGES)"
+        local sudo=""
+        [ "$(id -u)" = 0 ] || sudo=sudo
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+}
+
 setup() {
     setup_packages
     setup_llvm_links
@@ -106,6 +128,7 @@ case "${1:-}" in
             slow=(--include-ignored)
         fi
         setup
+        setup_test_packages
         # Enough test threads that every selected QEMU test is waiting for its boot from the
         # start: tests/support then runs the longest waiting boot first (QEMUs are limited
         # separately, by NUMALAB_QEMU_JOBS).
@@ -126,6 +149,10 @@ case "${1:-}" in
         ;;
     setup)
         setup
+        # --test: also what only the tests need (TEST_PACKAGES), as `./qemu-run.sh test` does.
+        if [ "${2:-}" = --test ]; then
+            setup_test_packages
+        fi
         say "setup complete"
         ;;
     *)

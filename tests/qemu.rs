@@ -24,6 +24,8 @@ mod s08_soak;
 mod s09_bench;
 #[path = "s10_sweep.rs"]
 mod s10_sweep;
+#[path = "s11_html.rs"]
+mod s11_html;
 
 /// Cargo.toml turns off test auto-discovery: a new tests/*.rs file must be a module above (or
 /// a `[[test]]` of its own), or it would silently never run.

@@ -5,6 +5,7 @@
 //! bench/case/metric lines and every case its catalog entry (kernel/algo/src/bench/catalog)
 //! lists for that boot, and nothing the catalog lacks; boots `det` twice and checks its counts
 //! repeat exactly. Never checks speed: the numbers are measurements, not pass/fail criteria.
+//! The smoke run is shared with s11_html.rs (its HTML report in a browser).
 
 use numalab_boot::bench::catalog::{CLOCK_OVERHEAD, MEMORYLESS_NODE, SLUB_LIST_LOCK};
 use numalab_boot::bench::{self, Boot};
@@ -26,14 +27,24 @@ fn run_boots(args: &BenchArgs) -> Vec<run::BootRun> {
     numalab::with_qemu_slot(cost, || run::run_boots(args, &img)).expect("boots start")
 }
 
+/// The smoke benchmarks on 4node (tsc, det and icount boots), run once per test process and
+/// shared: this file checks their contract, s11_html.rs renders their HTML report.
+pub fn smoke_runs() -> &'static (BenchArgs, Vec<run::BootRun>) {
+    static RUNS: std::sync::OnceLock<(BenchArgs, Vec<run::BootRun>)> = std::sync::OnceLock::new();
+    RUNS.get_or_init(|| {
+        let args = smoke_args("--topology 4node");
+        let runs = run_boots(&args);
+        (args, runs)
+    })
+}
+
 #[test]
 fn s09_smoke_benchmarks_keep_the_contract() {
-    let args = smoke_args("--topology 4node");
-    let runs = run_boots(&args);
-    for r in &runs {
+    let (_, runs) = smoke_runs();
+    for r in runs {
         assert!(r.outcome.passed(), "{}", r.outcome.failure_report());
     }
-    let problems = run::contract_problems(&runs);
+    let problems = run::contract_problems(runs);
     assert!(
         problems.is_empty(),
         "contract violated:\n{}",
@@ -41,7 +52,7 @@ fn s09_smoke_benchmarks_keep_the_contract() {
     );
     // The catalog and the kernel agree: every case listed for a boot was printed there by the
     // experiments that ran, and nothing unlisted was printed (the kernel refuses that too).
-    let problems = run::catalog_problems(&runs);
+    let problems = run::catalog_problems(runs);
     assert!(
         problems.is_empty(),
         "catalog and kernel disagree:\n{}",
@@ -82,7 +93,7 @@ fn s09_smoke_benchmarks_keep_the_contract() {
     }
     // No progress line is printed more often than once per guest second: in these short
     // smoke runs, at most one per experiment and case in each boot.
-    for run in &runs {
+    for run in runs {
         let mut seen = std::collections::BTreeMap::new();
         for l in run
             .outcome

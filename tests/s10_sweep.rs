@@ -124,6 +124,11 @@ fn s10_sweep_runs_through_gnu_parallel_and_merges_four_variants() {
         })
         .count();
     assert_eq!(job_logs, 4, "{}", run_dir.display());
+    // One report of the merged run: a table per variant.
+    let html = std::fs::read_to_string(run_dir.join("index.html")).expect("merged report");
+    for v in &want {
+        assert!(html.contains(&format!("<h3>variant {v}</h3>")), "{v}");
+    }
     let _ = std::fs::remove_dir_all(&out);
 }
 

@@ -6,6 +6,7 @@ pub mod bench;
 pub mod bench_svg;
 pub mod cli;
 pub mod exit;
+pub mod html;
 pub mod image;
 pub mod ktap;
 pub mod machine;

@@ -111,6 +111,7 @@ pub fn linux_boots(args: &BenchArgs) -> Result<Vec<BootRun>, String> {
 }
 
 /// One finished boot.
+#[derive(Clone)]
 pub struct BootRun {
     pub boot: Boot,
     /// Its repetition (0-based; only tsc and uma boots are repeated).

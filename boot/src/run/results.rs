@@ -1,6 +1,6 @@
 //! The result files of a run: `DIR/<date>-<rev>.jsonl` (the header line, then every record),
-//! beside it `DIR/<date>-<rev>/` with each boot's serial log and the SVG charts; the header's
-//! facts (date, git revision, host, QEMU version).
+//! beside it `DIR/<date>-<rev>/` with each boot's serial log, the SVG charts and the HTML
+//! report `index.html`; the header's facts (command, date, git revision, host, QEMU version).
 
 use super::args::BenchArgs;
 use super::execute::Runs;
@@ -103,6 +103,7 @@ pub fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &s
         .collect();
     json!({
         "record": "header",
+        "command": std::env::args().collect::<Vec<_>>(),
         "date": iso,
         "git_rev": rev,
         "host": host,
@@ -212,7 +213,9 @@ pub fn write_results(
         std::fs::write(&log, &r.outcome.log)
             .map_err(|e| format!("cannot write {}: {e}", log.display()))?;
     }
-    let mut files = vec![jsonl, sub.clone()];
-    files.extend(bench_svg::scaling_charts(all, &sub)?);
+    let mut files = vec![jsonl.clone(), sub.clone()];
+    files.extend(bench_svg::scaling_charts(all, &sub, host_cpus())?);
+    // The HTML report of the run (html/): after the JSONL, logs and charts it links to.
+    files.push(crate::html::write_report(&jsonl, &sub)?);
     Ok(files)
 }

@@ -232,8 +232,14 @@ pub fn merge_dirs(dirs: &[PathBuf], out: &Path, force: bool) -> i32 {
                 return exit::FAIL;
             }
         };
-    // HTML REPORT CALL SITE (the integrator connects it): the merged run's report is written
-    // here, once boot/src/html/ exists, as `crate::html::write_report(&jsonl, &run_dir)`.
+    // The merged run's report, as a single run's (html/): every variant's tables and charts.
+    let report = match crate::html::write_report(&jsonl, &run_dir) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("numalab: merge: report: {e}");
+            return exit::FAIL;
+        }
+    };
     for (j, v) in jobs
         .iter()
         .zip(header["jobs"].as_array().into_iter().flatten())
@@ -258,6 +264,7 @@ pub fn merge_dirs(dirs: &[PathBuf], out: &Path, force: bool) -> i32 {
     );
     println!("numalab: merge: wrote {}", jsonl.display());
     println!("numalab: merge: wrote {}", run_dir.display());
+    println!("numalab: merge: wrote {}", report.display());
     exit::PASS
 }
 
