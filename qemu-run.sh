@@ -85,6 +85,26 @@ setup_toolchain() {
     export RUSTC_BOOTSTRAP=1 CARGO_UNSTABLE_JSON_TARGET_SPEC=true
 }
 
+# Packages only the tests need, installed by `./qemu-run.sh test` (and `setup`), not by a run.
+# linux-source-6.1: tests/s10_slabsys.rs builds Linux's own tools/vm/slabinfo.c from it and runs
+# it over a run's RUN/sys/kernel/slab tree (procps' slabtop, already installed, reads RUN/proc).
+TEST_PACKAGES=()
+TEST_PACKAGES+=(linux-source-6.1)
+setup_test_packages() {
+    local missing=() pkg
+    for pkg in "${TEST_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
+            missing+=("$pkg")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        say "installing ${missing[*]} (needed only by the tests)"
+        local sudo=""
+        [ "$(id -u)" = 0 ] || sudo=sudo
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+}
+
 setup() {
     setup_packages
     setup_llvm_links
@@ -100,6 +120,7 @@ case "${1:-}" in
             slow=(--include-ignored)
         fi
         setup
+        setup_test_packages
         # Enough test threads that every selected QEMU test is waiting for its boot from the
         # start: tests/support then runs the longest waiting boot first (QEMUs are limited
         # separately, by NUMALAB_QEMU_JOBS).
@@ -120,6 +141,7 @@ case "${1:-}" in
         ;;
     setup)
         setup
+        setup_test_packages
         say "setup complete"
         ;;
     *)

@@ -22,6 +22,8 @@ mod s07_twin;
 mod s08_soak;
 #[path = "s09_bench.rs"]
 mod s09_bench;
+#[path = "s10_slabsys.rs"]
+mod s10_slabsys;
 
 /// Cargo.toml turns off test auto-discovery: a new tests/*.rs file must be a module above (or
 /// a `[[test]]` of its own), or it would silently never run.

@@ -194,6 +194,7 @@ pub fn write_results(
             .map_err(|e| format!("cannot write {}: {e}", log.display()))?;
     }
     let mut files = vec![jsonl, sub.clone()];
+    files.extend(super::sysfs::write_run_tree(&runs.numalab, &sub)?);
     files.extend(bench_svg::scaling_charts(all, &sub)?);
     Ok(files)
 }
