@@ -6,6 +6,7 @@
 //! procps' `slabtop -o` over the /proc/slabinfo file bind-mounted on /proc/slabinfo. Every
 //! row must show the snapshot's exact counts: objects, object size, slabs/partial/cpu, bytes.
 
+use numalab_algo::page::PAGE_SIZE;
 use numalab_boot::bench::catalog::CLOCK_OVERHEAD;
 use numalab_boot::bench::Boot;
 use numalab_boot::run::sysfs::{parse_block, write_tree, SlabTree};
@@ -17,7 +18,6 @@ use std::time::Duration;
 
 const SOURCE: &str = "/usr/src/linux-source-6.1.tar.xz";
 const MEMBER: &str = "linux-source-6.1/tools/vm/slabinfo.c";
-const PAGE_SIZE: u64 = 4096;
 
 /// Linux 6.1's slabinfo, extracted from Debian's source package and built once (the binary is
 /// kept in target/tmp/linux-slabinfo-6.1 across test runs).

@@ -1,7 +1,7 @@
 //! The kernel's `# sysfs:` block (kernel/algo/src/slub/sysfs.rs) cut out of a boot's serial
 //! log and written as files Linux's tools read: `RUN/sys/kernel/slab/CACHE/ATTR` (one file per
 //! attribute and SLUB stat, as mm/slub.c's sysfs has them) and `RUN/proc/slabinfo`, from the
-//! run's tsc boot (docs/slub.md#sysfs-and-procslabinfo-of-a-run).
+//! run's first tsc boot (docs/slub.md#sysfs-and-procslabinfo-of-a-run).
 
 use super::BootRun;
 use crate::bench::Boot;
@@ -134,11 +134,12 @@ pub fn write_tree(tree: &SlabTree, run: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(vec![slab, f])
 }
 
-/// The run's sysfs tree from its tsc boot (the last repetition, whose log results.rs keeps):
-/// nothing when the run has no tsc boot or that boot did not pass; an error when it passed
-/// without a block (or with a broken one).
+/// The run's sysfs tree from its first tsc boot (repetition 0 on the run's own machine; in
+/// the main job its `suite=all` boot, not the memoryless machine's that follows): nothing when
+/// the run has no tsc boot or that boot did not pass; an error when it passed without a block
+/// (or with a broken one).
 pub fn write_run_tree(runs: &[BootRun], run: &Path) -> Result<Vec<PathBuf>, String> {
-    let Some(tsc) = runs.iter().rev().find(|r| r.boot == Boot::Tsc) else {
+    let Some(tsc) = runs.iter().find(|r| r.boot == Boot::Tsc) else {
         return Ok(Vec::new());
     };
     if !tsc.outcome.passed() {
