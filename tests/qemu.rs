@@ -26,6 +26,8 @@ mod s09_bench;
 mod s10_sweep;
 #[path = "s11_html.rs"]
 mod s11_html;
+#[path = "s12_slabsys.rs"]
+mod s12_slabsys;
 
 /// Cargo.toml turns off test auto-discovery: a new tests/*.rs file must be a module above (or
 /// a `[[test]]` of its own), or it would silently never run.

@@ -12,6 +12,7 @@ pub mod execute;
 pub mod plan;
 pub mod report;
 pub mod results;
+pub mod sysfs;
 pub mod twin;
 
 use crate::bench::{self, BenchRecord, Boot, Violation};

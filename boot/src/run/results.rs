@@ -214,8 +214,10 @@ pub fn write_results(
             .map_err(|e| format!("cannot write {}: {e}", log.display()))?;
     }
     let mut files = vec![jsonl.clone(), sub.clone()];
+    files.extend(super::sysfs::write_run_tree(&runs.numalab, &sub)?);
     files.extend(bench_svg::scaling_charts(all, &sub, host_cpus())?);
-    // The HTML report of the run (html/): after the JSONL, logs and charts it links to.
+    // The HTML report of the run (html/): after the JSONL, logs, sysfs tree and charts it
+    // links to.
     files.push(crate::html::write_report(&jsonl, &sub)?);
     Ok(files)
 }

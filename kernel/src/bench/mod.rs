@@ -126,3 +126,13 @@ fn clock_overhead(_ctx: &Ctx) -> TestResult {
 
 crate::ktest!(BENCH_SUITE, BenchPlan, plan);
 crate::ktest!(BENCH_SUITE, Bench, CLOCK_OVERHEAD, clock_overhead);
+
+/// `bench.sysfs`: after every experiment, every cache's /sys/kernel/slab files and
+/// /proc/slabinfo from one snapshot (the `# sysfs:` block; the runner writes them under the
+/// run folder, docs/slub.md#sysfs-and-procslabinfo-of-a-run).
+fn sysfs(_ctx: &Ctx) -> TestResult {
+    crate::mm::slub::info::print_sysfs_block();
+    Ok(())
+}
+
+crate::ktest!(BENCH_SUITE, BenchEnd, sysfs);

@@ -37,6 +37,9 @@ pub enum Kind {
     /// Experiments: print BENCH lines, selected by name with `bench=`; fail only when they
     /// cannot run or a knob check fails.
     Bench,
+    /// Runs after the experiments whenever benchmarks run, whatever `bench=` selects (the
+    /// SLUB sysfs snapshot of what they left).
+    BenchEnd,
     /// The long randomized soak (kernel/src/soak): only with `suite=soak`.
     Soak,
 }
@@ -71,7 +74,7 @@ impl Suite {
             Suite::None => false,
             Suite::Test => kind == Kind::Test,
             Suite::Stress => kind == Kind::Stress,
-            Suite::Bench => matches!(kind, Kind::Bench | Kind::BenchPlan),
+            Suite::Bench => matches!(kind, Kind::Bench | Kind::BenchPlan | Kind::BenchEnd),
         }
     }
 }

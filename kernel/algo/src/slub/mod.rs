@@ -26,7 +26,9 @@ pub mod sheaf;
 mod sheaves;
 mod slab;
 mod slab_path;
+pub mod snapshot;
 pub mod stats;
+pub mod sysfs;
 
 #[cfg(test)]
 mod fake;
@@ -34,6 +36,8 @@ mod fake;
 mod model;
 #[cfg(test)]
 mod sheaves_tests;
+#[cfg(test)]
+mod sysfs_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -43,4 +47,5 @@ pub use cache::{Cache, CreateError, Design, Tunables, CPU_SLAB_BYTES, HOT_LINE_B
 pub use geometry::DebugFlags;
 pub use info::{slabinfo_line, SlabInfo, SlabinfoMode, SLABINFO_HEADER};
 pub use platform::{Platform, Report, SlabPages, DESC_BYTES};
+pub use snapshot::{CacheSnapshot, NodeFigures};
 pub use stats::{ErrorKind, Stat, StatsSnapshot, STAT_NAMES};

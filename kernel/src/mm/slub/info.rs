@@ -1,12 +1,15 @@
 //! What SLUB prints: /proc/slabinfo version 2.1 (counted from counters, or by Linux's old
 //! walk of the partial lists under list_lock), and the SLUB_STATS counters in the format of
-//! /sys/kernel/slab/CACHE/STAT (`total C0=n C1=n ...`).
+//! /sys/kernel/slab/CACHE/STAT (`total C0=n C1=n ...`); and the `# sysfs:` block, every
+//! cache's /sys/kernel/slab files and /proc/slabinfo from one snapshot (docs/slub.md).
 
 use super::{caches, KmemCache};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
-use numalab_algo::slub::{slabinfo_line, SlabinfoMode, SLABINFO_HEADER, STAT_NAMES};
+use numalab_algo::slub::{
+    slabinfo_line, sysfs, CacheSnapshot, SlabinfoMode, SLABINFO_HEADER, STAT_NAMES,
+};
 use numalab_algo::topology::CpuId;
 
 /// The slabinfo text of every cache, and the longest list_lock hold of the reader (rdtsc
@@ -68,4 +71,22 @@ pub fn stats_lines(c: &KmemCache) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// Prints the `# sysfs:` block (numalab_algo::slub::sysfs): storage for every cache's
+/// snapshot is allocated first, then every cache is read with no allocation in between, so
+/// the figures of the kmalloc caches are not moved by the snapshot itself; printing follows.
+/// Exact when the other CPUs are quiet (the end of the benchmarks).
+pub fn print_sysfs_block() {
+    let list = caches();
+    let mut snaps: Vec<CacheSnapshot> = list
+        .iter()
+        .map(|c| CacheSnapshot::for_cache(c.core()))
+        .collect();
+    for (c, s) in list.iter().zip(snaps.iter_mut()) {
+        c.core().fill_snapshot(s);
+    }
+    for line in sysfs::block_lines(&snaps) {
+        println!("{}", line);
+    }
 }
