@@ -7,21 +7,8 @@ use super::compare_text::{mark, range};
 use super::table::fmt_value;
 use std::fmt::Write as _;
 
-/// `text` with HTML's five special characters escaped.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// HTML escaping, shared with the run report.
+pub use crate::html::escape;
 
 const STYLE: &str = "body{font-family:sans-serif;margin:1.5em}\
 table{border-collapse:collapse;margin:.5em 0}\

@@ -10,26 +10,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The `numactl -H` block of a serial log: from `available:` to the last row of the distance
-/// matrix.
+/// The `numactl -H` block of a serial log, as the HTML report cuts it (html/report.rs).
 pub fn numactl_block(log: &str) -> Option<String> {
-    let mut lines = log.lines().skip_while(|l| !l.starts_with("available: "));
-    let first = lines.next()?;
-    let mut out = String::from(first);
-    out.push('\n');
-    for l in lines {
-        let row = l.trim_start();
-        let matrix_row = row
-            .split_once(':')
-            .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-        if l.starts_with("node ") || matrix_row {
-            out.push_str(l);
-            out.push('\n');
-        } else {
-            break;
-        }
-    }
-    Some(out)
+    crate::html::numactl_block(log).map(|lines| lines.iter().map(|l| format!("{l}\n")).collect())
 }
 
 /// One line per KTAP suite of `run`: passed, failed, skipped.
