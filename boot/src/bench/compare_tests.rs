@@ -9,20 +9,13 @@ use super::record::{BenchRecord, Boot};
 use serde_json::json;
 
 fn rec(metric: &str, unit: &str, boot: Boot, rep: u32, value: f64) -> BenchRecord {
-    BenchRecord {
-        bench: "slub_list_lock".into(),
-        case: "linux_default".into(),
-        metric: metric.into(),
-        value,
-        unit: unit.into(),
-        cpus: 8,
-        nodes: 4,
-        clock: boot.clock().into(),
+    BenchRecord::for_test(
+        ["slub_list_lock", "linux_default", metric, unit],
+        8,
         boot,
         rep,
-        kernel: "numalab".into(),
-        variant: None,
-    }
+        value,
+    )
 }
 
 /// `values` as repetitions 0, 1, ... of a tsc metric.

@@ -36,6 +36,27 @@ pub struct BenchRecord {
 pub type Key = (String, String, String, u32, String);
 
 impl BenchRecord {
+    /// A numalab record on 4 nodes as a test builds it: `[bench, case, metric, unit]`, CPUs,
+    /// boot (whose clock it gets), repetition and value.
+    #[cfg(test)]
+    pub(crate) fn for_test(what: [&str; 4], cpus: u32, boot: Boot, rep: u32, value: f64) -> Self {
+        let [bench, case, metric, unit] = what;
+        BenchRecord {
+            bench: bench.into(),
+            case: case.into(),
+            metric: metric.into(),
+            value,
+            unit: unit.into(),
+            cpus,
+            nodes: 4,
+            clock: boot.clock().into(),
+            boot,
+            rep,
+            kernel: "numalab".into(),
+            variant: None,
+        }
+    }
+
     pub fn key(&self) -> Key {
         let boot = match &self.variant {
             None => self.boot.name().to_string(),

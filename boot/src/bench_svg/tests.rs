@@ -156,19 +156,14 @@ fn nice_steps() {
 
 #[test]
 fn scaling_charts_group_by_bench_metric_boot() {
-    let rec = |case: &str, cpus: u32, value: f64, boot: Boot, rep: u32| BenchRecord {
-        bench: "slub_list_lock".into(),
-        case: case.into(),
-        metric: "ops_per_cpu".into(),
-        value,
-        unit: "ops_per_sec".into(),
-        cpus,
-        nodes: 4,
-        clock: boot.clock().into(),
-        boot,
-        rep,
-        kernel: "numalab".into(),
-        variant: None,
+    let rec = |case: &str, cpus: u32, value: f64, boot: Boot, rep: u32| {
+        BenchRecord::for_test(
+            ["slub_list_lock", case, "ops_per_cpu", "ops_per_sec"],
+            cpus,
+            boot,
+            rep,
+            value,
+        )
     };
     let mut rs = vec![
         rec("a", 2, 10.0, Boot::Tsc, 0),

@@ -9,21 +9,7 @@ use serde_json::json;
 
 /// A record of `[bench, case, metric, unit]`.
 fn rec(what: [&str; 4], cpus: u32, boot: Boot, rep: u32, value: f64) -> BenchRecord {
-    let [bench, case, metric, unit] = what;
-    BenchRecord {
-        bench: bench.into(),
-        case: case.into(),
-        metric: metric.into(),
-        value,
-        unit: unit.into(),
-        cpus,
-        nodes: 4,
-        clock: boot.clock().into(),
-        boot,
-        rep,
-        kernel: "numalab".into(),
-        variant: None,
-    }
+    BenchRecord::for_test(what, cpus, boot, rep, value)
 }
 
 const NUMACTL: &str = "available: 2 nodes (0-1)\nnode 0 cpus: 0 1\nnode 0 size: 500 MB\n\
