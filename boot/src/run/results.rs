@@ -1,6 +1,6 @@
 //! The result files of a run: `DIR/<date>-<rev>.jsonl` (the header line, then every record),
 //! beside it `DIR/<date>-<rev>/` with each boot's serial log and the SVG charts; the header's
-//! facts (date, git revision, host, QEMU version).
+//! facts (date, git revision, host, QEMU version); `proc/lock_stat*` there (lock_stat.rs).
 
 use super::args::BenchArgs;
 use super::execute::Runs;
@@ -194,6 +194,7 @@ pub fn write_results(
             .map_err(|e| format!("cannot write {}: {e}", log.display()))?;
     }
     let mut files = vec![jsonl, sub.clone()];
+    files.extend(super::lock_stat::write_proc(&sub, &runs.numalab)?);
     files.extend(bench_svg::scaling_charts(all, &sub)?);
     Ok(files)
 }
