@@ -141,6 +141,35 @@ mod tests {
     }
 
     #[test]
+    fn the_runner_turns_lock_stat_on_except_in_the_icount_boot() {
+        let args = |w: &[&str]| {
+            let words: Vec<String> = w.iter().map(|s| s.to_string()).collect();
+            super::super::parse(&words).unwrap()
+        };
+        let sets = |a: &super::super::BenchArgs, boot| {
+            super::super::plan::boot_config(a, boot, 0).unwrap().sets
+        };
+        let smoke = args(&["--smoke"]);
+        for (boot, on) in [(Boot::Tsc, true), (Boot::Det, true), (Boot::Icount, false)] {
+            let s = sets(&smoke, boot);
+            assert_eq!(s.iter().any(|w| w == "lock_stat=1"), on, "{boot:?}: {s:?}");
+            assert_eq!(
+                s.iter().filter(|w| w.starts_with("lock_stat=")).count(),
+                on as usize
+            );
+        }
+        // The user's own word wins.
+        let off = args(&["--smoke", "--set", "lock_stat=0"]);
+        let s = sets(&off, Boot::Tsc);
+        assert_eq!(
+            s.iter()
+                .filter(|w| w.starts_with("lock_stat="))
+                .collect::<Vec<_>>(),
+            ["lock_stat=0"]
+        );
+    }
+
+    #[test]
     fn file_names_by_boot() {
         assert_eq!(file_name(Boot::Tsc), "lock_stat");
         assert_eq!(file_name(Boot::Det), "lock_stat.det");

@@ -55,10 +55,18 @@ pub fn rows() -> Vec<LockStatRow> {
     for cache in slub::caches() {
         for &node in &nodes {
             if let Some(s) = cache.list_lock_stats_on(node) {
-                push(&format!("{}:&n->list_lock", cache.name()), Some(node.0.into()), &s);
+                push(
+                    &format!("{}:&n->list_lock", cache.name()),
+                    Some(node.0.into()),
+                    &s,
+                );
             }
             if let Some(s) = cache.barn_lock_stats_on(node) {
-                push(&format!("{}:&barn->lock", cache.name()), Some(node.0.into()), &s);
+                push(
+                    &format!("{}:&barn->lock", cache.name()),
+                    Some(node.0.into()),
+                    &s,
+                );
             }
         }
     }

@@ -220,7 +220,10 @@ pub fn parse(text: &str) -> Result<LockStat, String> {
     let expect = |i: usize, want: &str, what: &str| -> Result<(), String> {
         match lines.get(i) {
             Some(l) if *l == want => Ok(()),
-            Some(l) => Err(format!("lock_stat line {}: expected {what}, found {l:?}", i + 1)),
+            Some(l) => Err(format!(
+                "lock_stat line {}: expected {what}, found {l:?}",
+                i + 1
+            )),
             None => Err(format!("lock_stat: ends before line {} ({what})", i + 1)),
         }
     };
@@ -244,7 +247,9 @@ pub fn parse(text: &str) -> Result<LockStat, String> {
 /// One class line.
 fn parse_row(line: &str) -> Result<LockStatRow, String> {
     if !line.is_ascii() || line.len() <= NAME_WIDTH || line.as_bytes()[NAME_WIDTH] != b':' {
-        return Err(format!("not a class line (no ':' after a 40-column name): {line:?}"));
+        return Err(format!(
+            "not a class line (no ':' after a 40-column name): {line:?}"
+        ));
     }
     let name = line[..NAME_WIDTH].trim_start();
     if name.is_empty() {

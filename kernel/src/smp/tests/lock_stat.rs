@@ -20,7 +20,10 @@ const HOLD_SPINS: u64 = 200;
 /// One phase: the first CPU takes the lock, waits until the second is spinning for it (its
 /// contention count went up), holds a little longer and lets go; `ROUNDS` times. Returns the
 /// lock's counters and each round's wait as the waiter saw it (wait_ticks before and after).
-fn contend(holder: crate::topology::CpuId, waiter: crate::topology::CpuId) -> (LockStatsSnapshot, Vec<u64>) {
+fn contend(
+    holder: crate::topology::CpuId,
+    waiter: crate::topology::CpuId,
+) -> (LockStatsSnapshot, Vec<u64>) {
     let lock = IrqSpinLock::new(0u64);
     let taken = AtomicU64::new(0);
     let done = AtomicU64::new(0);
@@ -63,12 +66,28 @@ fn contend(holder: crate::topology::CpuId, waiter: crate::topology::CpuId) -> (L
 fn check_phase(s: &LockStatsSnapshot, waits: &[u64], timed: bool) -> TestResult {
     kassert_eq!(s.acquisitions, 2 * ROUNDS, "acquisitions");
     kassert_eq!(s.contended, ROUNDS, "every round contended exactly once");
-    kassert_eq!(s.wait_ticks, waits.iter().sum::<u64>(), "waittime-total = sum of the waits");
-    kassert_eq!(s.min_wait_ticks, *waits.iter().min().unwrap_or(&0), "waittime-min");
-    kassert_eq!(s.max_wait_ticks, *waits.iter().max().unwrap_or(&0), "waittime-max");
+    kassert_eq!(
+        s.wait_ticks,
+        waits.iter().sum::<u64>(),
+        "waittime-total = sum of the waits"
+    );
+    kassert_eq!(
+        s.min_wait_ticks,
+        *waits.iter().min().unwrap_or(&0),
+        "waittime-min"
+    );
+    kassert_eq!(
+        s.max_wait_ticks,
+        *waits.iter().max().unwrap_or(&0),
+        "waittime-max"
+    );
     let avg = s.wait_ticks / s.contended;
     kassert!(s.min_wait_ticks > 0, "a contended wait of 0 ticks");
-    kassert!(s.min_wait_ticks <= avg && avg <= s.max_wait_ticks, "min <= avg <= max: {:?}", s);
+    kassert!(
+        s.min_wait_ticks <= avg && avg <= s.max_wait_ticks,
+        "min <= avg <= max: {:?}",
+        s
+    );
     if timed {
         kassert_eq!(s.holds, 2 * ROUNDS, "every hold timed");
         kassert!(s.min_hold_ticks > 0, "a hold of 0 ticks");
@@ -88,7 +107,11 @@ fn check_phase(s: &LockStatsSnapshot, waits: &[u64], timed: bool) -> TestResult 
             (0, 0, 0, 0),
             "holds timed with lock_stat off"
         );
-        kassert_eq!((s.acq_bounces, s.con_bounces), (0, 0), "bounces with lock_stat off");
+        kassert_eq!(
+            (s.acq_bounces, s.con_bounces),
+            (0, 0),
+            "bounces with lock_stat off"
+        );
     }
     Ok(())
 }
