@@ -102,7 +102,7 @@ pub struct LockStatRow {
 impl LockStatRow {
     /// The row of lock `base` (subclass: its node, if it has one) with `c`'s counters.
     pub fn new(base: &str, subclass: Option<u32>, c: &LockCounts) -> LockStatRow {
-        let avg = |total: u64, n: u64| if n == 0 { 0 } else { total / n };
+        let avg = |total: u64, n: u64| total.checked_div(n).unwrap_or(0);
         LockStatRow {
             name: class_name(base, subclass),
             values: [
