@@ -4,8 +4,9 @@
 //! finite values) and that every experiment in the tree that ran printed each of its required
 //! bench/case/metric lines and every case its catalog entry (kernel/algo/src/bench/catalog)
 //! lists for that boot, and nothing the catalog lacks; boots `det` twice and checks its counts
-//! repeat exactly. Never checks speed: the numbers are measurements, not pass/fail criteria.
-//! The smoke run is shared with s11_html.rs (its HTML report in a browser).
+//! repeat exactly; every boot's lock_stat table parses with every counted lock class. Never
+//! checks speed: the numbers are measurements, not pass/fail criteria. The smoke run is shared
+//! with s11_html.rs (its HTML report in a browser).
 
 use numalab_boot::bench::catalog::{CLOCK_OVERHEAD, MEMORYLESS_NODE, SLUB_LIST_LOCK};
 use numalab_boot::bench::{self, Boot};
@@ -91,6 +92,7 @@ fn s09_smoke_benchmarks_keep_the_contract() {
             assert!(rec.value.is_finite() && rec.cpus >= 1, "{rec:?}");
         }
     }
+    lock_stat_tables(&runs);
     // No progress line is printed more often than once per guest second: in these short
     // smoke runs, at most one per experiment and case in each boot.
     for run in runs {
@@ -112,6 +114,75 @@ fn s09_smoke_benchmarks_keep_the_contract() {
             run.boot.name()
         );
     }
+}
+
+/// Every boot printed a lock_stat table that parses, with every counted lock class of the 4node
+/// machine (each kind on every node), holds timed where the runner turns lock_stat on (tsc,
+/// det) and not in the instruction boot; the host writes them as RUN/proc/lock_stat*.
+fn lock_stat_tables(runs: &[run::BootRun]) {
+    let mut classes = vec![
+        "free_vmap_area_lock".to_string(),
+        "vmap_purge_lock".to_string(),
+        "&vn->busy.lock/0".to_string(),
+        "global:free_vmap_area_lock".to_string(),
+        "global:&vn->busy.lock/0".to_string(),
+        "numa:&vn->busy.lock/3".to_string(),
+    ];
+    for n in 0..4 {
+        classes.push(format!("kmalloc-64:&n->list_lock/{n}"));
+        classes.push(format!("kmalloc-64:&barn->lock/{n}"));
+        classes.push(format!("kmalloc-8k:&n->list_lock/{n}"));
+        classes.push(format!("&zone->lock/{n}"));
+    }
+    for r in runs {
+        let boot = r.boot.name();
+        let table = run::lock_stat::parse_log(&r.outcome.log)
+            .unwrap_or_else(|| panic!("no lock_stat block in the {boot} boot"))
+            .unwrap_or_else(|e| panic!("{boot} boot: {e}"));
+        for c in &classes {
+            assert!(table.row(c).is_some(), "{boot} boot: no class {c}");
+        }
+        // The cpu design has a vmap node per CPU online: 8 on 4node, 1 in the icount boot.
+        let last_vn = if r.boot == Boot::Icount { 0 } else { 7 };
+        assert!(
+            table.row(&format!("&vn->busy.lock/{last_vn}")).is_some()
+                && table
+                    .row(&format!("&vn->busy.lock/{}", last_vn + 1))
+                    .is_none(),
+            "{boot} boot: vmap nodes of the cpu design"
+        );
+        let col = |name: &str| table.rows.iter().map(|r| r.get(name).unwrap()).sum::<u64>();
+        assert!(col("acquisitions") > 0, "{boot} boot: no acquisition");
+        let timed = r.boot != Boot::Icount;
+        assert_eq!(
+            table.units.contains("holdtime timed (lock_stat=1)"),
+            timed,
+            "{boot} boot: {}",
+            table.units
+        );
+        assert_eq!(col("holdtime-total") > 0, timed, "{boot} boot");
+        for row in &table.rows {
+            let v = |c: &str| row.get(c).unwrap();
+            assert!(
+                v("contentions") <= v("acquisitions")
+                    && v("waittime-min") <= v("waittime-avg")
+                    && v("waittime-avg") <= v("waittime-max")
+                    && v("holdtime-min") <= v("holdtime-avg")
+                    && v("holdtime-avg") <= v("holdtime-max"),
+                "{boot} boot: {row:?}"
+            );
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("numalab-s09-lock-stat-{}", std::process::id()));
+    let files = run::lock_stat::write_proc(&dir, runs).expect("proc/lock_stat written");
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["lock_stat", "lock_stat.det", "lock_stat.icount"]);
+    let text = std::fs::read_to_string(dir.join("proc/lock_stat")).unwrap();
+    assert!(text.starts_with("lock_stat version 0.4\n"), "{text}");
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Two det boots of one commit print identical counts: the same records, value for value.

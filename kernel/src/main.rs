@@ -51,6 +51,7 @@ entry_point!(kernel_main, config = &BOOTLOADER_CONFIG);
 #[cfg(feature = "ktest")]
 fn run_suite(opts: &'static numalab_algo::options::Options) -> bool {
     let suite = ktest::Suite::from_name(opts.get(&crate::options::SUITE));
+    ktest::set_after_bench(bench::lock_stat::print);
     let ctx = ktest::Ctx {
         opts,
         nr_nodes: topology::get().nr_nodes(),
@@ -78,6 +79,8 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     early::init(boot_info);
     let opts = options::load();
     println!("numalab: options: {}", opts.describe());
+    sync::set_cpu_id(|| u32::from(percpu::cpu_id().0));
+    sync::set_lock_stat(opts.get(&options::LOCK_STAT));
     topology::init();
     percpu::init_boot_node();
     mm::frame::init();

@@ -10,6 +10,7 @@ pub use numalab_algo::options::run::*;
 pub use numalab_algo::options::slub::*;
 pub use numalab_algo::options::smp::*;
 pub use numalab_algo::options::soak::*;
+pub use numalab_algo::options::sync::*;
 pub use numalab_algo::options::test::*;
 pub use numalab_algo::options::vmalloc::*;
 use numalab_algo::options::{Options, GROUPS};

@@ -9,6 +9,7 @@ pub mod args;
 pub mod compare;
 pub mod console;
 pub mod execute;
+pub mod lock_stat;
 pub mod plan;
 pub mod report;
 pub mod results;

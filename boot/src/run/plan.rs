@@ -215,6 +215,11 @@ pub fn boot_config(args: &BenchArgs, boot: Boot, rep: u32) -> Result<RunConfig, 
     .iter()
     .map(|s| s.to_string())
     .collect();
+    // Hold times cost two clock reads per lock acquisition: on where the boot counts events or
+    // host time, never in the instruction boot (docs/benchmarks.md, "Lock statistics").
+    if boot != Boot::Icount && !c.sets.iter().any(|s| s.starts_with("lock_stat=")) {
+        c.sets.push("lock_stat=1".into());
+    }
     match boot {
         Boot::Tsc => {}
         Boot::Icount => {

@@ -1,6 +1,7 @@
 //! The result files of a run: `DIR/<date>-<rev>.jsonl` (the header line, then every record),
-//! beside it `DIR/<date>-<rev>/` with each boot's serial log, the SVG charts and the HTML
-//! report `index.html`; the header's facts (command, date, git revision, host, QEMU version).
+//! beside it `DIR/<date>-<rev>/` with each boot's serial log, the SVG charts, `proc/lock_stat*`
+//! (lock_stat.rs), the SLUB sysfs tree (sysfs.rs) and the HTML report `index.html`; the
+//! header's facts (command, date, git revision, host, QEMU version).
 
 use super::args::BenchArgs;
 use super::execute::Runs;
@@ -215,9 +216,10 @@ pub fn write_results(
     }
     let mut files = vec![jsonl.clone(), sub.clone()];
     files.extend(super::sysfs::write_run_tree(&runs.numalab, &sub)?);
+    files.extend(super::lock_stat::write_proc(&sub, &runs.numalab)?);
     files.extend(bench_svg::scaling_charts(all, &sub, host_cpus())?);
-    // The HTML report of the run (html/): after the JSONL, logs, sysfs tree and charts it
-    // links to.
+    // The HTML report of the run (html/): after the JSONL, logs, proc files, sysfs tree and
+    // charts it links to.
     files.push(crate::html::write_report(&jsonl, &sub)?);
     Ok(files)
 }

@@ -202,7 +202,7 @@ fn det_boot_is_the_whole_machine_under_icount_with_the_count_experiments() {
     assert_eq!(
         d.kernel_cmdline(),
         format!(
-            "suite=bench bench.smoke=1 bench={} bench.clock=icount",
+            "suite=bench bench.smoke=1 lock_stat=1 bench={} bench.clock=icount",
             SLL.name
         )
     );
@@ -218,10 +218,10 @@ fn det_boot_is_the_whole_machine_under_icount_with_the_count_experiments() {
         .ends_with(&format!("bench={}", count_experiments().join(","))));
     // Repetitions after the first tell the kernel, which reverses the case order.
     let t = boot_config(&all, Boot::Tsc, 1).unwrap();
-    assert_eq!(t.cmdline(), "suite=bench bench.rep=1");
+    assert_eq!(t.cmdline(), "suite=bench bench.rep=1 lock_stat=1");
     assert_eq!(
         boot_config(&all, Boot::Tsc, 0).unwrap().cmdline(),
-        "suite=bench"
+        "suite=bench lock_stat=1"
     );
 }
 
@@ -243,7 +243,7 @@ fn main_job_runs_every_suite_with_smoke_benchmarks() {
     };
     let a = BenchArgs::main_job(base);
     let t = boot_config(&a, Boot::Tsc, 0).unwrap();
-    assert_eq!(t.cmdline(), "suite=all bench.smoke=1");
+    assert_eq!(t.cmdline(), "suite=all bench.smoke=1 lock_stat=1");
     let i = boot_config(&a, Boot::Icount, 0).unwrap();
     assert_eq!(i.cmdline(), "suite=bench bench.smoke=1");
     assert_eq!(t.topology.name, "4node");
@@ -256,7 +256,7 @@ fn main_job_runs_every_suite_with_smoke_benchmarks() {
     assert_eq!(planned_boots(&m), vec![(Boot::Tsc, 0)]);
     assert_eq!(
         boot_config(&m, Boot::Tsc, 0).unwrap().cmdline(),
-        format!("suite=bench bench={} bench.smoke=1", ML.name)
+        format!("suite=bench bench={} bench.smoke=1 lock_stat=1", ML.name)
     );
     assert!(m.memoryless_job().is_none());
 }

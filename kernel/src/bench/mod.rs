@@ -12,6 +12,7 @@
 //! in which boots, and the seed thread it replays are in its catalog entry.
 
 mod alloc_peers;
+pub mod lock_stat;
 mod memoryless_node;
 mod memoryless_sheaves;
 mod numa_locality;

@@ -244,6 +244,15 @@ pub fn expect_warnings(count: u32, what: &str) {
     crate::println!("{}", ktap::expect_warnings_line(count, what));
 }
 
+/// Run after the bench suite's last line, once installed (the kernel's entry installs the
+/// lock_stat block's printer, bench::lock_stat, which ktest cannot import).
+static AFTER_BENCH: spin::Once<fn()> = spin::Once::new();
+
+/// Installs what runs after the bench suite (once; later calls are ignored).
+pub fn set_after_bench(f: fn()) {
+    AFTER_BENCH.call_once(|| f);
+}
+
 /// Runs the selected tests of `suite`, printing KTAP version 1 with one subtest block per
 /// KSuite. Returns true when no test failed and at least one ran.
 pub fn run(suite: Suite, ctx: &Ctx) -> bool {
@@ -278,6 +287,11 @@ pub fn run(suite: Suite, ctx: &Ctx) -> bool {
         crate::println!("{}", suite_totals.suite_line(name));
         crate::println!("{}", ktap::suite_result_line(i + 1, name, &suite_totals));
         totals.merge(&suite_totals);
+        if name == "bench" {
+            if let Some(after) = AFTER_BENCH.get() {
+                after();
+            }
+        }
     }
     crate::println!("{}", totals.line());
     totals.fail == 0 && totals.total() > 0

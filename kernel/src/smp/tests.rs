@@ -15,6 +15,8 @@ use crate::topology::{self, CpuId};
 use crate::{kassert, kassert_eq, ktest};
 use numalab_algo::page::{PhysAddr, VirtAddr};
 
+mod lock_stat;
+
 /// CPU bring-up, per-CPU data, cross-CPU calls and locks (after topology).
 static SUITE: KSuite = KSuite {
     name: "smp",

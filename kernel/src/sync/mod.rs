@@ -8,4 +8,7 @@ mod spinlock;
 
 // The guard and counter types are part of the lock's API (CONTRACTS.md) even where unused.
 #[allow(unused_imports)]
-pub use spinlock::{set_spin_poll, IrqSpinLock, IrqSpinLockGuard, LockStats, LockStatsSnapshot};
+pub use spinlock::{
+    lock_stat, set_cpu_id, set_lock_stat, set_spin_poll, IrqSpinLock, IrqSpinLockGuard, LockStats,
+    LockStatsSnapshot,
+};

@@ -21,6 +21,7 @@ pub mod run;
 pub mod slub;
 pub mod smp;
 pub mod soak;
+pub mod sync;
 pub mod test;
 pub mod vmalloc;
 
@@ -112,6 +113,7 @@ pub(crate) use declare;
 pub const GROUPS: &[Group] = &[
     run::RUN,
     smp::SMP,
+    sync::SYNC,
     frame::FRAME,
     slub::SLUB,
     vmalloc::VMALLOC,

@@ -581,6 +581,14 @@ pub fn settled_bytes() -> Result<Vec<u64>, String> {
     Ok(settled)
 }
 
+/// The counters of `node`'s buddy lock, Linux's `&zone->lock` (None without memory or before
+/// init).
+pub fn zone_lock_stats(node: NodeId) -> Option<crate::sync::LockStatsSnapshot> {
+    let fa = FRAME.get()?;
+    let n = fa.nodes.get(node.index())?.as_ref()?;
+    Some(n.buddy.stats.snapshot())
+}
+
 /// The counters of one node (None without memory or before init).
 pub fn node_counters(node: NodeId) -> Option<NodeCounters> {
     let fa = FRAME.get()?;

@@ -318,6 +318,16 @@ impl KmemCache {
         }
     }
 
+    /// The list_lock counters of `node` (None: no such node).
+    pub fn list_lock_stats_on(&self, node: NodeId) -> Option<LockStatsSnapshot> {
+        self.0.list_lock(node).map(|l| l.stats.snapshot())
+    }
+
+    /// The barn lock counters of `node` (None: no barn there, or the partial design).
+    pub fn barn_lock_stats_on(&self, node: NodeId) -> Option<LockStatsSnapshot> {
+        self.0.barn_lock(node).map(|l| l.stats.snapshot())
+    }
+
     /// list_lock counters summed over nodes.
     pub fn list_lock_stats(&self) -> LockStatsSnapshot {
         let topo = crate::topology::get();

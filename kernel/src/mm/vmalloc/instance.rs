@@ -172,6 +172,16 @@ impl Vmalloc {
         self.free.stats.snapshot()
     }
 
+    /// Counters of each vmap node lock, by vmap node.
+    pub fn each_node_lock_stats(&self) -> Vec<LockStatsSnapshot> {
+        self.nodes.iter().map(|n| n.stats.snapshot()).collect()
+    }
+
+    /// Counters of the purge lock.
+    pub fn purge_lock_stats(&self) -> LockStatsSnapshot {
+        self.purge_lock.stats.snapshot()
+    }
+
     /// Counters of all vmap node locks together (sums; the longest single wait).
     pub fn node_lock_stats(&self) -> LockStatsSnapshot {
         self.nodes
