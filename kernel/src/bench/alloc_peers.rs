@@ -94,7 +94,14 @@ impl Peer for Kmalloc {
 }
 
 /// The SLUB events the profile prints (Linux's SLUB stat names).
-const PROFILED: [Stat; 10] = [
+const PROFILED: [Stat; 17] = [
+    Stat::AllocCpuSheaf,
+    Stat::FreeCpuSheaf,
+    Stat::SheafRefill,
+    Stat::SheafFlush,
+    Stat::SheafSwap,
+    Stat::BarnGet,
+    Stat::BarnPut,
     Stat::AllocSlowpath,
     Stat::FreeSlowpath,
     Stat::AllocFromPartial,
@@ -359,6 +366,13 @@ fn alloc_peers_inner(clock: Clock) -> TestResult {
                 _ => f64::NAN,
             };
             record(&case, "instructions_per_pair", value, clock);
+        }
+    }
+    // Where the kmem_cache variants' instructions went: their caches' SLUB events (Linux's
+    // stat names), all three variants together.
+    for c in [c64, c256] {
+        for line in crate::mm::slub::info::stats_lines(c) {
+            crate::println!("# alloc_peers: {}", line);
         }
     }
     // SAFETY: the bench's last use of its caches (their peer wrappers are gone), run on this

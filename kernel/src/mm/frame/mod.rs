@@ -171,7 +171,10 @@ pub fn node_base_pfn(node: NodeId) -> Option<Pfn> {
     ))
 }
 
-/// The metadata (struct page) of the page holding `phys`, if a node manages it. Managed
+/// The metadata (struct page) of the page holding `phys`, if a node manages it; a page no
+/// node manages but inside a 2 MiB section a node's memmap covers (the node's first or last
+/// section, a reserved page) gets its entry there, not free and with no owner, as Linux's
+/// reserved struct pages (node.rs: spans cover whole sections). Managed
 /// pages (whatever the layout of the nodes' ranges) always get the same `PageMeta`: the one
 /// of the node whose managed ranges hold the page. Fast path: the section index (plain
 /// statics, one bounds check, one load of the section's biased base; section_index.rs);

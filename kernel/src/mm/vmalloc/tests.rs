@@ -7,12 +7,12 @@
 //! areas instead of fls(CPUs)*8192, long_busy_list 500 busy areas instead of 15000, pcpu 200
 //! objects instead of 35000; `vmalloc.test_loops` replaces test_loop_count (1000000).
 
-use numalab_algo::vmalloc::test_scale::loops_per_cpu;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::panic::Location;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use numalab_algo::vmalloc::test_scale::loops_per_cpu;
 
 use numalab_algo::options::Options;
 use numalab_algo::page::{PhysAddr, VirtAddr};
