@@ -172,6 +172,21 @@ pub fn finish() {
     s.started = None;
 }
 
+/// A kernel line the runner shows while a plan runs (a warning no test declared, a failed
+/// test): printed as [`println`] does, after the running boot's name (`[uma boot] ...`), so
+/// that a line from one of several boots says which.
+pub fn kernel_line(text: &str) {
+    let boot = {
+        let s = state();
+        (s.started.is_some() && !s.what.is_empty())
+            .then(|| s.what.split(' ').next().unwrap_or("").to_string())
+    };
+    match boot {
+        Some(b) => println(&format!("[{b} boot] {text}")),
+        None => println(text),
+    }
+}
+
 /// Prints `text` (a whole line, with its newline) without breaking the progress line: clears
 /// it, prints, redraws it.
 pub fn println(text: &str) {

@@ -449,7 +449,7 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
             } else if kind != WarningLine::Declared
                 && echo_prefixes.iter().any(|p| line.starts_with(p.as_str()))
             {
-                crate::progress::println(&line);
+                crate::progress::kernel_line(&line);
             }
             if let Some(f) = log_file.as_mut() {
                 let _ = f.write_all(line.as_bytes());
