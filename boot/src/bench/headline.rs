@@ -79,7 +79,7 @@ pub fn headline(records: &[BenchRecord], bench: &str, h: &Headline) -> Option<St
             None => format!("{case} / {base}: not measured in this run"),
         },
     };
-    Some(format!("{bench:<19} {what:<58} {body}"))
+    Some(format!("{bench:<18} {what:<50} {body}"))
 }
 
 /// The headline lines of every experiment with records in `records`, in catalog order.

@@ -36,7 +36,10 @@ pub use parse::{parse_log, registered};
 pub use record::{
     is_case_name, is_snake_name, record_from_json, BenchRecord, Boot, Key, Violation,
 };
-pub use seeds::{direction, measure, rows as seed_rows, seeds_table, Direction, Measured, SeedRow};
+pub use seeds::{
+    direction, measure, rows as seed_rows, seeds_table, seeds_table_compact, Direction, Measured,
+    SeedRow,
+};
 pub use table::{baseline_for, fmt_value, significance, tables, Significance, Spread};
 
 /// Test helpers shared by the modules' tests.

@@ -158,16 +158,34 @@ pub fn fmt_ratio(x: f64) -> String {
 
 /// The seeds table for `records`.
 pub fn seeds_table(records: &[BenchRecord]) -> String {
+    seeds_table_with(records, false)
+}
+
+/// The seeds table in the main job's console: the thread's change as its ratio only (its
+/// words and numbers are in the full table, `--verbose`, and the HTML report).
+pub fn seeds_table_compact(records: &[BenchRecord]) -> String {
+    seeds_table_with(records, true)
+}
+
+fn seeds_table_with(records: &[BenchRecord], compact: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
         "\n== seeds (the thread's figure vs this run: ratio case / baseline; direction: both on the same side of 1x) =="
     );
-    let _ = writeln!(
-        out,
-        "{:<4} {:<16} {:<66} {:<58} {:<36} direction",
-        "seed", "bench", "change (metric, boot)", "thread", "numalab (median, min..max)"
-    );
+    if compact {
+        let _ = writeln!(
+            out,
+            "{} {:<18} {:<68} {:>7}  {:<30} direction",
+            "seed", "bench", "change (metric, boot)", "thread", "numalab"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "{:<4} {:<16} {:<66} {:<58} {:<36} direction",
+            "seed", "bench", "change (metric, boot)", "thread", "numalab (median, min..max)"
+        );
+    }
     for row in rows() {
         let m = measure(records, &row);
         let thread = if row.thread.thread_ratio.is_finite() {
@@ -210,6 +228,25 @@ pub fn seeds_table(records: &[BenchRecord]) -> String {
         );
         let one_rep = m.as_ref().is_some_and(|m| m.reps < 2)
             && !(row.thread.boot.deterministic() && row.thread.base_boot.deterministic());
+        if compact {
+            let ratio = if row.thread.thread_ratio.is_finite() {
+                fmt_ratio(row.thread.thread_ratio)
+            } else {
+                ">1x".into()
+            };
+            let _ = writeln!(
+                out,
+                "{} {:<18} {:<68} {:>7}  {:<30} {}{}",
+                row.thread.seed,
+                row.bench,
+                change,
+                ratio,
+                numalab.replace(" (1 rep)", ""),
+                direction(row.thread.thread_ratio, m.as_ref()).name(),
+                if one_rep { " (1 rep)" } else { "" }
+            );
+            continue;
+        }
         let _ = writeln!(
             out,
             "{:<4} {:<16} {:<66} {:<58} {:<36} {}{}",

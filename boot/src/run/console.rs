@@ -86,7 +86,7 @@ pub fn machine_and_tests(runs: &[BootRun], host_line: &str) -> String {
     if declared > 0 {
         let _ = writeln!(
             out,
-            "  {declared} warnings provoked on purpose by tests that declare them (invalid and double frees, red zones, bad vfrees): kept in the logs, not shown"
+            "  {declared} warnings provoked on purpose by the tests that declare them: in the logs, not shown"
         );
     }
     out

@@ -88,7 +88,7 @@ pub fn report(args: &BenchArgs, runs: &Runs, start: Instant) -> Reported {
         // `./qemu-run.sh --verbose` and `bench` print every table instead.
         println!();
         print!("{}", console::machine_and_tests(&runs.numalab, &host));
-        print!("{}", bench::seeds_table(&all));
+        print!("{}", bench::seeds_table_compact(&all));
     } else {
         if !twin {
             println!("{host}");
@@ -154,7 +154,7 @@ pub fn machine_line(host_cpus: usize, vcpus: u32, reps: u32) -> String {
     format!(
         "numalab: bench: host {host_cpus} cores, machine {vcpus} vCPUs{}; tsc boots repeated {reps}x (median, min..max; n.s. = ranges overlap)",
         if over {
-            ": OVERSUBSCRIBED (vCPUs take turns on the host cores; contention figures flagged below are compressed)"
+            ": OVERSUBSCRIBED (vCPUs take turns on the cores: contention figures compressed)"
         } else {
             ""
         }
