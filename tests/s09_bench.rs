@@ -92,7 +92,7 @@ fn s09_smoke_benchmarks_keep_the_contract() {
             assert!(rec.value.is_finite() && rec.cpus >= 1, "{rec:?}");
         }
     }
-    lock_stat_tables(&runs);
+    lock_stat_tables(runs);
     // No progress line is printed more often than once per guest second: in these short
     // smoke runs, at most one per experiment and case in each boot.
     for run in runs {

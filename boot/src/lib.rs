@@ -7,6 +7,7 @@ pub mod bench_svg;
 pub mod cli;
 pub mod exit;
 pub mod html;
+pub mod html_escape;
 pub mod image;
 pub mod ktap;
 pub mod machine;

@@ -8,7 +8,7 @@ use super::table::fmt_value;
 use std::fmt::Write as _;
 
 /// HTML escaping, shared with the run report.
-pub use crate::html::escape;
+pub use crate::html_escape::escape;
 
 const STYLE: &str = "body{font-family:sans-serif;margin:1.5em}\
 table{border-collapse:collapse;margin:.5em 0}\

@@ -176,8 +176,8 @@ fn seeds_table_with(records: &[BenchRecord], compact: bool) -> String {
     if compact {
         let _ = writeln!(
             out,
-            "{} {:<18} {:<68} {:>7}  {:<30} direction",
-            "seed", "bench", "change (metric, boot)", "thread", "numalab"
+            "seed {:<18} {:<68} {:>7}  {:<30} direction",
+            "bench", "change (metric, boot)", "thread", "numalab"
         );
     } else {
         let _ = writeln!(

@@ -5,21 +5,7 @@
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 
-/// `s` escaped for HTML text and (quoted) attribute values.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use crate::html_escape::escape;
 
 /// A relative URL path percent-encoded (RFC 3986): every byte but unreserved characters and
 /// `/` as `%XX`, so a file name with spaces or `#` still links to itself.

@@ -4,6 +4,10 @@
 
 /// log2 of the base page size.
 pub const PAGE_SHIFT: u32 = 12;
+
+/// log2 of the pages of one memory section (2 MiB), the unit of the frame allocator's page ->
+/// metadata index and of a node's memmap span (as Linux's SPARSEMEM sections).
+pub const SECTION_PAGES_SHIFT: u32 = 9;
 /// Bytes in a base page.
 pub const PAGE_SIZE: u64 = 1 << PAGE_SHIFT;
 

@@ -55,7 +55,7 @@ impl Node {
         // object happened to lie (issue 23's unexplained fast64 changes). The pages added
         // at either end are not managed: their metadata stays in the not-free state, as in
         // a hole.
-        let section = 1u64 << super::section_index::SECTION_PAGES_SHIFT;
+        let section = 1u64 << numalab_algo::page::SECTION_PAGES_SHIFT;
         let base_pfn = (first.0 >> PAGE_SHIFT) & !(section - 1);
         let end_pfn = (last.1 >> PAGE_SHIFT).next_multiple_of(section);
         let span_pages = (end_pfn - base_pfn) as usize;

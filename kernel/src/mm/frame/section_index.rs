@@ -10,8 +10,7 @@ use super::PAGE_SHIFT;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
-/// log2 of the pages of one section (2 MiB).
-pub(super) const SECTION_PAGES_SHIFT: u32 = 9;
+pub(super) use numalab_algo::page::SECTION_PAGES_SHIFT;
 const SECTION_PAGES: u64 = 1 << SECTION_PAGES_SHIFT;
 /// Sections indexed at most (512 GiB of physical address space, 2 MiB of index); pages
 /// above are looked up by range.
