@@ -3,7 +3,6 @@
 
 use numalab::*;
 use numalab_boot::ktap::{self, WarningLine};
-use std::process::Command;
 
 #[test]
 fn s00_bios_boots_and_passes() {
@@ -111,20 +110,6 @@ fn s00_bad_kernel_option_is_a_failed_test_naming_the_key() {
         r.reason
     );
     assert!(r.reason.contains("suite: bad value 'fast'"), "{}", r.reason);
-}
-
-/// Runs `qemu-run.sh ARGS` and returns its exit status, stdout and stderr.
-fn qemu_run_sh(args: &[&str]) -> (Option<i32>, String, String) {
-    let root = numalab_boot::image::repo_root();
-    let out = Command::new(root.join("qemu-run.sh"))
-        .args(args)
-        .output()
-        .expect("run qemu-run.sh");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]

@@ -7,7 +7,6 @@
 use numalab_boot::bench::read_jsonl;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Instant;
 
 /// Runs `f` holding `n` of the test process's QEMU slots.
@@ -17,18 +16,6 @@ fn with_slots<T>(n: usize, cost: u64, f: impl FnOnce() -> T) -> T {
     } else {
         numalab::with_qemu_slot(cost, || with_slots(n - 1, cost, f))
     }
-}
-
-fn qemu_run_sh(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(numalab_boot::image::repo_root().join("qemu-run.sh"))
-        .args(args)
-        .output()
-        .expect("run qemu-run.sh");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]
@@ -44,7 +31,7 @@ fn s10_sweep_runs_through_gnu_parallel_and_merges_four_variants() {
     let start = Instant::now();
     // The cost of one one-CPU bench boot, held for every QEMU the sweep may run at once.
     let (code, stdout, stderr) = with_slots(at_once, 6, || {
-        qemu_run_sh(&[
+        numalab::qemu_run_sh(&[
             "sweep",
             "--topology",
             "4node,2node",
@@ -134,7 +121,8 @@ fn s10_sweep_runs_through_gnu_parallel_and_merges_four_variants() {
 
 #[test]
 fn s10_a_typo_in_an_axis_key_is_refused_before_anything_runs() {
-    let (code, out, err) = qemu_run_sh(&["sweep", "--axis", "slub.desing=partial,sheaves"]);
+    let (code, out, err) =
+        numalab::qemu_run_sh(&["sweep", "--axis", "slub.desing=partial,sheaves"]);
     assert_eq!(code, Some(2), "{out}\n{err}");
     assert!(
         err.contains("unknown kernel option 'slub.desing': did you mean 'slub.design'"),

@@ -220,3 +220,17 @@ pub fn with_qemu_slot<T>(cost: u64, f: impl FnOnce() -> T) -> T {
     let _release = Release;
     f()
 }
+
+/// Runs `qemu-run.sh ARGS` and returns its exit status, stdout and stderr.
+pub fn qemu_run_sh(args: &[&str]) -> (Option<i32>, String, String) {
+    let root = numalab_boot::image::repo_root();
+    let out = std::process::Command::new(root.join("qemu-run.sh"))
+        .args(args)
+        .output()
+        .expect("run qemu-run.sh");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

@@ -40,7 +40,9 @@ pub use seeds::{
     direction, measure, rows as seed_rows, seeds_table, seeds_table_compact, Direction, Measured,
     SeedRow,
 };
-pub use table::{baseline_for, fmt_value, significance, tables, Significance, Spread};
+pub use table::{
+    baseline_boots, baseline_for, fmt_value, ratio_text, significance, tables, Significance, Spread,
+};
 
 /// Test helpers shared by the modules' tests.
 #[cfg(test)]

@@ -80,6 +80,32 @@ impl Spread {
     }
 }
 
+/// The boots a case's baseline is looked for in: its own, then (a one-node comparison
+/// case) the other host-time boot of the same machine size: tsc <-> uma.
+pub fn baseline_boots(boot: Boot) -> impl Iterator<Item = Boot> {
+    let other = match boot {
+        Boot::Tsc => Some(Boot::Uma),
+        Boot::Uma => Some(Boot::Tsc),
+        Boot::Det | Boot::Icount => None,
+    };
+    std::iter::once(boot).chain(other)
+}
+
+/// A table's ratio column: `value / base` with its significance mark, `1.00x` for the
+/// baseline itself (or 0 over 0), `-` without a baseline.
+pub fn ratio_text(boot: Boot, value: &Spread, base: Option<&Spread>, is_base: bool) -> String {
+    match base {
+        Some(_) if is_base => "1.00x".into(),
+        Some(b) if b.median != 0.0 => format!(
+            "{:.2}x{}",
+            value.median / b.median,
+            significance(boot, value, b).mark()
+        ),
+        Some(_) if value.median == 0.0 => "1.00x".into(),
+        _ => "-".into(),
+    }
+}
+
 /// How far a ratio can be trusted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Significance {
@@ -192,29 +218,12 @@ pub fn tables(records: &[BenchRecord], host_cpus: usize) -> String {
                 let (Some(s), Some(r)) = (spread(key), first.get(key)) else {
                     continue;
                 };
-                // The baseline from the same boot, else (a one-node comparison case) from
-                // the other host-time boot of the same machine size: tsc <-> uma.
                 let base = baseline_for(bench, &key.1, &cases).and_then(|b| {
-                    let other = match key.3 {
-                        Boot::Tsc => Some(Boot::Uma),
-                        Boot::Uma => Some(Boot::Tsc),
-                        Boot::Det | Boot::Icount => None,
-                    };
-                    std::iter::once(key.3)
-                        .chain(other)
+                    baseline_boots(key.3)
                         .find_map(|boot| spread(&(key.0.clone(), b.clone(), key.2, boot)))
                 });
                 let is_base = baseline_for(bench, &key.1, &cases).as_deref() == Some(&key.1);
-                let ratio = match base {
-                    Some(_) if is_base => "1.00x".into(),
-                    Some(b) if b.median != 0.0 => format!(
-                        "{:.2}x{}",
-                        s.median / b.median,
-                        significance(key.3, &s, &b).mark()
-                    ),
-                    Some(_) if s.median == 0.0 => "1.00x".into(),
-                    _ => "-".into(),
-                };
+                let ratio = ratio_text(key.3, &s, base.as_ref(), is_base);
                 let _ = writeln!(
                     out,
                     "{:<34} {:<26} {:>4} {:>6} {:>4} {:>12} {:>21} {:>11}  {}, {}",

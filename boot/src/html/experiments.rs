@@ -4,7 +4,9 @@
 
 use super::page::{escape, link, table};
 use crate::bench::MetricKind;
-use crate::bench::{baseline_for, catalog, fmt_value, significance, BenchRecord, Boot, Spread};
+use crate::bench::{
+    baseline_boots, baseline_for, catalog, fmt_value, ratio_text, BenchRecord, Boot, Spread,
+};
 use crate::bench_svg::{line_chart, ScalingChart};
 use std::collections::BTreeMap;
 
@@ -78,29 +80,13 @@ pub fn experiment_table(bench: &str, records: &[&BenchRecord], host_cpus: usize)
             };
             let kc = &cases[key.1.as_str()];
             let base_case = baseline_for(bench, &key.2, kc);
-            // The baseline from the same boot, else (a one-node comparison case) from the other
-            // host-time boot of the same machine size: tsc <-> uma (as the terminal tables).
             let base = base_case.as_ref().and_then(|b| {
-                let other = match key.4 {
-                    Boot::Tsc => Some(Boot::Uma),
-                    Boot::Uma => Some(Boot::Tsc),
-                    Boot::Det | Boot::Icount => None,
-                };
-                std::iter::once(key.4).chain(other).find_map(|boot| {
+                baseline_boots(key.4).find_map(|boot| {
                     spread(&(key.0.clone(), key.1.clone(), b.clone(), key.3, boot))
                 })
             });
             let is_base = base_case.as_deref() == Some(key.2.as_str());
-            let ratio = match base {
-                Some(_) if is_base => "1.00x".into(),
-                Some(b) if b.median != 0.0 => format!(
-                    "{:.2}x{}",
-                    s.median / b.median,
-                    significance(key.4, &s, &b).mark()
-                ),
-                Some(_) if s.median == 0.0 => "1.00x".into(),
-                _ => "-".into(),
-            };
+            let ratio = ratio_text(key.4, &s, base.as_ref(), is_base);
             let (note, over) = how(r, host_cpus);
             let mut class: Vec<&str> = Vec::new();
             if i == 0 {
