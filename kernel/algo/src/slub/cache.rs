@@ -495,6 +495,17 @@ impl<P: Platform> Cache<P> {
         self.free_slow_entry(obj, true)
     }
 
+    /// `free` of an object whose page's owner word the caller read: `desc`, a slab
+    /// descriptor of this cache (kfree finds the cache from it). The sheaves design then
+    /// skips its own lookup; the partial design's fast path needs none.
+    #[inline]
+    pub fn free_in_slab(&self, obj: usize, desc: usize) {
+        if self.sheaf_capacity != 0 {
+            return self.sheaf_free_in(obj, super::slab::Slab(desc));
+        }
+        self.free(obj)
+    }
+
     /// The free slow path with interrupts off (the tid advanced before enabling them), then
     /// the report of a bad free with no lock held. `raced` as for `alloc_slow_entry`.
     #[cold]

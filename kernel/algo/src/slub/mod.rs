@@ -46,6 +46,6 @@ mod tid_model;
 pub use cache::{Cache, CreateError, Design, Tunables, CPU_SLAB_BYTES, HOT_LINE_BYTES};
 pub use geometry::DebugFlags;
 pub use info::{slabinfo_line, SlabInfo, SlabinfoMode, SLABINFO_HEADER};
-pub use platform::{Platform, Report, SlabPages, DESC_BYTES};
+pub use platform::{Platform, Report, SlabPages, DESC_BYTES, OWNER_MARKS};
 pub use snapshot::{CacheSnapshot, NodeFigures};
 pub use stats::{ErrorKind, Stat, StatsSnapshot, STAT_NAMES};

@@ -28,6 +28,9 @@ pub struct Report<'a> {
     pub track: Option<(u16, u16)>,
 }
 
+/// Owner words below this are no slab descriptor: 0 (no owner) or a platform's own mark.
+pub const OWNER_MARKS: usize = 8;
+
 /// The machine under the SLUB core.
 ///
 /// Memory words are 8-byte aligned addresses the core got from `alloc_pages` or
@@ -104,8 +107,16 @@ pub trait Platform: Sync {
     fn free_pages(&self, base: usize, order: u8);
     /// Writes `owner` into the owner word of each of the `nr_pages` pages at `base`.
     fn set_owner(&self, base: usize, nr_pages: usize, owner: usize);
-    /// The owner word of the page holding `addr`; 0 when none or not RAM.
+    /// The owner word of the page holding `addr`: 0 when none or not RAM, a mark of the
+    /// platform's below `OWNER_MARKS` (the kernel's large kmalloc), else the address of a
+    /// slab descriptor (8-byte aligned, so never below `OWNER_MARKS`).
     fn owner(&self, addr: usize) -> usize;
+    /// `owner` where a short lookup finds it, else 0 (the caller then takes a path that asks
+    /// `owner`): the free fast paths' lookup, with no call to a slow lookup inside it.
+    #[inline(always)]
+    fn owner_fast(&self, addr: usize) -> usize {
+        self.owner(addr)
+    }
     /// Whether `node` has free memory (prefer_local asks before taking a remote partial).
     fn node_has_free_memory(&self, node: NodeId) -> bool;
 

@@ -1,8 +1,9 @@
 //! A sheaf (Linux 7's struct slab_sheaf): an array of free object pointers with a size and
 //! a capacity, in a block of platform memory, and the capacity Linux gives each cache.
 //!
-//! Layout (words of 8 bytes): `size`, `next` (the barn's list link), `capacity`, one spare
-//! word, then `capacity` object pointers: 32 bytes of header as Linux's struct (rcu_head or
+//! Layout (words of 8 bytes): `size`, `next` (the barn's list link), `capacity`, a word that
+//! is always 0 (read as the last object pushed of an empty sheaf, so the free fast path's
+//! double-free check needs no size test), then `capacity` object pointers: 32 bytes of header as Linux's struct (rcu_head or
 //! barn_list, cache, size), so a sheaf of Linux's capacity is exactly one kmalloc bucket.
 //! A sheaf whose capacity word is 0 is the bootstrap sheaf: the per-CPU `main` points at it
 //! until the first slow path gives the CPU a real one (Linux's bootstrap_sheaf), so the
@@ -16,6 +17,8 @@ pub const SHEAF_HEADER_BYTES: usize = 32;
 const W_SIZE: usize = 0;
 const W_NEXT: usize = 8;
 const W_CAPACITY: usize = 16;
+/// Always 0: the word before slot 0 (`last_pushed` of an empty sheaf; no object is at 0).
+const W_BEFORE_SLOTS: usize = 24;
 /// The largest capacity numalab accepts: a sheaf that fits kmalloc-8k.
 pub const MAX_SHEAF_CAPACITY: usize = (8192 - SHEAF_HEADER_BYTES) / 8;
 
@@ -56,6 +59,7 @@ impl Sheaf {
         p.store(self.0 + W_SIZE, 0);
         p.store(self.0 + W_NEXT, 0);
         p.store(self.0 + W_CAPACITY, capacity);
+        p.store(self.0 + W_BEFORE_SLOTS, 0);
     }
     #[inline(always)]
     pub fn size<P: Platform>(self, p: &P) -> usize {
@@ -68,6 +72,13 @@ impl Sheaf {
     #[inline(always)]
     pub fn capacity<P: Platform>(self, p: &P) -> usize {
         p.load(self.0 + W_CAPACITY)
+    }
+    /// The object in the slot below `size` (the last one pushed), or 0 when `size` is 0 (the
+    /// header word before slot 0): one load for the double-free check.
+    #[inline(always)]
+    pub fn last_pushed<P: Platform>(self, p: &P, size: usize) -> usize {
+        const _: () = assert!(W_BEFORE_SLOTS + 8 == SHEAF_HEADER_BYTES);
+        p.load(self.0 + W_BEFORE_SLOTS + size * 8)
     }
     /// The address of slot `i`.
     #[inline(always)]

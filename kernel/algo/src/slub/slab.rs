@@ -65,6 +65,13 @@ impl Slab {
     pub fn node<P: Platform>(self, p: &P) -> NodeId {
         NodeId(p.load(self.0 + D_META) as u16)
     }
+    /// The node and the object count from one load of the meta word (the free fast path's
+    /// two checks).
+    #[inline]
+    pub fn node_objects<P: Platform>(self, p: &P) -> (NodeId, usize) {
+        let meta = p.load(self.0 + D_META);
+        (NodeId(meta as u16), meta >> 32)
+    }
     #[inline]
     pub fn order<P: Platform>(self, p: &P) -> u8 {
         (p.load(self.0 + D_META) >> 16) as u8

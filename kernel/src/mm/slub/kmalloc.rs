@@ -17,7 +17,9 @@ use spin::Once;
 use super::platform::PerNode;
 
 /// Owner word of the head page of a large (page allocator) kmalloc; `private` holds the order.
+/// A mark below OWNER_MARKS, so that the SLUB core never takes it for a descriptor.
 const LARGE_OWNER: usize = 1;
+const _: () = assert!(LARGE_OWNER < numalab_algo::slub::OWNER_MARKS);
 
 static KMALLOC: Once<[&'static KmemCache; 13]> = Once::new();
 /// The same caches as plain pointers (null before `init`): kmalloc's hot path reads one
@@ -157,43 +159,86 @@ fn large_order(ptr: usize) -> u8 {
 
 /// Frees what kmalloc returned. A pointer SLUB does not own is reported and dropped.
 ///
-/// The slab case is the inlined path: the owner word from the page's metadata (one index
-/// load and the owner load, slabmap.rs), the cache from the descriptor's first word, then the
-/// cache's free fast path. Large blocks and foreign pointers go out of line.
+/// The slab case is the inlined path: the owner word through the frame section index (a
+/// bounds check, the section's base and the owner load; slabmap.rs), one compare, the cache
+/// from the descriptor's first word, then the cache's free for an object whose slab is
+/// known (`free_in_slab`: no second lookup). Everything else (large blocks, foreign
+/// pointers, pages outside the index, the armed leak mutation) goes out of line, so the
+/// inlined path saves no register.
 ///
 /// # Safety
 /// `ptr` must not be used after this call.
 #[inline]
 pub unsafe fn kfree(ptr: NonNull<u8>) {
     let addr = ptr.as_ptr() as usize;
-    let desc = owner_of(addr);
-    if desc > LARGE_OWNER {
-        if leak_mutation_drops() {
-            return;
-        }
-        slab_cache(desc).free(addr);
+    let desc = super::slabmap::get_fast(addr);
+    if desc > inline_owner_above() {
+        slab_cache(desc).free_in_slab(addr, desc);
     } else {
         // SAFETY: forwarded from the caller's contract.
-        unsafe { kfree_not_slab(addr, desc) }
+        unsafe { kfree_slow(addr) }
+    }
+}
+
+/// kfree's out-of-line half: the full owner lookup, then a slab object (through the leak
+/// mutation when it is armed), a large block, or a bad free.
+///
+/// # Safety
+/// As for `kfree`.
+#[cold]
+#[inline(never)]
+unsafe fn kfree_slow(addr: usize) {
+    match owner_of(addr) {
+        0 => bad_kfree(addr),
+        // SAFETY: forwarded from the caller's contract.
+        LARGE_OWNER => unsafe { kfree_large(addr, large_order(addr)) },
+        desc => {
+            if !leak_mutation_drops() {
+                slab_cache(desc).free_in_slab(addr, desc);
+            }
+        }
     }
 }
 
 /// Test-only mutation (the soak arms it from `soak.leak_kfree`): when N > 0, one kfree of a
 /// slab object in N is dropped, as a leak inside SLUB would lose it; the soak's per-cache
-/// object check must fail on it. 0 (off, the default): one relaxed load per kfree.
+/// object check must fail on it. Off (0, the default) it costs kfree nothing: arming it
+/// also raises `INLINE_OWNER_ABOVE`, so that every kfree takes `kfree_slow`, which applies it.
 static LEAK_ONE_IN: AtomicUsize = AtomicUsize::new(0);
 /// Slab-object kfrees seen while the mutation was armed, and how many it dropped.
 static LEAK_SEEN: AtomicUsize = AtomicUsize::new(0);
 static LEAK_DROPPED: AtomicUsize = AtomicUsize::new(0);
+/// Owner words above this take kfree's inlined slab path: LARGE_OWNER, or usize::MAX (none)
+/// while the leak mutation is armed.
+#[cfg(feature = "ktest")]
+static INLINE_OWNER_ABOVE: AtomicUsize = AtomicUsize::new(LARGE_OWNER);
 
 /// Arms the leak mutation (drop one kfree in `one_in`, counts from zero) or disarms it (0).
 pub fn set_leak_mutation(one_in: usize) {
+    #[cfg(feature = "ktest")]
+    INLINE_OWNER_ABOVE.store(LARGE_OWNER, Relaxed);
     LEAK_ONE_IN.store(0, Relaxed);
     if one_in != 0 {
         LEAK_SEEN.store(0, Relaxed);
         LEAK_DROPPED.store(0, Relaxed);
         LEAK_ONE_IN.store(one_in, Relaxed);
+        #[cfg(feature = "ktest")]
+        INLINE_OWNER_ABOVE.store(usize::MAX, Relaxed);
     }
+}
+
+/// kfree's inlined-path bound (see `INLINE_OWNER_ABOVE`); the production kernel has no
+/// mutation, and the bound is the constant LARGE_OWNER.
+#[cfg(feature = "ktest")]
+#[inline(always)]
+fn inline_owner_above() -> usize {
+    INLINE_OWNER_ABOVE.load(Relaxed)
+}
+
+#[cfg(not(feature = "ktest"))]
+#[inline(always)]
+fn inline_owner_above() -> usize {
+    LARGE_OWNER
 }
 
 /// The kfrees the leak mutation dropped since it was last armed.
@@ -201,7 +246,7 @@ pub fn leak_mutation_dropped() -> usize {
     LEAK_DROPPED.load(Relaxed)
 }
 
-/// Whether the leak mutation drops this kfree: one relaxed load when off. Only in kernels
+/// Whether the leak mutation drops this kfree (asked by `kfree_slow` only). Only in kernels
 /// with the `ktest` feature; the production kernel has no mutation in its kfree.
 #[cfg(feature = "ktest")]
 #[inline(always)]
@@ -238,20 +283,6 @@ fn slab_cache(desc: usize) -> &'static Cache<super::platform::KernelPlatform> {
     // address of the owning `Cache`; caches are leaked `'static` boxes never freed
     // (destroyed caches stay allocated), so the reference is valid forever.
     unsafe { &*(id as *const Cache<super::platform::KernelPlatform>) }
-}
-
-/// kfree of what is not a slab object: a large block, or a pointer SLUB does not own.
-///
-/// # Safety
-/// As for `kfree`.
-#[cold]
-#[inline(never)]
-unsafe fn kfree_not_slab(addr: usize, owner: usize) {
-    match owner {
-        // SAFETY: forwarded from the caller's contract.
-        LARGE_OWNER => unsafe { kfree_large(addr, large_order(addr)) },
-        _ => bad_kfree(addr),
-    }
 }
 
 /// kfree of a large (page allocator) block: out of line, off the slab path.

@@ -332,6 +332,11 @@ impl Platform for KernelPlatform {
         super::owner_of(addr)
     }
 
+    #[inline(always)]
+    fn owner_fast(&self, addr: usize) -> usize {
+        super::slabmap::get_fast(addr)
+    }
+
     fn node_has_free_memory(&self, node: NodeId) -> bool {
         // A node "has free memory" above 1/64 of its size (a low watermark).
         let total = frame::total_bytes(node);
