@@ -40,6 +40,10 @@ pub enum Direction {
     Disagrees,
     /// The spread of numalab's ratio includes 1: no direction.
     Unclear,
+    /// numalab's whole spread lies within `NO_EFFECT` of 1x while the thread's figure does
+    /// not: the mechanism the thread measured has no effect here (a contradiction, reported
+    /// as one, not as agreement in sign).
+    NoEffect,
     /// One side is missing from this run.
     NotMeasured,
 }
@@ -50,6 +54,7 @@ impl Direction {
             Direction::Agrees => "agrees",
             Direction::Disagrees => "DISAGREES",
             Direction::Unclear => "unclear (spread includes 1x)",
+            Direction::NoEffect => "NO EFFECT (within 2% of 1x)",
             Direction::NotMeasured => "not measured in this run",
         }
     }
@@ -133,6 +138,10 @@ pub fn measure(records: &[BenchRecord], row: &SeedRow) -> Option<Measured> {
     measure_ratio(records, side(t.case, t.boot), side(t.base, t.base_boot))
 }
 
+/// A ratio within this factor of 1x is no effect (2%: below every thread figure's change
+/// but seed 005's -1.2%, whose numalab side is far outside it).
+pub const NO_EFFECT: f64 = 1.02;
+
 /// The direction of `m` against the thread's ratio.
 pub fn direction(thread_ratio: f64, m: Option<&Measured>) -> Direction {
     let Some(m) = m else {
@@ -140,6 +149,10 @@ pub fn direction(thread_ratio: f64, m: Option<&Measured>) -> Direction {
     };
     if m.low <= 1.0 && m.high >= 1.0 {
         return Direction::Unclear;
+    }
+    let near_one = |x: f64| x < NO_EFFECT && x > 1.0 / NO_EFFECT;
+    if near_one(m.low) && near_one(m.high) && !near_one(thread_ratio) {
+        return Direction::NoEffect;
     }
     if (m.ratio > 1.0) == (thread_ratio > 1.0) {
         Direction::Agrees
@@ -310,7 +323,7 @@ mod tests {
     }
 
     #[test]
-    fn direction_uses_the_spread_and_reports_disagreement() {
+    fn direction_uses_the_spread_and_reports_disagreement_and_no_effect() {
         let m = "slab_kib";
         let mut rs = vec![
             rec(MEMORYLESS_NODE.name, "unfixed", m, Boot::Tsc, 8, 600.0),
@@ -348,6 +361,21 @@ mod tests {
             Direction::Unclear
         );
         assert_eq!(direction(2.0, None), Direction::NotMeasured);
+        // Growth of 0.1% on a thread that saw 2.26x: no effect, not agreement.
+        rs[0].value = 110.2;
+        rs[1].value = 110.1;
+        rs[2].value = 110.0;
+        rs[3].value = 110.0;
+        let got = measure(&rs, &row).unwrap();
+        assert_eq!(
+            direction(row.thread.thread_ratio, Some(&got)),
+            Direction::NoEffect
+        );
+        assert_eq!(direction(1.01, Some(&got)), Direction::Agrees);
+        rs[0].value = 50.0;
+        rs[1].value = 150.0;
+        rs[2].value = 100.0;
+        rs[3].value = 120.0;
         let t = seeds_table(&rs);
         assert!(t.contains("442560 kB") && t.contains("unclear"), "{t}");
         assert!(t.contains("not measured in this run"), "{t}");

@@ -246,7 +246,9 @@ fn seeds(records: &[BenchRecord]) -> String {
         let d = bench::direction(t.thread_ratio, m.as_ref());
         let tag = match d {
             Direction::Agrees => "<span class=\"tag pass\">agrees</span>".to_string(),
-            Direction::Disagrees => "<span class=\"tag fail\">DISAGREES</span>".to_string(),
+            Direction::Disagrees | Direction::NoEffect => {
+                format!("<span class=\"tag fail\">{}</span>", escape(d.name()))
+            }
             other => escape(other.name()),
         };
         rows.push((

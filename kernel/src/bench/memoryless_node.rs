@@ -13,6 +13,10 @@
 //! `single_node`: `qemu-run.sh bench` boots the `uma` preset with the same CPUs and memory for
 //! it and merges the result. Other machines skip. Both cases use private caches with the same
 //! sizes (kmalloc's caches are shared by the whole kernel, so they cannot be switched per case).
+//! The thread is of the partial era, so these cases run `slub.design=partial`; the same three
+//! run again under the sheaves design as `sheaves_fixed`, `sheaves_unfixed` and
+//! `sheaves_single_node` (Linux 7: does the memoryless-node growth come back without the fix
+//! when every allocation is served from sheaves?).
 //!
 //! Metric: `slab_kib`, KiB in slab pages of the eight caches while the objects are live.
 //! Goal: `fixed` within 1.1x of `single_node` (the thread saw 442560 kB vs 195904 kB).
@@ -34,23 +38,29 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 use numalab_algo::knob::{self, CaseCounters};
-use numalab_algo::slub::Stat;
+use numalab_algo::slub::{Design, Stat};
 use spin::Mutex;
 
 const NAME: &str = super::catalog::MEMORYLESS_NODE.name;
 const SIZES_BYTES: [usize; 8] = [16, 32, 64, 128, 192, 256, 512, 1024];
 
-/// The SLUB counters memoryless_fix changes.
-const MECHANISM: [Stat; 3] = [
+/// The SLUB counters memoryless_fix changes (and, under sheaves, the allocations the CPU's
+/// sheaves served).
+const MECHANISM: [Stat; 4] = [
     Stat::AllocNodeMismatch,
     Stat::AllocSlab,
     Stat::AllocNodeFallback,
+    Stat::AllocCpuSheaf,
 ];
 
-/// Runs the load against fresh caches with `memoryless_fix`; returns KiB in slab pages and
-/// the mechanism counters summed over the caches.
+/// The SLUB design of a case: the name prefix and the design.
+const DESIGNS: [(&str, Design); 2] = [("", Design::Partial), ("sheaves_", Design::Sheaves)];
+
+/// Runs the load against fresh caches of `design` with `memoryless_fix`; returns KiB in slab
+/// pages and the mechanism counters summed over the caches.
 fn run_case(
     case: &str,
+    design: Design,
     memoryless_fix: bool,
     per_cpu: usize,
     node_percent: usize,
@@ -60,6 +70,7 @@ fn run_case(
     for size in SIZES_BYTES {
         let name = format!("bench_ml_{size}");
         let mut t = BenchCache::partial_tunables(&name);
+        t.design = design;
         t.memoryless_fix = memoryless_fix;
         caches.push(BenchCache::create(&name, size, t)?);
     }
@@ -169,18 +180,29 @@ fn memoryless_node(_ctx: &Ctx) -> TestResult {
     crate::println!("# {NAME}: {node_percent}% of requests name the CPU's node");
     let cpus = workload::online().len() as u32;
     if memoryless_with_cpus {
-        let mut knobs = Vec::new();
-        for (case, fix) in super::rep_order([("fixed", true), ("unfixed", false)]) {
-            let (kib, counters) = run_case(case, fix, per_cpu, node_percent)?;
-            super::record(NAME, case, "slab_kib", kib as f64, "kib", cpus);
-            record_counters(&counters, cpus);
-            knobs.push(counters);
+        for (prefix, design) in DESIGNS {
+            let mut knobs = Vec::new();
+            let cases = [
+                (format!("{prefix}fixed"), true),
+                (format!("{prefix}unfixed"), false),
+            ];
+            for (case, fix) in super::rep_order(cases) {
+                let (kib, counters) = run_case(&case, design, fix, per_cpu, node_percent)?;
+                super::record(NAME, &case, "slab_kib", kib as f64, "kib", cpus);
+                record_counters(&counters, cpus);
+                knobs.push(counters);
+            }
+            knob::check(NAME, &knobs).map_err(TestError::Fail)?;
         }
-        knob::check(NAME, &knobs).map_err(TestError::Fail)
+        Ok(())
     } else if topo.nr_nodes() == 1 {
-        // One case, no knob to check: only the memory (the host merges it as the baseline).
-        let (kib, _) = run_case("single_node", true, per_cpu, node_percent)?;
-        super::record(NAME, "single_node", "slab_kib", kib as f64, "kib", cpus);
+        // One case per design, no knob to check: only the memory (the host merges it as
+        // the baseline).
+        for (prefix, design) in DESIGNS {
+            let case = format!("{prefix}single_node");
+            let (kib, _) = run_case(&case, design, true, per_cpu, node_percent)?;
+            super::record(NAME, &case, "slab_kib", kib as f64, "kib", cpus);
+        }
         Ok(())
     } else {
         Err(TestError::Skip(format!(

@@ -51,6 +51,9 @@ pub struct FakeMachine {
     /// that takes the head and gives it back (ABA) goes unnoticed. The interrupt tests must
     /// catch it.
     pub cas_ignores_tid: std::sync::atomic::AtomicBool,
+    /// When set, `owner_fast` finds no page (as the kernel's section index for a section two
+    /// nodes share): every free fast path must hand the object to a full lookup.
+    pub owner_fast_misses: std::sync::atomic::AtomicBool,
 }
 
 impl FakeMachine {
@@ -123,6 +126,7 @@ impl FakeMachine {
             irq_after_loads: AtomicUsize::new(0),
             irq: Mutex::new(None),
             cas_ignores_tid: std::sync::atomic::AtomicBool::new(false),
+            owner_fast_misses: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -324,6 +328,12 @@ impl Platform for &FakeMachine {
             return 0;
         }
         self.owners[(addr - BASE) / PAGE].load(SeqCst)
+    }
+    fn owner_fast(&self, addr: usize) -> usize {
+        if self.owner_fast_misses.load(SeqCst) {
+            return 0;
+        }
+        self.owner(addr)
     }
     fn node_has_free_memory(&self, node: NodeId) -> bool {
         self.free_pages_on(node.index()) > 0

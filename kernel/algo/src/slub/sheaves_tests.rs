@@ -298,6 +298,65 @@ fn misuse_is_reported_not_cached() {
 }
 
 #[test]
+fn pages_the_short_owner_lookup_misses_take_the_slab_path() {
+    // The kernel's section index has no entry for a 2 MiB section shared by two nodes;
+    // frees there must reach the slabs through the full lookup, lose nothing and still
+    // report misuse.
+    let m = machine(&[512], &[0]);
+    on_cpu(0);
+    let c = cache(m, 64, sheaves());
+    let held: Vec<usize> = (0..200).map(|_| c.alloc().unwrap()).collect();
+    m.owner_fast_misses.store(true, SeqCst);
+    let before = c.stats();
+    for &o in &held[..100] {
+        c.free(o);
+    }
+    // An immediate double free (the slab path finds those; every one only with debugging).
+    c.free(held[99]);
+    c.free(held[101] + 8);
+    let s = c.stats().since(&before);
+    assert_eq!(s.get(Stat::FreeCpuSheaf), 0, "no free reached a sheaf");
+    // The 100 frees; the two misuses are refused, not counted as frees.
+    assert_eq!(s.get(Stat::FreeSlowpath), 100);
+    assert_eq!(c.error_count(ErrorKind::DoubleFree), 1);
+    assert_eq!(c.error_count(ErrorKind::NotObjectStart), 1);
+    m.owner_fast_misses.store(false, SeqCst);
+    let before = c.stats();
+    for &o in &held[100..] {
+        c.free(o);
+    }
+    assert_eq!(c.stats().since(&before).get(Stat::FreeCpuSheaf), 100);
+    assert_eq!(c.stats().live_objects(), 0);
+    assert_all_back(m, c, 512);
+}
+
+#[test]
+fn free_in_slab_takes_the_owner_the_caller_found() {
+    // kfree reads the owner word once and passes it on: the sheaf path must not look it
+    // up again (the fast lookup is switched off here, so a second lookup would miss and
+    // send the free to the slabs), and it still checks boundary and double free.
+    let m = machine(&[256], &[0]);
+    on_cpu(0);
+    let c = cache(m, 64, sheaves());
+    let a = c.alloc().unwrap();
+    let b = c.alloc().unwrap();
+    let desc = |o: usize| m.owner(o);
+    m.owner_fast_misses.store(true, SeqCst);
+    let before = c.stats();
+    c.free_in_slab(a, desc(a));
+    c.free_in_slab(a, desc(a));
+    c.free_in_slab(b + 8, desc(b));
+    assert_eq!(c.stats().since(&before).get(Stat::FreeCpuSheaf), 1);
+    assert_eq!(c.error_count(ErrorKind::DoubleFree), 1);
+    assert_eq!(c.error_count(ErrorKind::NotObjectStart), 1);
+    c.free_in_slab(b, desc(b));
+    assert_eq!(c.stats().since(&before).get(Stat::FreeCpuSheaf), 2);
+    m.owner_fast_misses.store(false, SeqCst);
+    assert_eq!(c.stats().live_objects(), 0);
+    assert_all_back(m, c, 256);
+}
+
+#[test]
 fn out_of_memory_returns_none_and_loses_nothing() {
     let m = machine(&[4], &[0]);
     on_cpu(0);
