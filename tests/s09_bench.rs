@@ -325,7 +325,7 @@ fn s09_memoryless_node_runs_on_the_seed_topology_with_a_uma_comparison() {
             .unwrap_or_else(|| panic!("no slab_kib for {case}"))
             .value
     };
-    for case in ["fixed", "unfixed", "single_node"] {
+    for case in MEMORYLESS_NODE.cases.iter().map(|c| c.name) {
         assert!(kib(case) > 0.0, "{case}: slab_kib must be positive");
     }
     assert_eq!(
