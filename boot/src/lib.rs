@@ -18,6 +18,7 @@ pub mod resolve;
 pub mod run;
 pub mod soak;
 pub mod sweep;
+pub mod time_limit;
 
 pub use image::Firmware;
 pub use qemu::{Outcome, RunConfig, Verdict};

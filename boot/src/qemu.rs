@@ -4,6 +4,7 @@
 use crate::image::Firmware;
 use crate::ktap::{self, Summary, WarningLine, WarningWatch};
 use crate::presets::Preset;
+use crate::time_limit::{self, Limit};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -269,6 +270,9 @@ pub struct Outcome {
     /// For a run killed at its `--timeout`: the host's load when it was killed (the 1-minute
     /// load average and the host's cores), so a report tells a slow host from a hung kernel.
     pub host_load_at_timeout: Option<String>,
+    /// For a run killed at its limit: QEMU's CPU time then and the limit (time_limit.rs);
+    /// None where /proc could not be read (the limit was wall time).
+    pub cpu_at_timeout: Option<(Duration, Limit)>,
 }
 
 /// Unexpected warnings a failure report shows (the rest are counted).
@@ -283,9 +287,16 @@ impl Outcome {
     pub fn failure_report(&self) -> String {
         let mut out = match (&self.verdict, &self.host_load_at_timeout) {
             (Verdict::Timeout, Some(load)) => format!(
-                "numalab: run failed: timed out after {:.0} s (host load {load}); the kernel had \
-                 not finished, which on a loaded host is not a wrong result\n",
-                self.elapsed.as_secs_f64()
+                "numalab: run failed: timed out after {:.0} s (host load {load}{}); the kernel \
+                 had not finished, which on a loaded host is not a wrong result\n",
+                self.elapsed.as_secs_f64(),
+                self.cpu_at_timeout
+                    .map_or(String::new(), |(cpu, l)| format!(
+                        "; QEMU used {:.0} of its {:.0} CPU-seconds, wall cap {:.0} s",
+                        cpu.as_secs_f64(),
+                        l.cpu_budget.as_secs_f64(),
+                        l.wall_cap.as_secs_f64()
+                    ))
             ),
             (verdict, _) => format!("numalab: run failed: {verdict:?}\n"),
         };
@@ -388,6 +399,7 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         declared_warnings: 0,
         elapsed: start.elapsed(),
         host_load_at_timeout: None,
+        cpu_at_timeout: None,
     };
     let args = match config.qemu_args(image) {
         Ok(a) => a,
@@ -467,16 +479,24 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         s
     });
     let mut load_at_timeout = None;
+    let threads = if config.icount { 1 } else { config.vcpus() };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let limit = Limit::new(config.timeout, threads, cores);
+    let pid = child.id();
+    let mut cpu_used = None;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
-            Ok(None) if start.elapsed() >= config.timeout => {
-                load_at_timeout = Some(host_load());
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
+            Ok(None) => {
+                cpu_used = time_limit::process_cpu_time(pid);
+                if limit.exceeded(start.elapsed(), cpu_used).is_some() {
+                    load_at_timeout = Some(host_load());
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break None;
+                }
+                std::thread::sleep(Duration::from_millis(20));
             }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
             Err(_) => break None,
         }
     };
@@ -507,6 +527,10 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         unexpected_warnings,
         declared_warnings,
         elapsed: start.elapsed(),
+        cpu_at_timeout: load_at_timeout
+            .as_ref()
+            .and(cpu_used)
+            .map(|cpu| (cpu, limit)),
         host_load_at_timeout: load_at_timeout,
     }
 }
