@@ -1,11 +1,11 @@
 //! The instructions-per-pair harness that alloc_peers and its followers (sheaves_vs_partial,
-//! memoryless_sheaves) measure with: an allocator under test (`Peer`), its out-of-line entry
-//! points, the empty harness, the three workloads (fast64, random, burst256) and the record
-//! of a figure less the harness's. Interrupts are on while it measures (`with_interrupts`).
+//! memoryless_sheaves) measure with: the three workloads (fast64, random, burst256) over an
+//! allocator under test (a `crate::peers::Peer`: owned blocks, out-of-line entry points, the
+//! empty harness) and the record of a figure less the harness's. Interrupts are on while it
+//! measures (`with_interrupts`).
 
+use crate::peers::{Dyn, Fixed, Mark, Peer, RawPeer};
 use alloc::vec::Vec;
-use core::alloc::Layout;
-use core::ptr::NonNull;
 use numalab_algo::bench::{Clock, Record};
 use numalab_algo::rng::XorShift64;
 
@@ -15,85 +15,37 @@ pub(super) const RANDOM_STEPS: u64 = 20_000;
 pub(super) const BURST: usize = 256;
 pub(super) const BURST_ROUNDS: u64 = 40;
 
-/// One allocator under test.
-pub(super) trait Peer {
-    fn alloc(&mut self, layout: Layout) -> Option<NonNull<u8>>;
-    /// # Safety
-    /// `ptr` came from `alloc(layout)` on this peer and is not used again.
-    unsafe fn free(&mut self, ptr: NonNull<u8>, layout: Layout);
-    /// Called right before a workload's timed loop (`end` false) and right after it (true),
-    /// outside the timed region: numalab's profile of SLUB events per workload.
-    fn mark(&mut self, _workload: &str, _end: bool) {}
-}
-
-/// The same allocator behind `#[inline(never)]` entry points: the loop pays a call and a
-/// return per operation, and the allocator its own prologue, as a caller of Linux's exported
-/// kmalloc/kfree does.
-pub(super) struct OutOfLine<P>(pub P);
-impl<P: Peer> Peer for OutOfLine<P> {
-    fn mark(&mut self, workload: &str, end: bool) {
-        self.0.mark(workload, end);
-    }
-    #[inline(never)]
-    fn alloc(&mut self, layout: Layout) -> Option<NonNull<u8>> {
-        self.0.alloc(layout)
-    }
-    #[inline(never)]
-    unsafe fn free(&mut self, ptr: NonNull<u8>, layout: Layout) {
-        // SAFETY: forwarded from the caller's contract.
-        unsafe { self.0.free(ptr, layout) }
-    }
-}
-
-/// No allocator at all: the loop, the call and the bookkeeping of each workload (the
-/// harness cost subtracted from every other figure).
-pub(super) struct Empty(pub NonNull<u8>);
-impl Peer for Empty {
-    #[inline(always)]
-    fn alloc(&mut self, _layout: Layout) -> Option<NonNull<u8>> {
-        Some(core::hint::black_box(self.0))
-    }
-    #[inline(always)]
-    unsafe fn free(&mut self, ptr: NonNull<u8>, _layout: Layout) {
-        core::hint::black_box(ptr);
-    }
-}
-
 /// Instructions (or cycles) per pair for each workload on `peer`, or None if it ran out.
 /// `peer` holds one live object of the workload's size class while fast64 and burst256 are
 /// timed (random keeps 1000).
-pub(super) fn run<P: Peer>(peer: &mut P) -> [Option<f64>; 3] {
+pub(super) fn run<P: RawPeer, M: Mark<P>>(peer: &mut Peer<'_, P, M>) -> [Option<f64>; 3] {
     let rdtsc = crate::arch::rdtsc;
-    let l64 = Layout::from_size_align(64, 8).expect("valid layout");
+    let l64 = Fixed::<64>;
     // fast64
     let fast = (|| {
         let held = peer.alloc(l64)?;
         let p = peer.alloc(l64)?;
-        // SAFETY: p came from this peer.
-        unsafe { peer.free(p, l64) };
+        peer.free(p);
         peer.mark("fast64", false);
         let t0 = rdtsc();
         for _ in 0..FAST_PAIRS {
             let p = peer.alloc(l64)?;
-            // SAFETY: p came from this peer and is dropped right away.
-            unsafe { peer.free(core::hint::black_box(p), l64) };
+            peer.free(core::hint::black_box(p));
         }
         let t = rdtsc() - t0;
         peer.mark("fast64", true);
-        // SAFETY: held came from this peer, freed once.
-        unsafe { peer.free(held, l64) };
+        peer.free(held);
         Some(t as f64 / FAST_PAIRS as f64)
     })();
     // random
     let random = (|| {
         let mut rng = XorShift64::new(0x2545_f491_4f6c_dd1du64);
         let mut rnd = || rng.next_u64();
-        let layout_of =
-            |r: u64| Layout::from_size_align(8 + (r % 4089) as usize, 8).expect("valid layout");
-        let mut live: Vec<(NonNull<u8>, Layout)> = Vec::with_capacity(RANDOM_LIVE);
+        let layout_of = |r: u64| Dyn::new(8 + (r % 4089) as usize, 8).expect("valid layout");
+        let mut live = Vec::with_capacity(RANDOM_LIVE);
         for _ in 0..RANDOM_LIVE {
             let l = layout_of(rnd());
-            live.push((peer.alloc(l)?, l));
+            live.push(peer.alloc(l)?);
         }
         let mut failed = false;
         peer.mark("random", false);
@@ -101,32 +53,24 @@ pub(super) fn run<P: Peer>(peer: &mut P) -> [Option<f64>; 3] {
         for _ in 0..RANDOM_STEPS {
             let r = rnd();
             let i = (r >> 20) as usize % RANDOM_LIVE;
-            let (p, l) = live[i];
-            // SAFETY: live[i] came from this peer; it is replaced below.
-            unsafe { peer.free(p, l) };
-            let l = layout_of(r);
-            match peer.alloc(l) {
-                Some(p) => live[i] = (p, l),
-                None => {
-                    failed = true;
-                    live.swap_remove(i);
-                    break;
-                }
+            // Frees live[i] and allocates its successor in its place.
+            if !peer.replace(&mut live, i, || layout_of(r)) {
+                failed = true;
+                break;
             }
         }
         let t = rdtsc() - t0;
         peer.mark("random", true);
-        for (p, l) in live {
-            // SAFETY: every remaining object came from this peer.
-            unsafe { peer.free(p, l) };
+        for b in live {
+            peer.free(b);
         }
         (!failed).then_some(t as f64 / RANDOM_STEPS as f64)
     })();
     // burst256
     let burst = (|| {
-        let l = Layout::from_size_align(256, 8).expect("valid layout");
+        let l = Fixed::<256>;
         let held = peer.alloc(l)?;
-        let mut objs: Vec<NonNull<u8>> = Vec::with_capacity(BURST);
+        let mut objs = Vec::with_capacity(BURST);
         let mut total = 0u64;
         let mut ok = true;
         peer.mark("burst256", false);
@@ -138,20 +82,16 @@ pub(super) fn run<P: Peer>(peer: &mut P) -> [Option<f64>; 3] {
                     None => break,
                 }
             }
-            for &p in &objs {
-                // SAFETY: p came from this peer, freed once.
-                unsafe { peer.free(p, l) };
-            }
+            let freed = peer.free_all(objs);
             total += rdtsc() - t0;
-            if objs.len() != BURST {
+            if freed.count() != BURST {
                 ok = false;
                 break;
             }
-            objs.clear();
+            objs = freed.clear();
         }
         peer.mark("burst256", true);
-        // SAFETY: held came from this peer, freed once.
-        unsafe { peer.free(held, l) };
+        peer.free(held);
         ok.then_some(total as f64 / (BURST_ROUNDS * BURST as u64) as f64)
     })();
     [fast, random, burst]

@@ -24,6 +24,7 @@ pub mod info;
 pub mod kmalloc;
 mod object;
 pub mod platform;
+mod private;
 #[cfg(feature = "ktest")]
 mod sheaf_tests;
 pub mod slabmap;
@@ -31,6 +32,7 @@ pub mod slabmap;
 pub(crate) mod tests;
 
 pub use object::Object;
+pub use private::PrivateCache;
 
 use crate::sync::{IrqSpinLock, LockStatsSnapshot};
 use alloc::boxed::Box;
