@@ -1,5 +1,5 @@
-//! The instructions-per-pair harness that alloc_peers and its followers (sheaves_vs_partial,
-//! memoryless_sheaves) measure with: the three workloads (fast64, random, burst256) over an
+//! The instructions-per-pair harness the one-CPU icount experiments share (catalog: the
+//! experiments with an `instructions_per_pair` metric): the three workloads (fast64, random, burst256) over an
 //! allocator under test (a `crate::peers::Peer`: owned blocks, out-of-line entry points, the
 //! empty harness) and the record of a figure less the harness's. Interrupts are on while it
 //! measures (`with_interrupts`).

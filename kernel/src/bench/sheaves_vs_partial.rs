@@ -1,14 +1,14 @@
 //! Benchmark `sheaves_vs_partial`: the two SLUB designs side by side in one boot, on caches
 //! of their own (`slub.design` only picks the kmalloc caches').
 //!
-//! - icount boot (one CPU): alloc_peers' three workloads (fast64, random sizes 8..4096 with
+//! - icount boot (one CPU): the pairs harness's three workloads (fast64, random sizes 8..4096 with
 //!   1000 live objects, burst256) on a kmalloc-like set of 13 size-class caches per design,
-//!   measured as alloc_peers measures (out-of-line entry points, interrupts on, one held
+//!   measured as every pairs experiment is (out-of-line entry points, interrupts on, one held
 //!   object, the empty-loop harness subtracted): `instructions_per_pair`, and
 //!   `slab_path_per_kpair` (allocations and frees that reached the slabs, alloc_slowpath +
 //!   free_slowpath, per 1000 pairs: the partial design's slow paths, the sheaves design's
 //!   bypasses and refills by single object).
-//! - tsc and det boots: slub_list_lock's workload (bulk batches, half freed by the next CPU)
+//! - tsc and det boots: the list_lock workload (bulk batches, half freed by the next CPU)
 //!   at 25/50/100% of the CPUs: `ops_per_cpu` (tsc: a trend), node list_lock and barn lock
 //!   acquisitions per 1000 operations, slabs allocated and freed per 1000 operations, the
 //!   slab memory the cache still holds once every object is freed (`slab_kib_after`: the
