@@ -13,13 +13,13 @@
 //! (`numalab_inline`, `numalab_kmem_cache_inline`, minus the inlined harness) and with
 //! interrupts off (`*_irqoff`). Peers run unlocked on arenas of frame pages.
 
-use super::pairs::{run, BURST, BURST_ROUNDS, FAST_PAIRS, RANDOM_STEPS, WORKLOADS};
+use super::pairs::{BURST, BURST_ROUNDS, FAST_PAIRS, RANDOM_STEPS, WORKLOADS};
 use crate::ktest::{Ctx, TestError, TestResult};
 use crate::mm::frame::{self, Pages, Policy};
 use crate::mm::slub::{default_tunables, PrivateCache};
 use crate::peers::heaps::{Buddy, LinkedList, Slabmalloc, Talc};
 use crate::peers::slub::{Cache, Kmalloc};
-use crate::peers::{with, Empty, Mark, NoMark, OutOfLine, RawPeer};
+use crate::peers::{run, Empty, Mark, OutOfLine, Profiled};
 use numalab_algo::bench::{Clock, Record};
 use numalab_algo::slub::{Stat, StatsSnapshot};
 
@@ -73,12 +73,6 @@ impl<P> Mark<P> for Profile {
         }
         crate::println!("{}", line);
     }
-}
-
-/// The three workloads on `raw` (not profiled), the allocator given back.
-fn run_on<P: RawPeer>(raw: P) -> ([Option<f64>; 3], P) {
-    let (r, raw, NoMark) = with(raw, NoMark, run);
-    (r, raw)
 }
 
 /// The SLUB events the profile prints (Linux's SLUB stat names).
@@ -168,8 +162,8 @@ fn irqs_off<R>(f: impl FnOnce() -> R) -> R {
 }
 
 fn alloc_peers_inner(clock: Clock) -> TestResult {
-    let harness_call = run_on(OutOfLine(Empty::new())).0;
-    let harness_inline = run_on(Empty::new()).0;
+    let harness_call = run(&mut OutOfLine(Empty::new()));
+    let harness_inline = run(&mut Empty::new());
     for (workload, (c, i)) in WORKLOADS
         .iter()
         .zip(harness_call.iter().zip(harness_inline))
@@ -190,12 +184,15 @@ fn alloc_peers_inner(clock: Clock) -> TestResult {
         );
     }
 
-    let profiled = with(OutOfLine(Kmalloc), Profile::new(), run).0;
-    emit("numalab", profiled, harness_call, clock);
-    emit("numalab_inline", run_on(Kmalloc).0, harness_inline, clock);
+    let mut profiled = OutOfLine(Profiled {
+        peer: Kmalloc,
+        profile: Profile::new(),
+    });
+    emit("numalab", run(&mut profiled), harness_call, clock);
+    emit("numalab_inline", run(&mut Kmalloc), harness_inline, clock);
     emit(
         "numalab_irqoff",
-        irqs_off(|| run_on(OutOfLine(Kmalloc)).0),
+        irqs_off(|| run(&mut OutOfLine(Kmalloc))),
         harness_call,
         clock,
     );
@@ -214,9 +211,9 @@ fn alloc_peers_inner(clock: Clock) -> TestResult {
         let mut fast = [None; 3];
         for (cache, w) in [(&c64, 0), (&c256, 2)] {
             let r = match (inline, irqoff) {
-                (true, _) => run_on(Cache(cache)).0,
-                (false, true) => irqs_off(|| run_on(OutOfLine(Cache(cache))).0),
-                (false, false) => run_on(OutOfLine(Cache(cache))).0,
+                (true, _) => run(&mut Cache(cache)),
+                (false, true) => irqs_off(|| run(&mut OutOfLine(Cache(cache)))),
+                (false, false) => run(&mut OutOfLine(Cache(cache))),
             };
             fast[w] = r[w];
         }
@@ -245,24 +242,24 @@ fn alloc_peers_inner(clock: Clock) -> TestResult {
     // Each heap owns its arena and gives it back when dropped (after its run).
     emit(
         "linked_list_allocator",
-        run_on(OutOfLine(LinkedList::new(arena()?))).0,
+        run(&mut OutOfLine(LinkedList::new(arena()?))),
         harness_call,
         clock,
     );
     match Talc::new(arena()?) {
-        Some(t) => emit("talc", run_on(OutOfLine(t)).0, harness_call, clock),
+        Some(t) => emit("talc", run(&mut OutOfLine(t)), harness_call, clock),
         None => crate::println!("# alloc_peers: talc could not claim its arena"),
     }
     emit(
         "buddy_system_allocator",
-        run_on(OutOfLine(Buddy::new(arena()?))).0,
+        run(&mut OutOfLine(Buddy::new(arena()?))),
         harness_call,
         clock,
     );
 
     match Slabmalloc::new() {
         None => crate::println!("# alloc_peers: slabmalloc skipped: direct map not 2 MiB aligned"),
-        Some(s) => emit("slabmalloc", run_on(OutOfLine(s)).0, harness_call, clock),
+        Some(s) => emit("slabmalloc", run(&mut OutOfLine(s)), harness_call, clock),
     }
     Ok(())
 }

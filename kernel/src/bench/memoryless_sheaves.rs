@@ -12,13 +12,13 @@
 //! burst workload less the harness, and its inverse `pairs_per_kinstruction` (higher is
 //! better, like the thread's IOPS).
 
-use super::pairs::{record_pair, run, with_interrupts};
+use super::pairs::{record_pair, with_interrupts};
 use super::slub_cache::BenchCache;
 use super::workload;
 use crate::ktest::{Ctx, TestError, TestResult};
 use crate::mm::slub::{Object, PrivateCache};
 use crate::peers::slub::Cache;
-use crate::peers::{with, Empty, NoMark, OutOfLine};
+use crate::peers::{run, Empty, OutOfLine};
 use alloc::format;
 use alloc::vec::Vec;
 use numalab_algo::knob::{self, CaseCounters};
@@ -78,12 +78,12 @@ fn sheaf_share(s: &StatsSnapshot) -> f64 {
 /// The one-CPU icount boot: instructions per pair of the burst on the boot CPU.
 fn pairs(clock: numalab_algo::bench::Clock) -> TestResult {
     let knobs = with_interrupts(|| -> Result<Vec<CaseCounters>, TestError> {
-        let harness = with(OutOfLine(Empty::new()), NoMark, run).0[2];
+        let harness = run(&mut OutOfLine(Empty::new()))[2];
         let mut knobs = Vec::new();
         for (case, t) in super::rep_order(cases()) {
             let c = create(case, t)?;
             let before = c.stats();
-            let v = with(OutOfLine(Cache(&c)), NoMark, run).0[2];
+            let v = run(&mut OutOfLine(Cache(&c)))[2];
             let s = c.stats().since(&before);
             let mut counters = CaseCounters::new(case);
             for stat in [

@@ -18,7 +18,7 @@
 //! A knob check fails the experiment when the two designs show the same mechanism counters.
 
 use super::pairs::{
-    record_pair, run, with_interrupts, BURST, BURST_ROUNDS, FAST_PAIRS, RANDOM_STEPS, WORKLOADS,
+    record_pair, with_interrupts, BURST, BURST_ROUNDS, FAST_PAIRS, RANDOM_STEPS, WORKLOADS,
 };
 use super::slub_cache::BenchCache;
 use super::slub_list_lock::run_case;
@@ -26,7 +26,7 @@ use super::workload;
 use crate::ktest::{Ctx, TestError, TestResult};
 use crate::mm::slub::PrivateCache;
 use crate::peers::slub::Classes;
-use crate::peers::{with, Empty, Mark, NoMark, OutOfLine};
+use crate::peers::{run, Empty, Mark, OutOfLine, Profiled};
 use alloc::format;
 use alloc::vec::Vec;
 use numalab_algo::bench::plan::cpu_counts;
@@ -83,10 +83,10 @@ struct SlabPath {
     per_kpair: [f64; 3],
 }
 
-impl Mark<OutOfLine<Classes<'_>>> for SlabPath {
-    fn mark(&mut self, peer: &OutOfLine<Classes<'_>>, workload: &str, end: bool) {
+impl Mark<Classes<'_>> for SlabPath {
+    fn mark(&mut self, peer: &Classes<'_>, workload: &str, end: bool) {
         let mut now = StatsSnapshot::default();
-        for c in peer.0.caches() {
+        for c in peer.caches() {
             for (a, b) in now.counts.iter_mut().zip(c.stats().counts) {
                 *a = a.wrapping_add(b);
             }
@@ -109,7 +109,7 @@ impl Mark<OutOfLine<Classes<'_>>> for SlabPath {
 /// The one-CPU icount boot: instructions per pair of each design.
 fn pairs(clock: numalab_algo::bench::Clock) -> TestResult {
     let knobs = with_interrupts(|| -> Result<Vec<CaseCounters>, TestError> {
-        let harness = with(OutOfLine(Empty::new()), NoMark, run).0;
+        let harness = run(&mut OutOfLine(Empty::new()));
         let mut knobs = Vec::new();
         for (design, d) in super::rep_order(DESIGNS) {
             let caches = create_classes(design, d)?;
@@ -117,7 +117,12 @@ fn pairs(clock: numalab_algo::bench::Clock) -> TestResult {
                 start: StatsSnapshot::default(),
                 per_kpair: [f64::NAN; 3],
             };
-            let (r, _, profile) = with(OutOfLine(Classes::new(&caches)), profile, run);
+            let mut peer = OutOfLine(Profiled {
+                peer: Classes::new(&caches),
+                profile,
+            });
+            let r = run(&mut peer);
+            let profile = peer.0.profile;
             let mut counters = CaseCounters::new(design);
             let s = stats(&caches);
             for stat in [

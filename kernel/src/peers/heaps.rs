@@ -4,7 +4,7 @@
 //! pages for objects up to 256 bytes, 2 MiB pages above), like NrOS's per-core allocator. They
 //! run unlocked: one CPU, one owner.
 
-use super::RawPeer;
+use super::Peer;
 use crate::mm::frame::{self, Pages, Policy};
 use alloc::vec::Vec;
 use core::alloc::Layout;
@@ -36,13 +36,14 @@ impl LinkedList {
     }
 }
 
-impl RawPeer for LinkedList {
+// SAFETY: the crate's own allocate/deallocate pair, on the arena this peer owns.
+unsafe impl Peer for LinkedList {
     #[inline(always)]
-    unsafe fn alloc_raw(&mut self, layout: Layout) -> Option<NonNull<u8>> {
+    unsafe fn alloc(&mut self, layout: Layout) -> Option<NonNull<u8>> {
         self.heap.allocate_first_fit(layout).ok()
     }
     #[inline(always)]
-    unsafe fn free_raw(&mut self, ptr: NonNull<u8>, layout: Layout) {
+    unsafe fn free(&mut self, ptr: NonNull<u8>, layout: Layout) {
         // SAFETY: forwarded from the caller's contract.
         unsafe { self.heap.deallocate(ptr, layout) }
     }
@@ -68,14 +69,15 @@ impl Talc {
     }
 }
 
-impl RawPeer for Talc {
+// SAFETY: the crate's own allocate/deallocate pair, on the arena this peer owns.
+unsafe impl Peer for Talc {
     #[inline(always)]
-    unsafe fn alloc_raw(&mut self, layout: Layout) -> Option<NonNull<u8>> {
+    unsafe fn alloc(&mut self, layout: Layout) -> Option<NonNull<u8>> {
         // SAFETY: the caller's contract: a non-zero size.
         unsafe { self.talc.allocate(layout) }
     }
     #[inline(always)]
-    unsafe fn free_raw(&mut self, ptr: NonNull<u8>, layout: Layout) {
+    unsafe fn free(&mut self, ptr: NonNull<u8>, layout: Layout) {
         // SAFETY: forwarded from the caller's contract.
         unsafe { self.talc.deallocate(ptr.as_ptr(), layout) }
     }
@@ -100,13 +102,14 @@ impl Buddy {
     }
 }
 
-impl RawPeer for Buddy {
+// SAFETY: the crate's own allocate/deallocate pair, on the arena this peer owns.
+unsafe impl Peer for Buddy {
     #[inline(always)]
-    unsafe fn alloc_raw(&mut self, layout: Layout) -> Option<NonNull<u8>> {
+    unsafe fn alloc(&mut self, layout: Layout) -> Option<NonNull<u8>> {
         self.heap.alloc(layout).ok()
     }
     #[inline(always)]
-    unsafe fn free_raw(&mut self, ptr: NonNull<u8>, layout: Layout) {
+    unsafe fn free(&mut self, ptr: NonNull<u8>, layout: Layout) {
         // SAFETY: forwarded from the caller's contract.
         unsafe { self.heap.dealloc(ptr, layout) }
     }
@@ -131,9 +134,10 @@ impl Slabmalloc {
     }
 }
 
-impl RawPeer for Slabmalloc {
+// SAFETY: the crate's own allocate/deallocate pair, on the arena this peer owns.
+unsafe impl Peer for Slabmalloc {
     #[inline(always)]
-    unsafe fn alloc_raw(&mut self, layout: Layout) -> Option<NonNull<u8>> {
+    unsafe fn alloc(&mut self, layout: Layout) -> Option<NonNull<u8>> {
         use slabmalloc::Allocator;
         loop {
             match self.zone.allocate(layout) {
@@ -171,7 +175,7 @@ impl RawPeer for Slabmalloc {
         }
     }
     #[inline(always)]
-    unsafe fn free_raw(&mut self, ptr: NonNull<u8>, layout: Layout) {
+    unsafe fn free(&mut self, ptr: NonNull<u8>, layout: Layout) {
         use slabmalloc::Allocator;
         let _ = self.zone.deallocate(ptr, layout);
     }
