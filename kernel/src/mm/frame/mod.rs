@@ -16,6 +16,7 @@ mod holders;
 mod memmap;
 mod node;
 mod pages;
+mod pages_mem;
 mod pcp;
 mod section_index;
 mod stats;

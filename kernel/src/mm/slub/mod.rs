@@ -22,6 +22,7 @@
 
 pub mod info;
 pub mod kmalloc;
+mod kobject;
 mod object;
 pub mod platform;
 mod private;
@@ -31,6 +32,7 @@ pub mod slabmap;
 #[cfg(feature = "ktest")]
 pub(crate) mod tests;
 
+pub use kobject::KmallocObject;
 pub use object::Object;
 pub use private::PrivateCache;
 
