@@ -17,11 +17,11 @@
 //!
 //! A knob check fails the experiment when the two designs show the same mechanism counters.
 
+use super::list_churn::run_case;
 use super::pairs::{
     record_pair, with_interrupts, BURST, BURST_ROUNDS, FAST_PAIRS, RANDOM_STEPS, WORKLOADS,
 };
 use super::slub_cache::BenchCache;
-use super::slub_list_lock::run_case;
 use super::workload;
 use crate::ktest::{Ctx, TestError, TestResult};
 use crate::mm::slub::PrivateCache;
