@@ -20,8 +20,10 @@
 //! in one codegen unit; rustc places `OutOfLine<P>`'s methods with `OutOfLine`'s module. A
 //! safe front of owned, branded blocks in bench/ (commit 0ba4d86) moved `run` away from
 //! them and changed the counts (harness/fast64 18.0004 -> 26.0004 instructions per pair,
-//! numalab/fast64 125.0001 -> 122.9999), so `run`, `OutOfLine` and `Empty` share this module
-//! and `run` is the loop the experiments measured before, verbatim.
+//! numalab/fast64 125.0001 -> 122.9999; `./qemu-run.sh --topology 4node --smp 1 --icount
+//! --suite bench --set bench=alloc_peers`), so `run`, `OutOfLine` and `Empty` share this
+//! module and `run` is the loop the experiments measured before, verbatim but for the
+//! `unsafe` around `alloc`.
 
 pub mod heaps;
 pub mod slub;
