@@ -70,7 +70,7 @@ pub struct Series {
 pub struct Chart {
     /// The `<svg>` element's id.
     pub id: String,
-    /// The `<svg>` element's class (e.g. `chart exp-slub_list_lock`).
+    /// The `<svg>` element's class (`chart exp-` and the experiment's name).
     pub class: String,
     pub title: String,
     pub x_label: String,

@@ -115,7 +115,7 @@ pub fn all() -> Vec<Preset> {
         },
         Preset {
             name: "2x8",
-            about: "seed 000's shape, scaled: 2 nodes x 8 CPUs, 1 GiB each (SLIT 10/21); slub_list_lock with 8 CPUs per list_lock",
+            about: "seed 000's shape, scaled: 2 nodes x 8 CPUs, 1 GiB each (SLIT 10/21); 8 CPUs per SLUB list_lock",
             cpus: 16,
             mem_mib: 2048,
             nodes: vec![node(1, 1); 2],

@@ -24,6 +24,8 @@ mod ktest;
 mod mm;
 mod options;
 mod panic;
+#[cfg(feature = "ktest")]
+mod peers;
 mod percpu;
 mod smp;
 #[cfg(feature = "ktest")]

@@ -27,7 +27,7 @@ const USAGE: &str = "qemu-run.sh [OPTIONS] [-- QEMU ARGS...]
 
 const ABOUT: &str = "Builds the kernel, boots it under QEMU on a NUMA topology and runs an \
 in-kernel suite. Without arguments: the main job (tests, stress and smoke benchmarks on 4node, \
-memoryless_node on the memoryless preset, then the benchmark and seeds tables).";
+the memoryless-node experiment on the memoryless preset, then the benchmark and seeds tables).";
 
 const AFTER_HELP: &str = "\
 Exit status: 0 all tests passed; 1 a test failed, the kernel panicked or no test ran;
@@ -42,10 +42,11 @@ const BENCH_USAGE: &str = "qemu-run.sh bench [OPTIONS] [-- QEMU ARGS...]
 const BENCH_ABOUT: &str = "Runs the experiments (all, or --set bench=NAME[,NAME]) in a \
 multi-CPU boot (tsc: contention, throughput, memory; host time, repeated --reps times), a \
 multi-CPU --icount boot (det: vCPUs round-robin, exact counts), a one-CPU --icount boot \
-(instruction counts), plus a uma boot for memoryless_node's single_node case; checks the BENCH \
-contract; writes target/bench/<date>-<rev>.jsonl, the serial logs and SVG charts; prints one \
-table per experiment (median, min..max, ratio against its baseline case) and the seeds table \
-(docs/benchmarks.md). slub_list_lock is best read on --topology 2x8 (two nodes of 8 CPUs).";
+(instruction counts), plus a uma boot for the memoryless-node experiment's single_node case; \
+checks the BENCH contract; writes target/bench/<date>-<rev>.jsonl, the serial logs and SVG \
+charts; prints one table per experiment (median, min..max, ratio against its baseline case) \
+and the seeds table (docs/benchmarks.md). The list_lock experiment is best read on \
+--topology 2x8 (two nodes of 8 CPUs).";
 
 /// `--kernel`: which kernel runs the experiments.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]

@@ -12,8 +12,9 @@
 //! the same CPUs and memory, for its uma cases; repeated like tsc). The main job adds a boot of
 //! the `memoryless` preset for seed 003's experiment. Which experiment needs which boot is the
 //! catalog's (kernel/algo/src/bench/catalog). The twin's boots (`--kernel linux|both`): icount
-//! for its instruction experiments, tsc for the host-timed ones, uma for memoryless_node when
-//! its tsc boot printed, and slub_list_lock's second (order-4) tsc boot.
+//! for its instruction experiments, tsc for the host-timed ones, uma for the memoryless-node
+//! experiment when its tsc boot printed, and the list_lock experiment's second (order-4) tsc
+//! boot (`catalog::MEMORYLESS_NODE`, `catalog::SLUB_LIST_LOCK`).
 
 use super::args::BenchArgs;
 use super::twin;
@@ -40,7 +41,7 @@ pub enum When {
     /// An experiment with a one-node comparison printed a case of the machine (numalab's uma
     /// boots).
     UmaComparisonPrinted,
-    /// memoryless_node printed its `linux` case (the twin's uma boot).
+    /// The memoryless-node experiment printed its `linux` case (the twin's uma boot).
     LinuxMemorylessPrinted,
 }
 
@@ -57,7 +58,7 @@ impl When {
                 })
             }),
             When::LinuxMemorylessPrinted => {
-                earlier.any(|r| r.bench == "memoryless_node" && r.case == "linux")
+                earlier.any(|r| r.bench == catalog::MEMORYLESS_NODE.name && r.case == "linux")
             }
         }
     }
@@ -287,10 +288,10 @@ fn uma_experiments() -> Vec<&'static str> {
         .collect()
 }
 
-/// The twin's boots of `args`: icount for the instruction experiments, tsc for memoryless_node
-/// on a machine with a memoryless node (and the other host-timed ones), then uma (the
-/// one-node machine of the same size, as numalab's) when that printed its record, and
-/// slub_list_lock's order-4 boot. Also the notes on selected experiments Linux lacks.
+/// The twin's boots of `args`: icount for the instruction experiments, tsc for the
+/// memoryless-node experiment on a machine with a memoryless node (and the other host-timed
+/// ones), then uma (the one-node machine of the same size, as numalab's) when that printed its
+/// record, and the list_lock experiment's order-4 boot. Also the notes on selected experiments Linux lacks.
 pub fn linux_boots(args: &BenchArgs) -> Result<(Vec<PlannedBoot>, Vec<String>), String> {
     let (mirrored, unmirrored) = twin::mirrored_selection(&args.selected());
     let notes = unmirrored
@@ -305,7 +306,7 @@ pub fn linux_boots(args: &BenchArgs) -> Result<(Vec<PlannedBoot>, Vec<String>), 
     let shape = memoryless_shape(args);
     let tsc: Vec<&str> = twin::measured_in(&mirrored, Boot::Tsc)
         .into_iter()
-        .filter(|n| (*n != "memoryless_node" || shape) && !args.icount_only)
+        .filter(|n| (*n != catalog::MEMORYLESS_NODE.name || shape) && !args.icount_only)
         .collect();
     let append = args.linux_append.clone();
     let boot = |boot, experiments: &[&str], append: Option<String>, when| {
@@ -328,17 +329,17 @@ pub fn linux_boots(args: &BenchArgs) -> Result<(Vec<PlannedBoot>, Vec<String>), 
         out.push(boot(Boot::Tsc, &tsc, append.clone(), When::Always)?);
         out.push(boot(
             Boot::Uma,
-            &["memoryless_node"],
+            &[catalog::MEMORYLESS_NODE.name],
             append.clone(),
             When::LinuxMemorylessPrinted,
         )?);
-        if tsc.contains(&"slub_list_lock") {
+        if tsc.contains(&catalog::SLUB_LIST_LOCK.name) {
             // Linux 6.1's slab order is read-only at run time: order_4 and cpu_partial_x2
             // run in a boot whose command line sets it for every cache, as the thread did.
             let order4 = twin::cmdline::order4_append(append.as_deref());
             out.push(boot(
                 Boot::Tsc,
-                &["slub_list_lock"],
+                &[catalog::SLUB_LIST_LOCK.name],
                 Some(order4),
                 When::Always,
             )?);
@@ -360,12 +361,12 @@ pub fn linux_config(
     Ok(c)
 }
 
-/// Whether memoryless_node measures on this machine: it has a node with CPUs and no memory
+/// Whether the memoryless-node experiment measures on this machine: it has a node with CPUs and no memory
 /// (or is a one-node machine). For a machine given as QEMU arguments: when it is selected.
 fn memoryless_shape(args: &BenchArgs) -> bool {
     let t = &args.base.topology;
     if args.base.user_describes_machine() {
-        return args.selected().contains(&"memoryless_node");
+        return args.selected().contains(&catalog::MEMORYLESS_NODE.name);
     }
     t.nodes.len() <= 1
         || t.nodes

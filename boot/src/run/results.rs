@@ -130,7 +130,7 @@ pub fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &s
 
 /// The file name of every boot's serial log: `BOOT.log` (`linux-BOOT.log` for the twin), with
 /// `-TOPOLOGY` for a boot on another machine than the run's and `-repN` for repetition N > 0;
-/// a second boot of the same name numbered (`linux-tsc-2.log`: slub_list_lock's order-4 boot).
+/// a second boot of the same name numbered (`linux-tsc-2.log`: the list_lock experiment's order-4 boot).
 /// Every boot keeps its log.
 pub fn log_names<'a>(args: &BenchArgs, runs: &'a Runs) -> Vec<(String, &'a BootRun)> {
     let mut seen = BTreeSet::new();

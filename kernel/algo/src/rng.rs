@@ -2,7 +2,7 @@
 //! module (no other file keeps a copy). Two classic generators of George Marsaglia's
 //! "Xorshift RNGs" (2003) family, so seeded runs repeat exactly on host and kernel:
 //! `Rng` is xorshift64* (shifts 12/25/27, then a multiply), `XorShift64` the plain 13/7/17
-//! generator that the alloc_peers and SLUB stress workloads were defined with.
+//! generator that the pairs harness and SLUB stress workloads were defined with.
 
 /// xorshift64*: good low bits, used for sizes and choices.
 #[derive(Clone, Debug)]

@@ -13,33 +13,27 @@
 //! (`numalab_inline`, `numalab_kmem_cache_inline`, minus the inlined harness) and with
 //! interrupts off (`*_irqoff`). Peers run unlocked on arenas of frame pages.
 
-use super::pairs::{
-    run, Empty, OutOfLine, Peer, BURST, BURST_ROUNDS, FAST_PAIRS, RANDOM_STEPS, WORKLOADS,
-};
+use super::pairs::{BURST, BURST_ROUNDS, FAST_PAIRS, RANDOM_STEPS, WORKLOADS};
 use crate::ktest::{Ctx, TestError, TestResult};
 use crate::mm::frame::{self, Pages, Policy};
-use crate::mm::slub::kmalloc::{kfree, kmalloc};
-use crate::mm::slub::{default_tunables, KmemCache};
-use alloc::vec::Vec;
-use core::alloc::Layout;
-use core::ptr::NonNull;
+use crate::mm::slub::{default_tunables, PrivateCache};
+use crate::peers::heaps::{Buddy, LinkedList, Slabmalloc, Talc};
+use crate::peers::slub::{Cache, Kmalloc};
+use crate::peers::{run, Empty, Mark, OutOfLine, Profiled};
 use numalab_algo::bench::{Clock, Record};
-use numalab_algo::page::PhysAddr;
 use numalab_algo::slub::{Stat, StatsSnapshot};
 
 /// Arena order for the heap-style peers (4 MiB).
 const ARENA_ORDER: u8 = 10;
 
-/// numalab's kmalloc/kfree. With `profile`, each workload's SLUB events (summed over the
-/// kmalloc caches) are printed per 1000 pairs, to show where the instructions go.
-struct Kmalloc {
-    profile: bool,
+/// The profile of numalab's kmalloc/kfree: each workload's SLUB events (summed over the
+/// kmalloc caches) printed per 1000 pairs, to show where the instructions go.
+struct Profile {
     start: StatsSnapshot,
 }
-impl Kmalloc {
-    const fn plain() -> Kmalloc {
-        Kmalloc {
-            profile: false,
+impl Profile {
+    fn new() -> Profile {
+        Profile {
             start: StatsSnapshot {
                 counts: [0; numalab_algo::slub::stats::NR_STATS],
             },
@@ -56,12 +50,9 @@ impl Kmalloc {
         sum
     }
 }
-impl Peer for Kmalloc {
-    fn mark(&mut self, workload: &str, end: bool) {
-        if !self.profile {
-            return;
-        }
-        let now = Kmalloc::kmalloc_stats();
+impl<P> Mark<P> for Profile {
+    fn mark(&mut self, _peer: &P, workload: &str, end: bool) {
+        let now = Profile::kmalloc_stats();
         if !end {
             self.start = now;
             return;
@@ -81,15 +72,6 @@ impl Peer for Kmalloc {
             line.push_str(&alloc::format!(" {}={:.1}", st.name(), per_kpair(st)));
         }
         crate::println!("{}", line);
-    }
-    #[inline(always)]
-    fn alloc(&mut self, layout: Layout) -> Option<NonNull<u8>> {
-        kmalloc(layout.size())
-    }
-    #[inline(always)]
-    unsafe fn free(&mut self, ptr: NonNull<u8>, _layout: Layout) {
-        // SAFETY: forwarded from the caller's contract.
-        unsafe { kfree(ptr) }
     }
 }
 
@@ -114,123 +96,11 @@ const PROFILED: [Stat; 17] = [
     Stat::CpuPartialFree,
 ];
 
-pub(super) struct CachePeer(pub &'static KmemCache);
-impl Peer for CachePeer {
-    #[inline(always)]
-    fn alloc(&mut self, _layout: Layout) -> Option<NonNull<u8>> {
-        self.0.alloc()
-    }
-    #[inline(always)]
-    unsafe fn free(&mut self, ptr: NonNull<u8>, _layout: Layout) {
-        // SAFETY: forwarded from the caller's contract.
-        unsafe { self.0.free(ptr) }
-    }
-}
-
-struct LinkedList(linked_list_allocator::Heap);
-impl Peer for LinkedList {
-    #[inline(always)]
-    fn alloc(&mut self, layout: Layout) -> Option<NonNull<u8>> {
-        self.0.allocate_first_fit(layout).ok()
-    }
-    #[inline(always)]
-    unsafe fn free(&mut self, ptr: NonNull<u8>, layout: Layout) {
-        // SAFETY: forwarded from the caller's contract.
-        unsafe { self.0.deallocate(ptr, layout) }
-    }
-}
-
-struct Talc(talc::base::Talc<talc::source::Manual, talc::DefaultBinning>);
-impl Peer for Talc {
-    #[inline(always)]
-    fn alloc(&mut self, layout: Layout) -> Option<NonNull<u8>> {
-        // SAFETY: the layout has a non-zero size (every workload's sizes are >= 8).
-        unsafe { self.0.allocate(layout) }
-    }
-    #[inline(always)]
-    unsafe fn free(&mut self, ptr: NonNull<u8>, layout: Layout) {
-        // SAFETY: forwarded from the caller's contract.
-        unsafe { self.0.deallocate(ptr.as_ptr(), layout) }
-    }
-}
-
-struct Buddy(buddy_system_allocator::Heap<32>);
-impl Peer for Buddy {
-    #[inline(always)]
-    fn alloc(&mut self, layout: Layout) -> Option<NonNull<u8>> {
-        self.0.alloc(layout).ok()
-    }
-    #[inline(always)]
-    unsafe fn free(&mut self, ptr: NonNull<u8>, layout: Layout) {
-        // SAFETY: forwarded from the caller's contract.
-        unsafe { self.0.dealloc(ptr, layout) }
-    }
-}
-
-/// slabmalloc's ZoneAllocator refilled from frame pages on OutOfMemory (4 KiB pages for
-/// objects up to 256 bytes, 2 MiB pages above), like NrOS's per-core allocator.
-struct Slabmalloc {
-    zone: slabmalloc::ZoneAllocator<'static>,
-    pages: Vec<(PhysAddr, u8)>,
-}
-impl Peer for Slabmalloc {
-    #[inline(always)]
-    fn alloc(&mut self, layout: Layout) -> Option<NonNull<u8>> {
-        use slabmalloc::Allocator;
-        loop {
-            match self.zone.allocate(layout) {
-                Ok(p) => return Some(p),
-                Err(slabmalloc::AllocationError::OutOfMemory) => {
-                    let large = layout.size() > slabmalloc::ZoneAllocator::MAX_BASE_ALLOC_SIZE;
-                    let order = if large { 9 } else { 0 };
-                    let pages = frame::alloc_pages(order, Policy::Local).ok()?;
-                    let (phys, order) = (pages.phys_addr(), pages.into_raw().1);
-                    self.pages.push((phys, order));
-                    let virt = frame::phys_to_virt(phys).as_mut_ptr::<u8>();
-                    let r = if large {
-                        // SAFETY: a fresh, exclusively owned, zeroed-or-not 2 MiB block, 2 MiB
-                        // aligned in the direct map (checked before the run); slabmalloc
-                        // initialises the page header on refill.
-                        unsafe {
-                            self.zone.refill_large(
-                                layout,
-                                &mut *(virt as *mut slabmalloc::LargeObjectPage<'static>),
-                            )
-                        }
-                    } else {
-                        // SAFETY: as above for a 4 KiB page.
-                        unsafe {
-                            self.zone.refill(
-                                layout,
-                                &mut *(virt as *mut slabmalloc::ObjectPage<'static>),
-                            )
-                        }
-                    };
-                    r.ok()?;
-                }
-                Err(_) => return None,
-            }
-        }
-    }
-    #[inline(always)]
-    unsafe fn free(&mut self, ptr: NonNull<u8>, layout: Layout) {
-        use slabmalloc::Allocator;
-        let _ = self.zone.deallocate(ptr, layout);
-    }
-}
-
-fn arena() -> Result<(usize, usize, PhysAddr), TestError> {
-    let pages = frame::alloc_pages(ARENA_ORDER, Policy::Local)
-        .map_err(|e| TestError::Fail(alloc::format!("arena: {}", e)))?;
-    let size = pages.size_bytes();
-    let phys = PhysAddr::new(pages.into_raw().0);
-    Ok((frame::phys_to_virt(phys).as_u64() as usize, size, phys))
-}
-
-fn free_arena(phys: PhysAddr, order: u8) {
-    // SAFETY: (phys, order) came from into_raw in `arena`/the slabmalloc refill, and the
-    // allocator using it has been dropped with every object freed.
-    drop(unsafe { Pages::from_raw(phys, order) });
+/// A fresh arena of frame pages for a heap-style peer (it owns it, and gives it back when
+/// dropped).
+fn arena() -> Result<Pages, TestError> {
+    frame::alloc_pages(ARENA_ORDER, Policy::Local)
+        .map_err(|e| TestError::Fail(alloc::format!("arena: {}", e)))
 }
 
 const NAME: &str = super::catalog::ALLOC_PEERS.name;
@@ -292,11 +162,8 @@ fn irqs_off<R>(f: impl FnOnce() -> R) -> R {
 }
 
 fn alloc_peers_inner(clock: Clock) -> TestResult {
-    static mut SINK: [u64; 512] = [0; 512];
-    // Only the address is taken; Empty never dereferences it.
-    let sink = NonNull::new(core::ptr::addr_of_mut!(SINK) as *mut u8).expect("static address");
-    let harness_call = run(&mut OutOfLine(Empty(sink)));
-    let harness_inline = run(&mut Empty(sink));
+    let harness_call = run(&mut OutOfLine(Empty::new()));
+    let harness_inline = run(&mut Empty::new());
     for (workload, (c, i)) in WORKLOADS
         .iter()
         .zip(harness_call.iter().zip(harness_inline))
@@ -317,32 +184,24 @@ fn alloc_peers_inner(clock: Clock) -> TestResult {
         );
     }
 
-    let mut profiled = Kmalloc::plain();
-    profiled.profile = true;
-    emit(
-        "numalab",
-        run(&mut OutOfLine(profiled)),
-        harness_call,
-        clock,
-    );
-    emit(
-        "numalab_inline",
-        run(&mut Kmalloc::plain()),
-        harness_inline,
-        clock,
-    );
+    let mut profiled = OutOfLine(Profiled {
+        peer: Kmalloc,
+        profile: Profile::new(),
+    });
+    emit("numalab", run(&mut profiled), harness_call, clock);
+    emit("numalab_inline", run(&mut Kmalloc), harness_inline, clock);
     emit(
         "numalab_irqoff",
-        irqs_off(|| run(&mut OutOfLine(Kmalloc::plain()))),
+        irqs_off(|| run(&mut OutOfLine(Kmalloc))),
         harness_call,
         clock,
     );
 
     // The kmem_cache entry points alone, on caches of each workload's size class (random has
     // no single class; it is kmalloc's workload).
-    let c64 = KmemCache::create("bench-64", 64, 0, default_tunables("bench-64"))
+    let c64 = PrivateCache::create("bench-64", 64, 0, default_tunables("bench-64"))
         .map_err(|e| alloc::format!("{:?}", e))?;
-    let c256 = KmemCache::create("bench-256", 256, 0, default_tunables("bench-256"))
+    let c256 = PrivateCache::create("bench-256", 256, 0, default_tunables("bench-256"))
         .map_err(|e| alloc::format!("{:?}", e))?;
     for (suffix, inline, irqoff) in [
         ("", false, false),
@@ -350,11 +209,11 @@ fn alloc_peers_inner(clock: Clock) -> TestResult {
         ("_irqoff", false, true),
     ] {
         let mut fast = [None; 3];
-        for (cache, w) in [(c64, 0), (c256, 2)] {
+        for (cache, w) in [(&c64, 0), (&c256, 2)] {
             let r = match (inline, irqoff) {
-                (true, _) => run(&mut CachePeer(cache)),
-                (false, true) => irqs_off(|| run(&mut OutOfLine(CachePeer(cache)))),
-                (false, false) => run(&mut OutOfLine(CachePeer(cache))),
+                (true, _) => run(&mut Cache(cache)),
+                (false, true) => irqs_off(|| run(&mut OutOfLine(Cache(cache)))),
+                (false, false) => run(&mut OutOfLine(Cache(cache))),
             };
             fast[w] = r[w];
         }
@@ -370,64 +229,37 @@ fn alloc_peers_inner(clock: Clock) -> TestResult {
     }
     // Where the kmem_cache variants' instructions went: their caches' SLUB events (Linux's
     // stat names), all three variants together.
-    for c in [c64, c256] {
+    for c in [&c64, &c256] {
         for line in crate::mm::slub::info::stats_lines(c) {
             crate::println!("# alloc_peers: {}", line);
         }
     }
-    // SAFETY: the bench's last use of its caches (their peer wrappers are gone), run on this
-    // CPU only.
-    unsafe { c64.destroy() }.map_err(|n| alloc::format!("bench-64: {} live", n))?;
-    // SAFETY: as above.
-    unsafe { c256.destroy() }.map_err(|n| alloc::format!("bench-256: {} live", n))?;
+    c64.destroy()
+        .map_err(|n| alloc::format!("bench-64: {} live", n))?;
+    c256.destroy()
+        .map_err(|n| alloc::format!("bench-256: {} live", n))?;
 
-    let (base, size, phys) = arena()?;
-    let mut ll = LinkedList(linked_list_allocator::Heap::empty());
-    // SAFETY: the arena is fresh, exclusively owned memory of `size` bytes, freed only after
-    // this heap is dropped.
-    unsafe { ll.0.init(base as *mut u8, size) };
-    let mut ll = OutOfLine(ll);
-    emit("linked_list_allocator", run(&mut ll), harness_call, clock);
-    // The heap is not used past this point; its arena goes back.
-    free_arena(phys, ARENA_ORDER);
-
-    let (base, size, phys) = arena()?;
-    let mut t = Talc(talc::base::Talc::new(talc::source::Manual));
-    // SAFETY: as above.
-    let claimed = unsafe { t.0.claim(base as *mut u8, size) };
-    if claimed.is_some() {
-        emit("talc", run(&mut OutOfLine(t)), harness_call, clock);
-    } else {
-        crate::println!("# alloc_peers: talc could not claim its arena");
-    }
-    free_arena(phys, ARENA_ORDER);
-
-    let (base, size, phys) = arena()?;
-    let mut b = Buddy(buddy_system_allocator::Heap::<32>::empty());
-    // SAFETY: as above.
-    unsafe { b.0.init(base, size) };
+    // Each heap owns its arena and gives it back when dropped (after its run).
     emit(
-        "buddy_system_allocator",
-        run(&mut OutOfLine(b)),
+        "linked_list_allocator",
+        run(&mut OutOfLine(LinkedList::new(arena()?))),
         harness_call,
         clock,
     );
-    free_arena(phys, ARENA_ORDER);
+    match Talc::new(arena()?) {
+        Some(t) => emit("talc", run(&mut OutOfLine(t)), harness_call, clock),
+        None => crate::println!("# alloc_peers: talc could not claim its arena"),
+    }
+    emit(
+        "buddy_system_allocator",
+        run(&mut OutOfLine(Buddy::new(arena()?))),
+        harness_call,
+        clock,
+    );
 
-    if !crate::early::info().phys_offset.is_multiple_of(2 << 20) {
-        crate::println!("# alloc_peers: slabmalloc skipped: direct map not 2 MiB aligned");
-    } else {
-        let mut s = OutOfLine(Slabmalloc {
-            zone: slabmalloc::ZoneAllocator::new(),
-            pages: Vec::with_capacity(256),
-        });
-        let r = run(&mut s);
-        emit("slabmalloc", r, harness_call, clock);
-        let pages = core::mem::take(&mut s.0.pages);
-        drop(s);
-        for (phys, order) in pages {
-            free_arena(phys, order);
-        }
+    match Slabmalloc::new() {
+        None => crate::println!("# alloc_peers: slabmalloc skipped: direct map not 2 MiB aligned"),
+        Some(s) => emit("slabmalloc", run(&mut OutOfLine(s)), harness_call, clock),
     }
     Ok(())
 }

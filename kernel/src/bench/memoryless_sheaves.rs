@@ -12,15 +12,15 @@
 //! burst workload less the harness, and its inverse `pairs_per_kinstruction` (higher is
 //! better, like the thread's IOPS).
 
-use super::alloc_peers::CachePeer;
-use super::pairs::{record_pair, run, with_interrupts, Empty, OutOfLine};
+use super::pairs::{record_pair, with_interrupts};
 use super::slub_cache::BenchCache;
 use super::workload;
 use crate::ktest::{Ctx, TestError, TestResult};
-use crate::mm::slub::KmemCache;
+use crate::mm::slub::{Object, PrivateCache};
+use crate::peers::slub::Cache;
+use crate::peers::{run, Empty, OutOfLine};
 use alloc::format;
 use alloc::vec::Vec;
-use core::ptr::NonNull;
 use numalab_algo::knob::{self, CaseCounters};
 use numalab_algo::slub::{Design, Stat, StatsSnapshot, Tunables};
 
@@ -57,14 +57,16 @@ fn cases() -> [(&'static str, Tunables); 3] {
     ]
 }
 
-fn create(case: &str, t: Tunables) -> Result<&'static KmemCache, TestError> {
+fn create(case: &str, t: Tunables) -> Result<PrivateCache, TestError> {
     let n = format!("{NAME}-{case}");
-    KmemCache::create(&n, OBJ_BYTES, 0, t).map_err(|e| TestError::Fail(format!("{n}: {e:?}")))
+    PrivateCache::create(&n, OBJ_BYTES, 0, t).map_err(|e| TestError::Fail(format!("{n}: {e:?}")))
 }
 
-fn destroy(c: &'static KmemCache) -> TestResult {
-    // SAFETY: the experiment's last use of the cache; the CPUs that used it have returned.
-    unsafe { c.destroy() }.map_err(|n| TestError::Fail(format!("{}: {n} live", c.name())))
+/// Destroys the cache (the CPUs that used it have returned).
+fn destroy(c: PrivateCache) -> TestResult {
+    let name = alloc::string::String::from(c.name());
+    c.destroy()
+        .map_err(|n| TestError::Fail(format!("{name}: {n} live")))
 }
 
 /// Allocations served from a sheaf over all allocations.
@@ -75,15 +77,13 @@ fn sheaf_share(s: &StatsSnapshot) -> f64 {
 
 /// The one-CPU icount boot: instructions per pair of the burst on the boot CPU.
 fn pairs(clock: numalab_algo::bench::Clock) -> TestResult {
-    static mut SINK: [u64; 512] = [0; 512];
-    let sink = NonNull::new(core::ptr::addr_of_mut!(SINK) as *mut u8).expect("static address");
     let knobs = with_interrupts(|| -> Result<Vec<CaseCounters>, TestError> {
-        let harness = run(&mut OutOfLine(Empty(sink)))[2];
+        let harness = run(&mut OutOfLine(Empty::new()))[2];
         let mut knobs = Vec::new();
         for (case, t) in super::rep_order(cases()) {
             let c = create(case, t)?;
             let before = c.stats();
-            let v = run(&mut OutOfLine(CachePeer(c)))[2];
+            let v = run(&mut OutOfLine(Cache(&c)))[2];
             let s = c.stats().since(&before);
             let mut counters = CaseCounters::new(case);
             for stat in [
@@ -131,17 +131,17 @@ fn memoryless_sheaves(ctx: &Ctx) -> TestResult {
             online.iter().map(|&cpu| c.core().cpu_stats(cpu)).collect();
         c.reset_list_lock_stats();
         crate::smp::run_on_cpus(&online, &|_cpu| {
-            let mut objs: Vec<NonNull<u8>> = Vec::with_capacity(BURST);
+            let mut objs: Vec<Object> = Vec::with_capacity(BURST);
             for _ in 0..rounds {
                 while objs.len() < BURST {
-                    match c.alloc() {
-                        Some(p) => objs.push(p),
+                    match c.alloc_object() {
+                        Some(o) => objs.push(o),
                         None => break,
                     }
                 }
-                for p in objs.drain(..) {
-                    // SAFETY: allocated above on this CPU, freed once.
-                    unsafe { c.free(p) };
+                // Freed in allocation order, as owned objects (dropped).
+                for o in objs.drain(..) {
+                    drop(o);
                 }
             }
         });

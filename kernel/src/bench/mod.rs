@@ -11,7 +11,10 @@
 //! One file per experiment, named after it (`clock_overhead` lives here); what each prints,
 //! in which boots, and the seed thread it replays are in its catalog entry.
 
+#![deny(unsafe_code)]
+
 mod alloc_peers;
+mod list_churn;
 pub mod lock_stat;
 mod memoryless_node;
 mod memoryless_sheaves;

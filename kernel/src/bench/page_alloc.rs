@@ -6,11 +6,10 @@
 //! memory: the experiment fails otherwise, it prints no metric for it).
 
 use crate::ktest::{Ctx, TestError, TestResult};
-use crate::mm::frame::{alloc_pages, node_counters, AllocError, Pages, Policy, PAGE_SHIFT};
+use crate::mm::frame::{alloc_pages, node_counters, AllocError, PageChain, Policy, PAGE_SHIFT};
 use alloc::format;
 use buddy_system_allocator::FrameAllocator;
 use core::hint::black_box;
-use numalab_algo::page::PhysAddr;
 use spin::Mutex;
 
 const BENCH: &str = super::catalog::PAGE_ALLOC.name;
@@ -65,11 +64,11 @@ fn bsa_pair(pairs: u64) -> Result<f64, TestError> {
 
 /// How many of `nr` `Policy::Local` pages held at once come from the calling CPU's nearest
 /// memory node (which has free memory here); they are freed afterwards. No heap use: the
-/// pages are chained through their own first word.
+/// pages are held in a `PageChain` (chained through their own first word).
 fn local_count(nr: usize) -> Result<usize, AllocError> {
     let local = crate::percpu::mem_node_id();
     let mut on_local = 0;
-    let mut chain: Option<Pages> = None;
+    let mut chain = PageChain::new();
     let mut result = Ok(());
     for _ in 0..nr {
         match alloc_pages(0, Policy::Local) {
@@ -77,10 +76,7 @@ fn local_count(nr: usize) -> Result<usize, AllocError> {
                 if p.node() == local {
                     on_local += 1;
                 }
-                let next = chain.take().map_or(0, |c| c.into_raw().0 | 1);
-                // SAFETY: the first word of a page this CPU owns.
-                unsafe { (p.virt_ptr() as *mut u64).write(next) };
-                chain = Some(p);
+                chain.push(p);
             }
             Err(e) => {
                 result = Err(e);
@@ -88,16 +84,8 @@ fn local_count(nr: usize) -> Result<usize, AllocError> {
             }
         }
     }
-    while let Some(p) = chain.take() {
-        // SAFETY: the first word holds what the loop above wrote: 0, or the next page's
-        // physical address with bit 0 set (an order-0 block given up with into_raw).
-        let next = unsafe { (p.virt_ptr() as *const u64).read() };
-        drop(p);
-        if next != 0 {
-            // SAFETY: (next & !1, 0) came from into_raw of an order-0 block above.
-            chain = Some(unsafe { Pages::from_raw(PhysAddr::new(next & !1), 0) });
-        }
-    }
+    // Freed in the order of the old hand-made chain: the last allocated first.
+    drop(chain);
     result.map(|()| on_local)
 }
 

@@ -1,14 +1,14 @@
 //! Benchmark `sheaves_vs_partial`: the two SLUB designs side by side in one boot, on caches
 //! of their own (`slub.design` only picks the kmalloc caches').
 //!
-//! - icount boot (one CPU): alloc_peers' three workloads (fast64, random sizes 8..4096 with
+//! - icount boot (one CPU): the pairs harness's three workloads (fast64, random sizes 8..4096 with
 //!   1000 live objects, burst256) on a kmalloc-like set of 13 size-class caches per design,
-//!   measured as alloc_peers measures (out-of-line entry points, interrupts on, one held
+//!   measured as every pairs experiment is (out-of-line entry points, interrupts on, one held
 //!   object, the empty-loop harness subtracted): `instructions_per_pair`, and
 //!   `slab_path_per_kpair` (allocations and frees that reached the slabs, alloc_slowpath +
 //!   free_slowpath, per 1000 pairs: the partial design's slow paths, the sheaves design's
 //!   bypasses and refills by single object).
-//! - tsc and det boots: slub_list_lock's workload (bulk batches, half freed by the next CPU)
+//! - tsc and det boots: the list_lock workload (bulk batches, half freed by the next CPU)
 //!   at 25/50/100% of the CPUs: `ops_per_cpu` (tsc: a trend), node list_lock and barn lock
 //!   acquisitions per 1000 operations, slabs allocated and freed per 1000 operations, the
 //!   slab memory the cache still holds once every object is freed (`slab_kib_after`: the
@@ -17,22 +17,21 @@
 //!
 //! A knob check fails the experiment when the two designs show the same mechanism counters.
 
+use super::list_churn::run_case;
 use super::pairs::{
-    record_pair, run, with_interrupts, Empty, OutOfLine, Peer, BURST, BURST_ROUNDS, FAST_PAIRS,
-    RANDOM_STEPS, WORKLOADS,
+    record_pair, with_interrupts, BURST, BURST_ROUNDS, FAST_PAIRS, RANDOM_STEPS, WORKLOADS,
 };
 use super::slub_cache::BenchCache;
-use super::slub_list_lock::run_case;
 use super::workload;
 use crate::ktest::{Ctx, TestError, TestResult};
-use crate::mm::slub::KmemCache;
+use crate::mm::slub::PrivateCache;
+use crate::peers::slub::Classes;
+use crate::peers::{run, Empty, Mark, OutOfLine, Profiled};
 use alloc::format;
 use alloc::vec::Vec;
-use core::alloc::Layout;
-use core::ptr::NonNull;
 use numalab_algo::bench::plan::cpu_counts;
 use numalab_algo::knob::{self, CaseCounters};
-use numalab_algo::slub::geometry::{kmalloc_index, KMALLOC_NAMES, KMALLOC_SIZES};
+use numalab_algo::slub::geometry::{KMALLOC_NAMES, KMALLOC_SIZES};
 use numalab_algo::slub::{Design, Stat, StatsSnapshot, Tunables};
 
 const NAME: &str = super::catalog::SHEAVES_VS_PARTIAL.name;
@@ -47,53 +46,51 @@ fn tunables(name: &str, design: Design) -> Tunables {
 
 const DESIGNS: [(&str, Design); 2] = [("partial", Design::Partial), ("sheaves", Design::Sheaves)];
 
-/// A kmalloc of private caches: one per kmalloc class, all of one design; a free names its
-/// class by the layout (as kmem_cache_free names its cache).
-struct Classes {
-    caches: Vec<&'static KmemCache>,
-    start: StatsSnapshot,
-    /// alloc_slowpath + free_slowpath per 1000 pairs, per workload.
-    slab_path: [f64; 3],
+/// A kmalloc of private caches, one per kmalloc class, all of one design (measured through
+/// `peers::slub::Classes`, a free naming its class by the block's layout).
+fn create_classes(design: &str, d: Design) -> Result<Vec<PrivateCache>, TestError> {
+    let mut caches = Vec::new();
+    for (size, name) in KMALLOC_SIZES.iter().zip(KMALLOC_NAMES) {
+        let n = format!("svp-{design}-{name}");
+        let c = PrivateCache::create(&n, *size, 0, tunables(&n, d))
+            .map_err(|e| TestError::Fail(format!("{n}: {e:?}")))?;
+        caches.push(c);
+    }
+    Ok(caches)
 }
 
-impl Classes {
-    fn create(design: &str, d: Design) -> Result<Classes, TestError> {
-        let mut caches = Vec::new();
-        for (size, name) in KMALLOC_SIZES.iter().zip(KMALLOC_NAMES) {
-            let n = format!("svp-{design}-{name}");
-            let c = KmemCache::create(&n, *size, 0, tunables(&n, d))
-                .map_err(|e| TestError::Fail(format!("{n}: {e:?}")))?;
-            caches.push(c);
+fn stats(caches: &[PrivateCache]) -> StatsSnapshot {
+    let mut sum = StatsSnapshot::default();
+    for c in caches {
+        for (a, b) in sum.counts.iter_mut().zip(c.stats().counts) {
+            *a = a.wrapping_add(b);
         }
-        Ok(Classes {
-            caches,
-            start: StatsSnapshot::default(),
-            slab_path: [f64::NAN; 3],
-        })
     }
+    sum
+}
 
-    fn stats(&self) -> StatsSnapshot {
-        let mut sum = StatsSnapshot::default();
-        for c in &self.caches {
-            for (a, b) in sum.counts.iter_mut().zip(c.stats().counts) {
+fn destroy(caches: Vec<PrivateCache>) -> TestResult {
+    for c in caches {
+        let name = alloc::string::String::from(c.name());
+        c.destroy().map_err(|n| format!("{}: {} live", name, n))?;
+    }
+    Ok(())
+}
+
+/// The profile of a class set: alloc_slowpath + free_slowpath per 1000 pairs, per workload.
+struct SlabPath {
+    start: StatsSnapshot,
+    per_kpair: [f64; 3],
+}
+
+impl Mark<Classes<'_>> for SlabPath {
+    fn mark(&mut self, peer: &Classes<'_>, workload: &str, end: bool) {
+        let mut now = StatsSnapshot::default();
+        for c in peer.caches() {
+            for (a, b) in now.counts.iter_mut().zip(c.stats().counts) {
                 *a = a.wrapping_add(b);
             }
         }
-        sum
-    }
-
-    fn destroy(self) -> TestResult {
-        for c in self.caches {
-            // SAFETY: the experiment's last use of its caches, on this CPU only.
-            unsafe { c.destroy() }.map_err(|n| format!("{}: {} live", c.name(), n))?;
-        }
-        Ok(())
-    }
-}
-
-impl Peer for Classes {
-    fn mark(&mut self, workload: &str, end: bool) {
-        let now = self.stats();
         if !end {
             self.start = now;
             return;
@@ -104,35 +101,30 @@ impl Peer for Classes {
             "random" => (1, RANDOM_STEPS),
             _ => (2, BURST_ROUNDS * BURST as u64),
         };
-        self.slab_path[w] =
+        self.per_kpair[w] =
             (d.get(Stat::AllocSlowpath) + d.get(Stat::FreeSlowpath)) as f64 * 1000.0 / pairs as f64;
-    }
-    #[inline(always)]
-    fn alloc(&mut self, layout: Layout) -> Option<NonNull<u8>> {
-        self.caches[kmalloc_index(layout.size())?].alloc()
-    }
-    #[inline(always)]
-    unsafe fn free(&mut self, ptr: NonNull<u8>, layout: Layout) {
-        if let Some(i) = kmalloc_index(layout.size()) {
-            // SAFETY: forwarded from the caller's contract; `ptr` came from this class.
-            unsafe { self.caches[i].free(ptr) }
-        }
     }
 }
 
 /// The one-CPU icount boot: instructions per pair of each design.
 fn pairs(clock: numalab_algo::bench::Clock) -> TestResult {
-    static mut SINK: [u64; 512] = [0; 512];
-    let sink = NonNull::new(core::ptr::addr_of_mut!(SINK) as *mut u8).expect("static address");
     let knobs = with_interrupts(|| -> Result<Vec<CaseCounters>, TestError> {
-        let harness = run(&mut OutOfLine(Empty(sink)));
+        let harness = run(&mut OutOfLine(Empty::new()));
         let mut knobs = Vec::new();
         for (design, d) in super::rep_order(DESIGNS) {
-            let mut peer = OutOfLine(Classes::create(design, d)?);
+            let caches = create_classes(design, d)?;
+            let profile = SlabPath {
+                start: StatsSnapshot::default(),
+                per_kpair: [f64::NAN; 3],
+            };
+            let mut peer = OutOfLine(Profiled {
+                peer: Classes::new(&caches),
+                profile,
+            });
             let r = run(&mut peer);
-            let classes = peer.0;
+            let profile = peer.0.profile;
             let mut counters = CaseCounters::new(design);
-            let s = classes.stats();
+            let s = stats(&caches);
             for stat in [
                 Stat::AllocCpuSheaf,
                 Stat::AllocFastpath,
@@ -144,10 +136,10 @@ fn pairs(clock: numalab_algo::bench::Clock) -> TestResult {
             for (w, workload) in WORKLOADS.iter().enumerate() {
                 let case = format!("{design}/{workload}");
                 record_pair(NAME, &case, r[w], harness[w], clock);
-                let slab_path = classes.slab_path[w];
+                let slab_path = profile.per_kpair[w];
                 super::record(NAME, &case, "slab_path_per_kpair", slab_path, "events", 1);
             }
-            classes.destroy()?;
+            destroy(caches)?;
         }
         Ok(knobs)
     })?;

@@ -5,7 +5,7 @@
 //!
 //! Lock order: none held here; SLUB takes its own (see mm/slub/mod.rs).
 
-use crate::mm::slub::KmemCache;
+use crate::mm::slub::PrivateCache;
 use crate::sync::LockStatsSnapshot;
 use alloc::format;
 use alloc::string::String;
@@ -21,13 +21,13 @@ pub use crate::mm::slub::Object as Obj;
 
 /// A private SLUB cache with its own tunables.
 pub struct BenchCache {
-    cache: &'static KmemCache,
+    cache: PrivateCache,
 }
 
 impl BenchCache {
     /// Creates `name` with `size_bytes` objects (8-byte aligned, at least 8 bytes).
     pub fn create(name: &str, size_bytes: usize, tunables: Tunables) -> Result<BenchCache, String> {
-        KmemCache::create(name, size_bytes.max(8), 8, tunables)
+        PrivateCache::create(name, size_bytes.max(8), 8, tunables)
             .map(|cache| BenchCache { cache })
             .map_err(|e| format!("cannot create cache {name}: {e:?}"))
     }
@@ -122,9 +122,8 @@ impl BenchCache {
     /// Destroys the cache; every object must have been freed.
     pub fn finish(self) -> Result<(), String> {
         let name = String::from(self.cache.name());
-        // SAFETY: `self` owns the cache (created in `create`, never handed out) and is consumed
-        // here, so nothing uses the cache after an Ok.
-        unsafe { self.cache.destroy() }
+        self.cache
+            .destroy()
             .map_err(|live| format!("cache {name}: {live} objects still live at the end"))
     }
 }

@@ -135,6 +135,10 @@ macro_rules! ktest {
     };
     ($suite:path, $kind:ident, $name:expr, $func:expr) => {
         const _: () = {
+            // The one `unsafe_code` item of a registration (a static placed in a named
+            // section), allowed here so that modules denying unsafe code can register tests:
+            // the section holds only `KTest` values, read back as a slice of them.
+            #[allow(unsafe_code)]
             #[used]
             #[link_section = "ktests"]
             static ENTRY: $crate::ktest::KTest = $crate::ktest::KTest {

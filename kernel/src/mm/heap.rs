@@ -13,7 +13,7 @@ use crate::early;
 use core::alloc::{GlobalAlloc, Layout};
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
 use numalab_algo::acpi::numa::MAX_NODES;
-use numalab_algo::page::{PhysAddr, VirtAddr};
+use numalab_algo::page::VirtAddr;
 use numalab_algo::slub::geometry::{kmalloc_index_aligned, KMALLOC_SIZES};
 use numalab_algo::topology::NodeId;
 
@@ -129,7 +129,7 @@ unsafe impl GlobalAlloc for KernelHeap {
                     if let Some(n) = pages_on(pages.node()) {
                         n.fetch_add(pages.nr_pages() as u64, Relaxed);
                     }
-                    let phys = PhysAddr::new(pages.into_raw().0);
+                    let phys = pages.into_raw().0;
                     return frame::phys_to_virt(phys).as_mut_ptr();
                 }
             }

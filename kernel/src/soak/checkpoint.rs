@@ -8,18 +8,16 @@ impl Soak {
     pub(super) fn check_all_tags(&self) -> u64 {
         let mut live = 0;
         for slot in &self.slots {
-            let w = slot.word.load(Acquire);
-            if w > BUSY {
-                live += 1;
-                match Meta::unpack(slot.meta.load(Relaxed)) {
-                    Some(m) => {
-                        self.check(w, m);
+            match slot.try_lock() {
+                Some(held) => {
+                    if let Some((item, meta)) = &*held {
+                        live += 1;
+                        self.check(item, *meta);
                     }
-                    None => self.errors.report(format!("slot {:#x}: bad meta", w)),
                 }
-            } else if w == BUSY {
-                self.errors
-                    .report(String::from("a slot left busy between rounds"));
+                None => self
+                    .errors
+                    .report(String::from("a slot left busy between rounds")),
             }
         }
         live
@@ -85,11 +83,9 @@ impl Soak {
     /// Frees every live item (boot CPU, others idle).
     pub(super) fn free_all(&self, cpu: CpuId) {
         for slot in &self.slots {
-            let w = slot.word.swap(EMPTY, Acquire);
-            if w > BUSY {
-                if let Some(m) = Meta::unpack(slot.meta.load(Relaxed)) {
-                    self.free_item(cpu, w, m);
-                }
+            let taken = slot.lock().take();
+            if let Some((item, meta)) = taken {
+                self.free_item(cpu, item, meta);
             }
         }
     }

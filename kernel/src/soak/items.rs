@@ -3,13 +3,34 @@
 
 use super::*;
 
+/// A live item of the soak, owned: dropping it frees it (page block, shared-cache object,
+/// kmalloc block, vmalloc area).
+pub(super) enum Item {
+    Pages(Pages),
+    CacheObj(Object),
+    Kmalloc(KmallocObject),
+    Vmalloc(VmArea),
+}
+
+impl Item {
+    /// Its address, for reports.
+    pub(super) fn addr(&self) -> u64 {
+        match self {
+            Item::Pages(p) => p.virt_ptr() as u64,
+            Item::CacheObj(o) => o.addr() as u64,
+            Item::Kmalloc(k) => k.addr() as u64,
+            Item::Vmalloc(a) => a.addr().as_u64(),
+        }
+    }
+}
+
 fn vm_node(addr: u64) -> Option<NodeId> {
     vmalloc::translate(VirtAddr::new(addr)).and_then(frame::node_of_phys)
 }
 
 impl Soak {
-    /// Allocates a random item; returns its address and meta, None on a (counted) failure.
-    pub(super) fn alloc_item(&self, cpu: CpuId, rng: &mut Rng) -> Option<(u64, Meta)> {
+    /// Allocates a random item (tagged); returns it and its meta, None on a (counted) failure.
+    pub(super) fn alloc_item(&self, cpu: CpuId, rng: &mut Rng) -> Option<(Item, Meta)> {
         let topo = crate::topology::get();
         let r = rng.below(100);
         let got = if r < 35 {
@@ -21,28 +42,24 @@ impl Soak {
                 2 => Policy::Bind(topo.mem_node(node)),
                 _ => Policy::Interleave,
             };
-            alloc_pages(order, policy).ok().map(|p| {
+            alloc_pages(order, policy).ok().map(|mut p| {
                 let meta = self.next_meta(cpu, ItemKind::Pages, u32::from(order));
                 let nr = p.nr_pages();
                 self.live_pages[p.node().index()].fetch_add(nr as i64, Relaxed);
-                let virt = p.virt_ptr() as u64;
-                let (_phys, _) = p.into_raw();
-                // SAFETY: the block is ours, nr pages in the direct map.
-                unsafe { tag::write_pages(virt as usize, nr, meta.tag()) };
-                (virt, meta)
+                tag::write_pages(p.bytes_mut(), nr, meta.tag());
+                (Item::Pages(p), meta)
             })
         } else if r < 60 {
             let c = rng.below(self.caches.len() as u64) as usize;
             let obj = if rng.below(REMOTE_ONE_IN) != 0 {
-                self.caches[c].alloc()
+                self.caches[c].alloc_object()
             } else {
-                self.caches[c].alloc_node(self.random_node(rng))
+                self.caches[c].alloc_object_node(self.random_node(rng))
             };
-            obj.map(|o| {
+            obj.map(|mut o| {
                 let meta = self.next_meta(cpu, ItemKind::CacheObj, c as u32);
-                // SAFETY: a fresh object of SHARED_SIZES[c] bytes.
-                unsafe { tag::write_obj(o.as_ptr() as usize, SHARED_SIZES[c], meta.tag()) };
-                (o.as_ptr() as u64, meta)
+                tag::write_obj(&mut o.bytes_mut()[..SHARED_SIZES[c]], meta.tag());
+                (Item::CacheObj(o), meta)
             })
         } else if r < 85 {
             let size = if rng.below(10) == 0 {
@@ -54,30 +71,28 @@ impl Soak {
             }
             .max(8);
             let obj = if rng.below(REMOTE_ONE_IN) != 0 {
-                kmalloc::kmalloc(size)
+                KmallocObject::alloc(size)
             } else {
-                kmalloc::kmalloc_node(size, self.random_node(rng))
+                KmallocObject::alloc_node(size, self.random_node(rng))
             };
-            obj.map(|o| {
+            obj.map(|mut o| {
                 let meta = self.next_meta(cpu, ItemKind::Kmalloc, size as u32);
-                // SAFETY: a fresh object of at least `size` bytes, 8-byte aligned.
-                unsafe { tag::write_obj(o.as_ptr() as usize, size / 8 * 8, meta.tag()) };
-                (o.as_ptr() as u64, meta)
+                tag::write_obj(&mut o.bytes_mut()[..size / 8 * 8], meta.tag());
+                (Item::Kmalloc(o), meta)
             })
         } else {
             let pages = 1 + rng.below(MAX_VMALLOC_PAGES);
             let bytes = (pages * PAGE_SIZE) as usize;
             let area = if rng.below(REMOTE_ONE_IN) != 0 {
-                vmalloc::vmalloc(bytes)
+                VmArea::vmalloc(bytes)
             } else {
-                vmalloc::vmalloc_node(bytes, self.random_node(rng))
+                VmArea::vmalloc_node(bytes, self.random_node(rng))
             };
-            area.ok().map(|a| {
+            area.ok().map(|mut a| {
                 let meta = self.next_meta(cpu, ItemKind::Vmalloc, pages as u32);
-                self.count_vm(a.as_u64(), pages, 1);
-                // SAFETY: a fresh mapped area of `pages` pages.
-                unsafe { tag::write_pages(a.as_u64() as usize, pages as usize, meta.tag()) };
-                (a.as_u64(), meta)
+                self.count_vm(a.addr().as_u64(), pages, 1);
+                tag::write_pages(a.bytes_mut(), pages as usize, meta.tag());
+                (Item::Vmalloc(a), meta)
             })
         };
         match got {
@@ -107,30 +122,30 @@ impl Soak {
     }
 
     /// Checks an item's tag; true when intact (a broken one is reported).
-    pub(super) fn check(&self, addr: u64, meta: Meta) -> bool {
+    pub(super) fn check(&self, item: &Item, meta: Meta) -> bool {
         self.tag_checks.fetch_add(1, Relaxed);
-        // SAFETY: a live item (taken out of its slot by the caller, or every CPU idle at a
-        // checkpoint) of the size its meta says, mapped.
-        let r = unsafe {
-            match meta.kind {
-                ItemKind::Pages => tag::check_pages(addr as usize, 1 << meta.param, meta.tag()),
-                ItemKind::CacheObj => {
-                    tag::check_obj(addr as usize, SHARED_SIZES[meta.param as usize], meta.tag())
-                }
-                ItemKind::Kmalloc => {
-                    tag::check_obj(addr as usize, meta.param as usize / 8 * 8, meta.tag())
-                }
-                ItemKind::Vmalloc => {
-                    tag::check_pages(addr as usize, meta.param as usize, meta.tag())
-                }
+        let r = match (item, meta.kind) {
+            (Item::Pages(p), ItemKind::Pages) => {
+                tag::check_pages(p.bytes(), 1 << meta.param, meta.tag())
             }
+            (Item::CacheObj(o), ItemKind::CacheObj) => {
+                let size = SHARED_SIZES[meta.param as usize];
+                tag::check_obj(&o.bytes()[..size], meta.tag())
+            }
+            (Item::Kmalloc(k), ItemKind::Kmalloc) => {
+                tag::check_obj(&k.bytes()[..meta.param as usize / 8 * 8], meta.tag())
+            }
+            (Item::Vmalloc(a), ItemKind::Vmalloc) => {
+                tag::check_pages(a.bytes(), meta.param as usize, meta.tag())
+            }
+            _ => Err((0, 0, meta.tag())),
         };
         match r {
             Ok(()) => true,
             Err((word, got, want)) => {
                 self.errors.report(format!(
                     "bad tag: {:?} at {:#x} (owner CPU {}, seq {}): word/page {} is {:#x}, expected {:#x}",
-                    meta.kind, addr, meta.owner, meta.seq, word, got, want
+                    meta.kind, item.addr(), meta.owner, meta.seq, word, got, want
                 ));
                 false
             }
@@ -138,38 +153,30 @@ impl Soak {
     }
 
     /// Checks and frees an item (a broken one is reported and leaked, not freed).
-    pub(super) fn free_item(&self, cpu: CpuId, addr: u64, meta: Meta) {
-        if !self.check(addr, meta) {
+    pub(super) fn free_item(&self, cpu: CpuId, item: Item, meta: Meta) {
+        if !self.check(&item, meta) {
+            core::mem::forget(item);
             return;
         }
         if u16::from(meta.owner) != cpu.0 {
             self.remote_frees.fetch_add(1, Relaxed);
         }
         self.frees.fetch_add(1, Relaxed);
-        match meta.kind {
-            ItemKind::Pages => {
-                let phys = frame::virt_to_phys(VirtAddr::new(addr));
-                // SAFETY: the block was allocated by alloc_item with this order and given up
-                // with into_raw; the slot protocol makes us its only owner.
-                let p = unsafe { Pages::from_raw(phys, meta.param as u8) };
+        match item {
+            Item::Pages(p) => {
                 self.live_pages[p.node().index()].fetch_sub(p.nr_pages() as i64, Relaxed);
                 drop(p);
             }
-            ItemKind::CacheObj => {
-                // SAFETY: an object of this cache, ours alone, freed once.
-                unsafe {
-                    self.caches[meta.param as usize].free(NonNull::new_unchecked(addr as *mut u8))
-                }
-            }
-            ItemKind::Kmalloc => {
-                // SAFETY: from kmalloc, ours alone, freed once.
-                unsafe { kmalloc::kfree(NonNull::new_unchecked(addr as *mut u8)) }
-            }
-            ItemKind::Vmalloc => {
-                self.count_vm(addr, u64::from(meta.param), -1);
-                if let Err(b) = vmalloc::vfree(VirtAddr::new(addr)) {
+            Item::CacheObj(o) => drop(o),
+            Item::Kmalloc(k) => drop(k),
+            Item::Vmalloc(a) => {
+                self.count_vm(a.addr().as_u64(), u64::from(meta.param), -1);
+                // vfree by address, to report a refused free (dropping the area would only
+                // count it).
+                let (addr, _, _) = a.into_raw();
+                if let Err(b) = vmalloc::vfree(addr) {
                     self.errors
-                        .report(format!("vfree({:#x}): {}", addr, b.reason()));
+                        .report(format!("vfree({:#x}): {}", addr.as_u64(), b.reason()));
                 }
             }
         }

@@ -18,6 +18,12 @@
 //! same must hold with nothing live. Allocation failures (fault injection, or real
 //! exhaustion) are counted, never errors. `soak.leak_kfree=N` arms a mutation (kfree drops
 //! one slab-object free in N) that the object check must catch.
+//!
+//! Every item is an owned handle (`items::Item`: `Pages`, `Object`, `KmallocObject`, `VmArea`),
+//! tagged through its bytes; a slot holds one under a spin lock; the soak's caches are
+//! `PrivateCache`s. No `unsafe` here.
+
+#![deny(unsafe_code)]
 
 use numalab_algo::page::{VirtAddr, PAGE_SIZE};
 
@@ -30,18 +36,14 @@ mod tag;
 use crate::ktest;
 use crate::ktest::{Ctx, KSuite, TestError, TestResult};
 use crate::mm::frame::{self, alloc_pages, Pages, Policy, MAX_ORDER};
-use crate::mm::slub::{kmalloc, KmemCache};
-use crate::mm::vmalloc;
+use crate::mm::slub::{kmalloc, KmallocObject, Object, PrivateCache};
+use crate::mm::vmalloc::{self, VmArea};
 use crate::topology::{CpuId, NodeId};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::ptr::NonNull;
-use core::sync::atomic::{
-    AtomicI64, AtomicU64,
-    Ordering::Relaxed,
-    Ordering::{Acquire, Release},
-};
+use core::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use items::Item;
 use numalab_algo::rng::Rng;
 use numalab_algo::slub::geometry::KMALLOC_SIZES;
 use spin::Mutex;
@@ -93,15 +95,9 @@ const OP_NAMES: [&str; NR_OPS] = [
     "purge",
 ];
 
-const EMPTY: u64 = 0;
-const BUSY: u64 = 1;
-
-/// One slot: `word` is EMPTY, BUSY (a CPU is filling or emptying it) or an item's address;
-/// `meta` (tag::Meta) is written before the address is published.
-struct Slot {
-    word: AtomicU64,
-    meta: AtomicU64,
-}
+/// One slot: empty, or one live item and its meta; locked while a CPU fills or empties it
+/// (an operation that finds it locked counts as a free, as when it was a BUSY word).
+type Slot = Mutex<Option<(Item, Meta)>>;
 
 /// What went wrong first (the test fails with it).
 struct Errors {
@@ -119,7 +115,7 @@ impl Errors {
 
 struct Soak {
     slots: Vec<Slot>,
-    caches: Vec<&'static KmemCache>,
+    caches: Vec<PrivateCache>,
     seed: u64,
     nr_nodes: usize,
     /// Pages of live soak page blocks, per node.
@@ -160,12 +156,13 @@ impl Soak {
     /// One operation on a random slot: free what is there, or fill it.
     fn slot_op(&self, cpu: CpuId, rng: &mut Rng) -> Op {
         let slot = &self.slots[rng.below(self.slots.len() as u64) as usize];
-        match slot.word.swap(BUSY, Acquire) {
-            BUSY => Op::Free,
-            EMPTY => match self.alloc_item(cpu, rng) {
-                Some((addr, meta)) => {
-                    slot.meta.store(meta.pack(), Relaxed);
-                    slot.word.store(addr, Release);
+        let Some(mut held) = slot.try_lock() else {
+            return Op::Free;
+        };
+        match held.take() {
+            None => match self.alloc_item(cpu, rng) {
+                Some((item, meta)) => {
+                    *held = Some((item, meta));
                     match meta.kind {
                         ItemKind::Pages => Op::AllocPages,
                         ItemKind::CacheObj => Op::AllocCacheObj,
@@ -173,20 +170,11 @@ impl Soak {
                         ItemKind::Vmalloc => Op::AllocVmalloc,
                     }
                 }
-                None => {
-                    slot.word.store(EMPTY, Release);
-                    Op::AllocFailed
-                }
+                None => Op::AllocFailed,
             },
-            addr => {
-                let meta = slot.meta.load(Relaxed);
-                slot.word.store(EMPTY, Release);
-                match Meta::unpack(meta) {
-                    Some(m) => self.free_item(cpu, addr, m),
-                    None => self
-                        .errors
-                        .report(format!("slot meta {:#x} unreadable", meta)),
-                }
+            Some((item, meta)) => {
+                drop(held);
+                self.free_item(cpu, item, meta);
                 Op::Free
             }
         }
@@ -318,16 +306,13 @@ fn soak(ctx: &Ctx) -> TestResult {
     for &size in &SHARED_SIZES {
         let name = format!("soak_shared-{}", size);
         caches.push(
-            KmemCache::create(&name, size, 0, crate::mm::slub::default_tunables(&name))
+            PrivateCache::create(&name, size, 0, crate::mm::slub::default_tunables(&name))
                 .map_err(|e| format!("create {}: {:?}", name, e))?,
         );
     }
-    let s = Soak {
+    let mut s = Soak {
         slots: (0..nr_cpus * SLOTS_PER_CPU)
-            .map(|_| Slot {
-                word: AtomicU64::new(EMPTY),
-                meta: AtomicU64::new(0),
-            })
+            .map(|_| Mutex::new(None))
             .collect(),
         caches,
         seed,
@@ -390,7 +375,7 @@ fn soak(ctx: &Ctx) -> TestResult {
             break;
         }
         invariants += objects
-            .check(&objects::held(&s.slots), &label, true)
+            .check(Some(&s.caches), &objects::held(&s.slots), &label)
             .map_err(|e| with_mutation(e, leak))?;
         invariants += s.check_conservation(&start, &label)?;
         crate::println!(
@@ -416,9 +401,9 @@ fn soak(ctx: &Ctx) -> TestResult {
     }
     let none = [0; objects::NR_CHECKED];
     invariants += objects
-        .check(&none, "end", true)
+        .check(Some(&s.caches), &none, "end")
         .map_err(|e| with_mutation(e, leak))?;
-    for &c in &s.caches {
+    for c in &s.caches {
         c.shrink();
         let pages = c.slab_bytes() / PAGE_SIZE as usize;
         if pages != 0 {
@@ -428,17 +413,19 @@ fn soak(ctx: &Ctx) -> TestResult {
                 pages
             )));
         }
+    }
+    // Every object was freed above and no other CPU runs soak code now: the caches go
+    // (`objects` checks only kmalloc caches from here).
+    for c in core::mem::take(&mut s.caches) {
         let name = String::from(c.name());
-        // SAFETY: every object was freed above; no other CPU runs soak code now; `c` is not
-        // used after a successful destroy (`objects` checks only kmalloc caches from here).
-        if let Err(live) = unsafe { c.destroy() } {
+        if let Err(live) = c.destroy() {
             s.errors
                 .report(format!("destroy of {}: {} objects live", name, live));
         }
     }
     shrink_all();
     invariants += objects
-        .check(&none, "end, soak caches destroyed", false)
+        .check(None, &none, "end, soak caches destroyed")
         .map_err(|e| with_mutation(e, leak))?;
     invariants += s.check_conservation(&start, "end")?;
     for n in 0..s.nr_nodes {

@@ -13,12 +13,11 @@
 //! soak runs, and nothing but the soak uses its shared caches.
 
 use super::tag::{ItemKind, Meta};
-use super::{Slot, BUSY, SHARED_SIZES};
+use super::{Slot, SHARED_SIZES};
 use crate::mm::heap;
-use crate::mm::slub::{kmalloc, KmemCache};
+use crate::mm::slub::{kmalloc, KmemCache, PrivateCache};
 use alloc::format;
 use alloc::string::String;
-use core::sync::atomic::Ordering::{Acquire, Relaxed};
 use numalab_algo::slub::geometry::{kmalloc_index, KMALLOC_SIZES};
 use numalab_algo::slub::SlabinfoMode;
 
@@ -41,8 +40,14 @@ struct Count {
     heap: i64,
 }
 
+/// The checked caches of one check: the soak's shared caches (None once destroyed), then the
+/// kmalloc classes.
+type Checked<'a> = [Option<&'a KmemCache>; NR_CHECKED];
+
 pub(super) struct Objects {
-    caches: [&'static KmemCache; NR_CHECKED],
+    /// The kmalloc classes (the soak's shared caches are passed to each check: the soak owns
+    /// and destroys them).
+    kmalloc: &'static [&'static KmemCache; KMALLOC_SIZES.len()],
     /// Active objects at the start: the kernel's own (none in the soak's caches).
     start: PerCache,
     /// Sheaf blocks live per checked kmalloc cache at the start.
@@ -63,8 +68,8 @@ fn cache_index(meta: Meta) -> Option<usize> {
 pub(super) fn held(slots: &[Slot]) -> PerCache {
     let mut held = [0; NR_CHECKED];
     for slot in slots {
-        if slot.word.load(Acquire) > BUSY {
-            if let Some(i) = Meta::unpack(slot.meta.load(Relaxed)).and_then(cache_index) {
+        if let Some(Some((_, meta))) = slot.try_lock().as_deref() {
+            if let Some(i) = cache_index(*meta) {
                 held[i] += 1;
             }
         }
@@ -75,7 +80,7 @@ pub(super) fn held(slots: &[Slot]) -> PerCache {
 impl Objects {
     /// Starts counting the heap's kmalloc blocks and measures the kernel's own objects (the
     /// soak's caches are empty). Every other CPU idle.
-    pub(super) fn start(shared: &[&'static KmemCache]) -> Result<Objects, String> {
+    pub(super) fn start(shared: &[PrivateCache]) -> Result<Objects, String> {
         let kmalloc = kmalloc::caches().ok_or_else(|| String::from("kmalloc is not up"))?;
         if shared.len() != SHARED_SIZES.len() {
             return Err(format!(
@@ -84,26 +89,20 @@ impl Objects {
                 SHARED_SIZES.len()
             ));
         }
-        let caches: [&'static KmemCache; NR_CHECKED] = core::array::from_fn(|i| {
-            if i < SHARED_SIZES.len() {
-                shared[i]
-            } else {
-                kmalloc[i - SHARED_SIZES.len()]
-            }
-        });
         heap::count_kmalloc_blocks(true);
         let mut o = Objects {
-            caches,
+            kmalloc,
             start: [0; NR_CHECKED],
             sheaf_start: core::array::from_fn(|i| {
                 i.checked_sub(SHARED_SIZES.len())
                     .map_or(0, crate::mm::slub::platform::sheaf_blocks)
             }),
         };
-        let now = o.measure(0);
+        let checked = Self::checked(o.kmalloc, Some(shared));
+        let now = o.measure(&checked, 0);
         for (i, c) in now.iter().enumerate() {
             if c.counters != c.active as i64 {
-                return Err(o.counters_disagree("start", i, c));
+                return Err(o.counters_disagree(&checked, "start", i, c));
             }
             o.start[i] = c.active;
         }
@@ -118,8 +117,21 @@ impl Objects {
     /// The numbers of the checked caches from `first` on (the ones before may be destroyed).
     /// Nothing is allocated between the flush and the last read, so the heap's count and the
     /// slabs describe the same instant.
-    fn measure(&self, first: usize) -> [Count; NR_CHECKED] {
-        let caches = &self.caches[first..];
+    /// The caches checked with `shared` (None: destroyed).
+    fn checked<'a>(
+        kmalloc: &'static [&'static KmemCache; KMALLOC_SIZES.len()],
+        shared: Option<&'a [PrivateCache]>,
+    ) -> Checked<'a> {
+        core::array::from_fn(|i| match i.checked_sub(SHARED_SIZES.len()) {
+            None => shared.and_then(|s| s.get(i)).map(|c| &**c),
+            Some(k) => Some(kmalloc[k]),
+        })
+    }
+
+    fn measure(&self, checked: &Checked<'_>, first: usize) -> [Count; NR_CHECKED] {
+        let caches: [&KmemCache; NR_CHECKED] =
+            core::array::from_fn(|i| checked[i.max(first)].expect("a checked cache"));
+        let caches = &caches[first..];
         crate::smp::on_each_cpu(&|_| {
             for c in caches {
                 c.core().flush_local();
@@ -148,27 +160,32 @@ impl Objects {
         out
     }
 
-    fn counters_disagree(&self, label: &str, i: usize, c: &Count) -> String {
+    fn counters_disagree(&self, checked: &Checked<'_>, label: &str, i: usize, c: &Count) -> String {
         format!(
             "{}: cache {}: {} objects in use in its slabs, but its counters say {} (allocations minus frees)",
             label,
-            self.caches[i].name(),
+            name(checked, i),
             c.active,
             c.counters
         )
     }
 
-    /// Checks every checked cache (`with_shared`: false once the soak's caches are destroyed)
-    /// against `held`; prints one summary line, or one line per cache that is off. Returns
-    /// the checks made, or the first cache that is off.
+    /// Checks every checked cache (`shared`: the soak's caches, None once destroyed) against
+    /// `held`; prints one summary line, or one line per cache that is off. Returns the checks
+    /// made, or the first cache that is off.
     pub(super) fn check(
         &self,
+        shared: Option<&[PrivateCache]>,
         held: &PerCache,
         label: &str,
-        with_shared: bool,
     ) -> Result<u64, String> {
-        let first = if with_shared { 0 } else { SHARED_SIZES.len() };
-        let now = self.measure(first);
+        let first = if shared.is_some() {
+            0
+        } else {
+            SHARED_SIZES.len()
+        };
+        let checked = Self::checked(self.kmalloc, shared);
+        let now = self.measure(&checked, first);
         let mut first_error = None;
         let (mut active, mut soak, mut kernel) = (0usize, 0usize, 0i64);
         for i in first..NR_CHECKED {
@@ -182,7 +199,7 @@ impl Objects {
                 crate::println!(
                     "# soak: {} cache {}: active {} = soak {} + kernel {} ({} at the start, {:+} heap blocks)? LOST {}",
                     label,
-                    self.caches[i].name(),
+                    name(&checked, i),
                     c.active,
                     held[i],
                     own,
@@ -193,7 +210,7 @@ impl Objects {
                 Some(format!(
                     "{}: cache {}: {} active objects, expected {} (the soak holds {}, the kernel {}: {} at the start {:+} heap blocks since): {} objects unaccounted for",
                     label,
-                    self.caches[i].name(),
+                    name(&checked, i),
                     c.active,
                     want,
                     held[i],
@@ -203,7 +220,7 @@ impl Objects {
                     c.active as i64 - want
                 ))
             } else if c.counters != c.active as i64 {
-                Some(self.counters_disagree(label, i, c))
+                Some(self.counters_disagree(&checked, label, i, c))
             } else {
                 None
             };
@@ -224,4 +241,9 @@ impl Objects {
         );
         Ok((NR_CHECKED - first) as u64)
     }
+}
+
+/// The name of checked cache `i`.
+fn name(checked: &Checked<'_>, i: usize) -> String {
+    checked[i].map_or_else(|| String::from("(destroyed)"), |c| String::from(c.name()))
 }

@@ -1,17 +1,17 @@
 //! The soak's compound operations: bulk allocations and frees, vmap of fresh pages, and
 //! private caches created, filled, shrunk and destroyed (the slot operations are in mod.rs).
 
+use super::items::Item;
 use super::tag::{self, ItemKind};
-use super::{Soak, BUSY, EMPTY, SHARED_SIZES};
+use super::{Soak, SHARED_SIZES};
 use crate::mm::frame::{alloc_pages, Pages, Policy};
-use crate::mm::slub::KmemCache;
-use crate::mm::vmalloc;
+use crate::mm::slub::{Object, PrivateCache};
+use crate::mm::vmalloc::{self, VmArea};
 use crate::topology::CpuId;
 use alloc::format;
 use alloc::vec::Vec;
-use core::ptr::NonNull;
-use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
-use numalab_algo::page::{PhysAddr, PAGE_SIZE};
+use core::sync::atomic::Ordering::Relaxed;
+use numalab_algo::page::PhysAddr;
 use numalab_algo::rng::Rng;
 
 impl Soak {
@@ -19,42 +19,37 @@ impl Soak {
     /// rest go to empty slots (or are freed one by one).
     pub(super) fn bulk_op(&self, cpu: CpuId, rng: &mut Rng) {
         let c = rng.below(self.caches.len() as u64) as usize;
-        let cache = self.caches[c];
+        let cache = &self.caches[c];
         let n = 1 + rng.below(16) as usize;
-        let mut out = [0usize; 16];
-        let got = cache.alloc_bulk(&mut out[..n]);
+        let mut objs: Vec<Object> = Vec::with_capacity(16);
+        let mut buf = [0usize; 16];
+        let got = cache.alloc_objects(&mut objs, &mut buf[..n], n);
         if got < n {
             self.alloc_failures.fetch_add(1, Relaxed);
         }
-        let mut metas = [None; 16];
-        for (i, &o) in out[..got].iter().enumerate() {
+        let mut tagged = Vec::with_capacity(got);
+        for mut o in objs.drain(..) {
             let meta = self.next_meta(cpu, ItemKind::CacheObj, c as u32);
-            // SAFETY: fresh objects of this cache.
-            unsafe { tag::write_obj(o, SHARED_SIZES[c], meta.tag()) };
-            metas[i] = Some(meta);
+            tag::write_obj(&mut o.bytes_mut()[..SHARED_SIZES[c]], meta.tag());
+            tagged.push((Item::CacheObj(o), meta));
         }
         self.allocs.fetch_add(got as u64, Relaxed);
         let half = got / 2;
-        for (i, &o) in out[..half].iter().enumerate() {
-            if let Some(m) = metas[i] {
-                self.check(o as u64, m);
+        let rest = tagged.split_off(half);
+        for (item, m) in tagged {
+            self.check(&item, m);
+            if let Item::CacheObj(o) = item {
+                objs.push(o);
             }
         }
-        // SAFETY: the first half are ours, checked, freed once.
-        unsafe { cache.free_bulk(&out[..half]) };
+        // The first half, checked, goes back in bulk calls.
+        cache.free_objects(&mut objs, &mut buf);
         self.frees.fetch_add(half as u64, Relaxed);
-        for i in half..got {
-            let (o, m) = (out[i] as u64, metas[i].expect("tagged above"));
+        for (item, m) in rest {
             let slot = &self.slots[rng.below(self.slots.len() as u64) as usize];
-            if slot
-                .word
-                .compare_exchange(EMPTY, BUSY, Acquire, Relaxed)
-                .is_ok()
-            {
-                slot.meta.store(m.pack(), Relaxed);
-                slot.word.store(o, Release);
-            } else {
-                self.free_item(cpu, o, m);
+            match slot.try_lock() {
+                Some(mut held) if held.is_none() => *held = Some((item, m)),
+                _ => self.free_item(cpu, item, m),
             }
         }
     }
@@ -74,28 +69,20 @@ impl Soak {
             }
         }
         let phys: Vec<PhysAddr> = pages.iter().map(|p| p.phys_addr()).collect();
-        let Ok(a) = vmalloc::vmap(&phys) else {
+        let Ok(mut area) = VmArea::vmap(&phys) else {
             self.alloc_failures.fetch_add(1, Relaxed);
             return;
         };
         let meta = self.next_meta(cpu, ItemKind::Vmalloc, n as u32);
-        // SAFETY: the mapping is ours, n pages.
-        unsafe { tag::write_pages(a.as_u64() as usize, n, meta.tag()) };
+        tag::write_pages(area.bytes_mut(), n, meta.tag());
         for (i, p) in pages.iter().enumerate() {
             self.tag_checks.fetch_add(1, Relaxed);
-            // SAFETY: our page, read through the direct map and through the mapping.
-            let (direct, mapped) = unsafe {
-                let q = p.virt_ptr() as *const u64;
-                let m = (a.as_u64() as usize + i * PAGE_SIZE as usize) as *const u64;
-                (
-                    (q.read_volatile(), q.add(1).read_volatile()),
-                    (m.read_volatile(), m.add(1).read_volatile()),
-                )
-            };
+            let direct = tag::page_words(p.bytes(), 0);
+            let mapped = tag::page_words(area.bytes(), i);
             if direct.0 != meta.tag() || direct != mapped {
                 self.errors.report(format!(
                     "vmap {:#x} page {}: direct map reads {:#x?}, the mapping {:#x?}, tag {:#x}",
-                    a.as_u64(),
+                    area.addr().as_u64(),
                     i,
                     direct,
                     mapped,
@@ -103,6 +90,8 @@ impl Soak {
                 ));
             }
         }
+        // vunmap by address, to report a refused unmap (dropping the area only counts it).
+        let (a, _, _) = area.into_raw();
         if let Err(b) = vmalloc::vunmap(a) {
             self.errors
                 .report(format!("vunmap({:#x}): {}", a.as_u64(), b.reason()));
@@ -114,7 +103,7 @@ impl Soak {
     /// A private cache: created, filled, checked, freed, shrunk and destroyed.
     pub(super) fn cache_op(&self, cpu: CpuId, rng: &mut Rng) {
         let size = 8 + rng.below(4089) as usize / 8 * 8;
-        let Ok(cache) = KmemCache::create(
+        let Ok(cache) = PrivateCache::create(
             "soak_private",
             size,
             0,
@@ -124,16 +113,13 @@ impl Soak {
                 .report(format!("create of a {}-byte cache failed", size));
             return;
         };
-        let mut objs = [(0usize, 0u64); 24];
-        let mut n = 0;
+        let mut objs: [Option<(Object, u64)>; 24] = core::array::from_fn(|_| None);
         for slot in objs.iter_mut().take(1 + rng.below(24) as usize) {
-            match cache.alloc() {
-                Some(o) => {
+            match cache.alloc_object() {
+                Some(mut o) => {
                     let m = self.next_meta(cpu, ItemKind::CacheObj, 0);
-                    // SAFETY: a fresh object of `size` bytes.
-                    unsafe { tag::write_obj(o.as_ptr() as usize, size, m.tag()) };
-                    *slot = (o.as_ptr() as usize, m.tag());
-                    n += 1;
+                    tag::write_obj(&mut o.bytes_mut()[..size], m.tag());
+                    *slot = Some((o, m.tag()));
                 }
                 None => {
                     self.alloc_failures.fetch_add(1, Relaxed);
@@ -141,19 +127,17 @@ impl Soak {
                 }
             }
         }
-        for &(o, t) in &objs[..n] {
+        for (o, t) in objs.iter_mut().filter_map(Option::take) {
             self.tag_checks.fetch_add(1, Relaxed);
-            // SAFETY: our object.
-            if let Err(e) = unsafe { tag::check_obj(o, size, t) } {
+            if let Err(e) = tag::check_obj(&o.bytes()[..size], t) {
                 self.errors
-                    .report(format!("private cache object {:#x}: {:?}", o, e));
+                    .report(format!("private cache object {:#x}: {:?}", o.addr(), e));
             }
-            // SAFETY: from this cache, freed once.
-            unsafe { cache.free(NonNull::new_unchecked(o as *mut u8)) };
+            // Freed here (dropped), into its cache.
+            drop(o);
         }
         cache.shrink();
-        // SAFETY: every object is back; only this CPU knows the cache.
-        if let Err(live) = unsafe { cache.destroy() } {
+        if let Err(live) = cache.destroy() {
             self.errors
                 .report(format!("destroy of a private cache: {} objects live", live));
         }

@@ -5,7 +5,7 @@
 
 use numalab_algo::page::PAGE_SIZE;
 
-/// What a slot holds (the `kind` field of its meta word).
+/// What a slot holds (the `kind` of its meta).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ItemKind {
     /// A page block: param = order.
@@ -18,7 +18,7 @@ pub enum ItemKind {
     Vmalloc = 4,
 }
 
-/// A slot's meta word: kind (4 bits) | param (20 bits) | owner CPU (8 bits) | sequence (32).
+/// A slot item's meta: its kind and parameter, owner CPU and sequence number (the tag's seed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Meta {
     pub kind: ItemKind,
@@ -28,29 +28,6 @@ pub struct Meta {
 }
 
 impl Meta {
-    pub fn pack(self) -> u64 {
-        (self.kind as u64) << 60
-            | u64::from(self.param & 0xf_ffff) << 40
-            | u64::from(self.owner) << 32
-            | u64::from(self.seq)
-    }
-
-    pub fn unpack(w: u64) -> Option<Meta> {
-        let kind = match w >> 60 {
-            1 => ItemKind::Pages,
-            2 => ItemKind::CacheObj,
-            3 => ItemKind::Kmalloc,
-            4 => ItemKind::Vmalloc,
-            _ => return None,
-        };
-        Some(Meta {
-            kind,
-            param: ((w >> 40) & 0xf_ffff) as u32,
-            owner: (w >> 32) as u8,
-            seq: w as u32,
-        })
-    }
-
     /// The first word of the tagged memory: owner and sequence, with a kind-specific salt.
     pub fn tag(self) -> u64 {
         0x5a00_0000_0000_0000
@@ -67,28 +44,30 @@ fn pattern(tag: u64, i: usize) -> u64 {
     (tag ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)).rotate_left((i % 61) as u32)
 }
 
-/// Writes the tag of an object of `size_bytes` (>= 8) at `addr`: word 0 the tag, word 1 the
+fn word(buf: &[u8], i: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&buf[i * 8..i * 8 + 8]);
+    u64::from_le_bytes(w)
+}
+
+fn set_word(buf: &mut [u8], i: usize, v: u64) {
+    buf[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Writes the tag of an object (`obj`: its bytes, at least 8): word 0 the tag, word 1 the
 /// checksum of the pattern words after it, words 2.. (first 256 bytes and the last word) the
 /// pattern.
-///
-/// # Safety
-/// `addr` must be 8-byte aligned, `size_bytes` bytes, writable and owned by the caller.
-pub unsafe fn write_obj(addr: usize, size_bytes: usize, tag: u64) {
-    let p = addr as *mut u64;
-    let words = size_bytes / 8;
+pub fn write_obj(obj: &mut [u8], tag: u64) {
+    let words = obj.len() / 8;
     let mut sum = 0u64;
     for i in (2..words.min(PATTERN_WORDS)).chain(last_word(words)) {
         let v = pattern(tag, i);
         sum = sum.rotate_left(7) ^ v;
-        // SAFETY: i < words: inside the caller's object.
-        unsafe { p.add(i).write_volatile(v) };
+        set_word(obj, i, v);
     }
-    // SAFETY: word 0 exists (size >= 8); word 1 when size >= 16.
-    unsafe {
-        p.write_volatile(tag);
-        if words >= 2 {
-            p.add(1).write_volatile(sum);
-        }
+    set_word(obj, 0, tag);
+    if words >= 2 {
+        set_word(obj, 1, sum);
     }
 }
 
@@ -96,30 +75,23 @@ fn last_word(words: usize) -> Option<usize> {
     (words > PATTERN_WORDS).then_some(words - 1)
 }
 
-/// Checks what `write_obj` wrote; Err says which word differs.
-///
-/// # Safety
-/// As for `write_obj` (readable).
-pub unsafe fn check_obj(addr: usize, size_bytes: usize, tag: u64) -> Result<(), (usize, u64, u64)> {
-    let p = addr as *const u64;
-    let words = size_bytes / 8;
-    // SAFETY: word 0 is inside the object.
-    let got = unsafe { p.read_volatile() };
+/// Checks what `write_obj` wrote; Err says which word differs (found, expected).
+pub fn check_obj(obj: &[u8], tag: u64) -> Result<(), (usize, u64, u64)> {
+    let words = obj.len() / 8;
+    let got = word(obj, 0);
     if got != tag {
         return Err((0, got, tag));
     }
     let mut sum = 0u64;
     for i in (2..words.min(PATTERN_WORDS)).chain(last_word(words)) {
-        // SAFETY: i < words.
-        let v = unsafe { p.add(i).read_volatile() };
+        let v = word(obj, i);
         sum = sum.rotate_left(7) ^ v;
         if v != pattern(tag, i) {
             return Err((i, v, pattern(tag, i)));
         }
     }
     if words >= 2 {
-        // SAFETY: word 1 is inside the object.
-        let stored = unsafe { p.add(1).read_volatile() };
+        let stored = word(obj, 1);
         if stored != sum {
             return Err((1, stored, sum));
         }
@@ -127,30 +99,31 @@ pub unsafe fn check_obj(addr: usize, size_bytes: usize, tag: u64) -> Result<(), 
     Ok(())
 }
 
-/// Tags `nr_pages` pages at `addr` (each page: the tag and its index).
-///
-/// # Safety
-/// The pages must be mapped, writable and the caller's.
-pub unsafe fn write_pages(addr: usize, nr_pages: usize, tag: u64) {
-    for i in 0..nr_pages {
-        let p = (addr + i * PAGE_SIZE as usize) as *mut u64;
-        // SAFETY: page i of the caller's block, two words.
-        unsafe {
-            p.write_volatile(tag);
-            p.add(1).write_volatile(pattern(tag, i));
-        }
+/// Tags the first `nr_pages` pages of `mem` (each page: the tag and its index).
+pub fn write_pages(mem: &mut [u8], nr_pages: usize, tag: u64) {
+    for (i, page) in mem
+        .chunks_mut(PAGE_SIZE as usize)
+        .take(nr_pages)
+        .enumerate()
+    {
+        set_word(page, 0, tag);
+        set_word(page, 1, pattern(tag, i));
     }
 }
 
+/// The first two words of each page, as `write_pages` wrote them.
+pub fn page_words(mem: &[u8], i: usize) -> (u64, u64) {
+    let page = &mem[i * PAGE_SIZE as usize..];
+    (word(page, 0), word(page, 1))
+}
+
 /// Checks what `write_pages` wrote; Err: (page index, found, expected).
-///
-/// # Safety
-/// As for `write_pages` (readable).
-pub unsafe fn check_pages(addr: usize, nr_pages: usize, tag: u64) -> Result<(), (usize, u64, u64)> {
+pub fn check_pages(mem: &[u8], nr_pages: usize, tag: u64) -> Result<(), (usize, u64, u64)> {
+    if mem.len() < nr_pages * PAGE_SIZE as usize {
+        return Err((mem.len() / PAGE_SIZE as usize, 0, tag));
+    }
     for i in 0..nr_pages {
-        let p = (addr + i * PAGE_SIZE as usize) as *const u64;
-        // SAFETY: page i of the block.
-        let (a, b) = unsafe { (p.read_volatile(), p.add(1).read_volatile()) };
+        let (a, b) = page_words(mem, i);
         if a != tag {
             return Err((i, a, tag));
         }

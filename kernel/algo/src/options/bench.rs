@@ -34,24 +34,24 @@ super::declare! {
         key: "vmalloc.bench_pairs",
         kind: Kind::U64 { min: 1, max: 10_000_000 },
         default: "2000",
-        help: "vmalloc_scaling: 1-page vmalloc+vfree pairs per CPU",
+        help: "the vmalloc scaling experiment: 1-page vmalloc+vfree pairs per CPU",
     };
     VMALLOC_BENCH_LAZY_MAX_PAGES: u64 = Spec {
         key: "vmalloc.bench_lazy_max_pages",
         kind: Kind::U64 { min: 0, max: 1 << 30 },
         default: "1024",
-        help: "vmalloc_scaling: lazy threshold of the all-CPU instances (0: Linux's)",
+        help: "the vmalloc scaling experiment: lazy threshold of the all-CPU instances (0: Linux's)",
     };
     VMALLOC_BENCH_ICOUNT_PAIRS: u64 = Spec {
         key: "vmalloc.bench_icount_pairs",
         kind: Kind::U64 { min: 1, max: 10_000_000 },
         default: "20000",
-        help: "vmalloc_scaling: pairs timed on one CPU (whole purge cycles, at least one)",
+        help: "the vmalloc scaling experiment: pairs timed on one CPU (whole purge cycles, at least one)",
     };
     SLUB_BENCH_ALLOC_NODE_PERCENT: u64 = Spec {
         key: "slub.bench_alloc_node_percent",
         kind: Kind::U64 { min: 0, max: 100 },
         default: "68",
-        help: "memoryless_node: percent of requests that name the CPU's node (kmalloc_node)",
+        help: "the memoryless-node experiment: percent of requests that name the CPU's node (kmalloc_node)",
     };
 }

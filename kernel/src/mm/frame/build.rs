@@ -138,7 +138,9 @@ fn build() -> FrameAllocator {
 /// One page for a page table, on the calling CPU's node: its physical address (page-table
 /// pages are never freed, so the block is given up).
 fn table_page() -> Option<u64> {
-    alloc_pages(0, Policy::Local).ok().map(|p| p.into_raw().0)
+    alloc_pages(0, Policy::Local)
+        .ok()
+        .map(|p| p.into_raw().0.as_u64())
 }
 
 /// 2^order pages on `node` (or the nearest node with free memory) for per-CPU stacks and
@@ -146,5 +148,5 @@ fn table_page() -> Option<u64> {
 fn node_pages(order: u8, node: NodeId) -> Option<u64> {
     alloc_pages(order, Policy::Preferred(node))
         .ok()
-        .map(|p| p.into_raw().0)
+        .map(|p| p.into_raw().0.as_u64())
 }

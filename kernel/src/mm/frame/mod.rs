@@ -10,12 +10,13 @@
 //! Layering: `numalab_algo::frame::buddy` (pure split/merge) <- `node` (memmap, node lock) <- `pcp`
 //! (per-CPU lists) <- this module (policies, `Pages`, counters) <- `crate::mm::heap`.
 
-mod addr;
 mod build;
+mod chain;
 mod holders;
 mod memmap;
 mod node;
 mod pages;
+mod pages_mem;
 mod pcp;
 mod section_index;
 mod stats;
@@ -31,8 +32,8 @@ use numalab_algo::page::{Pfn, PhysAddr, VirtAddr};
 use numalab_algo::topology::{NodeId, Topology};
 use spin::Once;
 
-pub use addr::{PhysArg, VirtArg};
 pub use build::init;
+pub use chain::PageChain;
 pub use holders::{held_bytes_on as holders_held_bytes_on, register_holder, PageHolder};
 pub use memmap::PageMeta;
 pub use node::{PAGE_SHIFT, PAGE_SIZE};
@@ -141,27 +142,23 @@ fn report_unaligned(phys: PhysAddr, order: u8) {
     );
 }
 
-/// Virtual address of `phys` in the direct map (a `VirtAddr` for a `PhysAddr`).
+/// Virtual address of `phys` in the direct map.
 #[inline]
-pub fn phys_to_virt<A: PhysArg>(phys: A) -> A::Virt {
-    A::virt_from(VirtAddr::new(
-        crate::early::info().phys_offset + phys.phys().as_u64(),
-    ))
+pub fn phys_to_virt(phys: PhysAddr) -> VirtAddr {
+    VirtAddr::new(crate::early::info().phys_offset + phys.as_u64())
 }
 
-/// Physical address of a direct-map address (a `PhysAddr` for a `VirtAddr`).
+/// Physical address of a direct-map address.
 #[inline]
-pub fn virt_to_phys<A: VirtArg>(virt: A) -> A::Phys {
-    A::phys_from(PhysAddr::new(
-        virt.virt().as_u64() - crate::early::info().phys_offset,
-    ))
+pub fn virt_to_phys(virt: VirtAddr) -> PhysAddr {
+    PhysAddr::new(virt.as_u64() - crate::early::info().phys_offset)
 }
 
 /// The node whose managed pages include `phys`: looked up by the nodes' ranges, never by
 /// their spans (a node's span may hold another node's memory).
 #[inline]
-pub fn node_of_phys(phys: impl PhysArg) -> Option<NodeId> {
-    FRAME.get()?.node_map.node_of(phys.phys().pfn().as_u64())
+pub fn node_of_phys(phys: PhysAddr) -> Option<NodeId> {
+    FRAME.get()?.node_map.node_of(phys.pfn().as_u64())
 }
 
 /// First pfn of `node`'s memmap span (None without memory).
@@ -180,8 +177,7 @@ pub fn node_base_pfn(node: NodeId) -> Option<Pfn> {
 /// statics, one bounds check, one load of the section's biased base; section_index.rs);
 /// pages of sections the index leaves empty are looked up by range.
 #[inline(always)]
-pub fn page_meta(phys: impl PhysArg) -> Option<&'static PageMeta> {
-    let phys = phys.phys();
+pub fn page_meta(phys: PhysAddr) -> Option<&'static PageMeta> {
     match section_index::lookup(phys.pfn().as_u64()) {
         Some(meta) => Some(meta),
         None => page_meta_slow(phys),

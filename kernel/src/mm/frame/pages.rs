@@ -63,9 +63,9 @@ impl Pages {
         }
     }
     /// Gives up ownership without freeing; `from_raw` takes it back. The raw parts are the
-    /// physical address in bytes and the order.
-    pub fn into_raw(self) -> (u64, u8) {
-        let raw = (self.phys_addr().as_u64(), self.order());
+    /// physical address and the order.
+    pub fn into_raw(self) -> (PhysAddr, u8) {
+        let raw = (self.phys_addr(), self.order());
         core::mem::forget(self);
         raw
     }
@@ -75,8 +75,7 @@ impl Pages {
     /// `(phys, order)` must come from `into_raw`, and nothing may use the block after the
     /// returned `Pages` is dropped. (A wrong pair is detected and refused, here or when
     /// dropped, but the block's previous user would still be left with a dangling pointer.)
-    pub unsafe fn from_raw(phys: impl PhysArg, order: u8) -> Pages {
-        let phys = phys.phys();
+    pub unsafe fn from_raw(phys: PhysAddr, order: u8) -> Pages {
         if !phys.is_page_aligned() || order > MAX_ORDER {
             // Refused here, so the free fast path need not check alignment.
             report_unaligned(phys, order);

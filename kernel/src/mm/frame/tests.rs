@@ -258,7 +258,6 @@ fn invalid_frees(_ctx: &Ctx) -> TestResult {
     let q = alloc_pages(5, Policy::Bind(local)).map_err(|e| format!("{}", e))?;
     let (phys, order) = p.into_raw();
     let (qphys, qorder) = q.into_raw();
-    let (phys, qphys) = (PhysAddr::new(phys), PhysAddr::new(qphys));
     // Six of the eight frees below are refused, each with an `invalid free` warning.
     crate::ktest::expect_warnings(6, numalab_algo::formats::ktap::INVALID_FREE);
     crate::ktest::expect_warnings(1, "outside every node");
@@ -450,7 +449,7 @@ fn node_of_page(_ctx: &Ctx) -> TestResult {
             .map_err(|e| format!("node {}: {}", node.id.0, e))?
             .into_raw();
         // SAFETY: (phys, order) came from into_raw just above; nothing uses the page.
-        let p = unsafe { Pages::from_raw(PhysAddr::new(phys), order) };
+        let p = unsafe { Pages::from_raw(phys, order) };
         kassert_eq!(p.node(), node.id, "from_raw of {:#x}", phys);
         drop(p);
         kassert_eq!(
@@ -649,7 +648,7 @@ fn pcp_double_free_race(_ctx: &Ctx) -> TestResult {
             }
             // SAFETY: the block is this test's (into_raw above); both CPUs free it on purpose:
             // the allocator must refuse one of the two (what is checked).
-            drop(unsafe { Pages::from_raw(PhysAddr::new(phys), order) });
+            drop(unsafe { Pages::from_raw(phys, order) });
         });
         kassert_eq!(
             invalid() - count0,

@@ -6,6 +6,7 @@ use super::{default_tunables, owner_of, KmemCache};
 use crate::mm::frame::{self, Policy, PAGE_SIZE};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::Relaxed};
+use numalab_algo::page::VirtAddr;
 use numalab_algo::slub::geometry::{
     get_order, kmalloc_index, kmalloc_index_aligned, natural_align, KMALLOC_MAX_CACHE_BYTES,
     KMALLOC_NAMES, KMALLOC_SIZES,
@@ -90,11 +91,11 @@ fn large_alloc_policy(size_bytes: usize, policy: Policy) -> Option<NonNull<u8>> 
     let pages = frame::alloc_pages(order, policy).ok()?;
     LARGE_PAGES_ON.add(pages.node(), 1 << pages.order());
     let (phys, order) = pages.into_raw();
-    super::slabmap::set(frame::phys_to_virt(phys) as usize, 1, LARGE_OWNER);
+    super::slabmap::set(frame::phys_to_virt(phys).as_u64() as usize, 1, LARGE_OWNER);
     if let Some(meta) = frame::page_meta(phys) {
         meta.private.store(order as usize, Relaxed);
     }
-    NonNull::new(frame::phys_to_virt(phys) as *mut u8)
+    NonNull::new(frame::phys_to_virt(phys).as_mut_ptr::<u8>())
 }
 
 /// Allocates `size_bytes` (8-byte aligned; power-of-two sizes naturally aligned).
@@ -153,7 +154,7 @@ fn owner(ptr: usize) -> Owner {
 
 /// The order of the large kmalloc whose head page holds `ptr` (kept in `private`).
 fn large_order(ptr: usize) -> u8 {
-    let phys = frame::virt_to_phys(ptr as u64);
+    let phys = frame::virt_to_phys(VirtAddr::new(ptr as u64));
     frame::page_meta(phys).map_or(0, |m| m.private.load(Relaxed)) as u8
 }
 
@@ -292,8 +293,8 @@ fn slab_cache(desc: usize) -> &'static Cache<super::platform::KernelPlatform> {
 #[cold]
 #[inline(never)]
 unsafe fn kfree_large(addr: usize, order: u8) {
-    let phys = frame::virt_to_phys(addr as u64);
-    if !phys.is_multiple_of(PAGE_SIZE) {
+    let phys = frame::virt_to_phys(VirtAddr::new(addr as u64));
+    if !phys.is_page_aligned() {
         bad_kfree(addr);
         return;
     }

@@ -22,15 +22,19 @@
 
 pub mod info;
 pub mod kmalloc;
+mod kobject;
 mod object;
 pub mod platform;
+mod private;
 #[cfg(feature = "ktest")]
 mod sheaf_tests;
 pub mod slabmap;
 #[cfg(feature = "ktest")]
 pub(crate) mod tests;
 
+pub use kobject::KmallocObject;
 pub use object::Object;
+pub use private::PrivateCache;
 
 use crate::sync::{IrqSpinLock, LockStatsSnapshot};
 use alloc::boxed::Box;

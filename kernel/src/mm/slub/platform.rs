@@ -9,6 +9,7 @@ use crate::mm::frame::{self, Pages, Policy, PAGE_SIZE};
 use crate::sync::IrqSpinLock;
 use alloc::boxed::Box;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use numalab_algo::page::VirtAddr;
 use numalab_algo::slub::{Platform, Report, SlabPages, DESC_BYTES};
 use numalab_algo::topology::{CpuId, NodeId, Topology};
 use spin::Once;
@@ -299,7 +300,7 @@ impl Platform for KernelPlatform {
         let node = pages.node();
         let (phys, _) = pages.into_raw();
         Some(SlabPages {
-            base: frame::phys_to_virt(phys) as usize,
+            base: frame::phys_to_virt(phys).as_u64() as usize,
             node,
         })
     }
@@ -311,13 +312,13 @@ impl Platform for KernelPlatform {
         let pages = frame::alloc_pages(order, Policy::Bind(node)).ok()?;
         let (phys, _) = pages.into_raw();
         Some(SlabPages {
-            base: frame::phys_to_virt(phys) as usize,
+            base: frame::phys_to_virt(phys).as_u64() as usize,
             node,
         })
     }
 
     fn free_pages(&self, base: usize, order: u8) {
-        let phys = frame::virt_to_phys(base as u64);
+        let phys = frame::virt_to_phys(VirtAddr::new(base as u64));
         // SAFETY: `base`/`order` come from `alloc_pages` above (into_raw), and the SLUB core
         // frees a slab only once, after its last object came back.
         drop(unsafe { Pages::from_raw(phys, order) });
@@ -349,7 +350,7 @@ impl Platform for KernelPlatform {
             let pages = frame::alloc_pages(0, Policy::Local).ok()?;
             DESC_PAGES_ON.add(pages.node(), 1);
             let (phys, _) = pages.into_raw();
-            let base = frame::phys_to_virt(phys) as usize;
+            let base = frame::phys_to_virt(phys).as_u64() as usize;
             pool.pages += 1;
             for i in (0..PAGE_SIZE as usize / DESC_BYTES).rev() {
                 let d = base + i * DESC_BYTES;

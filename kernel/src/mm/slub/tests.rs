@@ -14,6 +14,7 @@ use alloc::format;
 use alloc::vec::Vec;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use numalab_algo::page::VirtAddr;
 use numalab_algo::slub::geometry::{fls, natural_align, KMALLOC_NAMES, KMALLOC_SIZES, PAGE_SIZE};
 use numalab_algo::slub::{slabinfo_line, DebugFlags, ErrorKind, SlabinfoMode, Stat, Tunables};
 use numalab_algo::topology::{CpuId, NodeId};
@@ -76,7 +77,7 @@ pub(super) fn alloc(cache: &KmemCache) -> Result<usize, TestError> {
 }
 
 fn node_of(addr: usize) -> Option<NodeId> {
-    frame::node_of_phys(frame::virt_to_phys(addr as u64))
+    frame::node_of_phys(frame::virt_to_phys(VirtAddr::new(addr as u64)))
 }
 
 /// Destroys `cache`; the caller must not use it after an `Ok`.
@@ -1019,7 +1020,8 @@ fn owners(_ctx: &Ctx) -> TestResult {
     let mut first_wrong = 0usize;
     let addrs = kobjs.iter().map(|&(p, _)| p.as_ptr() as usize);
     for a in addrs.chain(cobjs.iter().copied()) {
-        let meta = frame::page_meta(frame::virt_to_phys(a as u64)).map(|m| m.owner.load(Relaxed));
+        let meta = frame::page_meta(frame::virt_to_phys(VirtAddr::new(a as u64)))
+            .map(|m| m.owner.load(Relaxed));
         let owner = super::owner_of(a);
         if owner == 0 || meta != Some(owner) {
             wrong += 1;

@@ -24,7 +24,7 @@ pub fn alloc_page(node: NodeId, zero: bool) -> Option<(PhysAddr, NodeId)> {
         unsafe { core::ptr::write_bytes(pages.virt_ptr(), 0, frame::PAGE_SIZE as usize) };
     }
     let got = pages.node();
-    let phys = PhysAddr::new(pages.into_raw().0);
+    let phys = pages.into_raw().0;
     PAGES_OUT.fetch_add(1, Relaxed);
     Some((phys, got))
 }
