@@ -1,5 +1,6 @@
-//! The Linux twin (`bench --kernel linux|both`, docs/linux-twin.md): numalab's experiments on
-//! Debian's Linux 6.1, booted on the same QEMU machine (same -smp/-m/-numa arguments, same
+//! The Linux twin (`bench --kernel linux|linux-7|both|all`, docs/linux-twin.md): numalab's
+//! experiments on Debian's Linux 6.1 and on Debian 13's newest backports Linux 7.x ([`linux7`]),
+//! booted on the same QEMU machine (same -smp/-m/-numa arguments, same
 //! `-icount shift=0,sleep=off`) with an initramfs whose init loads the `numalab_twin` module
 //! (linux/twin, built here against the installed headers). The module prints KTAP and BENCH
 //! lines in numalab's contract with a `kernel` field. Its boots are planned, run and reported
@@ -11,6 +12,7 @@
 pub mod cmdline;
 pub mod contract;
 pub mod initramfs;
+pub mod linux7;
 pub mod module;
 pub mod table;
 
@@ -112,23 +114,87 @@ pub fn measured_in(mirrored: &[&'static str], boot: Boot) -> Vec<&'static str> {
         .collect()
 }
 
-/// Builds numalab_twin.ko against the installed headers and the initramfs around it, under
-/// target/linux-twin (the checkout itself stays clean). Returns what a boot needs.
-pub fn build() -> Result<LinuxBoot, String> {
+/// Which Linux the twin boots: Debian 12's 6.1 (the partial design) or the pinned Debian 13
+/// backports 7.x (the sheaves design, linux/linux7.pin).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LinuxKernel {
+    V6_1,
+    V7,
+}
+
+impl LinuxKernel {
+    /// Its `--kernel` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinuxKernel::V6_1 => "linux-6.1",
+            LinuxKernel::V7 => "linux-7",
+        }
+    }
+
+    /// Its boots' serial logs start with this (`linux-icount.log`, `linux7-icount.log`).
+    pub fn log_prefix(self) -> &'static str {
+        match self {
+            LinuxKernel::V6_1 => "linux-",
+            LinuxKernel::V7 => "linux7-",
+        }
+    }
+
+    /// The SLUB design it has: 6.1 the per-CPU partial slabs, 7.x sheaves for every cache.
+    pub fn design(self) -> &'static str {
+        match self {
+            LinuxKernel::V6_1 => "partial",
+            LinuxKernel::V7 => "sheaves",
+        }
+    }
+
+    /// Whether a record's `kernel` field (`linux-6.1.192`, `linux-7.3.4`) is this kernel's.
+    pub fn owns(self, record_kernel: &str) -> bool {
+        match self {
+            LinuxKernel::V6_1 => record_kernel.starts_with("linux-6."),
+            LinuxKernel::V7 => record_kernel.starts_with("linux-7."),
+        }
+    }
+}
+
+/// Builds numalab_twin.ko for `kernel` and the initramfs around it, under target/linux-twin
+/// (6.1: against the installed headers) or target/linux7-twin (7.x: in its Debian 13 build
+/// root, linux/linux7.sh); the checkout itself stays clean. Returns what a boot needs.
+pub fn build(kernel: LinuxKernel) -> Result<LinuxBoot, String> {
     // One build at a time in this process (tests boot the twin from several threads).
     static BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one = BUILD.lock().unwrap_or_else(|e| e.into_inner());
-    let (release, vmlinuz) = installed_release()?;
     let root = image::repo_root();
-    let out = root.join("target").join("linux-twin");
-    let ko = module::build(&root, &out, &release)?;
-    let initramfs = initramfs::pack(&root, &out, &ko)?;
-    Ok(LinuxBoot {
-        vmlinuz,
-        initramfs,
-        release,
-        append: None,
-    })
+    match kernel {
+        LinuxKernel::V6_1 => {
+            let (release, vmlinuz) = installed_release()?;
+            let out = root.join("target").join("linux-twin");
+            let ko = module::build(&root, &out, &release)?;
+            let initramfs = initramfs::pack(&root, &out, &ko)?;
+            let packages = module::packages(&release);
+            Ok(LinuxBoot {
+                vmlinuz,
+                initramfs,
+                release,
+                append: None,
+                kernel,
+                packages,
+            })
+        }
+        LinuxKernel::V7 => {
+            let installed = linux7::installed(&root)?;
+            let out = root.join("target").join("linux7-twin");
+            let ko = linux7::module(&root, &out)?;
+            let initramfs = initramfs::pack(&root, &out, &ko)?;
+            Ok(LinuxBoot {
+                vmlinuz: installed.vmlinuz,
+                initramfs,
+                release: installed.release,
+                append: None,
+                kernel,
+                packages: installed.packages,
+            })
+        }
+    }
 }
 
 #[cfg(test)]
