@@ -81,3 +81,38 @@ pub fn section(h: &Value) -> Option<String> {
     out.push_str("</section>\n");
     Some(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::section;
+    use serde_json::json;
+
+    #[test]
+    fn one_table_per_experiment_with_the_four_columns_and_notes() {
+        let h = json!({"side_by_side": {
+            "numalab_design": "sheaves",
+            "columns": ["numalab partial", "numalab sheaves", "linux-6.1.192", "linux-7.3.4",
+                        "partial/6.1", "sheaves/7"],
+            "rows": [
+                {"bench": "page_alloc", "case": "numalab | linux", "metric": "instructions_per_pair",
+                 "boot": "icount", "cpus": 1, "numalab partial": 87.0, "numalab sheaves": 87.0,
+                 "linux-6.1.192": 4814.0, "linux-7.3.4": 5128.0, "partial/6.1": 0.0181,
+                 "sheaves/7": 0.017},
+                {"bench": "alloc_peers", "case": "numalab/fast64 | kmalloc/fast64",
+                 "metric": "instructions_per_pair", "boot": "icount", "cpus": 1,
+                 "numalab partial": null, "numalab sheaves": 125.0, "linux-6.1.192": 304.1,
+                 "linux-7.3.4": 219.3, "partial/6.1": null, "sheaves/7": 0.570}
+            ],
+            "no_linux_figure": [{"bench": "alloc_peers", "metric": "x<y", "why": "no CONFIG_SLUB_STATS"}]
+        }});
+        let html = section(&h).expect("a section");
+        assert_eq!(html.matches("<table class=\"twin\">").count(), 2, "{html}");
+        assert!(html.contains("<th>linux-7.3.4</th><th>partial/6.1</th><th>sheaves/7</th>"));
+        assert!(html.contains("<td class=\"num\">0.570</td>"), "{html}");
+        assert!(html.contains("<td class=\"num\">-</td>"), "{html}");
+        // Named and escaped, never a blank.
+        assert!(html.contains("<code>x&lt;y</code>: no CONFIG_SLUB_STATS"), "{html}");
+        assert!(section(&json!({})).is_none());
+        assert!(section(&json!({"side_by_side": {"rows": []}})).is_none());
+    }
+}
