@@ -655,8 +655,10 @@ static long long sysfs_number(const char *path)
 	loff_t pos = 0;
 	long long v;
 
-	if (IS_ERR(f))
+	if (IS_ERR(f)) {
+		pr_info_once("numalab_twin: cannot open %s: %ld\n", path, PTR_ERR(f));
 		return -1;
+	}
 	kernel_read(f, buf, sizeof(buf) - 1, &pos);
 	filp_close(f, NULL);
 	if (sscanf(buf, "%lld", &v) != 1)
@@ -833,6 +835,16 @@ static int sll_work(void *arg)
 		void *give = NULL, *got;
 
 		n = kmem_cache_alloc_bulk(run->cache, GFP_KERNEL, SLL_BATCH, batch);
+		/* 7.x's sheaves may hand out fewer than asked (what the CPU's sheaf held): ask
+		 * again for the rest; only a call that returns nothing is a failure. */
+		while (n > 0 && n < SLL_BATCH) {
+			int more = kmem_cache_alloc_bulk(run->cache, GFP_KERNEL, SLL_BATCH - n,
+							 batch + n);
+
+			if (!more)
+				break;
+			n += more;
+		}
 		if (n < SLL_BATCH) {
 			atomic_inc(&run->failed);
 			n = 0;
@@ -1040,6 +1052,15 @@ static int slub_list_lock(void)
 	x2_objects = objs * max(slabs, 1LL);
 	for (which = twin_sll_order4 ? SLL_ORDER_4 : SLL_DEFAULT;
 	     which < (twin_sll_order4 ? SLL_CASES : SLL_ORDER_4); which++) {
+		/*
+		 * 7.x has no per-CPU partial slabs (sheaves; CONFIG_SLUB_CPU_PARTIAL is gone):
+		 * cpu_partial reads 0 and refuses another value, so the tuning does not exist.
+		 */
+		if (which == SLL_CPU_PARTIAL_X2 && slabs == 0) {
+			TWIN_OUT("    # slub_list_lock: %s: not run: cpu_partial is 0 and cannot be set (no per-CPU partial slabs in %s)",
+				 sll_case_names[which], kernel_name);
+			continue;
+		}
 		last = 0;
 		for (p = 0; p < ARRAY_SIZE(percents); p++) {
 			k = clamp((n * percents[p] + 99) / 100, 1u, n);
@@ -1154,10 +1175,32 @@ static int nl_mem_node(int node)
 }
 
 /* The cache's slab memory now: slabs x PAGE_SIZE << order from sysfs, 0 when unreadable. */
+/*
+ * The cache's slabs and order files, opened by the module's own thread: the workers are
+ * kthreads, and since 7.x (rootfs on nullfs) a kthread's root is not the initramfs, so
+ * /sys/kernel/slab is not found from there (filp_open: -ENOENT). A seq_file read at
+ * position 0 shows the current value again.
+ */
+static struct file *nl_slabs_file, *nl_order_file;
+
+static long long file_number(struct file *f)
+{
+	char buf[64] = { 0 };
+	loff_t pos = 0;
+	long long v;
+
+	if (IS_ERR_OR_NULL(f))
+		return -1;
+	kernel_read(f, buf, sizeof(buf) - 1, &pos);
+	if (sscanf(buf, "%lld", &v) != 1)
+		return -1;
+	return v;
+}
+
 static u64 nl_slab_bytes(void)
 {
-	long long slabs = sysfs_number("/sys/kernel/slab/" NL_NAME "/slabs");
-	long long order = sysfs_number("/sys/kernel/slab/" NL_NAME "/order");
+	long long slabs = file_number(nl_slabs_file);
+	long long order = file_number(nl_order_file);
 
 	if (slabs < 0 || order < 0)
 		return 0;
@@ -1352,6 +1395,8 @@ static int numa_locality(void)
 		 sysfs_number("/sys/kernel/slab/" NL_NAME "/min_partial"),
 		 sysfs_number("/sys/kernel/slab/" NL_NAME "/cpu_partial"), nr - grow, grow,
 		 run->rounds);
+	nl_slabs_file = filp_open("/sys/kernel/slab/" NL_NAME "/slabs", O_RDONLY, 0);
+	nl_order_file = filp_open("/sys/kernel/slab/" NL_NAME "/order", O_RDONLY, 0);
 	for (k = 0; k < nr; k++) {
 		spin_lock_init(&run->boxes[k].lock);
 		workers[k].run = run;
@@ -1391,7 +1436,9 @@ static int numa_locality(void)
 		goto out;
 	}
 	if (!atomic64_read(&run->peak_bytes)) {
-		TWIN_OUT("    # numa_locality: cannot read /sys/kernel/slab/%s/{slabs,order}", NL_NAME);
+		TWIN_OUT("    # numa_locality: cannot read /sys/kernel/slab/%s/{slabs,order}: %lld, %lld",
+			 NL_NAME, sysfs_number("/sys/kernel/slab/" NL_NAME "/slabs"),
+			 sysfs_number("/sys/kernel/slab/" NL_NAME "/order"));
 		err = -EIO;
 		goto out;
 	}
@@ -1403,6 +1450,12 @@ static int numa_locality(void)
 	record("numa_locality", "linux", "slab_kib", atomic64_read(&run->peak_bytes) / 1024, 1,
 	       "kib", nr);
 out:
+	if (!IS_ERR_OR_NULL(nl_slabs_file))
+		filp_close(nl_slabs_file, NULL);
+	if (!IS_ERR_OR_NULL(nl_order_file))
+		filp_close(nl_order_file, NULL);
+	nl_slabs_file = NULL;
+	nl_order_file = NULL;
 	if (run && run->cache)
 		kmem_cache_destroy(run->cache);
 	for (k = 0; workers && k < nr; k++) {

@@ -111,7 +111,10 @@ mod tests {
         assert!(html.contains("<td class=\"num\">0.570</td>"), "{html}");
         assert!(html.contains("<td class=\"num\">-</td>"), "{html}");
         // Named and escaped, never a blank.
-        assert!(html.contains("<code>x&lt;y</code>: no CONFIG_SLUB_STATS"), "{html}");
+        assert!(
+            html.contains("<code>x&lt;y</code>: no CONFIG_SLUB_STATS"),
+            "{html}"
+        );
         assert!(section(&json!({})).is_none());
         assert!(section(&json!({"side_by_side": {"rows": []}})).is_none());
     }
