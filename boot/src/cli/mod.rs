@@ -73,8 +73,8 @@ impl Kernel {
     }
 
     /// The Linux kernels that boot, in order.
-    pub fn linuxes(self) -> &'static [crate::run::twin::LinuxKernel] {
-        use crate::run::twin::LinuxKernel::{V6_1, V7};
+    pub fn linuxes(self) -> &'static [crate::linux_kernel::LinuxKernel] {
+        use crate::linux_kernel::LinuxKernel::{V6_1, V7};
         match self {
             Kernel::Numalab => &[],
             Kernel::Linux | Kernel::Both => &[V6_1],
