@@ -1177,8 +1177,8 @@ static int nl_mem_node(int node)
 /* The cache's slab memory now: slabs x PAGE_SIZE << order from sysfs, 0 when unreadable. */
 /*
  * The cache's slabs and order files, opened by the module's own thread: the workers are
- * kthreads, and since 7.x (rootfs on nullfs) a kthread's root is not the initramfs, so
- * /sys/kernel/slab is not found from there (filp_open: -ENOENT). A seq_file read at
+ * kthreads, and on 7.x their filp_open of /sys/kernel/slab/... fails (-ENOENT) where the
+ * module's thread (insmod's) opens it: their root is not the initramfs'. A seq_file read at
  * position 0 shows the current value again.
  */
 static struct file *nl_slabs_file, *nl_order_file;
