@@ -204,6 +204,7 @@ pub fn write_results(
                     "release": r.config.linux.as_ref().map(|l| l.release.clone()),
                     "kernel": r.config.linux.as_ref().map(|l| l.kernel.name()),
                     "packages": r.config.linux.as_ref().map(|l| l.packages.clone()),
+                    "sheaf_capacity": super::twin::sheaf_capacity(&r.outcome.log),
                     "qemu_args": r.config.qemu_args(img).unwrap_or_default(),
                     "verdict": format!("{:?}", r.outcome.verdict),
                     "seconds": r.outcome.elapsed.as_secs_f64(),

@@ -399,3 +399,12 @@ fn linux7_pin_and_cache() {
     assert!(LinuxKernel::V7.owns("linux-7.3.4") && !LinuxKernel::V7.owns("linux-6.1.192"));
     assert_eq!(LinuxKernel::V7.log_prefix(), "linux7-");
 }
+
+#[test]
+fn sheaf_capacity_from_the_module_line() {
+    let l7 = "x\n# bench: memoryless_sheaves: cpu 0 on node 0 (memoryless), sheaf_capacity 60 (-1: no such file)\n";
+    assert_eq!(sheaf_capacity(l7), Some(60));
+    let l61 = "# bench: memoryless_sheaves: cpu 0 on node 0 (with memory), sheaf_capacity -1 (-1: no such file)";
+    assert_eq!(sheaf_capacity(l61), None);
+    assert_eq!(sheaf_capacity("no such line"), None);
+}
