@@ -36,6 +36,8 @@ need_root() {
 
 # Runs a command in the build root with /proc mounted (objtool reads /proc), unmounted after.
 in_root() {
+    # Unmounted on every way out, an interrupt included (a later run would find it mounted).
+    trap 'mountpoint -q "$root/proc" && umount "$root/proc"' EXIT INT TERM
     mountpoint -q "$root/proc" || mount -t proc proc "$root/proc"
     local rc=0
     chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LC_ALL=C \
