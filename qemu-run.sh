@@ -130,7 +130,12 @@ setup_linux7() {
         $sudo apt-get update -qq
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq debootstrap >/dev/null
     fi
-    linux/linux7.sh setup
+    # debootstrap and chroot need root: as another user, through sudo, into that user's cache.
+    if [ "$(id -u)" = 0 ]; then
+        linux/linux7.sh setup
+    else
+        sudo env XDG_CACHE_HOME="${XDG_CACHE_HOME:-$HOME/.cache}" linux/linux7.sh setup
+    fi
 }
 
 setup() {

@@ -26,7 +26,9 @@ die() {
 # Serialises everything that touches the cache (two runners building at once, CI's jobs).
 lock() {
     mkdir -p "$cache"
-    exec 9>"$cache/lock"
+    exec 9>>"$cache/lock"
+    # Writable for the user whose runs take built modules from the cache (setup ran as root).
+    chmod 666 "$cache/lock" 2>/dev/null || true
     flock 9
 }
 
