@@ -18,7 +18,8 @@
 #   ./qemu-run.sh sweep [--topology A,B] [--axis KEY=V1,V2]... [--reps N] [--jobs N] [--emit-jobs FILE]
 #       -- BENCH ARGS   one bench run per combination, through GNU parallel, merged (docs/sweeps.md)
 #   ./qemu-run.sh merge DIR... --out OUT   a sweep's job folders into one run
-#   ./qemu-run.sh setup [--test]   install only (--test: also TEST_PACKAGES, what only tests need)
+#   ./qemu-run.sh setup [--test] [--linux7]   install only (--test: also TEST_PACKAGES, what only
+#       tests need, and the Linux 7 twin; --linux7: the Linux 7 twin, `bench --kernel linux-7|all`)
 # All QEMU knowledge lives in boot/ (numalab-boot); this script only sets up and dispatches.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -116,6 +117,27 @@ setup_test_packages() {
     fi
 }
 
+# The Linux 7 twin (docs/linux-twin.md, "Linux 7"): debootstrap makes a Debian 13 build root
+# (7.x's kbuild needs Debian 13's libraries and gcc-14), into which linux/linux7.sh installs the
+# pinned trixie-backports kernel's headers and from which it extracts its image, all cached in
+# ${XDG_CACHE_HOME:-$HOME/.cache}/numalab/linux7 (outside the clone: a clean clone reuses it).
+# The first install takes about a minute and a half; the cached check a tenth of a second.
+setup_linux7() {
+    if ! command -v debootstrap >/dev/null; then
+        say "installing debootstrap (the Linux 7 twin's Debian 13 build root)"
+        local sudo=""
+        [ "$(id -u)" = 0 ] || sudo=sudo
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq debootstrap >/dev/null
+    fi
+    # debootstrap and chroot need root: as another user, through sudo, into that user's cache.
+    if [ "$(id -u)" = 0 ]; then
+        linux/linux7.sh setup
+    else
+        sudo env XDG_CACHE_HOME="${XDG_CACHE_HOME:-$HOME/.cache}" linux/linux7.sh setup
+    fi
+}
+
 setup() {
     setup_packages
     setup_llvm_links
@@ -132,6 +154,7 @@ case "${1:-}" in
         fi
         setup
         setup_test_packages
+        setup_linux7
         # Enough test threads that every selected QEMU test is waiting for its boot from the
         # start: tests/support then runs the longest waiting boot first (QEMUs are limited
         # separately, by NUMALAB_QEMU_JOBS).
@@ -152,10 +175,19 @@ case "${1:-}" in
         ;;
     setup)
         setup
-        # --test: also what only the tests need (TEST_PACKAGES), as `./qemu-run.sh test` does.
-        if [ "${2:-}" = --test ]; then
-            setup_test_packages
-        fi
+        shift
+        for opt in "$@"; do
+            case "$opt" in
+                # --test: also what only the tests need (TEST_PACKAGES) and the Linux 7 twin,
+                # as `./qemu-run.sh test` does.
+                --test) setup_test_packages && setup_linux7 ;;
+                --linux7) setup_linux7 ;;
+                *)
+                    say "setup: unknown option $opt (setup [--test] [--linux7])"
+                    exit 2
+                    ;;
+            esac
+        done
         say "setup complete"
         ;;
     *)

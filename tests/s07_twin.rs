@@ -5,7 +5,8 @@
 //! field, the KTAP layout, and that the two runs printed exactly the same instruction counts
 //! and started the module at the same virtual time (docs/linux-twin.md, "Repeatable counts").
 //! The Linux image and headers come from `./qemu-run.sh setup`: their absence is a failure,
-//! not a skip.
+//! not a skip. The same for Linux 7.x (`--kernel linux-7`), which `./qemu-run.sh test` (and
+//! `setup --test`, `setup --linux7`) installs: without it its test fails, never skips.
 
 use numalab_boot::bench::Boot;
 use numalab_boot::run::twin::{self, MIRRORED, REQUIRED};
@@ -13,6 +14,11 @@ use numalab_boot::run::{self, BenchArgs};
 use std::time::Duration;
 
 fn twin_args() -> BenchArgs {
+    twin_args_for("linux")
+}
+
+/// [`twin_args`] for `--kernel KERNEL`.
+fn twin_args_for(kernel: &str) -> BenchArgs {
     // The icount experiments only: the multi-CPU ones (slub_list_lock, memoryless_node,
     // numa_locality) are host-timed or need other machines; numa_locality has a test below.
     let icount: Vec<&str> = MIRRORED
@@ -20,15 +26,20 @@ fn twin_args() -> BenchArgs {
         .filter(|(_, b)| *b == Boot::Icount)
         .map(|(n, _)| *n)
         .collect();
-    smoke_args(&icount.join(","))
+    smoke_args_for(kernel, &icount.join(","))
 }
 
 /// `bench --smoke --kernel linux --topology 4node --set bench=LIST`.
 fn smoke_args(list: &str) -> BenchArgs {
+    smoke_args_for("linux", list)
+}
+
+/// `bench --smoke --kernel KERNEL --topology 4node --set bench=LIST`.
+fn smoke_args_for(kernel: &str, list: &str) -> BenchArgs {
     let words: Vec<String> = [
         "--smoke".to_string(),
         "--kernel".into(),
-        "linux".into(),
+        kernel.into(),
         "--topology".into(),
         "4node".into(),
         "--set".into(),
@@ -42,12 +53,17 @@ fn smoke_args(list: &str) -> BenchArgs {
 
 /// One twin boot in one of the test process's QEMU slots.
 fn twin_boot(args: &BenchArgs) -> run::BootRun {
+    twin_boot_of(args, "Linux twin")
+}
+
+/// [`twin_boot`], its time printed as `what`'s.
+fn twin_boot_of(args: &BenchArgs, what: &str) -> run::BootRun {
     let runs = numalab::with_qemu_slot(numalab::cost(&args.base), || run::linux_boots(args))
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(runs.len(), 1, "one Linux boot per run");
     let run = runs.into_iter().next().expect("one boot");
     println!(
-        "numalab: Linux twin boot took {:.1} s",
+        "numalab: {what} boot took {:.1} s",
         run.outcome.elapsed.as_secs_f64()
     );
     run
@@ -179,4 +195,89 @@ fn s07_linux_twin_mirrors_numa_locality() {
         "{}",
         run.outcome.log
     );
+}
+
+/// Linux 7.x (the sheaves design): two smoke boots of the icount experiments side by side,
+/// as the 6.1 test above, plus what only 7.x has. Checks the contract, that every mirrored
+/// icount experiment printed its records with a `linux-7.` kernel field, that sysfs shows
+/// the cache's sheaf capacity, and that both boots printed exactly the same figures and
+/// virtual times (docs/linux-twin.md, "Linux 7"). Not ignored: one smoke boot took 20-30 s on
+/// the loaded 2-core host. Needs `./qemu-run.sh setup --linux7` (`./qemu-run.sh test` runs it);
+/// without it the test fails with the installer's one line.
+#[test]
+fn s07_linux7_twin_keeps_the_contract_and_repeats() {
+    let root = numalab_boot::image::repo_root();
+    twin::linux7::installed(&root).unwrap_or_else(|e| panic!("{e}"));
+    let args = twin_args_for("linux-7");
+    let (a, b) = std::thread::scope(|s| {
+        let first = s.spawn(|| twin_boot_of(&args, "Linux 7 twin"));
+        let second = twin_boot_of(&args, "Linux 7 twin");
+        (first.join().expect("first Linux 7 boot"), second)
+    });
+    for run in [&a, &b] {
+        assert!(run.outcome.passed(), "{}", run.outcome.failure_report());
+        let errors = run.outcome.ktap.structure_errors();
+        assert!(errors.is_empty(), "KTAP layout: {errors:?}");
+        let problems = twin::contract_problems(std::slice::from_ref(run));
+        assert!(problems.is_empty(), "contract:\n{}", problems.join("\n"));
+        let ran = run.ran();
+        for (name, _) in MIRRORED.iter().filter(|(_, b)| *b == Boot::Icount) {
+            assert!(
+                ran.contains(*name),
+                "{name} did not run:\n{}",
+                run.outcome.log
+            );
+        }
+        for (bench, case, metric) in REQUIRED.iter().filter(|(bench, _, _)| {
+            MIRRORED
+                .iter()
+                .any(|(n, b)| n == bench && *b == Boot::Icount)
+        }) {
+            let rec = run
+                .records
+                .iter()
+                .find(|r| r.bench == *bench && r.case == *case && r.metric == *metric)
+                .unwrap_or_else(|| panic!("no {bench} {case} {metric}:\n{}", run.outcome.log));
+            assert!(rec.kernel.starts_with("linux-7."), "{rec:?}");
+            assert!(rec.value > 0.0, "{rec:?}");
+        }
+        // 7.x's sysfs has the sheaf capacity of the twin's private cache (6.1 has none).
+        let line = run
+            .outcome
+            .log
+            .lines()
+            .find(|l| l.starts_with("# bench: memoryless_sheaves: cpu 0 on node 0"))
+            .unwrap_or_else(|| panic!("no memoryless_sheaves line:\n{}", run.outcome.log));
+        assert!(!line.contains("sheaf_capacity -1"), "{line}");
+        // The last lines reach the console before the module ends the run (nbcon printer).
+        assert!(
+            run.outcome.log.contains("# Totals: pass:"),
+            "{}",
+            run.outcome.log
+        );
+    }
+    let key = |run: &run::BootRun| -> Vec<String> {
+        let mut v: Vec<String> = run
+            .outcome
+            .log
+            .lines()
+            .filter(|l| l.starts_with("# bench: virtual time"))
+            .map(|l| l.trim_end().to_string())
+            .collect();
+        v.extend(
+            run.records
+                .iter()
+                .map(|r| format!("{} {} {} {}", r.bench, r.case, r.metric, r.value)),
+        );
+        v
+    };
+    assert_eq!(key(&a).len(), key(&b).len());
+    assert!(
+        key(&a)
+            .iter()
+            .filter(|l| l.contains("virtual time"))
+            .count()
+            == 2
+    );
+    assert_eq!(key(&a), key(&b), "two icount boots of Linux 7 differ");
 }

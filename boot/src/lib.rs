@@ -10,6 +10,7 @@ pub mod html;
 pub mod html_escape;
 pub mod image;
 pub mod ktap;
+pub mod linux_kernel;
 pub mod machine;
 pub mod presets;
 pub mod progress;

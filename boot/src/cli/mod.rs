@@ -54,10 +54,46 @@ pub enum Kernel {
     /// numalab only (the default)
     #[default]
     Numalab,
-    /// Debian's Linux with the numalab_twin module only
+    /// Debian 12's Linux 6.1 (the partial design) with the numalab_twin module only
+    #[value(alias = "linux-6.1")]
     Linux,
-    /// Both, on the same machine description, records merged
+    /// Debian 13's newest backports Linux 7.x (the sheaves design) with the module only
+    /// (`./qemu-run.sh setup --linux7` installs it)
+    #[value(name = "linux-7")]
+    Linux7,
+    /// numalab and Linux 6.1, on the same machine description, records merged
     Both,
+    /// numalab, Linux 6.1 and Linux 7.x, records merged
+    All,
+}
+
+impl Kernel {
+    /// Whether numalab boots.
+    pub fn runs_numalab(self) -> bool {
+        !matches!(self, Kernel::Linux | Kernel::Linux7)
+    }
+
+    /// The Linux kernels that boot, in order.
+    pub fn linuxes(self) -> &'static [crate::linux_kernel::LinuxKernel] {
+        use crate::linux_kernel::LinuxKernel::{V6_1, V7};
+        match self {
+            Kernel::Numalab => &[],
+            Kernel::Linux | Kernel::Both => &[V6_1],
+            Kernel::Linux7 => &[V7],
+            Kernel::All => &[V6_1, V7],
+        }
+    }
+
+    /// The option's value as the command line spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Numalab => "numalab",
+            Kernel::Linux => "linux",
+            Kernel::Linux7 => "linux-7",
+            Kernel::Both => "both",
+            Kernel::All => "all",
+        }
+    }
 }
 
 /// The whole command line: the run options, or a subcommand.
@@ -220,8 +256,9 @@ pub struct BenchOptions {
     /// Where results go (default: target/bench in the checkout)
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Which kernel runs the experiments: numalab, Debian's Linux with the numalab_twin module
-    /// (docs/linux-twin.md), or both on the same machine, side by side
+    /// Which kernel runs the experiments: numalab, Debian's Linux 6.1 (linux, alias linux-6.1)
+    /// or 7.x (linux-7) with the numalab_twin module (docs/linux-twin.md), numalab and 6.1
+    /// (both), or all three, side by side
     #[arg(long, value_enum, value_name = "KERNEL", default_value = "numalab")]
     pub kernel: Kernel,
     /// Words added to Linux's command line in the twin's boots, e.g. "init_on_alloc=0"

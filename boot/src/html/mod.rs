@@ -4,11 +4,12 @@
 //! links to the JSONL and every file of the run folder, and the run folder's `proc/*` files.
 //!
 //! `page` (skeleton, escaping, links, tables), `experiments` (one experiment's section),
-//! `report` (the page of a run); reading the run folder is here.
+//! `report` (the page of a run), `twin` (the Linux twin's side-by-side table); reading the run folder is here.
 
 mod experiments;
 mod page;
 mod report;
+mod twin;
 
 pub use page::{escape, relative, url_path};
 pub use report::{numactl_block, render, shell_line, RunFiles};

@@ -159,7 +159,7 @@ fn boots_table(h: &Value) -> String {
         .as_array()
         .into_iter()
         .flatten()
-        .map(|b| ("linux", b));
+        .map(|b| (b["kernel"].as_str().unwrap_or("linux"), b));
     for (kernel, b) in numalab.chain(linux) {
         let verdict = text(&b["verdict"]);
         let tag = if verdict == "Pass" { "pass" } else { "fail" };
@@ -358,6 +358,12 @@ pub fn render(
         escape(&rev),
         escape(&date)
     );
+    if !h["side_by_side"]["rows"]
+        .as_array()
+        .is_none_or(|r| r.is_empty())
+    {
+        b.push_str("<li><a href=\"#twin\">Linux twin</a></li>\n");
+    }
     for bench in by_bench.keys() {
         b.push_str(&format!(
             "<li><a href=\"#exp-{0}\">{0}</a></li>\n",
@@ -387,6 +393,10 @@ pub fn render(
     }
     b.push_str("</section>\n<section id=\"boots\">\n<h2>Boots</h2>\n");
     b.push_str(&boots_table(h));
+    if let Some(twin) = super::twin::section(h) {
+        b.push_str("</section>\n");
+        b.push_str(twin.trim_end_matches("</section>\n"));
+    }
     b.push_str(
         "</section>\n<section id=\"seeds\">\n<h2>Seeds</h2>\n<p class=\"note\">Each \
         Linux thread's own figure as a ratio (case / baseline) beside this run's; direction: \

@@ -46,10 +46,25 @@ pub fn execute(plan: &Plan) -> Result<Runs, ExecError> {
     for note in &plan.linux_notes {
         println!("{note}");
     }
+    // Each Linux kernel in the plan's order: its build, then its boots (a boot's condition
+    // looks at the earlier boots of the same kernel only).
     let mut linux_runs = Vec::new();
-    if !linux.is_empty() {
-        let built = twin::build().map_err(ExecError::Linux)?;
-        linux_runs = run_all(&linux, Path::new("-"), Some(&built)).map_err(ExecError::Linux)?;
+    let mut kernels: Vec<twin::LinuxKernel> = Vec::new();
+    for b in &linux {
+        if let Guest::Linux { kernel, .. } = &b.guest {
+            if !kernels.contains(kernel) {
+                kernels.push(*kernel);
+            }
+        }
+    }
+    for kernel in kernels {
+        let boots: Vec<&PlannedBoot> = linux
+            .iter()
+            .copied()
+            .filter(|b| matches!(&b.guest, Guest::Linux { kernel: k, .. } if *k == kernel))
+            .collect();
+        let built = twin::build(kernel).map_err(ExecError::Linux)?;
+        linux_runs.extend(run_all(&boots, Path::new("-"), Some(&built)).map_err(ExecError::Linux)?);
     }
     progress::finish();
     Ok(Runs {
@@ -106,7 +121,7 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
             );
             (what, config.qemu_args(img)?.join(" "))
         }
-        Guest::Linux { append } => {
+        Guest::Linux { append, .. } => {
             let mut l = linux
                 .ok_or("Linux twin: a Linux boot without the twin's build")?
                 .clone();

@@ -104,12 +104,16 @@ pub fn linux_boots(args: &BenchArgs) -> Result<Vec<BootRun>, String> {
     if boots.is_empty() {
         return Ok(Vec::new());
     }
-    let built = twin::build()?;
-    execute::run_all(
-        &boots.iter().collect::<Vec<_>>(),
-        Path::new("-"),
-        Some(&built),
-    )
+    let mut out = Vec::new();
+    for &kernel in args.kernel.linuxes() {
+        let mine: Vec<&PlannedBoot> = boots
+            .iter()
+            .filter(|b| matches!(&b.guest, Guest::Linux { kernel: k, .. } if *k == kernel))
+            .collect();
+        let built = twin::build(kernel)?;
+        out.extend(execute::run_all(&mine, Path::new("-"), Some(&built))?);
+    }
+    Ok(out)
 }
 
 /// One finished boot.

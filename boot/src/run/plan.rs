@@ -29,8 +29,12 @@ use crate::qemu::RunConfig;
 pub enum Guest {
     /// numalab's disk image.
     Numalab,
-    /// Debian's Linux with the numalab_twin module; `append`: words added to its command line.
-    Linux { append: Option<String> },
+    /// Debian's Linux (`kernel`: 6.1 or 7.x) with the numalab_twin module; `append`: words
+    /// added to its command line.
+    Linux {
+        kernel: twin::LinuxKernel,
+        append: Option<String>,
+    },
 }
 
 /// Whether a planned boot runs: always, or only when the earlier boots of its machine and
@@ -105,10 +109,10 @@ pub enum PlanError {
 /// `--kernel linux|both`).
 pub fn plan(args: &BenchArgs) -> Result<Plan, PlanError> {
     let mut plan = Plan {
-        numalab_image: (args.kernel != Kernel::Linux).then_some(args.base.firmware),
+        numalab_image: args.kernel.runs_numalab().then_some(args.base.firmware),
         ..Plan::default()
     };
-    if args.kernel != Kernel::Linux {
+    if args.kernel.runs_numalab() {
         plan.boots = numalab_boots(args, 0).map_err(PlanError::Numalab)?;
     }
     if args.kernel != Kernel::Numalab {
@@ -288,11 +292,28 @@ fn uma_experiments() -> Vec<&'static str> {
         .collect()
 }
 
-/// The twin's boots of `args`: icount for the instruction experiments, tsc for the
-/// memoryless-node experiment on a machine with a memoryless node (and the other host-timed
-/// ones), then uma (the one-node machine of the same size, as numalab's) when that printed its
-/// record, and the list_lock experiment's order-4 boot. Also the notes on selected experiments Linux lacks.
+/// The twin's boots of `args`, for each Linux `--kernel` names (6.1 first), as
+/// [`linux_kernel_boots`] plans them; also the notes on selected experiments Linux lacks.
 pub fn linux_boots(args: &BenchArgs) -> Result<(Vec<PlannedBoot>, Vec<String>), String> {
+    let mut boots = Vec::new();
+    let mut notes = Vec::new();
+    for &kernel in args.kernel.linuxes() {
+        let (b, n) = linux_kernel_boots(args, kernel)?;
+        boots.extend(b);
+        notes = n;
+    }
+    Ok((boots, notes))
+}
+
+/// The boots of one Linux `kernel` for `args`: icount for the instruction experiments, tsc
+/// for the memoryless-node experiment on a machine with a memoryless node (and the other
+/// host-timed ones), then uma (the one-node machine of the same size, as numalab's) when that
+/// printed its record, and the list_lock experiment's order-4 boot. Also the notes on
+/// selected experiments Linux lacks.
+pub fn linux_kernel_boots(
+    args: &BenchArgs,
+    kernel: twin::LinuxKernel,
+) -> Result<(Vec<PlannedBoot>, Vec<String>), String> {
     let (mirrored, unmirrored) = twin::mirrored_selection(&args.selected());
     let notes = unmirrored
         .iter()
@@ -311,7 +332,7 @@ pub fn linux_boots(args: &BenchArgs) -> Result<(Vec<PlannedBoot>, Vec<String>), 
     let append = args.linux_append.clone();
     let boot = |boot, experiments: &[&str], append: Option<String>, when| {
         Ok::<_, String>(PlannedBoot {
-            guest: Guest::Linux { append },
+            guest: Guest::Linux { kernel, append },
             boot,
             rep: 0,
             reps: 1,

@@ -35,7 +35,12 @@ pub fn report(args: &BenchArgs, runs: &Runs, start: Instant) -> Reported {
         .numalab
         .iter()
         .map(|r| ("numalab", r))
-        .chain(runs.linux.iter().map(|r| ("linux", r)));
+        .chain(runs.linux.iter().map(|r| {
+            (
+                r.config.linux.as_ref().map_or("linux", |l| l.kernel.name()),
+                r,
+            )
+        }));
     for (kernel, r) in labelled {
         if r.outcome.verdict != Verdict::Pass {
             eprint!("{}", r.outcome.failure_report());
@@ -49,7 +54,16 @@ pub fn report(args: &BenchArgs, runs: &Runs, start: Instant) -> Reported {
     }
     let mut problems = contract_problems(&runs.numalab);
     if twin {
-        problems.extend(twin::contract_problems(&runs.linux));
+        // Per Linux kernel: slub_list_lock's cases come from two boots of the same kernel.
+        for &kernel in args.kernel.linuxes() {
+            let mine: Vec<BootRun> = runs
+                .linux
+                .iter()
+                .filter(|r| r.config.linux.as_ref().is_some_and(|l| l.kernel == kernel))
+                .cloned()
+                .collect();
+            problems.extend(twin::contract_problems(&mine));
+        }
         if runs.linux.is_empty() {
             problems.push(
                 "--kernel linux: none of the selected experiments has a Linux counterpart".into(),
@@ -98,7 +112,7 @@ pub fn report(args: &BenchArgs, runs: &Runs, start: Instant) -> Reported {
         print!("{}", bench::tables(&numalab, host_cpus()));
         if twin {
             println!();
-            print!("{}", twin::side_by_side(&all));
+            print!("{}", twin::side_by_side(&all, &args.base.sets));
         } else {
             print!("{}", bench::seeds_table(&all));
         }

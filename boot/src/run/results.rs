@@ -128,7 +128,8 @@ pub fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &s
     })
 }
 
-/// The file name of every boot's serial log: `BOOT.log` (`linux-BOOT.log` for the twin), with
+/// The file name of every boot's serial log: `BOOT.log` (`linux-BOOT.log` for the 6.1 twin,
+/// `linux7-BOOT.log` for the 7.x twin), with
 /// `-TOPOLOGY` for a boot on another machine than the run's and `-repN` for repetition N > 0;
 /// a second boot of the same name numbered (`linux-tsc-2.log`: the list_lock experiment's order-4 boot).
 /// Every boot keeps its log.
@@ -138,7 +139,14 @@ pub fn log_names<'a>(args: &BenchArgs, runs: &'a Runs) -> Vec<(String, &'a BootR
         .numalab
         .iter()
         .map(|r| (String::new(), r))
-        .chain(runs.linux.iter().map(|r| ("linux-".to_string(), r)));
+        .chain(runs.linux.iter().map(|r| {
+            let prefix = r
+                .config
+                .linux
+                .as_ref()
+                .map_or("linux-", |l| l.kernel.log_prefix());
+            (prefix.to_string(), r)
+        }));
     let mut out = Vec::new();
     for (prefix, r) in labelled {
         let mut stem = format!("{prefix}{}", r.boot.name());
@@ -185,7 +193,7 @@ pub fn write_results(
     let img = &runs.image;
     let mut head = header(args, &runs.numalab, img, &iso, &rev);
     if twin {
-        head["kernel"] = json!(format!("{:?}", args.kernel).to_lowercase());
+        head["kernel"] = json!(args.kernel.name());
         head["linux_boots"] = runs
             .linux
             .iter()
@@ -194,12 +202,19 @@ pub fn write_results(
                     "boot": r.boot.name(),
                     "kernel_cmdline": r.config.linux.as_ref().map(|l| l.cmdline(&r.config)),
                     "release": r.config.linux.as_ref().map(|l| l.release.clone()),
+                    "kernel": r.config.linux.as_ref().map(|l| l.kernel.name()),
+                    "packages": r.config.linux.as_ref().map(|l| l.packages.clone()),
+                    "sheaf_capacity": super::twin::sheaf_capacity(&r.outcome.log),
                     "qemu_args": r.config.qemu_args(img).unwrap_or_default(),
                     "verdict": format!("{:?}", r.outcome.verdict),
                     "seconds": r.outcome.elapsed.as_secs_f64(),
                 })
             })
             .collect();
+    }
+    if twin {
+        let t = super::twin::table::table(all, &args.base.sets);
+        head["side_by_side"] = super::twin::table::to_json(&t);
     }
     let mut text = head.to_string();
     text.push('\n');

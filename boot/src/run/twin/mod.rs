@@ -1,5 +1,6 @@
-//! The Linux twin (`bench --kernel linux|both`, docs/linux-twin.md): numalab's experiments on
-//! Debian's Linux 6.1, booted on the same QEMU machine (same -smp/-m/-numa arguments, same
+//! The Linux twin (`bench --kernel linux|linux-7|both|all`, docs/linux-twin.md): numalab's
+//! experiments on Debian's Linux 6.1 and on Debian 13's newest backports Linux 7.x ([`linux7`]),
+//! booted on the same QEMU machine (same -smp/-m/-numa arguments, same
 //! `-icount shift=0,sleep=off`) with an initramfs whose init loads the `numalab_twin` module
 //! (linux/twin, built here against the installed headers). The module prints KTAP and BENCH
 //! lines in numalab's contract with a `kernel` field. Its boots are planned, run and reported
@@ -11,12 +12,14 @@
 pub mod cmdline;
 pub mod contract;
 pub mod initramfs;
+pub mod linux7;
 pub mod module;
 pub mod table;
 
 use crate::bench::catalog::{self, CATALOG, MEMORYLESS_NODE, SLUB_LIST_LOCK};
 use crate::bench::Boot;
 use crate::image;
+pub use crate::linux_kernel::LinuxKernel;
 use crate::qemu::LinuxBoot;
 use std::sync::LazyLock;
 
@@ -112,23 +115,56 @@ pub fn measured_in(mirrored: &[&'static str], boot: Boot) -> Vec<&'static str> {
         .collect()
 }
 
-/// Builds numalab_twin.ko against the installed headers and the initramfs around it, under
-/// target/linux-twin (the checkout itself stays clean). Returns what a boot needs.
-pub fn build() -> Result<LinuxBoot, String> {
+/// The sheaf capacity the module read from /sys/kernel/slab/numalab_mls_64/sheaf_capacity
+/// (its memoryless_sheaves line in `log`): Some on 7.x, None where the file does not exist
+/// (6.1 prints -1) or the experiment did not run. Goes into the JSONL header's `linux_boots`.
+pub fn sheaf_capacity(log: &str) -> Option<u64> {
+    log.lines()
+        .filter(|l| l.starts_with("# bench: memoryless_sheaves: "))
+        .find_map(|l| l.split("sheaf_capacity ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse::<u64>().ok())
+}
+
+/// Builds numalab_twin.ko for `kernel` and the initramfs around it, under target/linux-twin
+/// (6.1: against the installed headers) or target/linux7-twin (7.x: in its Debian 13 build
+/// root, linux/linux7.sh); the checkout itself stays clean. Returns what a boot needs.
+pub fn build(kernel: LinuxKernel) -> Result<LinuxBoot, String> {
     // One build at a time in this process (tests boot the twin from several threads).
     static BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one = BUILD.lock().unwrap_or_else(|e| e.into_inner());
-    let (release, vmlinuz) = installed_release()?;
     let root = image::repo_root();
-    let out = root.join("target").join("linux-twin");
-    let ko = module::build(&root, &out, &release)?;
-    let initramfs = initramfs::pack(&root, &out, &ko)?;
-    Ok(LinuxBoot {
-        vmlinuz,
-        initramfs,
-        release,
-        append: None,
-    })
+    match kernel {
+        LinuxKernel::V6_1 => {
+            let (release, vmlinuz) = installed_release()?;
+            let out = root.join("target").join("linux-twin");
+            let ko = module::build(&root, &out, &release)?;
+            let initramfs = initramfs::pack(&root, &out, &ko)?;
+            let packages = module::packages(&release);
+            Ok(LinuxBoot {
+                vmlinuz,
+                initramfs,
+                release,
+                append: None,
+                kernel,
+                packages,
+            })
+        }
+        LinuxKernel::V7 => {
+            let installed = linux7::installed(&root)?;
+            let out = root.join("target").join("linux7-twin");
+            let ko = linux7::module(&root, &out)?;
+            let initramfs = initramfs::pack(&root, &out, &ko)?;
+            Ok(LinuxBoot {
+                vmlinuz: installed.vmlinuz,
+                initramfs,
+                release: installed.release,
+                append: None,
+                kernel,
+                packages: installed.packages,
+            })
+        }
+    }
 }
 
 #[cfg(test)]

@@ -79,3 +79,24 @@ pub fn build(root: &Path, out: &Path, release: &str) -> Result<PathBuf, String> 
     )?;
     Ok(module_dir.join("numalab_twin.ko"))
 }
+
+/// The Debian packages of the 6.1 twin's `release`, `package=version` each (dpkg-query; a
+/// package it cannot find is left out, the boot itself needs only the files).
+pub fn packages(release: &str) -> Vec<String> {
+    let names = [
+        format!("linux-image-{release}"),
+        format!("linux-headers-{release}"),
+    ];
+    let out = Command::new("dpkg-query")
+        .arg("-W")
+        .arg("-f=${Package}=${Version}\\n")
+        .args(&names)
+        .output();
+    out.map(|o| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(String::from)
+            .collect()
+    })
+    .unwrap_or_default()
+}

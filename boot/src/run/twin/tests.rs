@@ -37,6 +37,8 @@ fn linux() -> LinuxBoot {
         initramfs: "/t/initramfs.cpio".into(),
         release: "6.1.0-57-amd64".into(),
         append: None,
+        kernel: LinuxKernel::V6_1,
+        packages: vec!["linux-image-6.1.0-57-amd64=6.1.192-1".into()],
     }
 }
 
@@ -130,7 +132,7 @@ fn side_by_side_pairs_counterparts() {
     let (_, back) = bench::read_jsonl(&text).unwrap();
     assert_eq!(back, records);
     assert!(text.contains("\"kernel\":\"numalab\""), "{text}");
-    let t = side_by_side(&records);
+    let t = side_by_side(&records, &[]);
     assert!(t.contains("linux-6.1.192"), "{t}");
     let last3 = |prefix: &str| -> Vec<String> {
         let line = t.lines().find(|l| l.starts_with(prefix)).unwrap();
@@ -151,21 +153,22 @@ fn side_by_side_pairs_counterparts() {
     .join("\n");
     let (records, bad) = bench::parse_log(&tsc, Boot::Tsc);
     assert!(bad.is_empty(), "{bad:?}");
-    let t = side_by_side(&records);
+    let t = side_by_side(&records, &[]);
     let rows: Vec<Vec<&str>> = t
         .lines()
         .filter(|l| l.starts_with("slub_list_lock"))
         .map(|l| l.split_whitespace().collect())
         .collect();
     assert_eq!(rows.len(), 2, "{t}");
+    // slub_list_lock tunes the partial design: numalab's value is in the partial column.
     assert_eq!(
-        rows[0][rows[0].len() - 5..],
-        ["tsc", "2", "10", "20", "0.500"],
+        rows[0][rows[0].len() - 6..],
+        ["tsc", "2", "10", "-", "20", "0.500"],
         "{t}"
     );
     assert_eq!(
-        rows[1][rows[1].len() - 5..],
-        ["tsc", "8", "-", "40", "-"],
+        rows[1][rows[1].len() - 6..],
+        ["tsc", "8", "-", "-", "40", "-"],
         "{t}"
     );
     assert!(!t.contains("vmalloc_scaling"), "{t}");
@@ -176,13 +179,13 @@ fn side_by_side_pairs_counterparts() {
     let linux = "BENCH {\"bench\":\"numa_locality\",\"case\":\"linux\",\"metric\":\"slab_kib\",\"value\":40,\"unit\":\"kib\",\"cpus\":8,\"nodes\":4,\"clock\":\"tsc\",\"kernel\":\"linux-6.1.192\"}";
     let (records, bad) = bench::parse_log(&format!("{reps}\n{linux}"), Boot::Tsc);
     assert!(bad.is_empty(), "{bad:?}");
-    let t = side_by_side(&records);
+    let t = side_by_side(&records, &[]);
     let row = t
         .lines()
         .find(|l| l.contains("default | linux") && l.contains("slab_kib"))
         .unwrap_or_else(|| panic!("{t}"));
     let words: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(words[words.len() - 3..], ["20", "40", "0.500"], "{t}");
+    assert_eq!(words[words.len() - 4..], ["20", "-", "40", "0.500"], "{t}");
     // The alloc_peers harnesses: the same case name on both kernels, a metric of their own.
     let harness = [
         "BENCH {\"bench\":\"alloc_peers\",\"case\":\"harness/fast64\",\"metric\":\"harness_instructions_per_pair\",\"value\":18,\"unit\":\"instructions\",\"cpus\":1,\"nodes\":4,\"clock\":\"icount\"}",
@@ -191,13 +194,14 @@ fn side_by_side_pairs_counterparts() {
     .join("\n");
     let (records, bad) = bench::parse_log(&harness, Boot::Icount);
     assert!(bad.is_empty(), "{bad:?}");
-    let t = side_by_side(&records);
+    let t = side_by_side(&records, &[]);
     let row = t
         .lines()
         .find(|l| l.contains("harness/fast64 | harness/fast64"))
         .unwrap_or_else(|| panic!("{t}"));
     let words: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(words[words.len() - 3..], ["18", "15", "1.200"], "{t}");
+    // alloc_peers runs the boot's design (sheaves by default): no partial/6.1 ratio.
+    assert_eq!(words[words.len() - 4..], ["-", "18", "15", "-"], "{t}");
     assert!(REQUIRED.contains(&(
         catalog::ALLOC_PEERS.name,
         "harness/burst256",
@@ -205,4 +209,202 @@ fn side_by_side_pairs_counterparts() {
     )));
     let (_, bad) = bench::parse_log(&rec("freebsd", "page_alloc", "x", "1"), Boot::Icount);
     assert!(bad[0].message.contains("field 'kernel'"), "{bad:?}");
+}
+
+/// A BENCH line of `kernel` (None: numalab's, without the field) in the icount boot.
+fn icount_line(kernel: Option<&str>, bench: &str, case: &str, metric: &str, v: f64) -> String {
+    let k = kernel.map_or(String::new(), |k| format!(",\"kernel\":\"{k}\""));
+    format!(
+        "BENCH {{\"bench\":\"{bench}\",\"case\":\"{case}\",\"metric\":\"{metric}\",\"value\":{v},\"unit\":\"instructions\",\"cpus\":1,\"nodes\":4,\"clock\":\"icount\"{k}}}"
+    )
+}
+
+#[test]
+fn four_columns_and_ratios_of_the_same_design() {
+    const PAIR: &str = "instructions_per_pair";
+    let log = [
+        icount_line(None, "sheaves_vs_partial", "partial/fast64", PAIR, 60.0),
+        icount_line(None, "sheaves_vs_partial", "sheaves/fast64", PAIR, 40.0),
+        icount_line(
+            Some("linux-6.1.192"),
+            "sheaves_vs_partial",
+            "linux/fast64",
+            PAIR,
+            300.0,
+        ),
+        icount_line(
+            Some("linux-7.3.4"),
+            "sheaves_vs_partial",
+            "linux/fast64",
+            PAIR,
+            200.0,
+        ),
+        icount_line(None, "page_alloc", "numalab", PAIR, 100.0),
+        icount_line(Some("linux-6.1.192"), "page_alloc", "linux", PAIR, 400.0),
+        icount_line(Some("linux-7.3.4"), "page_alloc", "linux", PAIR, 500.0),
+        icount_line(
+            None,
+            "sheaves_vs_partial",
+            "partial/random",
+            "slab_path_per_kpair",
+            3.0,
+        ),
+    ]
+    .join("\n");
+    let (records, bad) = bench::parse_log(&log, Boot::Icount);
+    assert!(bad.is_empty(), "{bad:?}");
+    let t = table::table(&records, &[]);
+    let titles: Vec<String> = t.columns().into_iter().map(|(h, _)| h).collect();
+    assert_eq!(
+        titles,
+        [
+            "numalab partial",
+            "numalab sheaves",
+            "linux-6.1.192",
+            "linux-7.3.4",
+            "partial/6.1",
+            "sheaves/7"
+        ]
+    );
+    let text = table::render(&t);
+    let words = |prefix: &str| -> Vec<String> {
+        let line = text
+            .lines()
+            .find(|l| l.contains(prefix))
+            .unwrap_or_else(|| panic!("{prefix}: {text}"));
+        let w: Vec<&str> = line.split_whitespace().collect();
+        w[w.len() - 6..].iter().map(|s| s.to_string()).collect()
+    };
+    // Each numalab case in its design's column; the ratio against the Linux of that design.
+    assert_eq!(
+        words("partial/fast64 | linux/fast64"),
+        ["60", "-", "300", "200", "0.200", "-"],
+        "{text}"
+    );
+    assert_eq!(
+        words("sheaves/fast64 | linux/fast64"),
+        ["-", "40", "300", "200", "-", "0.200"],
+        "{text}"
+    );
+    // No slab: one numalab value in both columns, a ratio against each Linux.
+    assert_eq!(
+        words("page_alloc  numalab | linux"),
+        ["100", "100", "400", "500", "0.250", "0.200"],
+        "{text}"
+    );
+    // A metric Linux cannot print is named with the reason, not left out silently.
+    assert!(
+        text.contains("no Linux figure for slab_path_per_kpair: no CONFIG_SLUB_STATS"),
+        "{text}"
+    );
+    // One section per experiment.
+    assert!(text.contains("-- sheaves_vs_partial\n") && text.contains("-- page_alloc\n"));
+    // --set slub.design=partial moves alloc_peers' numalab figure to the partial column.
+    let ap = [
+        icount_line(None, "alloc_peers", "numalab/fast64", PAIR, 100.0),
+        icount_line(
+            Some("linux-6.1.192"),
+            "alloc_peers",
+            "kmalloc/fast64",
+            PAIR,
+            200.0,
+        ),
+    ]
+    .join("\n");
+    let (records, _) = bench::parse_log(&ap, Boot::Icount);
+    let partial = table::table(&records, &["slub.design=partial".to_string()]);
+    let row = &partial.rows[0];
+    assert_eq!(row.values, [Some(100.0), None, Some(200.0), None]);
+    assert_eq!(row.ratios(), [Some(0.5), None]);
+    let sheaves = table::table(&records, &[]);
+    assert_eq!(
+        sheaves.rows[0].values,
+        [None, Some(100.0), Some(200.0), None]
+    );
+    // Only the kernels that ran get a column: no Linux 7 here.
+    assert!(!sheaves.columns().iter().any(|(h, _)| h.contains("7")));
+    // The JSONL header's form: the same columns, null where not printed.
+    let j = table::to_json(&partial);
+    assert_eq!(j["rows"][0]["numalab partial"], 100.0);
+    assert!(j["rows"][0]["numalab sheaves"].is_null());
+    assert_eq!(j["rows"][0]["partial/6.1"], 0.5);
+}
+
+#[test]
+fn kernel_option_linux7_and_all() {
+    assert_eq!(args("--kernel linux-7").kernel, Kernel::Linux7);
+    assert_eq!(args("--kernel all").kernel, Kernel::All);
+    // linux stays 6.1 for existing scripts; linux-6.1 says so.
+    assert_eq!(args("--kernel linux-6.1").kernel, Kernel::Linux);
+    assert_eq!(Kernel::All.linuxes(), [LinuxKernel::V6_1, LinuxKernel::V7]);
+    assert!(Kernel::All.runs_numalab() && !Kernel::Linux7.runs_numalab());
+    let a = args("--kernel all --icount --set bench=alloc_peers,page_alloc,vmalloc_scaling");
+    let p = crate::run::plan::plan(&a).unwrap();
+    let linux: Vec<(LinuxKernel, Boot)> = p
+        .boots
+        .iter()
+        .filter_map(|b| match &b.guest {
+            crate::run::plan::Guest::Linux { kernel, .. } => Some((*kernel, b.boot)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        linux,
+        [
+            (LinuxKernel::V6_1, Boot::Icount),
+            (LinuxKernel::V7, Boot::Icount)
+        ]
+    );
+    assert!(p.numalab_image.is_some());
+    let only7 = crate::run::plan::plan(&args("--kernel linux-7 --icount")).unwrap();
+    assert!(only7.numalab_image.is_none());
+    assert!(only7.boots.iter().all(|b| matches!(
+        &b.guest,
+        crate::run::plan::Guest::Linux {
+            kernel: LinuxKernel::V7,
+            ..
+        }
+    )));
+    // The sheaves experiments are mirrored in the icount boot.
+    let (m, u) = plan(&args("--set bench=sheaves_vs_partial,memoryless_sheaves"));
+    assert_eq!(m, ["sheaves_vs_partial", "memoryless_sheaves"]);
+    assert!(u.is_empty());
+}
+
+#[test]
+fn linux7_pin_and_cache() {
+    assert_eq!(
+        linux7::pinned_abi("# c\nABI=7.3.4+deb13\nVERSION=7.3.4-1~bpo13+1\n").unwrap(),
+        "7.3.4+deb13"
+    );
+    assert!(linux7::pinned_abi("VERSION=1\n")
+        .unwrap_err()
+        .contains("no ABI="));
+    assert!(linux7::pinned_abi("ABI=6.1.0-57\n")
+        .unwrap_err()
+        .contains("not a 7.x"));
+    assert!(linux7::pinned_abi("ABI=7.1;rm -rf /\n").is_err());
+    assert_eq!(
+        linux7::cache_dir(Some("/x"), Some("/h")).unwrap(),
+        Path::new("/x/numalab/linux7")
+    );
+    assert_eq!(
+        linux7::cache_dir(Some(""), Some("/h")).unwrap(),
+        Path::new("/h/.cache/numalab/linux7")
+    );
+    assert!(linux7::cache_dir(None, None).is_none());
+    // The committed pin names a 7.x kernel.
+    let pin = std::fs::read_to_string(crate::image::repo_root().join("linux/linux7.pin")).unwrap();
+    assert!(linux7::pinned_abi(&pin).unwrap().starts_with("7."));
+    assert!(LinuxKernel::V7.owns("linux-7.3.4") && !LinuxKernel::V7.owns("linux-6.1.192"));
+    assert_eq!(LinuxKernel::V7.log_prefix(), "linux7-");
+}
+
+#[test]
+fn sheaf_capacity_from_the_module_line() {
+    let l7 = "x\n# bench: memoryless_sheaves: cpu 0 on node 0 (memoryless), sheaf_capacity 60 (-1: no such file)\n";
+    assert_eq!(sheaf_capacity(l7), Some(60));
+    let l61 = "# bench: memoryless_sheaves: cpu 0 on node 0 (with memory), sheaf_capacity -1 (-1: no such file)";
+    assert_eq!(sheaf_capacity(l61), None);
+    assert_eq!(sheaf_capacity("no such line"), None);
 }

@@ -4,8 +4,8 @@
 //! the fix series has it.
 
 use super::{
-    case, Baseline, Boot, Boots, Case, Cases, Designs, Experiment, Headline, Required, Seed,
-    TSC_DET,
+    case, Baseline, Boot, Boots, Case, Cases, Counterpart, Designs, Experiment, Headline, Required,
+    Seed, Twin, TwinRecord, TSC_DET,
 };
 
 const PAIR: &str = "instructions_per_pair";
@@ -24,6 +24,25 @@ const MEMORYLESS_COUNTS: &[&str] = &[
 
 const fn icount(name: &'static str) -> Case {
     case(name, Boots::ICOUNT)
+}
+
+/// A record the Linux twin prints in its icount boot.
+const fn twin_icount(case: &'static str, metric: &'static str) -> TwinRecord {
+    TwinRecord {
+        boot: Boot::Icount,
+        case,
+        metric,
+    }
+}
+
+/// numalab's `case` facing the Linux twin's `linux_case` in the icount boot.
+const fn facing(case: &'static str, linux_case: &'static str, metric: &'static str) -> Counterpart {
+    Counterpart {
+        case,
+        linux_case,
+        metric,
+        boot: Boot::Icount,
+    }
 }
 
 /// kernel/src/bench/sheaves_vs_partial.rs: alloc_peers' three workloads on kmalloc-like
@@ -103,7 +122,25 @@ pub const SHEAVES_VS_PARTIAL: Experiment = Experiment {
         base: "partial/random",
         boot: Boot::Icount,
     },
-    twin: None,
+    // linux/twin/numalab_twin.c: the three workloads on one design per Linux kernel (6.1
+    // partial, 7.x sheaves): fast64 and burst256 on private caches, random on kmalloc's.
+    twin: Some(Twin {
+        boot: Boot::Icount,
+        required: &[
+            twin_icount("linux/fast64", PAIR),
+            twin_icount("linux/random", PAIR),
+            twin_icount("linux/burst256", PAIR),
+        ],
+        split_over_boots: false,
+        counterparts: &[
+            facing("partial/fast64", "linux/fast64", PAIR),
+            facing("sheaves/fast64", "linux/fast64", PAIR),
+            facing("partial/random", "linux/random", PAIR),
+            facing("sheaves/random", "linux/random", PAIR),
+            facing("partial/burst256", "linux/burst256", PAIR),
+            facing("sheaves/burst256", "linux/burst256", PAIR),
+        ],
+    }),
 };
 
 /// kernel/src/bench/memoryless_sheaves.rs: on the 8node-2mem preset (8 nodes with CPUs, 2
@@ -153,5 +190,22 @@ pub const MEMORYLESS_SHEAVES: Experiment = Experiment {
         base: "sheaves_fixed",
         boot: Boot::Icount,
     },
-    twin: None,
+    // linux/twin/numalab_twin.c: the burst on a private 64-byte cache on the boot CPU (a
+    // memoryless node's on 8node-2mem); the sheaf counters need SLUB_STATS (not in Debian's).
+    twin: Some(Twin {
+        boot: Boot::Icount,
+        required: &[
+            twin_icount("linux", PAIR),
+            twin_icount("linux", "pairs_per_kinstruction"),
+        ],
+        split_over_boots: false,
+        counterparts: &[
+            facing("partial", "linux", PAIR),
+            facing("sheaves_as_shipped", "linux", PAIR),
+            facing("sheaves_fixed", "linux", PAIR),
+            facing("partial", "linux", "pairs_per_kinstruction"),
+            facing("sheaves_as_shipped", "linux", "pairs_per_kinstruction"),
+            facing("sheaves_fixed", "linux", "pairs_per_kinstruction"),
+        ],
+    }),
 };
