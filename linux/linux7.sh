@@ -50,7 +50,7 @@ in_root() {
 
 make_root() {
     [ -e "$root/.numalab-root-done" ] && return 0
-    command -v debootstrap >/dev/null || die "debootstrap missing (./qemu-run.sh setup --linux7 installs it)"
+    command -v debootstrap >/dev/null || die "debootstrap missing (./qemu-run.sh setup installs it)"
     say "debootstrap: a Debian 13 (trixie) minbase build root in $root (7.x's kbuild needs Debian 13's libraries and gcc-14)"
     rm -rf "$root"
     debootstrap --variant=minbase trixie "$root" "$mirror" >"$cache/debootstrap.log" 2>&1 ||
@@ -70,7 +70,7 @@ read_pin() {
         version=$(in_root apt-cache show --no-all-versions "linux-binary-$abi-amd64" |
             sed -n 's/^Version: //p' | head -1)
         say "picked the newest trixie-backports kernel: linux-binary-$abi-amd64 $version (pinned in linux/linux7.pin)"
-        printf '# The Linux 7 twin boots this kernel (linux/linux7.sh picked the newest of trixie-backports).\n# Delete this file and run ./qemu-run.sh setup --linux7 to pick the newest again.\nABI=%s\nVERSION=%s\n' \
+        printf '# The Linux 7 twin boots this kernel (linux/linux7.sh picked the newest of trixie-backports).\n# Delete this file and run ./qemu-run.sh setup to pick the newest again.\nABI=%s\nVERSION=%s\n' \
             "$abi" "$version" >"$pin"
     fi
     # shellcheck source=/dev/null
@@ -147,16 +147,16 @@ case "${1:-}" in
             say "usage: linux/linux7.sh module OUT.ko"
             exit 2
         }
-        [ -e "$pin" ] || die "Linux 7 is not installed: no linux/linux7.pin (./qemu-run.sh setup --linux7)"
+        [ -e "$pin" ] || die "Linux 7 is not installed: no linux/linux7.pin (./qemu-run.sh setup)"
         lock
         read_pin
-        [ -e "$dir/ready" ] || die "Linux $ABI is not installed (./qemu-run.sh setup --linux7)"
+        [ -e "$dir/ready" ] || die "Linux $ABI is not installed (./qemu-run.sh setup)"
         module_locked "$2"
         ;;
     versions)
-        [ -e "$pin" ] || die "Linux 7 is not installed: no linux/linux7.pin (./qemu-run.sh setup --linux7)"
+        [ -e "$pin" ] || die "Linux 7 is not installed: no linux/linux7.pin (./qemu-run.sh setup)"
         read_pin
-        [ -e "$dir/ready" ] || die "Linux $ABI is not installed (./qemu-run.sh setup --linux7)"
+        [ -e "$dir/ready" ] || die "Linux $ABI is not installed (./qemu-run.sh setup)"
         cat "$dir/versions"
         ;;
     *)

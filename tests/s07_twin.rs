@@ -6,7 +6,7 @@
 //! and started the module at the same virtual time (docs/linux-twin.md, "Repeatable counts").
 //! The Linux image and headers come from `./qemu-run.sh setup`: their absence is a failure,
 //! not a skip. The same for Linux 7.x (`--kernel linux-7`), which `./qemu-run.sh test` (and
-//! `setup --test`, `setup --linux7`) installs: without it its test fails, never skips.
+//! `setup`) installs: without it its test fails, never skips.
 
 use numalab_boot::bench::Boot;
 use numalab_boot::run::twin::{self, MIRRORED, REQUIRED};
@@ -202,7 +202,7 @@ fn s07_linux_twin_mirrors_numa_locality() {
 /// icount experiment printed its records with a `linux-7.` kernel field, that sysfs shows
 /// the cache's sheaf capacity, and that both boots printed exactly the same figures and
 /// virtual times (docs/linux-twin.md, "Linux 7"). Not ignored: one smoke boot took 20-30 s on
-/// the loaded 2-core host. Needs `./qemu-run.sh setup --linux7` (`./qemu-run.sh test` runs it);
+/// the loaded 2-core host. Needs `./qemu-run.sh setup` (`./qemu-run.sh test` runs it);
 /// without it the test fails with the installer's one line.
 #[test]
 fn s07_linux7_twin_keeps_the_contract_and_repeats() {

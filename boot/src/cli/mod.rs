@@ -58,7 +58,7 @@ pub enum Kernel {
     #[value(alias = "linux-6.1")]
     Linux,
     /// Debian 13's newest backports Linux 7.x (the sheaves design) with the module only
-    /// (`./qemu-run.sh setup --linux7` installs it)
+    /// (`./qemu-run.sh setup` installs it)
     #[value(name = "linux-7")]
     Linux7,
     /// numalab and Linux 6.1, on the same machine description, records merged

@@ -1,5 +1,5 @@
 //! The Linux 7 twin's installation: the kernel pinned in linux/linux7.pin, installed by
-//! `./qemu-run.sh setup --linux7` (linux/linux7.sh) into a cache outside the clone, and
+//! `./qemu-run.sh setup` (linux/linux7.sh) into a cache outside the clone, and
 //! numalab_twin.ko built for it in that cache's Debian 13 build root.
 
 use super::module::run_cmd;
@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// One line for every "not installed" error (the run exits with status 3, as 6.1's).
-const HOW: &str = "./qemu-run.sh setup --linux7 installs it";
+const HOW: &str = "./qemu-run.sh setup installs it";
 
 /// An installed Linux 7: its image, release (`uname -r`) and packages (`package=version`).
 #[derive(Clone, Debug, PartialEq, Eq)]
