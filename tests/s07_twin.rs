@@ -72,6 +72,24 @@ fn twin_boot_of(args: &BenchArgs, what: &str) -> run::BootRun {
 /// A slow test, ignored by default: the two Linux boots (side by side) took 122 s and 165 s in
 /// two runs on the loaded 2-core host (116-154 s each, about 25 s of CPU time each). `./qemu-run.sh test --slow` (and
 /// CI) run it; by hand: `cargo test --test qemu s07_ -- --ignored`.
+/// One icount twin boot passed whole: KTAP laid out as numalab's (and kunit's tooling)
+/// expects, the BENCH contract kept, every mirrored icount experiment run.
+fn assert_whole_icount_twin_run(run: &run::BootRun) {
+    assert!(run.outcome.passed(), "{}", run.outcome.failure_report());
+    let errors = run.outcome.ktap.structure_errors();
+    assert!(errors.is_empty(), "KTAP layout: {errors:?}");
+    let problems = twin::contract_problems(std::slice::from_ref(run));
+    assert!(problems.is_empty(), "contract:\n{}", problems.join("\n"));
+    let ran = run.ran();
+    for (name, _) in MIRRORED.iter().filter(|(_, b)| *b == Boot::Icount) {
+        assert!(
+            ran.contains(*name),
+            "{name} did not run:\n{}",
+            run.outcome.log
+        );
+    }
+}
+
 #[test]
 #[ignore]
 fn s07_linux_twin_keeps_the_contract_and_repeats() {
@@ -84,21 +102,8 @@ fn s07_linux_twin_keeps_the_contract_and_repeats() {
         (first.join().expect("first twin boot"), second)
     });
     for run in [&a, &b] {
-        assert!(run.outcome.passed(), "{}", run.outcome.failure_report());
         assert_eq!(run.boot, Boot::Icount);
-        // KTAP as numalab's (and kunit's tooling) lays it out.
-        let errors = run.outcome.ktap.structure_errors();
-        assert!(errors.is_empty(), "KTAP layout: {errors:?}");
-        let problems = twin::contract_problems(std::slice::from_ref(run));
-        assert!(problems.is_empty(), "contract:\n{}", problems.join("\n"));
-        let ran = run.ran();
-        for (name, _) in MIRRORED.iter().filter(|(_, b)| *b == Boot::Icount) {
-            assert!(
-                ran.contains(*name),
-                "{name} did not run:\n{}",
-                run.outcome.log
-            );
-        }
+        assert_whole_icount_twin_run(run);
         let icount = REQUIRED.iter().filter(|(bench, _, _)| {
             MIRRORED
                 .iter()
@@ -215,19 +220,7 @@ fn s07_linux7_twin_keeps_the_contract_and_repeats() {
         (first.join().expect("first Linux 7 boot"), second)
     });
     for run in [&a, &b] {
-        assert!(run.outcome.passed(), "{}", run.outcome.failure_report());
-        let errors = run.outcome.ktap.structure_errors();
-        assert!(errors.is_empty(), "KTAP layout: {errors:?}");
-        let problems = twin::contract_problems(std::slice::from_ref(run));
-        assert!(problems.is_empty(), "contract:\n{}", problems.join("\n"));
-        let ran = run.ran();
-        for (name, _) in MIRRORED.iter().filter(|(_, b)| *b == Boot::Icount) {
-            assert!(
-                ran.contains(*name),
-                "{name} did not run:\n{}",
-                run.outcome.log
-            );
-        }
+        assert_whole_icount_twin_run(run);
         for (bench, case, metric) in REQUIRED.iter().filter(|(bench, _, _)| {
             MIRRORED
                 .iter()

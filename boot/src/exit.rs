@@ -5,7 +5,7 @@ use crate::qemu::Verdict;
 
 /// Every in-kernel test passed.
 pub const PASS: i32 = 0;
-/// A test failed, the kernel panicked or faulted, or no test ran.
+/// A test failed, the kernel panicked or faulted, no test ran, or the KTAP log was cut short.
 pub const FAIL: i32 = 1;
 /// Bad command line (the message and the usage line are printed).
 pub const USAGE: i32 = 2;

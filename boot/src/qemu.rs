@@ -242,6 +242,10 @@ pub enum Verdict {
     Fail,
     /// Status 33 but no KTAP result line: nothing was tested.
     NoTests,
+    /// Status 33 but the KTAP log is not whole (`Summary::structure_errors`: a suite whose
+    /// plan its results do not fill, no totals): the output was cut short, so "passed"
+    /// cannot be told.
+    Incomplete(Vec<String>),
     /// Status 33, but the log has this many watched warnings (an `invalid free`: a leaked
     /// block) that no test declared it would provoke (`ktap::unexpected_warnings`).
     UnexpectedWarnings(usize),
@@ -275,57 +279,9 @@ pub struct Outcome {
     pub cpu_at_timeout: Option<(Duration, Limit)>,
 }
 
-/// Unexpected warnings a failure report shows (the rest are counted).
-const REPORT_WARNINGS: usize = 10;
-
 impl Outcome {
     pub fn passed(&self) -> bool {
         self.verdict == Verdict::Pass
-    }
-
-    /// A report for a failed run: why, the exact command, and the whole serial log.
-    pub fn failure_report(&self) -> String {
-        let mut out = match (&self.verdict, &self.host_load_at_timeout) {
-            (Verdict::Timeout, Some(load)) => format!(
-                "numalab: run failed: timed out after {:.0} s (host load {load}{}); the kernel \
-                 had not finished, which on a loaded host is not a wrong result\n",
-                self.elapsed.as_secs_f64(),
-                self.cpu_at_timeout
-                    .map_or(String::new(), |(cpu, l)| format!(
-                        "; QEMU used {:.0} of its {:.0} CPU-seconds, wall cap {:.0} s",
-                        cpu.as_secs_f64(),
-                        l.cpu_budget.as_secs_f64(),
-                        l.wall_cap.as_secs_f64()
-                    ))
-            ),
-            (verdict, _) => format!("numalab: run failed: {verdict:?}\n"),
-        };
-        for f in self.ktap.failed() {
-            out.push_str(&format!(
-                "numalab: failed test: {} # {}\n",
-                f.name, f.reason
-            ));
-        }
-        for w in self.unexpected_warnings.iter().take(REPORT_WARNINGS) {
-            out.push_str(&format!("numalab: unexpected warning: {w}\n"));
-        }
-        if self.unexpected_warnings.len() > REPORT_WARNINGS {
-            out.push_str(&format!(
-                "numalab: ... and {} more unexpected warnings\n",
-                self.unexpected_warnings.len() - REPORT_WARNINGS
-            ));
-        }
-        out.push_str(&format!("numalab: QEMU command: {}\n", self.command));
-        if !self.stderr.trim().is_empty() {
-            out.push_str(&format!(
-                "numalab: QEMU stderr:\n{}\n",
-                self.stderr.trim_end()
-            ));
-        }
-        out.push_str("numalab: ---- serial log ----\n");
-        out.push_str(&self.log);
-        out.push_str("numalab: ---- end of serial log ----\n");
-        out
     }
 }
 
@@ -506,18 +462,12 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
     let summary = ktap::parse(&log);
     let unexpected_warnings = ktap::unexpected_warnings(&log);
     let declared_warnings = ktap::warnings_of(&log, WarningLine::Declared).len();
-    let verdict = match status.map(|s| s.code()) {
-        None => Verdict::Timeout,
-        Some(Some(STATUS_SUCCESS)) if summary.results.is_empty() => Verdict::NoTests,
-        Some(Some(STATUS_SUCCESS)) if !unexpected_warnings.is_empty() => {
-            Verdict::UnexpectedWarnings(unexpected_warnings.len())
-        }
-        Some(Some(STATUS_SUCCESS)) => Verdict::Pass,
-        Some(Some(STATUS_FAILURE)) => Verdict::Fail,
-        Some(Some(1)) => Verdict::QemuError(format!("QEMU exited with 1: {}", stderr.trim())),
-        Some(Some(code)) => Verdict::Unexpected(code),
-        Some(None) => Verdict::Unexpected(-1),
-    };
+    let verdict = verdict_of(
+        status.map(|s| s.code()),
+        &summary,
+        unexpected_warnings.len(),
+        &stderr,
+    );
     Outcome {
         verdict,
         command,
@@ -532,6 +482,31 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
             .and(cpu_used)
             .map(|cpu| (cpu, limit)),
         host_load_at_timeout: load_at_timeout,
+    }
+}
+
+/// A boot's verdict from QEMU's exit (None: killed at the limit; Some(None): by a signal),
+/// the parsed KTAP log, the watched warnings no test declared and QEMU's stderr.
+pub fn verdict_of(
+    code: Option<Option<i32>>,
+    summary: &Summary,
+    unexpected_warnings: usize,
+    stderr: &str,
+) -> Verdict {
+    match code {
+        None => Verdict::Timeout,
+        Some(Some(STATUS_SUCCESS)) if summary.results.is_empty() => Verdict::NoTests,
+        Some(Some(STATUS_SUCCESS)) if !summary.structure_errors().is_empty() => {
+            Verdict::Incomplete(summary.structure_errors())
+        }
+        Some(Some(STATUS_SUCCESS)) if unexpected_warnings > 0 => {
+            Verdict::UnexpectedWarnings(unexpected_warnings)
+        }
+        Some(Some(STATUS_SUCCESS)) => Verdict::Pass,
+        Some(Some(STATUS_FAILURE)) => Verdict::Fail,
+        Some(Some(1)) => Verdict::QemuError(format!("QEMU exited with 1: {}", stderr.trim())),
+        Some(Some(code)) => Verdict::Unexpected(code),
+        Some(None) => Verdict::Unexpected(-1),
     }
 }
 
