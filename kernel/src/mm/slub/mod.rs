@@ -20,6 +20,7 @@
 //!
 //! Nothing is printed while a list_lock is held (reports are printed after release).
 
+mod cmpxchg16b;
 pub mod info;
 pub mod kmalloc;
 mod kobject;

@@ -211,43 +211,8 @@ impl Platform for KernelPlatform {
         debug_assert_eq!(pair[1] as *const AtomicUsize as usize, addr + 8);
         // SAFETY: `addr` is the 16-byte aligned (freelist, tid) pair of the running CPU's
         // slot (CpuSlab: repr(C, align(64)), both at offsets 0 and 8, asserted at compile
-        // time), valid for the cache's life. cmpxchg16b compares rdx:rax with the pair and
-        // stores rcx:rbx when equal; rbx is LLVM's, so the new low word is swapped into it
-        // and back around the instruction (mov keeps ZF for the branch). The address is
-        // pinned to rsi: the register allocator may hand out rbx for an `in(reg)` operand,
-        // and an address in rbx would be overwritten by the swap (seen: a #GP at the
-        // cmpxchg16b once CpuSlab grew). The lock prefix is not needed against interrupts
-        // (an instruction is never split by one) but cmpxchg16b is only defined with it.
-        //
-        // The `jmp` to the next instruction does nothing on hardware; it works around QEMU
-        // 7.2's TCG (Debian bookworm's, the one numalab runs): its cmpxchg16b helper computes
-        // RFLAGS from `env->cc_op` without the translator storing it first, so when the
-        // translation block was entered with CC_OP_EFLAGS (returning from an interrupt into
-        // the fast path) and a flag-setting instruction ran before the cmpxchg16b in the same
-        // block, the stale state ORs junk bits (VM, VIP, NT, IOPL) into RFLAGS. The next
-        // interrupt then takes QEMU's "VM set" path, a #GP on selector 8, and the #GP a
-        // double fault (seen: `slub.irq_hammer` under `slub.design=partial`, 1 boot in 4,
-        // RFL=0x12d202 in `-d int`; docs/slub.md "QEMU 7.2 and cmpxchg16b"). A jump ends the
-        // translation block with cc_op stored, and nothing between it and the cmpxchg16b
-        // sets flags. QEMU 8.1 fixed the helper ("target/i386: Inline cmpxchg16b").
-        unsafe {
-            core::arch::asm!(
-                "jmp 3f",
-                "3:",
-                "xchg {lo}, rbx",
-                "lock cmpxchg16b xmmword ptr [rsi]",
-                "mov rbx, {lo}",
-                "je {done}",
-                in("rsi") addr,
-                lo = inout(reg) new[0] => _,
-                inout("rax") old[0] => _,
-                inout("rdx") old[1] => _,
-                in("rcx") new[1],
-                done = label { return true; },
-                options(nostack)
-            );
-        }
-        false
+        // time), valid for the cache's life; only this CPU (and its interrupts) writes it.
+        unsafe { super::cmpxchg16b::cpu_cmpxchg_double(pair[0], old, new) }
     }
 
     #[inline(always)]
