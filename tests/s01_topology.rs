@@ -160,7 +160,8 @@ fn lines_with_prefix<'a>(log: &'a str, prefix: &str) -> Vec<&'a str> {
 fn cfg(topology: &str, extra: &[&str]) -> RunConfig {
     let mut c = config(topology);
     c.sets.push("filter=options".into());
-    c.extra = extra.iter().map(|s| s.to_string()).collect();
+    let qemu_args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+    c.prepend_qemu_args(&qemu_args).unwrap();
     c
 }
 
@@ -186,7 +187,7 @@ fn raw_machine_with(tables: &[(&str, Vec<u8>)]) -> Vec<String> {
 
 fn cfg_owned(topology: &str, extra: Vec<String>) -> RunConfig {
     let mut c = cfg(topology, &[]);
-    c.extra = extra;
+    c.prepend_qemu_args(&extra).unwrap();
     c
 }
 

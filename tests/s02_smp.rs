@@ -122,10 +122,11 @@ fn s02_one_cpu_boots_cleanly() {
 fn s02_maxcpus_skips_absent_cpus_silently() {
     let mut c = config("uma");
     c.sets.push("filter=smp".into());
-    c.extra = ["-smp", "4,maxcpus=8", "-m", "1G"]
+    let qemu_args: Vec<String> = ["-smp", "4,maxcpus=8", "-m", "1G"]
         .iter()
         .map(|s| s.to_string())
         .collect();
+    c.prepend_qemu_args(&qemu_args).unwrap();
     let out = boot_pass(&c);
     smp_tests_passed(&out);
     let (n, m, _) = online_line(&out);

@@ -193,7 +193,7 @@ fn s03_interleaved_node_ranges_keep_their_frees() {
     ]);
     let mut c = config("uma");
     c.sets.push("vmalloc.test_loops=50".into());
-    c.extra = ["-smp", "4", "-m", "1024M", "-acpitable"]
+    let qemu_args: Vec<String> = ["-smp", "4", "-m", "1024M", "-acpitable"]
         .iter()
         .map(|s| s.to_string())
         .chain([format!(
@@ -201,6 +201,7 @@ fn s03_interleaved_node_ranges_keep_their_frees() {
             acpi_table_file("interleaved-srat", &table).display()
         )])
         .collect();
+    c.prepend_qemu_args(&qemu_args).unwrap();
     let out = boot_pass(&c);
     frame_tests_passed(&out);
     for name in [

@@ -190,7 +190,7 @@ fn s08_soak_on_66_nodes() {
     let (plan, args) = replay::prepare(&source, Some(1), None, &[], &dir).unwrap();
     assert_eq!(plan.nodes.len(), 66);
     let mut c = soak_config("soak --ops 400000 --seed 2 --quiet --set soak.checkpoints=40");
-    c.extra = args;
+    c.prepend_qemu_args(&args).unwrap();
     c.timeout = std::time::Duration::from_secs(300);
     let out = boot_pass(&c);
     if let Err(bad) = replay::check(&plan, &out.log, replay::Slack::for_firmware(c.firmware)) {

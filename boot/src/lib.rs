@@ -15,6 +15,7 @@ pub mod machine;
 pub mod presets;
 pub mod progress;
 pub mod qemu;
+pub mod qemu_machine;
 pub mod qemu_report;
 pub mod resolve;
 pub mod run;

@@ -4,6 +4,8 @@
 //! `--mem` rescale it (CPUs spread over the nodes that have CPUs, memory over the nodes that
 //! have memory), so every preset works at any size.
 
+use crate::qemu_machine::{Backend, Numa, QemuMachine};
+
 /// One NUMA node of a preset.
 #[derive(Clone, Debug)]
 pub struct NodeSpec {
@@ -187,44 +189,52 @@ impl Preset {
     /// As [`Preset::qemu_args`], with only `online` of the `cpus` CPUs present when given
     /// (`-smp ONLINE,maxcpus=CPUS`: the same nodes and SRAT, the rest of the CPUs absent).
     pub fn qemu_args_online(&self, cpus: u32, online: Option<u32>, mem_mib: u64) -> Vec<String> {
-        let mut args = vec![
-            "-smp".to_string(),
-            match online {
-                Some(k) => format!("{k},maxcpus={cpus}"),
-                None => cpus.to_string(),
-            },
-            "-m".to_string(),
-            format!("{}M", mem_mib),
-        ];
+        self.machine(cpus, mem_mib).args(online)
+    }
+
+    /// This preset with `cpus` CPUs and `mem_mib` MiB as a typed QEMU machine: one memory
+    /// backend per node with memory, one `-numa node` per node, one `-numa dist` per distance
+    /// (one direction only when the matrix is symmetric); no `-numa` at all for UMA, so QEMU
+    /// writes no SRAT (the kernel falls back to one node).
+    pub fn machine(&self, cpus: u32, mem_mib: u64) -> QemuMachine {
+        let mut m = QemuMachine::uma(cpus, mem_mib);
         if self.nodes.is_empty() {
-            // UMA: no -numa at all, so QEMU writes no SRAT (the kernel falls back to one node).
-            return args;
+            return m;
         }
         for (i, (ids, mem)) in self.layout(cpus, mem_mib).iter().enumerate() {
-            let mut numa = format!("node,nodeid={}", i);
-            if let (Some(first), Some(last)) = (ids.first(), ids.last()) {
-                numa.push_str(&format!(",cpus={}-{}", first, last));
-            }
-            if *mem > 0 {
-                args.push("-object".into());
-                args.push(format!("memory-backend-ram,size={}M,id=m{}", mem, i));
-                numa.push_str(&format!(",memdev=m{}", i));
-            }
-            args.push("-numa".into());
-            args.push(numa);
+            let memdev = (*mem > 0).then(|| {
+                m.backends.push(Backend {
+                    kind: "memory-backend-ram".into(),
+                    id: format!("m{i}"),
+                    size_mib: *mem,
+                    other: Vec::new(),
+                });
+                format!("m{i}")
+            });
+            m.numa.push(Numa::Node {
+                nodeid: Some(i as u32),
+                cpus: match (ids.first(), ids.last()) {
+                    (Some(&a), Some(&b)) => vec![(a, b)],
+                    _ => Vec::new(),
+                },
+                memdev,
+                initiator: None,
+            });
         }
-        let symmetric = (0..self.distances.len()).all(|i| {
-            (0..self.distances.len()).all(|j| self.distances[i][j] == self.distances[j][i])
-        });
-        for (i, row) in self.distances.iter().enumerate() {
-            for (j, &d) in row.iter().enumerate() {
+        let d = &self.distances;
+        let symmetric = (0..d.len()).all(|i| (0..d.len()).all(|j| d[i][j] == d[j][i]));
+        for (i, row) in d.iter().enumerate() {
+            for (j, &val) in row.iter().enumerate() {
                 if i != j && (!symmetric || i < j) {
-                    args.push("-numa".into());
-                    args.push(format!("dist,src={},dst={},val={}", i, j, d));
+                    m.numa.push(Numa::Dist {
+                        src: i as u32,
+                        dst: j as u32,
+                        val,
+                    });
                 }
             }
         }
-        args
+        m
     }
 }
 
@@ -244,7 +254,7 @@ mod tests {
         let p = find("memoryless").unwrap();
         assert_eq!(
             p.qemu_args(8, 2048).join(" "),
-            "-smp 8 -m 2048M -numa node,nodeid=0,cpus=0-3 -object memory-backend-ram,size=2048M,id=m1 \
+            "-smp 8 -m 2048M -object memory-backend-ram,size=2048M,id=m1 -numa node,nodeid=0,cpus=0-3 \
              -numa node,nodeid=1,cpus=4-7,memdev=m1 -numa dist,src=0,dst=1,val=40"
         );
     }
@@ -254,8 +264,8 @@ mod tests {
         let p = find("2x8").unwrap();
         assert_eq!(
             p.qemu_args(16, 2048).join(" "),
-            "-smp 16 -m 2048M -object memory-backend-ram,size=1024M,id=m0 -numa node,nodeid=0,cpus=0-7,memdev=m0 \
-             -object memory-backend-ram,size=1024M,id=m1 -numa node,nodeid=1,cpus=8-15,memdev=m1 -numa dist,src=0,dst=1,val=21"
+            "-smp 16 -m 2048M -object memory-backend-ram,size=1024M,id=m0 -object memory-backend-ram,size=1024M,id=m1 \
+             -numa node,nodeid=0,cpus=0-7,memdev=m0 -numa node,nodeid=1,cpus=8-15,memdev=m1 -numa dist,src=0,dst=1,val=21"
         );
     }
 

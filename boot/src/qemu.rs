@@ -4,6 +4,7 @@
 use crate::image::Firmware;
 use crate::ktap::{self, Summary, WarningLine, WarningWatch};
 use crate::presets::Preset;
+use crate::qemu_machine::{self, QemuMachine};
 use crate::time_limit::{self, Limit};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -33,7 +34,10 @@ pub struct RunConfig {
     pub cpus_online: Option<u32>,
     pub qemu: Option<PathBuf>,
     pub log: Option<PathBuf>,
-    /// Arguments after `--`, appended to QEMU's.
+    /// The machine in QEMU's terms when the arguments after `--` (or a replayed machine)
+    /// describe it; None: the preset `topology`, rescaled by `smp` and `mem_mib`.
+    pub machine: Option<QemuMachine>,
+    /// The other arguments after `--`, appended to QEMU's.
     pub extra: Vec<String>,
     /// Echo the serial console while it runs.
     pub echo: bool,
@@ -60,6 +64,7 @@ impl RunConfig {
             cpus_online: None,
             qemu: None,
             log: None,
+            machine: None,
             extra: Vec::new(),
             echo: false,
             echo_prefixes: Vec::new(),
@@ -67,11 +72,35 @@ impl RunConfig {
         }
     }
 
-    /// True when the user's own arguments describe the machine (then the preset is dropped).
+    /// True when the user's own arguments (or a replayed machine) describe the machine (then
+    /// the preset is dropped).
     pub fn user_describes_machine(&self) -> bool {
-        self.extra
-            .iter()
-            .any(|a| a == "-smp" || a == "-m" || a == "-numa" || a.starts_with("memory-backend"))
+        self.machine.is_some()
+    }
+
+    /// The QEMU arguments the user's machine and the other arguments after `--` come to (the
+    /// machine rendered from its typed form).
+    pub fn user_qemu_args(&self) -> Vec<String> {
+        let mut args = self
+            .machine
+            .as_ref()
+            .map(|m| m.args(None))
+            .unwrap_or_default();
+        args.extend(self.extra.iter().cloned());
+        args
+    }
+
+    /// Puts QEMU arguments `args` before the other arguments: the machine they describe (if
+    /// any) becomes the boot's machine, the rest go to `extra`. `Err`: an argument that
+    /// cannot be read, in one line.
+    pub fn prepend_qemu_args(&mut self, args: &[String]) -> Result<(), String> {
+        let (machine, mut rest) = qemu_machine::split(args)?;
+        if machine.is_some() {
+            self.machine = machine;
+        }
+        rest.append(&mut self.extra);
+        self.extra = rest;
+        Ok(())
     }
 
     /// The kernel command line handed over fw_cfg.
@@ -143,56 +172,30 @@ impl RunConfig {
         Ok(args)
     }
 
-    /// The machine's part of the QEMU arguments: the preset rendered once with `--smp`, `--mem`
-    /// and `cpus_online` (unless the arguments after `--` describe the machine), then those
-    /// arguments. A machine given after `--` is the user's text: with `cpus_online` its `-smp N`
-    /// (a plain number, else an error) is passed as `-smp K,maxcpus=N`.
+    /// The machine's part of the QEMU arguments: the machine rendered once (the preset with
+    /// `--smp`, `--mem`, or the machine given after `--`), with only `cpus_online` CPUs
+    /// present when set, then the other arguments after `--`.
     pub fn machine_args(&self) -> Result<Vec<String>, String> {
-        let mut args = Vec::new();
-        if !self.user_describes_machine() {
-            let (cpus, mem) = self.machine_size();
-            args.extend(self.topology.qemu_args_online(cpus, self.cpus_online, mem));
-            args.extend(self.extra.iter().cloned());
-            return Ok(args);
-        }
-        args.extend(self.extra.iter().cloned());
-        if let Some(online) = self.cpus_online {
-            if let Some(i) = args.iter().position(|a| a == "-smp") {
-                let v = args
-                    .get(i + 1)
-                    .ok_or("-smp without a value in the QEMU arguments")?;
-                let n: u32 = v.parse().map_err(|_| {
-                    format!(
-                        "bench: the icount boot needs '-smp N' (a plain number), got '-smp {v}'"
-                    )
-                })?;
-                args[i + 1] = format!("{online},maxcpus={n}");
+        let mut args = match &self.machine {
+            Some(m) => m.args(self.cpus_online),
+            None => {
+                let (cpus, mem) = self.machine_size();
+                self.topology.qemu_args_online(cpus, self.cpus_online, mem)
             }
-        }
+        };
+        args.extend(self.extra.iter().cloned());
         Ok(args)
     }
 
     /// The machine's CPUs and MiB: the preset's (or `--smp`/`--mem`), or for a machine given
-    /// after `--` its `-smp` (the first number) and `-m` (1 CPU and 128 MiB, QEMU's defaults,
-    /// when absent or unreadable).
+    /// after `--` its `-smp` and `-m` (1 CPU and 128 MiB, QEMU's defaults, when absent).
     pub fn machine_size(&self) -> (u32, u64) {
-        if self.user_describes_machine() {
-            let value = |flag: &str| {
-                self.extra
-                    .iter()
-                    .position(|a| a == flag)
-                    .and_then(|i| self.extra.get(i + 1))
-            };
-            let cpus = value("-smp")
-                .and_then(|v| v.split(',').next()?.parse().ok())
-                .unwrap_or(1);
-            let mem = value("-m").and_then(|v| parse_mem_mib(v)).unwrap_or(128);
-            (cpus, mem)
-        } else {
-            (
+        match &self.machine {
+            Some(m) => (m.cpus(), m.mem_mib()),
+            None => (
                 self.smp.unwrap_or(self.topology.cpus),
                 self.mem_mib.unwrap_or(self.topology.mem_mib),
-            )
+            ),
         }
     }
 
@@ -204,16 +207,7 @@ impl RunConfig {
 
 /// Parses `512M`, `2G`, `1024` (MiB) into MiB (at least 64).
 pub fn parse_mem_mib(text: &str) -> Option<u64> {
-    let t = text.trim();
-    let (num, mul) = match t.chars().last()? {
-        'G' | 'g' => (&t[..t.len() - 1], 1024),
-        'M' | 'm' => (&t[..t.len() - 1], 1),
-        _ => (t, 1),
-    };
-    num.parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(mul))
-        .filter(|&m| m >= 64)
+    qemu_machine::parse_size_mib(text).filter(|&m| m >= 64)
 }
 
 /// OVMF next to a bundled QEMU (qemu-bundle.sh puts it in DIR/share), else Debian's.

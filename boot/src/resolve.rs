@@ -19,11 +19,10 @@ pub fn resolve(job: Job) -> Job {
     }
     match job {
         Job::Machine(mut config, m) => match prepare(&m) {
-            Ok((plan, mut args)) => {
-                args.append(&mut config.extra);
-                config.extra = args;
-                Job::Replay(config, Box::new(plan))
-            }
+            Ok((plan, args)) => match config.prepend_qemu_args(&args) {
+                Ok(()) => Job::Replay(config, Box::new(plan)),
+                Err(e) => Job::Error(format!("--machine: {e}")),
+            },
             Err(e) => Job::Error(e),
         },
         Job::Bench(mut b) => {
@@ -97,10 +96,7 @@ pub fn small_nodes(preset: &Preset, cpus: u32, mem_mib: u64) -> Option<String> {
 /// machine describe it).
 fn small_nodes_of(job: &Job) -> Option<String> {
     let on = |m: &MachineOptions| {
-        let described = m.machine.is_some()
-            || m.qemu_args.iter().any(|a| {
-                a == "-smp" || a == "-m" || a == "-numa" || a.starts_with("memory-backend")
-            });
+        let described = m.machine.is_some() || crate::qemu_machine::describes_machine(&m.qemu_args);
         (!described).then(|| {
             small_nodes(
                 &m.topology,

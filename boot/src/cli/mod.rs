@@ -6,6 +6,7 @@ use crate::image::Firmware;
 use crate::machine::scale::Plan;
 use crate::presets::{self, Preset};
 use crate::qemu::{parse_mem_mib, RunConfig};
+use crate::qemu_machine;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, Parser, Subcommand};
@@ -366,6 +367,7 @@ where
     // The main job: no argument, or only --verbose (its full tables).
     let empty = args.iter().all(|a| a == "--verbose");
     let cli = Cli::try_parse_from(std::iter::once(OsString::from("qemu-run.sh")).chain(args))?;
+    check_qemu_args(&cli)?;
     match cli.command {
         Some(Command::Bench(b)) => match b.runner_chosen.given() {
             Some(flag) => Err(bench_error(&format!(
@@ -382,6 +384,23 @@ where
         Some(Command::Merge(m)) => Ok(Job::Merge(m)),
         None if empty => Ok(Job::Main(cli.run.config(), cli.run.verbose)),
         None => Ok(run_machine(cli.run.config(), &cli.run.machine)),
+    }
+}
+
+/// Refuses QEMU arguments after `--` whose machine part cannot be read (`-smp eight`, `-m`
+/// without a value), before anything is built or booted: one line, exit status 2.
+fn check_qemu_args(cli: &Cli) -> Result<(), clap::Error> {
+    let machine = match &cli.command {
+        Some(Command::Bench(b)) => &b.machine,
+        Some(Command::Soak(s)) => &s.machine,
+        _ => &cli.run.machine,
+    };
+    match qemu_machine::split(&machine.qemu_args) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(Cli::command().error(
+            ErrorKind::ValueValidation,
+            format!("the QEMU arguments after --: {e}"),
+        )),
     }
 }
 
@@ -414,6 +433,10 @@ fn bench_error(message: &str) -> clap::Error {
 impl MachineOptions {
     /// A run of `suite` on the machine these options describe (echoing the console).
     pub fn config(&self, suite: &str) -> RunConfig {
+        // parse() refused arguments that do not split (check_qemu_args); were one to get
+        // here, QEMU would get it as written and say what is wrong with it.
+        let (machine, extra) =
+            qemu_machine::split(&self.qemu_args).unwrap_or_else(|_| (None, self.qemu_args.clone()));
         RunConfig {
             firmware: if self.uefi {
                 Firmware::Uefi
@@ -430,7 +453,8 @@ impl MachineOptions {
             cpus_online: None,
             qemu: self.qemu.clone(),
             log: None,
-            extra: self.qemu_args.clone(),
+            machine,
+            extra,
             echo: true,
             echo_prefixes: Vec::new(),
             linux: None,

@@ -30,8 +30,26 @@ fn parses_options() {
     assert_eq!(c.topology.name, "snc");
     assert_eq!(c.cmdline(), "suite=test acpi.dump=1 slub.max_order=2");
     assert!(c.icount);
-    assert_eq!(c.extra, vec!["-smp", "2"]);
+    // The machine after `--` is read once into its typed form; nothing else is left over.
+    assert!(c.extra.is_empty(), "{:?}", c.extra);
     assert!(c.user_describes_machine());
+    assert_eq!(c.machine_size(), (2, 128));
+    assert_eq!(c.machine_args().unwrap(), vec!["-smp", "2"]);
+    // A machine word QEMU could not read either is refused before anything is built.
+    for bad in [
+        "-- -smp eight",
+        "-- -m",
+        "-- -numa dist,src=0,dst=1,val=300",
+    ] {
+        let e = parse_run(bad).unwrap_err();
+        assert_eq!(e.exit_code(), crate::exit::USAGE, "{bad}");
+        assert!(
+            e.to_string().contains("the QEMU arguments after --"),
+            "{bad}: {e}"
+        );
+    }
+    let e = parse(words("bench -- -smp 4,cores")).unwrap_err();
+    assert_eq!(e.exit_code(), crate::exit::USAGE);
 }
 
 #[test]
@@ -231,8 +249,12 @@ fn topology_and_machine() {
     let Job::Replay(c, plan) = resolve(parse(words(&line)).unwrap()) else {
         panic!("{line} is not a replay");
     };
-    assert_eq!(c.extra[..4], ["-smp", "8", "-m", "512M"]);
-    assert!(c.user_describes_machine() && c.extra[4] == "-acpitable");
+    assert_eq!(c.machine_size(), (8, 512));
+    assert!(c.user_describes_machine() && c.extra[0] == "-acpitable");
+    assert_eq!(
+        c.machine_args().unwrap()[..5],
+        ["-smp", "8", "-m", "512M", "-acpitable"]
+    );
     assert_eq!((plan.cpus, plan.mem_mib, plan.notes.len()), (8, 512, 2));
     let Job::Bench(b) = resolve(
         parse(words(

@@ -132,12 +132,7 @@ fn table_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, String> {
 
 /// The QEMU arguments of the replayed machine; the tables go to `dir`.
 pub fn qemu_args(plan: &Plan, dir: &Path) -> Result<Vec<String>, String> {
-    let mut args = vec![
-        "-smp".to_string(),
-        plan.cpus.to_string(),
-        "-m".to_string(),
-        format!("{}M", plan.mem_mib),
-    ];
+    let mut args = crate::qemu_machine::QemuMachine::uma(plan.cpus, plan.mem_mib).args(None);
     let mut tables = vec![("srat", srat_bytes(plan))];
     if let Some(s) = slit_bytes(plan) {
         tables.push(("slit", s));
@@ -238,10 +233,7 @@ pub fn prepare(
     user_args: &[String],
     dir: &Path,
 ) -> Result<(Plan, Vec<String>), String> {
-    if let Some(a) = user_args
-        .iter()
-        .find(|a| *a == "-smp" || *a == "-m" || *a == "-numa" || a.starts_with("memory-backend"))
-    {
+    if let Some(a) = crate::qemu_machine::machine_word(user_args) {
         return Err(format!(
             "--machine describes the machine: '{a}' after -- cannot describe it too"
         ));

@@ -245,6 +245,7 @@ pub fn boot_config(args: &BenchArgs, boot: Boot, rep: u32) -> Result<RunConfig, 
             c.topology = crate::presets::find("uma").ok_or("no uma preset")?;
             c.smp = Some(cpus);
             c.mem_mib = Some(mem);
+            c.machine = None;
             c.extra.clear();
             c.sets.retain(|s| !s.starts_with("bench="));
             c.sets
@@ -383,11 +384,14 @@ pub fn linux_config(
 }
 
 /// Whether the memoryless-node experiment measures on this machine: it has a node with CPUs and no memory
-/// (or is a one-node machine). For a machine given as QEMU arguments: when it is selected.
+/// (or is a one-node machine). For a machine given as QEMU arguments: read from its typed
+/// nodes, or when they do not say, when it is selected.
 fn memoryless_shape(args: &BenchArgs) -> bool {
     let t = &args.base.topology;
-    if args.base.user_describes_machine() {
-        return args.selected().contains(&catalog::MEMORYLESS_NODE.name);
+    if let Some(m) = &args.base.machine {
+        return m
+            .has_memoryless_cpu_node()
+            .unwrap_or_else(|| args.selected().contains(&catalog::MEMORYLESS_NODE.name));
     }
     t.nodes.len() <= 1
         || t.nodes

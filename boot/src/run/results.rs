@@ -122,7 +122,7 @@ pub fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &s
             "smp": args.base.smp,
             "mem_mib": args.base.mem_mib,
             "firmware": args.base.firmware.name(),
-            "extra_qemu_args": args.base.extra,
+            "extra_qemu_args": args.base.user_qemu_args(),
         },
         "boots": boots,
     })

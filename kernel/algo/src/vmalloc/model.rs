@@ -60,6 +60,7 @@ struct Model {
     nodes: Vec<Mutex<VmapNode<Busy<u32>>>>,
     purge_lock: Mutex<()>,
     lazy: AtomicU64,
+    full_purges: AtomicU64,
     truth: std::sync::Mutex<Truth>,
     mutation: Mutation,
 }
@@ -105,6 +106,12 @@ impl Shards<u32> for Model {
             .stale
             .retain(|&a| !(start <= a && a + AREA <= end));
     }
+    fn full_purges(&self) -> u64 {
+        self.full_purges.load(SeqCst)
+    }
+    fn full_purge_done(&self) {
+        self.full_purges.fetch_add(1, SeqCst);
+    }
     fn with_purge<R>(&self, f: impl FnOnce() -> R) -> R {
         let _held = self.purge_lock.lock().unwrap();
         f()
@@ -126,6 +133,7 @@ impl Model {
                 .collect(),
             purge_lock: Mutex::new(()),
             lazy: AtomicU64::new(0),
+            full_purges: AtomicU64::new(0),
             truth: std::sync::Mutex::new(Truth::default()),
             mutation,
         }

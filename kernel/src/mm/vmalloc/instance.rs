@@ -8,7 +8,7 @@
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::panic::Location;
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU64, Ordering::{Relaxed, Release}};
 
 use numalab_algo::page::{PhysAddr, VirtAddr};
 use numalab_algo::vmalloc::ops::{self, Busy, FreeFault, Reserved, Scope};
@@ -84,6 +84,9 @@ pub struct Vmalloc {
     free: IrqSpinLock<FreeSpace>,
     nodes: Box<[IrqSpinLock<VmapNode<Busy<AreaMeta>>>]>,
     purge_lock: IrqSpinLock<()>,
+    /// Full purges finished (`Shards::full_purges`: one exhaustion purge serves every CPU
+    /// that ran out meanwhile).
+    full_purges: AtomicU64,
     lazy_pages: AtomicU64,
     pub counters: Counters,
 }
@@ -125,6 +128,14 @@ impl Shards<AreaMeta> for Vmalloc {
         self.counters.purges.add(1);
         self.counters.pages_purged.add(report.pages);
     }
+    fn full_purges(&self) -> u64 {
+        self.full_purges.load(Relaxed)
+    }
+    fn full_purge_done(&self) {
+        // Release: a CPU that sees the new count also sees the free space the purge filled
+        // (it reads it under the free-space lock anyway).
+        self.full_purges.fetch_add(1, Release);
+    }
 }
 
 /// A bad vfree/vunmap: the address and why (already reported and counted).
@@ -157,6 +168,7 @@ impl Vmalloc {
                 .map(|_| IrqSpinLock::new(VmapNode::new()))
                 .collect(),
             purge_lock: IrqSpinLock::new(()),
+            full_purges: AtomicU64::new(0),
             lazy_pages: AtomicU64::new(0),
             counters: Counters::default(),
         }

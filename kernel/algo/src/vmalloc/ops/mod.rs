@@ -48,6 +48,10 @@ pub trait Shards<M: Copy> {
     fn with_purge<R>(&self, f: impl FnOnce() -> R) -> R;
     /// Called after every purge with what it did (counters).
     fn purged(&self, _report: &PurgeReport) {}
+    /// Full purges finished so far (the exhaustion purge; read without the purge lock).
+    fn full_purges(&self) -> u64;
+    /// Counts one more finished full purge (called by [`purge`] with the purge lock held).
+    fn full_purge_done(&self);
 }
 
 /// Runs `f` on node `vn`, inside the free-space lock under `Policy::Global`.
@@ -77,7 +81,12 @@ pub struct Reserved {
 
 /// Reserves `size_bytes` (page multiple, guard page included by the caller) at
 /// `align_bytes`, for CPU `cpu` with pages from NUMA node `numa`, and records it busy with
-/// `meta`. On an exhausted range it purges everything (emptying the pools) and tries once more.
+/// `meta`. On an exhausted range it purges everything (emptying the pools) and tries once more,
+/// as Linux does (alloc_vmap_area's `purged` retry); when another CPU finished a full purge
+/// after this request's first try began, that purge already did what this one would: it
+/// retries without purging again. Otherwise every CPU of a machine that runs out at once
+/// (test_vmalloc's align_shift on every CPU) issues its own purge and TLB shootdown to all
+/// CPUs, one after another: 255 shootdowns to 255 vCPUs took align_shift 438 s per design.
 pub fn reserve<M: Copy, S: Shards<M>>(
     s: &S,
     size_bytes: u64,
@@ -117,6 +126,7 @@ pub fn reserve<M: Copy, S: Shards<M>>(
             });
         }
     }
+    let purges_before = s.full_purges();
     for attempt in 0..2 {
         let got = if layout.policy == Policy::Global {
             s.with_free(|fs| {
@@ -141,7 +151,9 @@ pub fn reserve<M: Copy, S: Shards<M>>(
                 })
             }
             Err(VmError::Exhausted) if attempt == 0 => {
-                purge(s, Scope::All, true);
+                if s.full_purges() == purges_before {
+                    purge(s, Scope::All, true);
+                }
             }
             Err(e) => return Err(e),
         }

@@ -94,6 +94,9 @@ pub fn purge<M: Copy, S: Shards<M>>(s: &S, scope: Scope, full: bool) -> PurgeRep
                 }
             });
         }
+        if full {
+            s.full_purge_done();
+        }
         Some(report)
     });
     match report {

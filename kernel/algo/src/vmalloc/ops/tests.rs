@@ -19,6 +19,10 @@ struct Host {
     purge_after_lazy_push: Cell<bool>,
     /// The largest lazy total seen (a wrapped, "negative" count shows up as huge).
     lazy_max_seen: Cell<u64>,
+    full_purges: Cell<u64>,
+    /// Set by a test: the next free-space lock section counts a full purge first (another CPU
+    /// finishing one while this CPU's request runs).
+    other_cpu_purges: Cell<bool>,
 }
 
 impl Host {
@@ -35,6 +39,8 @@ impl Host {
             flushes: Cell::new(0),
             purge_after_lazy_push: Cell::new(false),
             lazy_max_seen: Cell::new(0),
+            full_purges: Cell::new(0),
+            other_cpu_purges: Cell::new(false),
         }
     }
 }
@@ -49,6 +55,9 @@ impl Shards<u32> for Host {
     }
     fn with_free<R>(&self, f: impl FnOnce(&mut FreeSpace) -> R) -> R {
         self.free_locks.set(self.free_locks.get() + 1);
+        if self.other_cpu_purges.replace(false) {
+            self.full_purge_done();
+        }
         f(&mut self.free.borrow_mut())
     }
     fn with_node<R>(&self, vn: VnId, f: impl FnOnce(&mut VmapNode<Busy<u32>>) -> R) -> R {
@@ -71,6 +80,12 @@ impl Shards<u32> for Host {
     }
     fn with_purge<R>(&self, f: impl FnOnce() -> R) -> R {
         f()
+    }
+    fn full_purges(&self) -> u64 {
+        self.full_purges.get()
+    }
+    fn full_purge_done(&self) {
+        self.full_purges.set(self.full_purges.get() + 1);
     }
 }
 
@@ -253,4 +268,33 @@ fn exhaustion_purges_once_then_fails() {
     );
     free(&h, r.start, NodeId(0)).unwrap();
     conserved(&h);
+}
+
+/// Issue 24 item 11: when every CPU runs out at once, one full purge serves them all. A
+/// request that fails after another CPU finished a full purge retries without purging (no
+/// second TLB shootdown); one that fails with no purge since it began purges as before.
+#[test]
+fn exhaustion_after_another_cpus_full_purge_does_not_purge_again() {
+    for other_cpu_purged in [false, true] {
+        let h = Host::new(Policy::Cpu, 4, 1, 100_000, 64);
+        let mut got = Vec::new();
+        while let Ok(r) = reserve(&h, 4 * P, P, CpuId(0), NodeId(0), 0) {
+            got.push(r.start);
+        }
+        // One area freed lazily: a purge has something to flush.
+        free(&h, got.pop().unwrap(), NodeId(0)).unwrap();
+        h.other_cpu_purges.set(other_cpu_purged);
+        let (flushes, purges) = (h.flushes.get(), h.full_purges.get());
+        let r = reserve(&h, 8 * P, P, CpuId(1), NodeId(0), 0);
+        assert_eq!(r, Err(VmError::Exhausted));
+        assert_eq!(
+            (h.flushes.get() - flushes, h.full_purges.get() - purges),
+            (if other_cpu_purged { (0, 1) } else { (1, 1) }),
+            "other CPU purged first: {other_cpu_purged}"
+        );
+        for a in got {
+            free(&h, a, NodeId(0)).unwrap();
+        }
+        conserved(&h);
+    }
 }
