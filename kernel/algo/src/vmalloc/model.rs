@@ -112,6 +112,10 @@ impl Shards<u32> for Model {
     fn full_purge_done(&self) {
         self.full_purges.fetch_add(1, SeqCst);
     }
+    fn try_with_purge<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        let _held = self.purge_lock.try_lock().ok()?;
+        Some(f())
+    }
     fn with_purge<R>(&self, f: impl FnOnce() -> R) -> R {
         let _held = self.purge_lock.lock().unwrap();
         f()

@@ -8,7 +8,10 @@
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::panic::Location;
-use core::sync::atomic::{AtomicU64, Ordering::{Relaxed, Release}};
+use core::sync::atomic::{
+    AtomicU64,
+    Ordering::{Relaxed, Release},
+};
 
 use numalab_algo::page::{PhysAddr, VirtAddr};
 use numalab_algo::vmalloc::ops::{self, Busy, FreeFault, Reserved, Scope};
@@ -123,6 +126,10 @@ impl Shards<AreaMeta> for Vmalloc {
     fn with_purge<R>(&self, f: impl FnOnce() -> R) -> R {
         let _held = self.purge_lock.lock();
         f()
+    }
+    fn try_with_purge<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        let _held = self.purge_lock.try_lock()?;
+        Some(f())
     }
     fn purged(&self, report: &PurgeReport) {
         self.counters.purges.add(1);

@@ -303,6 +303,34 @@ fn conserved(v: &Vmalloc, before: &Before) -> Result<(), String> {
 
 type CaseFn = fn(&Vmalloc, u64, &mut Rng) -> Outcome;
 
+/// Counted events of one design, for the line after each Summary.
+struct Events {
+    purges: u64,
+    shootdowns: u64,
+    free_lock: crate::sync::LockStatsSnapshot,
+    purge_lock: crate::sync::LockStatsSnapshot,
+}
+
+impl Events {
+    fn of(v: &Vmalloc) -> Events {
+        Events {
+            purges: v.counters.purges.get(),
+            shootdowns: v.counters.shootdowns.get(),
+            free_lock: v.global_lock_stats(),
+            purge_lock: v.purge_lock_stats(),
+        }
+    }
+
+    fn since(&self, before: &Events) -> Events {
+        Events {
+            purges: self.purges - before.purges,
+            shootdowns: self.shootdowns - before.shootdowns,
+            free_lock: self.free_lock.since(&before.free_lock),
+            purge_lock: self.purge_lock.since(&before.purge_lock),
+        }
+    }
+}
+
 /// Runs `case` on every CPU at once under each design, prints a Summary line per design
 /// (test_vmalloc.c's format) and checks conservation.
 fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
@@ -316,6 +344,7 @@ fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
             return Err(TestError::Skip(String::from("vmalloc not initialized")));
         };
         let before = snapshot()?;
+        let events_before = Events::of(v);
         let (passed, failed, xfailed, ticks) = (
             AtomicU64::new(0),
             AtomicU64::new(0),
@@ -356,6 +385,19 @@ fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
             xfailed.load(Relaxed),
             loops,
             avg
+        );
+        // What the case cost in counted events (robust under TCG, unlike its time).
+        let e = Events::of(v).since(&events_before);
+        crate::println!(
+            "# vmalloc[{}] {}: purges {} tlb_shootdowns {} free_space_lock acquisitions {} contended {} spins {} purge_lock contended {}",
+            p.name(),
+            name,
+            e.purges,
+            e.shootdowns,
+            e.free_lock.acquisitions,
+            e.free_lock.contended,
+            e.free_lock.spins,
+            e.purge_lock.contended
         );
         if let Some(e) = first_error.lock().take() {
             failures.push(format!("{}: {}", p.name(), e));

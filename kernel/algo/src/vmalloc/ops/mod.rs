@@ -13,7 +13,7 @@ mod purge;
 mod tests;
 
 pub use free::{detach, diagnose, queue_lazy, Detached, FreeFault};
-pub use purge::{purge, PurgeReport, Scope};
+pub use purge::{purge, purge_unless_done_since, PurgeReport, Scope};
 
 use super::free_space::{check_request, FreeSpace};
 use super::layout::{Layout, Policy, VnId};
@@ -46,6 +46,9 @@ pub trait Shards<M: Copy> {
     fn flush_tlb(&self, start: u64, end: u64);
     /// Runs `f` with the purge lock held (one purge at a time).
     fn with_purge<R>(&self, f: impl FnOnce() -> R) -> R;
+    /// Runs `f` with the purge lock held if it is free; None (and `f` not run) when another
+    /// CPU holds it.
+    fn try_with_purge<R>(&self, f: impl FnOnce() -> R) -> Option<R>;
     /// Called after every purge with what it did (counters).
     fn purged(&self, _report: &PurgeReport) {}
     /// Full purges finished so far (the exhaustion purge; read without the purge lock).
@@ -151,9 +154,7 @@ pub fn reserve<M: Copy, S: Shards<M>>(
                 })
             }
             Err(VmError::Exhausted) if attempt == 0 => {
-                if s.full_purges() == purges_before {
-                    purge(s, Scope::All, true);
-                }
+                purge_unless_done_since(s, purges_before);
             }
             Err(e) => return Err(e),
         }

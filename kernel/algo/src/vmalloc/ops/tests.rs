@@ -20,6 +20,8 @@ struct Host {
     /// The largest lazy total seen (a wrapped, "negative" count shows up as huge).
     lazy_max_seen: Cell<u64>,
     full_purges: Cell<u64>,
+    /// Set by a test: another CPU holds the purge lock (a lazy purge's trylock fails).
+    purge_lock_held: Cell<bool>,
     /// Set by a test: the next free-space lock section counts a full purge first (another CPU
     /// finishing one while this CPU's request runs).
     other_cpu_purges: Cell<bool>,
@@ -40,6 +42,7 @@ impl Host {
             purge_after_lazy_push: Cell::new(false),
             lazy_max_seen: Cell::new(0),
             full_purges: Cell::new(0),
+            purge_lock_held: Cell::new(false),
             other_cpu_purges: Cell::new(false),
         }
     }
@@ -80,6 +83,9 @@ impl Shards<u32> for Host {
     }
     fn with_purge<R>(&self, f: impl FnOnce() -> R) -> R {
         f()
+    }
+    fn try_with_purge<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        (!self.purge_lock_held.get()).then(f)
     }
     fn full_purges(&self) -> u64 {
         self.full_purges.get()
@@ -267,6 +273,23 @@ fn exhaustion_purges_once_then_fails() {
         Err(VmError::Exhausted)
     );
     free(&h, r.start, NodeId(0)).unwrap();
+    conserved(&h);
+}
+
+/// Issue 24 item 11: a lazy purge that finds another CPU purging returns at once (Linux's
+/// try_purge_vmap_area_lazy) and its areas stay queued for the next purge; a full purge waits.
+#[test]
+fn a_lazy_purge_does_not_wait_for_another_cpus_purge() {
+    let h = Host::new(Policy::Cpu, 4, 1, 100_000, 64);
+    let a = reserve(&h, 4 * P, P, CpuId(0), NodeId(0), 0).unwrap().start;
+    let d = detach(&h, a, BASE, NodeId(0)).unwrap();
+    queue_lazy(&h, d.lazy_vn, a, d.size_bytes);
+    h.purge_lock_held.set(true);
+    assert_eq!(purge(&h, Scope::All, false), PurgeReport::default());
+    assert_eq!((h.flushes.get(), h.lazy.get()), (0, 4), "still queued");
+    h.purge_lock_held.set(false);
+    let r = purge(&h, Scope::All, false);
+    assert_eq!((r.areas, r.flushes, h.lazy.get()), (1, 1, 0));
     conserved(&h);
 }
 
