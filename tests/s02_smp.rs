@@ -168,20 +168,31 @@ fn s02_lock_hammer_stress() {
     assert!(out.ktap.result("smp.lock_hammer_stress").expect("ran").ok);
 }
 
-/// 255 vCPUs (the TCG limit) without NUMA. A slow shape, ignored by default: on the 2-core
-/// host the boot took 63.9 s with `--set filter=smp` and 94.3 s with the whole test suite
-/// (docs/smp.md, SMP bring-up). `./qemu-run.sh test --slow` (and CI) run it; by hand:
-/// `cargo test --test qemu s02_uma_255 -- --ignored`.
+/// 255 vCPUs (the TCG limit) without NUMA, the whole test suite (issue 24 item 11). A slow
+/// shape, ignored by default: on the 2-core host the boot took 4m53s (`./qemu-run.sh
+/// --topology uma --smp 255 --mem 2G --suite test`: 67 passed, 2 skipped, 292.9 s in the
+/// kernel) once vmalloc's purges stopped piling 255 CPUs up behind one lock; before, the same
+/// suite ran 72 minutes and was not in CI. `./qemu-run.sh test --slow` (and CI) run it; by
+/// hand: `cargo test --test qemu s02_uma_255 -- --ignored`.
 #[test]
 #[ignore]
-fn s02_uma_255_cpus_online() {
+fn s02_uma_255_cpus_whole_suite() {
     let mut c = config("uma");
-    c.timeout = std::time::Duration::from_secs(600);
+    // CPU-seconds per busy QEMU thread (time_limit.rs): a loaded host stretches wall time,
+    // not this.
+    c.timeout = std::time::Duration::from_secs(1500);
     c.smp = Some(255);
-    c.sets.push("filter=smp".into());
+    c.mem_mib = Some(2048);
     let out = boot_pass(&c);
     smp_tests_passed(&out);
     let (n, m, ms) = online_line(&out);
     assert_eq!((n, m), (255, 255), "{}", out.log);
-    println!("uma: 255 CPUs online in {ms} ms");
+    for suite in ["frame", "slub", "vmalloc", "fault"] {
+        let s = out.ktap.suite(suite);
+        assert!(
+            s.is_some_and(|s| s.cases > 0 && s.result.as_ref().is_some_and(|r| r.ok)),
+            "suite {suite} did not pass on 255 vCPUs"
+        );
+    }
+    println!("uma: 255 CPUs online in {ms} ms, the whole suite passed");
 }

@@ -67,9 +67,9 @@ impl FreeSpace {
     /// is at most a page; beyond that, as Linux does (mm/vmalloc.c, `adjust_search_size`), in
     /// the lowest block of at least `size + align - PAGE_SIZE` bytes, which holds an aligned
     /// fit wherever it starts, so the search is one O(log n) descent even when thousands of
-    /// small blocks are too small once aligned (an exact search visits every one of them: 255
-    /// CPUs of test_vmalloc's align_shift, under the one free-space lock, took 314 s per
-    /// design). A block that fits only at its one aligned address is not found, as in Linux.
+    /// small blocks are too small once aligned (an exact search visits every one of them,
+    /// under the one free-space lock). A block that fits only at its one aligned address is
+    /// not found, as in Linux.
     pub fn alloc(&mut self, size_bytes: u64, align_bytes: u64) -> Result<u64, VmError> {
         check_request(size_bytes, align_bytes, self.range_end - self.range_start)?;
         let align = align_bytes.max(PAGE_SIZE);
