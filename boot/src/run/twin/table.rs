@@ -17,43 +17,59 @@ const NO_LOCK_STAT: &str = "no CONFIG_LOCK_STAT in Debian's 6.1 and 7.x configs"
 
 /// The metrics of each mirrored experiment that Linux cannot print here, and why.
 const NOT_ON_LINUX: &[(&str, &str, &str)] = &[
-    ("sheaves_vs_partial", "slab_path_per_kpair", NO_SLUB_STATS),
     (
-        "memoryless_sheaves",
+        catalog::SHEAVES_VS_PARTIAL.name,
+        "slab_path_per_kpair",
+        NO_SLUB_STATS,
+    ),
+    (
+        catalog::MEMORYLESS_SHEAVES.name,
         "sheaf_fraction_memoryless_cpus",
         NO_SLUB_STATS,
     ),
     (
-        "memoryless_sheaves",
+        catalog::MEMORYLESS_SHEAVES.name,
         "sheaf_fraction_memory_cpus",
         NO_SLUB_STATS,
     ),
-    ("memoryless_sheaves", "slab_path_per_kop", NO_SLUB_STATS),
     (
-        "memoryless_sheaves",
+        catalog::MEMORYLESS_SHEAVES.name,
+        "slab_path_per_kop",
+        NO_SLUB_STATS,
+    ),
+    (
+        catalog::MEMORYLESS_SHEAVES.name,
         "list_lock_acquisitions_per_kop",
         NO_LOCK_STAT,
     ),
     (
-        "slub_list_lock",
+        catalog::SLUB_LIST_LOCK.name,
         "list_lock_acquisitions_per_kop",
         NO_LOCK_STAT,
     ),
     (
-        "slub_list_lock",
+        catalog::SLUB_LIST_LOCK.name,
         "list_lock_contended_per_kop",
         NO_LOCK_STAT,
     ),
-    ("numa_locality", "alloc_prefer_local", NO_SLUB_STATS),
-    ("numa_locality", "alloc_remote_partial", NO_SLUB_STATS),
-    ("numa_locality", "alloc_slab", NO_SLUB_STATS),
     (
-        "vmalloc_scaling",
+        catalog::NUMA_LOCALITY.name,
+        "alloc_prefer_local",
+        NO_SLUB_STATS,
+    ),
+    (
+        catalog::NUMA_LOCALITY.name,
+        "alloc_remote_partial",
+        NO_SLUB_STATS,
+    ),
+    (catalog::NUMA_LOCALITY.name, "alloc_slab", NO_SLUB_STATS),
+    (
+        catalog::VMALLOC_SCALING.name,
         "global_lock_acquisitions_per_pair",
         NO_LOCK_STAT,
     ),
     (
-        "vmalloc_scaling",
+        catalog::VMALLOC_SCALING.name,
         "contended_acquisitions_per_pair",
         NO_LOCK_STAT,
     ),
