@@ -15,9 +15,14 @@ use core::sync::atomic::AtomicUsize;
 /// RFLAGS (VM, VIP, NT, IOPL), and the next interrupt #GPs on selector 8 and double-faults.
 macro_rules! cmpxchg16b_sequence {
     () => {
+        concat!("jmp 3f\n", "3:\n", cmpxchg16b_bare!())
+    };
+}
+
+/// The compare-and-swap itself, without the leading jump (the probe's "without" case).
+macro_rules! cmpxchg16b_bare {
+    () => {
         concat!(
-            "jmp 3f\n",
-            "3:\n",
             "xchg {lo}, rbx\n",
             "lock cmpxchg16b xmmword ptr [rsi]\n",
             "mov rbx, {lo}\n",
@@ -69,8 +74,9 @@ pub const JUNK_RFLAGS: u64 = 0x3000 | 0x4000 | 0x2_0000 | 0x8_0000 | 0x10_0000 |
 /// translation block entered with the condition codes as whole flags (`popfq` ends the block,
 /// as an interrupt's iretq does), then an `add` whose source operand has bits 12-20 set, a
 /// logic op with a memory operand (a load makes QEMU store the add's condition-code source
-/// to memory, where the helper finds it), and the cmpxchg16b, `with_jump` (the fast path's sequence) or without. Interrupts
-/// stay off throughout; the caller's RFLAGS are restored after.
+/// to memory, where the helper finds it), and the cmpxchg16b, `with_jump` (the fast path's
+/// sequence) or without. Interrupts stay off throughout; the caller's RFLAGS are restored
+/// after.
 #[cfg(feature = "ktest")]
 pub fn rflags_after_failed_compare(with_jump: bool) -> u64 {
     #[repr(C, align(16))]
@@ -81,52 +87,39 @@ pub fn rflags_after_failed_compare(with_jump: bool) -> u64 {
     // the fast path's object address put there when the bug was seen).
     let operand: u64 = 0x0000_0280_0012_d000;
     let flags: u64;
+    // The broken shape around `$sequence`: popfq ends the block, add, a load, the compare,
+    // then RFLAGS read back.
+    macro_rules! probe {
+        ($sequence:expr) => {
+            core::arch::asm!(
+                "pushfq",
+                "push 2",
+                "popfq",
+                "add {scratch}, {operand}",
+                "xor {scratch}, qword ptr [rsi]",
+                $sequence,
+                "pushfq",
+                "pop {flags}",
+                "popfq",
+                in("rsi") addr,
+                operand = in(reg) operand,
+                scratch = inout(reg) 0u64 => _,
+                lo = inout(reg) 5usize => _,
+                inout("rax") 0usize => _,
+                inout("rdx") 0usize => _,
+                in("rcx") 6usize,
+                flags = lateout(reg) flags,
+            )
+        };
+    }
     // SAFETY: the pair is ours, aligned and live for the asm; the asm saves and restores
     // RFLAGS (pushfq at the start, popfq at the end, the stack balanced) and clobbers only the
     // registers named; it compares (0, 0) against (1, 2), so the pair is never written.
     unsafe {
         if with_jump {
-            core::arch::asm!(
-                "pushfq",
-                "push 2",
-                "popfq",
-                "add {scratch}, {operand}",
-                "xor {scratch}, qword ptr [rsi]",
-                cmpxchg16b_sequence!(),
-                "pushfq",
-                "pop {flags}",
-                "popfq",
-                in("rsi") addr,
-                operand = in(reg) operand,
-                scratch = inout(reg) 0u64 => _,
-                lo = inout(reg) 5usize => _,
-                inout("rax") 0usize => _,
-                inout("rdx") 0usize => _,
-                in("rcx") 6usize,
-                flags = lateout(reg) flags,
-            );
+            probe!(cmpxchg16b_sequence!());
         } else {
-            core::arch::asm!(
-                "pushfq",
-                "push 2",
-                "popfq",
-                "add {scratch}, {operand}",
-                "xor {scratch}, qword ptr [rsi]",
-                "xchg {lo}, rbx",
-                "lock cmpxchg16b xmmword ptr [rsi]",
-                "mov rbx, {lo}",
-                "pushfq",
-                "pop {flags}",
-                "popfq",
-                in("rsi") addr,
-                operand = in(reg) operand,
-                scratch = inout(reg) 0u64 => _,
-                lo = inout(reg) 5usize => _,
-                inout("rax") 0usize => _,
-                inout("rdx") 0usize => _,
-                in("rcx") 6usize,
-                flags = lateout(reg) flags,
-            );
+            probe!(cmpxchg16b_bare!());
         }
     }
     flags
