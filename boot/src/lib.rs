@@ -19,6 +19,7 @@ pub mod qemu_machine;
 pub mod qemu_report;
 pub mod resolve;
 pub mod run;
+pub mod serial_capture;
 pub mod soak;
 pub mod sweep;
 pub mod time_limit;

@@ -5,8 +5,9 @@ use crate::image::Firmware;
 use crate::ktap::{self, Summary, WarningLine, WarningWatch};
 use crate::presets::Preset;
 use crate::qemu_machine::{self, QemuMachine};
+use crate::serial_capture;
 use crate::time_limit::{self, Limit};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
@@ -361,10 +362,17 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         .collect::<Vec<_>>()
         .join(" ");
     let _slot = SlotGuard::take();
+    let (serial, follower, qemu_exited) = match serial_capture::open() {
+        Ok(c) => c,
+        Err(e) => {
+            let why = format!("cannot create the serial console's capture file: {e}");
+            return fail(Verdict::QemuError(why), command);
+        }
+    };
     let mut child = match Command::new(&qemu)
         .args(&args)
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
+        .stdout(serial)
         .stderr(Stdio::piped())
         .spawn()
     {
@@ -382,7 +390,6 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         }
     };
     let log = Arc::new(Mutex::new(String::new()));
-    let stdout = child.stdout.take().expect("piped stdout");
     let mut stderr = child.stderr.take().expect("piped stderr");
     let mut log_file = config
         .log
@@ -393,13 +400,8 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
     let reader_log = Arc::clone(&log);
     let reader = std::thread::spawn(move || {
         let mut watch = WarningWatch::default();
-        let mut reader = BufReader::new(stdout);
-        let mut raw = Vec::new();
-        while let Ok(n) = reader.read_until(b'\n', &mut raw) {
-            if n == 0 {
-                break;
-            }
-            let line = String::from_utf8_lossy(&raw).replace('\r', "");
+        follower.for_each_line(|raw| {
+            let line = String::from_utf8_lossy(raw).replace('\r', "");
             // Echoing everything shows the console as it is; otherwise a warning a test
             // declared stays in the log (counted on the console) and the kernel's progress
             // reports feed the progress line.
@@ -420,8 +422,7 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .push_str(&line);
-            raw.clear();
-        }
+        });
     });
     let err_reader = std::thread::spawn(move || {
         let mut s = String::new();
@@ -450,6 +451,7 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
             Err(_) => break None,
         }
     };
+    qemu_exited.set();
     let _ = reader.join();
     let stderr = err_reader.join().unwrap_or_default();
     let log = std::mem::take(&mut *log.lock().unwrap_or_else(|e| e.into_inner()));

@@ -200,6 +200,9 @@ pub fn init() {
         apic::id(),
         timer_hz / 1_000
     );
+    if !arch::clock_phase::align() {
+        crate::warn!("smp: LAPIC timer not calibrated; timer phase left as the firmware set it");
+    }
     let hold_apic = opts
         .get(&crate::options::SMP_HOLD_APIC)
         .and_then(|id| u32::try_from(id).ok());

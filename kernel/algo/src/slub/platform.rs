@@ -87,7 +87,10 @@ pub trait Platform: Sync {
     fn irq_save(&self) -> bool;
     /// Restores the state `irq_save` returned.
     fn irq_restore(&self, were_enabled: bool);
-    /// A cycle counter (rdtsc): lock hold times and the remote-node gate.
+    /// A cycle counter (rdtsc since the kernel's clock epoch): lock hold times and the
+    /// remote-node gate. Counted from an epoch the kernel's code fixes, not from reset, so
+    /// that the gate's samples repeat in a det boot (the firmware's time before the kernel
+    /// depends on the host).
     fn now(&self) -> u64;
     /// Runs `f` on every online CPU (each on its own CPU) and waits.
     fn on_each_cpu(&self, f: &(dyn Fn() + Sync));

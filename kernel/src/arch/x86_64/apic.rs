@@ -231,6 +231,26 @@ pub fn timer_hz() -> u64 {
     TIMER_HZ.load(Ordering::Relaxed)
 }
 
+/// Arms the calling CPU's timer to fire `TIMER_VECTOR` once, `ticks` timer ticks (at
+/// `timer_hz`) from now. Returns false when `ticks` is 0 or does not fit the 32-bit count.
+pub fn timer_oneshot(ticks: u64) -> bool {
+    let Ok(count) = u32::try_from(ticks) else {
+        return false;
+    };
+    if count == 0 {
+        return false;
+    }
+    write(REG_TIMER_DIVIDE, TIMER_DIVIDE_BY_16);
+    write(REG_LVT_TIMER, super::vectors::TIMER_VECTOR as u32);
+    write(REG_TIMER_INITIAL, count);
+    true
+}
+
+/// The calling CPU's timer count (0: stopped, or a one-shot that fired).
+pub fn timer_current() -> u32 {
+    read(REG_TIMER_CURRENT)
+}
+
 /// Starts the calling CPU's timer firing `TIMER_VECTOR` `per_second` times a second
 /// (0 stops it). Returns false when the timer was not calibrated.
 pub fn timer_periodic(per_second: u64) -> bool {

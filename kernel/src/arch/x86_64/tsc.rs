@@ -24,6 +24,8 @@ const ROUNDS: usize = 5;
 const MAX_READS: usize = 1_000_000;
 
 static TSC_HZ: AtomicU64 = AtomicU64::new(0);
+/// The TSC at the kernel's clock epoch (`mark_epoch`; 0 before, so reset).
+static EPOCH_TSC: AtomicU64 = AtomicU64::new(0);
 
 /// What a calibration measured.
 #[derive(Clone, Copy, Debug)]
@@ -164,6 +166,19 @@ pub fn delay_us(us: u64) {
     while rdtsc().wrapping_sub(start) < ticks {
         core::hint::spin_loop();
     }
+}
+
+/// Starts the kernel's clock epoch here (boot CPU, once: clock_phase::align, at a point the
+/// kernel's code fixes).
+pub fn mark_epoch() {
+    EPOCH_TSC.store(rdtsc(), Ordering::Relaxed);
+}
+
+/// TSC ticks since the kernel's clock epoch. Unlike `rdtsc`, it does not carry the time the
+/// firmware took before the kernel, which under icount depends on the host; a sample drawn
+/// from it (SLUB's remote-node gate) therefore repeats in a det boot.
+pub fn since_epoch() -> u64 {
+    rdtsc().wrapping_sub(EPOCH_TSC.load(Ordering::Relaxed))
 }
 
 /// Reads the time-stamp counter. Under `-icount shift=0` it counts executed instructions.

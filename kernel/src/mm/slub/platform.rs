@@ -246,7 +246,7 @@ impl Platform for KernelPlatform {
     }
 
     fn now(&self) -> u64 {
-        crate::arch::rdtsc()
+        crate::arch::tsc::since_epoch()
     }
 
     fn on_each_cpu(&self, f: &(dyn Fn() + Sync)) {
