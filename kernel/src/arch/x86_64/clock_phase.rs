@@ -37,8 +37,13 @@ const CH0_MODE0: u8 = 0b0011_0000;
 
 /// Stops the firmware's PIT tick and restarts QEMU's round-robin kick timer from here.
 /// Boot CPU, before any AP starts, with the timer vector's handler installed and the LAPIC
-/// timer calibrated. Returns false (nothing done) when the LAPIC timer is not calibrated.
+/// timer calibrated. Returns false, with nothing done, when the LAPIC timer is not calibrated
+/// (or its 1 ms count does not fit the timer; the PIT is then already quiet).
 pub fn align() -> bool {
+    let ticks = apic::timer_hz() * ALIGN_US / 1_000_000;
+    if ticks == 0 {
+        return false;
+    }
     // SAFETY: 0x43 and 0x40 are the PIT's mode port and channel 0; nothing else in the kernel
     // uses channel 0 (TSC calibration uses channel 2), and the 8259s its output feeds are
     // masked (apic::init_boot_cpu), so the single terminal-count edge is not delivered.
@@ -47,8 +52,7 @@ pub fn align() -> bool {
         Port::<u8>::new(PIT_CH0).write(1);
         Port::<u8>::new(PIT_CH0).write(0);
     }
-    let ticks = apic::timer_hz() * ALIGN_US / 1_000_000;
-    if ticks == 0 || !apic::timer_oneshot(ticks) {
+    if !apic::timer_oneshot(ticks) {
         return false;
     }
     let were_enabled = interrupts::are_enabled();

@@ -1,6 +1,7 @@
 //! x86_64: descriptor tables, exceptions, local APIC, TSC, timer phase, page tables, QEMU's
-//! exit and fw_cfg devices. The floor of the kernel: nothing here imports mm, smp, percpu or topology; what it
-//! needs from them (page-table pages, interrupt handlers) is handed to it at their init.
+//! exit and fw_cfg devices. The floor of the kernel: nothing here imports mm, smp, percpu or
+//! topology; what it needs from them (page-table pages, interrupt handlers) is handed to it at
+//! their init.
 
 pub mod apic;
 pub mod clock_phase;
