@@ -86,7 +86,7 @@ fn run_case(
         .collect();
     let barrier = Barrier::new(online.len());
     let short = AtomicU64::new(0);
-    crate::smp::run_on_cpus(&online, &|cpu| {
+    super::region::run_on_cpus(NAME, case, &online, &|cpu| {
         let me = online.iter().position(|&c| c == cpu).unwrap_or(0);
         let node: NodeId = crate::percpu::node_id();
         let mut pool = pools[me].lock();

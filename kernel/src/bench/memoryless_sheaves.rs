@@ -130,7 +130,7 @@ fn memoryless_sheaves(ctx: &Ctx) -> TestResult {
         let before: Vec<StatsSnapshot> =
             online.iter().map(|&cpu| c.core().cpu_stats(cpu)).collect();
         c.reset_list_lock_stats();
-        crate::smp::run_on_cpus(&online, &|_cpu| {
+        super::region::run_on_cpus(NAME, case, &online, &|_cpu| {
             let mut objs: Vec<Object> = Vec::with_capacity(BURST);
             for _ in 0..rounds {
                 while objs.len() < BURST {

@@ -21,6 +21,7 @@ mod memoryless_sheaves;
 mod numa_locality;
 mod page_alloc;
 mod pairs;
+pub mod region;
 mod sheaves_vs_partial;
 mod slabinfo_reader;
 mod slub_cache;

@@ -134,7 +134,7 @@ fn run_case(case: &str, prefer_local: bool, rounds: usize) -> Result<Sample, Str
     let (grow_local, grow_total) = (AtomicU64::new(0), AtomicU64::new(0));
     let (start, end, peak) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
     let short = AtomicU64::new(0);
-    crate::smp::run_on_cpus(&cpus, &|cpu| {
+    super::region::run_on_cpus(NAME, case, &cpus, &|cpu| {
         let me = cpus.iter().position(|&c| c == cpu).unwrap_or(0);
         let my_node = mem_node_of(cpu);
         let mut rng = Rng::new(0x5eed_0004 + me as u64);

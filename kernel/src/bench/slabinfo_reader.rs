@@ -72,7 +72,7 @@ fn run_case(
     let (max_alloc, worker_ops) = (AtomicU64::new(0), AtomicU64::new(0));
     let lock0 = AtomicU64::new(0);
     let short = AtomicU64::new(0);
-    crate::smp::run_on_cpus(&online, &|cpu| {
+    super::region::run_on_cpus(NAME, case, &online, &|cpu| {
         if cpu == reader {
             barrier.wait();
             lock0.store(cache.list_lock_stats().wait_ticks, Ordering::Release);

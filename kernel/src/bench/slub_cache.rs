@@ -27,9 +27,18 @@ pub struct BenchCache {
 impl BenchCache {
     /// Creates `name` with `size_bytes` objects (8-byte aligned, at least 8 bytes).
     pub fn create(name: &str, size_bytes: usize, tunables: Tunables) -> Result<BenchCache, String> {
-        PrivateCache::create(name, size_bytes.max(8), 8, tunables)
-            .map(|cache| BenchCache { cache })
-            .map_err(|e| format!("cannot create cache {name}: {e:?}"))
+        let cache = PrivateCache::create(name, size_bytes.max(8), 8, tunables)
+            .map_err(|e| format!("cannot create cache {name}: {e:?}"))?;
+        for n in 0..crate::topology::get().nr_nodes() {
+            let node = NodeId(n as u16);
+            if let Some((addr, bytes)) = cache.list_lock_span(node) {
+                super::region::name(addr, bytes, format_args!("{name} node {n} list_lock"));
+            }
+            if let Some((addr, bytes)) = cache.barn_lock_span(node) {
+                super::region::name(addr, bytes, format_args!("{name} barn node {n} lock"));
+            }
+        }
+        Ok(BenchCache { cache })
     }
 
     /// The boot defaults (`slub.*` options) for a cache called `name`.

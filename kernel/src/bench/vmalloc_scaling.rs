@@ -38,7 +38,7 @@ use numalab_algo::vmalloc::{Layout, Policy, Scope, PAGE_SIZE};
 use super::workload::Barrier;
 use crate::ktest::{Ctx, TestError, TestResult};
 use crate::mm::vmalloc::{self, AreaKind, Vmalloc};
-use crate::smp::on_each_cpu;
+use super::region::on_each_cpu;
 
 const BENCH: &str = super::catalog::VMALLOC_SCALING.name;
 
@@ -79,12 +79,15 @@ fn all_cpus(opts: &Options, p: Policy) -> Result<CaseCounters, TestError> {
     );
     let v = vmalloc::scratch(layout, 4 << 30)
         .ok_or_else(|| TestError::Skip("vmalloc not initialized".into()))?;
+    for (addr, bytes, label) in v.lock_spans() {
+        super::region::name(addr, bytes, format_args!("{label}"));
+    }
     let failed = AtomicU64::new(0);
     // Warm-up to the steady state: each CPU does one whole purge cycle's worth of pairs
     // (lazy_max_pages / 2 pairs of 2 pages), so that each pool has grown to what its CPU can
     // use in one cycle even when it runs alone while others are descheduled.
     let warm = (layout.lazy_max_pages / 2).max(1);
-    on_each_cpu(&|_| {
+    on_each_cpu(BENCH, p.name(), &|_| {
         if pairs(&v, warm).is_err() {
             failed.fetch_add(1, Relaxed);
         }
@@ -95,7 +98,7 @@ fn all_cpus(opts: &Options, p: Policy) -> Result<CaseCounters, TestError> {
     let (purges0, pool0) = (v.counters.purges.get(), v.counters.pool_allocs.get());
     let barrier = Barrier::new(cpus);
     let (start, end) = (AtomicU64::new(u64::MAX), AtomicU64::new(0));
-    on_each_cpu(&|_| {
+    on_each_cpu(BENCH, p.name(), &|_| {
         barrier.wait();
         start.fetch_min(crate::arch::rdtsc(), Relaxed);
         if pairs(&v, per_cpu).is_err() {

@@ -79,6 +79,11 @@ pub fn instruction_boot() -> bool {
     clock() == Clock::Icount && CPUS_ONLINE.load(Relaxed) <= 1
 }
 
+/// CPUs online when the tests started.
+pub fn cpus_online() -> u32 {
+    CPUS_ONLINE.load(Relaxed)
+}
+
 /// This boot's repetition number (`bench.rep`, 0 unless the host repeats the boot).
 pub fn rep() -> u64 {
     crate::options::load().get(&crate::options::BENCH_REP)

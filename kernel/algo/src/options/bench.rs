@@ -30,6 +30,12 @@ super::declare! {
         default: "0",
         help: "repetition number set by qemu-run.sh bench: odd repetitions run each experiment's cases in reverse order",
     };
+    BENCH_DET_QUANTUM: u64 = Spec {
+        key: "bench.det_quantum",
+        kind: Kind::U64 { min: 0, max: 100_000_000 },
+        default: "10000",
+        help: "det boots: instructions per vCPU turn inside the experiments' timed regions (a LAPIC deadline every N instructions; 0: QEMU's own turns)",
+    };
     VMALLOC_BENCH_PAIRS: u64 = Spec {
         key: "vmalloc.bench_pairs",
         kind: Kind::U64 { min: 1, max: 10_000_000 },

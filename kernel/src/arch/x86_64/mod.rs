@@ -11,6 +11,7 @@ pub mod gdt;
 pub mod idt;
 pub mod paging;
 pub mod qemu_exit;
+pub mod trace_mark;
 pub mod tsc;
 pub use tsc::rdtsc;
 pub mod vectors;

@@ -328,6 +328,16 @@ impl KmemCache {
         self.0.list_lock(node).map(|l| l.stats.snapshot())
     }
 
+    /// Where `node`'s list_lock lives: (address, bytes), for the trace plugin's c2c table.
+    pub fn list_lock_span(&self, node: NodeId) -> Option<(usize, usize)> {
+        self.0.list_lock(node).map(span_of)
+    }
+
+    /// Where `node`'s barn lock lives: (address, bytes); None without a barn there.
+    pub fn barn_lock_span(&self, node: NodeId) -> Option<(usize, usize)> {
+        self.0.barn_lock(node).map(span_of)
+    }
+
     /// The barn lock counters of `node` (None: no barn there, or the partial design).
     pub fn barn_lock_stats_on(&self, node: NodeId) -> Option<LockStatsSnapshot> {
         self.0.barn_lock(node).map(|l| l.stats.snapshot())
@@ -434,4 +444,9 @@ pub fn held_bytes_on(node: NodeId) -> u64 {
         .sum();
     let pages = slab_pages + platform::desc_pool_pages_on(node);
     (pages * crate::mm::frame::PAGE_SIZE as usize + kmalloc::large_bytes_on(node)) as u64
+}
+
+/// A value's address and size in bytes.
+fn span_of<T>(value: &T) -> (usize, usize) {
+    (value as *const T as usize, core::mem::size_of::<T>())
 }

@@ -1,0 +1,93 @@
+//! Timed regions as the trace plugin sees them (docs/trace.md "Regions"), and the det boots'
+//! fine-grained interleaving (`bench.det_quantum`).
+//!
+//! `run_on_cpus(bench, case, cpus, f)` is `smp::run_on_cpus` for an experiment's measured
+//! work: it takes a fresh slot of `MARKS`, prints `# trace region 0xKEY: BENCH CASE cpus K`
+//! (KEY: the slot's virtual address), and every CPU marks itself into the region
+//! (`arch::trace_mark::mark`) before `f` and back out (slot 0) after it. The plugin keys its
+//! counts by that address; the runner joins them to the label. The markers run in every boot,
+//! plugin or not, and outside the experiments' timed windows (which `f` opens and closes), so
+//! they move no figure of record.
+//!
+//! The quantum: in a det boot (`bench.clock=icount`, several CPUs online) QEMU 7.2 runs the
+//! vCPUs round-robin on one thread, and a vCPU's turn lasts until the next deadline on the
+//! virtual clock (one instruction = 1 ns at `-icount shift=0`), or 10^8 instructions when the
+//! 100 ms kick timer is the next one. While a region runs, the calling CPU's LAPIC timer is
+//! periodic with a period of `bench.det_quantum` instructions: every vCPU's turn ends at the
+//! next multiple, so locks and cache lines change hands as often as they would on CPUs that
+//! run side by side. The handler (smp's tick: a counter and an EOI, about 30 instructions) runs
+//! on the calling CPU once a period; its instructions are inside that CPU's timed work when it
+//! takes part (under 0.3% at the default 10000), and never in the one-CPU icount boot, where
+//! no quantum is set.
+//!
+//! Named lines: `name(addr, bytes, label)` prints `# trace name 0xADDR BYTES: LABEL` for an
+//! object the c2c table should name (a cache's node list_lock, a vmap node's lock).
+
+use crate::topology::CpuId;
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// Region slots; slot 0 is "in no region".
+const SLOTS: usize = 4096;
+
+#[repr(C, align(4096))]
+struct Marks([u8; SLOTS]);
+
+/// The marker bytes: only their addresses mean anything.
+static MARKS: Marks = Marks([0; SLOTS]);
+static NEXT_SLOT: AtomicUsize = AtomicUsize::new(1);
+static WARNED_FULL: AtomicBool = AtomicBool::new(false);
+
+/// Instructions per vCPU turn in this boot's regions: `bench.det_quantum` in a det boot, else 0.
+pub fn det_quantum() -> u64 {
+    if super::clock() == numalab_algo::bench::Clock::Icount && super::cpus_online() > 1 {
+        crate::options::load().get(&crate::options::BENCH_DET_QUANTUM)
+    } else {
+        0
+    }
+}
+
+/// A fresh slot, or 0 (no region) once all are used (warned once).
+fn take_slot() -> usize {
+    let slot = NEXT_SLOT.fetch_add(1, Ordering::Relaxed);
+    if slot < SLOTS {
+        return slot;
+    }
+    if !WARNED_FULL.swap(true, Ordering::Relaxed) {
+        crate::warn!("trace: more than {} timed regions; later ones are not marked", SLOTS - 1);
+    }
+    0
+}
+
+/// Runs `f` on each of `cpus` as one timed region of experiment `bench`, case `case`.
+pub fn run_on_cpus(bench: &str, case: &str, cpus: &[CpuId], f: &(dyn Fn(CpuId) + Sync)) {
+    let slot = take_slot();
+    let key = &MARKS.0[slot];
+    if slot != 0 {
+        crate::println!(
+            "# trace region {:#x}: {bench} {case} cpus {}",
+            key as *const u8 as usize,
+            cpus.len()
+        );
+    }
+    let quantum = det_quantum();
+    let ticks_per_sec = super::ticks_per_sec();
+    let timed = quantum > 0 && crate::arch::apic::timer_periodic(ticks_per_sec / quantum);
+    crate::smp::run_on_cpus(cpus, &|cpu| {
+        crate::arch::trace_mark::mark(key);
+        f(cpu);
+        crate::arch::trace_mark::mark(&MARKS.0[0]);
+    });
+    if timed {
+        crate::arch::apic::timer_periodic(0);
+    }
+}
+
+/// `run_on_cpus` on every online CPU.
+pub fn on_each_cpu(bench: &str, case: &str, f: &(dyn Fn(CpuId) + Sync)) {
+    run_on_cpus(bench, case, crate::smp::online_cpus(), f)
+}
+
+/// Names the `bytes` bytes at `addr` for the c2c table (`# trace name 0xADDR BYTES: LABEL`).
+pub fn name(addr: usize, bytes: usize, label: core::fmt::Arguments) {
+    crate::println!("# trace name {addr:#x} {bytes}: {label}");
+}
