@@ -57,6 +57,12 @@ pub fn build_kernel() -> Result<PathBuf, String> {
     build_kernel_in(&kernel_target_dir(), &["--features", "ktest"])
 }
 
+/// Where `build_kernel` leaves the kernel ELF (with its symbols; the trace's c2c table reads
+/// them).
+pub fn kernel_elf() -> PathBuf {
+    kernel_target_dir().join("x86_64-unknown-none/release/numalab-kernel")
+}
+
 /// Builds the production kernel: no `ktest` feature, so no tests, stress, benchmarks or soak
 /// in the image (its own target folder, target/kernel-plain).
 pub fn build_kernel_plain() -> Result<PathBuf, String> {

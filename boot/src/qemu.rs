@@ -47,6 +47,8 @@ pub struct RunConfig {
     /// Boot Linux (the twin, run/twin/) instead of numalab's image: `-kernel`, `-initrd`
     /// and `-append` replace the disk and the fw_cfg command line.
     pub linux: Option<LinuxBoot>,
+    /// `--trace mem`: load the trace plugin with these files (trace/, docs/trace.md).
+    pub trace: Option<crate::trace::TraceFiles>,
 }
 
 impl RunConfig {
@@ -70,6 +72,7 @@ impl RunConfig {
             echo: false,
             echo_prefixes: Vec::new(),
             linux: None,
+            trace: None,
         }
     }
 
@@ -168,6 +171,9 @@ impl RunConfig {
         if self.icount {
             args.push("-icount".into());
             args.push("shift=0,sleep=off".into());
+        }
+        if let Some(t) = &self.trace {
+            args.extend(t.qemu_args());
         }
         args.extend(self.machine_args()?);
         Ok(args)

@@ -245,6 +245,13 @@ pub struct RunOptions {
     pub verbose: bool,
 }
 
+/// What `--trace` records.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceWhat {
+    /// Memory accesses by node and a coherence directory of every 64-byte line.
+    Mem,
+}
+
 /// The options of `qemu-run.sh bench`.
 #[derive(Args, Clone, Debug)]
 pub struct BenchOptions {
@@ -285,6 +292,15 @@ pub struct BenchOptions {
     /// counts, no host-time boot (and, with --kernel linux|both, Linux's icount boot only)
     #[arg(long)]
     pub icount: bool,
+    /// Load the trace plugin into the det and icount boots (docs/trace.md): per timed region
+    /// the remote-access fraction, cache-line transfers (perf c2c's HITM, local and remote),
+    /// a modelled time, and perf c2c's table of the hottest lines (RUN/c2c-BOOT.txt)
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub trace: Option<TraceWhat>,
+    /// With --trace: the latency table of the modelled time, `NAME CYCLES` lines (names:
+    /// hit, local_dram, local_hitm, remote_hitm; docs/trace.md)
+    #[arg(long, value_name = "FILE", requires = "trace")]
+    pub trace_latency: Option<PathBuf>,
     #[command(flatten)]
     pub machine: MachineOptions,
     /// The run options that the bench runner chooses itself: accepted by the parser only to
@@ -458,6 +474,7 @@ impl MachineOptions {
             echo: true,
             echo_prefixes: Vec::new(),
             linux: None,
+            trace: None,
         }
     }
 }

@@ -31,6 +31,10 @@ pub struct BenchArgs {
     pub kernel: Kernel,
     /// `--linux-append`: words added to Linux's command line in the twin's boots.
     pub linux_append: Option<String>,
+    /// `--trace mem`: the trace plugin in numalab's det and icount boots.
+    pub trace: bool,
+    /// `--trace-latency FILE`: the modelled time's latency table.
+    pub trace_latency: Option<PathBuf>,
 }
 
 /// Repetitions of the host-time boots unless `--reps` says: 3, or 1 for `--smoke`.
@@ -50,6 +54,8 @@ impl BenchArgs {
             out_dir: o.out,
             kernel: o.kernel,
             linux_append: o.linux_append,
+            trace: o.trace.is_some(),
+            trace_latency: o.trace_latency,
             compare: o.compare.and_then(|files| match files.as_slice() {
                 [a, b] => Some(CompareArgs {
                     base: a.clone(),
@@ -78,6 +84,8 @@ impl BenchArgs {
             icount_only: false,
             kernel: Kernel::Numalab,
             linux_append: None,
+            trace: false,
+            trace_latency: None,
         }
     }
 

@@ -10,6 +10,7 @@ use crate::bench;
 use crate::image;
 use crate::progress;
 use crate::qemu::{self, LinuxBoot};
+use crate::trace;
 use std::path::{Path, PathBuf};
 
 /// Every boot that ran, by kernel, and the numalab image they booted (`-` without one).
@@ -143,10 +144,19 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
     if config.echo {
         progress::println(&format!("numalab: bench: QEMU arguments: {}", what.1));
     }
+    if b.trace {
+        let name = format!("{}-{}-m{}-{}", b.boot.name(), b.rep, b.machine, std::process::id());
+        let dir = crate::image::repo_root().join("target").join("trace");
+        config.trace = Some(trace::prepare(&config, &dir, &name)?);
+    }
     let outcome = qemu::run(&config, img);
     progress::boot_done(outcome.elapsed);
     let (mut records, violations) = bench::parse_log(&outcome.log, b.boot);
     records.retain(bench::det_keeps);
+    let trace = match &config.trace {
+        Some(files) => Some(traced(b, files, &outcome.log, &mut records)?),
+        None => None,
+    };
     for r in &mut records {
         r.rep = b.rep;
     }
@@ -157,5 +167,30 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
         outcome,
         records,
         violations,
+        trace,
     })
+}
+
+/// What the trace plugin wrote for boot `b` (its console `log`), as records added to
+/// `records` and the c2c tables. Err: the plugin wrote nothing readable.
+fn traced(
+    b: &PlannedBoot,
+    files: &trace::TraceFiles,
+    log: &str,
+    records: &mut Vec<bench::BenchRecord>,
+) -> Result<trace::TraceReport, String> {
+    let text = std::fs::read_to_string(&files.out).map_err(|e| {
+        format!("--trace: the plugin wrote no {} ({e}); the boot's QEMU said why above", files.out.display())
+    })?;
+    let latency = match &b.trace_latency {
+        Some(t) => t.clone(),
+        None => trace::model::Latency::DEFAULT,
+    };
+    let syms = trace::kernel_symbols(&crate::image::kernel_elf());
+    let nodes = records.first().map(|r| r.nodes).unwrap_or(1);
+    let report = trace::analyse(log, &text, &syms, &latency, b.boot, nodes)
+        .map_err(|e| format!("--trace: {}: {e}", files.out.display()))?;
+    records.extend(report.records.iter().cloned());
+    progress::println(&report.summary);
+    Ok(report)
 }

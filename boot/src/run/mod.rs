@@ -128,6 +128,8 @@ pub struct BootRun {
     pub records: Vec<BenchRecord>,
     /// The BENCH lines that break it.
     pub violations: Vec<Violation>,
+    /// What the trace plugin showed (`--trace mem`).
+    pub trace: Option<crate::trace::TraceReport>,
 }
 
 impl BootRun {

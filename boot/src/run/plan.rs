@@ -85,6 +85,10 @@ pub struct PlannedBoot {
     /// The machine it boots: 0 the run's, 1 the main job's memoryless machine. `when` looks
     /// at the earlier boots of the same machine and kernel.
     pub machine: u32,
+    /// Load the trace plugin (`--trace mem`: numalab's det and icount boots).
+    pub trace: bool,
+    /// The modelled time's latency table (`--trace-latency`); None: the default.
+    pub trace_latency: Option<crate::trace::model::Latency>,
 }
 
 /// The boots of a run, in order: numalab's first, then the twin's.
@@ -173,7 +177,22 @@ pub fn numalab_boot(
         config: boot_config(args, boot, rep)?,
         when,
         machine,
+        trace: args.trace && boot.deterministic(),
+        trace_latency: trace_latency(args)?,
     })
+}
+
+/// The latency table `--trace-latency` names, read and checked before anything boots.
+fn trace_latency(args: &BenchArgs) -> Result<Option<crate::trace::model::Latency>, String> {
+    let Some(path) = &args.trace_latency else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("--trace-latency {}: {e}", path.display()))?;
+    crate::trace::model::Latency::DEFAULT
+        .with_file(&text)
+        .map(Some)
+        .map_err(|e| format!("--trace-latency {}: {e}", path.display()))
 }
 
 /// The experiments that print counts (`MetricKind::Count`): they run again in the det boot.
@@ -341,6 +360,8 @@ pub fn linux_kernel_boots(
             config: linux_config(args, boot, experiments)?,
             when,
             machine: 0,
+            trace: false,
+            trace_latency: None,
         })
     };
     let mut out = Vec::new();

@@ -117,6 +117,12 @@ pub fn report(args: &BenchArgs, runs: &Runs, start: Instant) -> Reported {
             print!("{}", bench::seeds_table(&all));
         }
     }
+    for r in runs.numalab.iter().filter_map(|r| r.trace.as_ref()) {
+        if !r.console.is_empty() {
+            println!("\n== perf c2c: the hottest lines of each experiment at its most CPUs (trace plugin, {}) ==", r.summary.trim_start_matches("numalab: trace "));
+            print!("{}", r.console);
+        }
+    }
     println!("\n== experiments: the metric of record of each (catalog headline) ==");
     print!("{}", bench::headlines(&numalab));
     let passed = status == exit::PASS;

@@ -232,6 +232,16 @@ pub fn write_results(
     let mut files = vec![jsonl.clone(), sub.clone()];
     files.extend(super::sysfs::write_run_tree(&runs.numalab, &sub)?);
     files.extend(super::lock_stat::write_proc(&sub, &runs.numalab)?);
+    for r in &runs.numalab {
+        if let Some(t) = &r.trace {
+            let path = sub.join(format!("c2c-{}-rep{}.txt", r.boot.name(), r.rep));
+            let mut text = format!("{}\n\n", t.summary);
+            text.push_str(&t.tables);
+            std::fs::write(&path, text)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            files.push(path);
+        }
+    }
     files.extend(bench_svg::scaling_charts(all, &sub, host_cpus())?);
     // The HTML report of the run (html/): after the JSONL, logs, proc files, sysfs tree and
     // charts it links to.

@@ -60,7 +60,7 @@ pub(super) fn run_case(
     let failed = AtomicU64::new(0);
     cache.reset_list_lock_stats();
     cache.reset_barn_lock_stats();
-    super::region::run_on_cpus(experiment, case, cpus, &|cpu| {
+    let region = super::region::run_on_cpus(experiment, case, cpus, &|cpu| {
         let me = cpus.iter().position(|&c| c == cpu).unwrap_or(0);
         let next = (me + 1) % k;
         let mut batch: Vec<Obj> = Vec::with_capacity(BULK_MAX);
@@ -100,6 +100,7 @@ pub(super) fn run_case(
         mail.take(i, &mut rest);
     }
     let extra = rest.len() as u64;
+    region.ops(ops.load(Ordering::Relaxed) + extra);
     cache.free_bulk(&mut rest);
     let stats = cache.list_lock_stats();
     let barn_acquisitions = cache.barn_lock_stats().acquisitions;

@@ -134,7 +134,7 @@ fn run_case(case: &str, prefer_local: bool, rounds: usize) -> Result<Sample, Str
     let (grow_local, grow_total) = (AtomicU64::new(0), AtomicU64::new(0));
     let (start, end, peak) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
     let short = AtomicU64::new(0);
-    super::region::run_on_cpus(NAME, case, &cpus, &|cpu| {
+    let region = super::region::run_on_cpus(NAME, case, &cpus, &|cpu| {
         let me = cpus.iter().position(|&c| c == cpu).unwrap_or(0);
         let my_node = mem_node_of(cpu);
         let mut rng = Rng::new(0x5eed_0004 + me as u64);
@@ -224,6 +224,7 @@ fn run_case(case: &str, prefer_local: bool, rounds: usize) -> Result<Sample, Str
         total.fetch_add(done, Ordering::Relaxed);
         core::hint::black_box(checksum);
     });
+    region.ops(total.load(Ordering::Relaxed) + grow_total.load(Ordering::Relaxed));
     let stats = cache.stats().since(&stats0);
     cache.finish()?;
     if short.load(Ordering::Relaxed) > 0 {

@@ -58,8 +58,27 @@ fn take_slot() -> usize {
     0
 }
 
+/// A region's key: its marker's address (0: not marked).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegionKey(usize);
+
+impl RegionKey {
+    /// Says how many operations the region did (`# trace ops 0xKEY N`), for per-operation
+    /// figures of the trace.
+    pub fn ops(self, ops: u64) {
+        if self.0 != 0 {
+            crate::println!("# trace ops {:#x} {ops}", self.0);
+        }
+    }
+}
+
 /// Runs `f` on each of `cpus` as one timed region of experiment `bench`, case `case`.
-pub fn run_on_cpus(bench: &str, case: &str, cpus: &[CpuId], f: &(dyn Fn(CpuId) + Sync)) {
+pub fn run_on_cpus(
+    bench: &str,
+    case: &str,
+    cpus: &[CpuId],
+    f: &(dyn Fn(CpuId) + Sync),
+) -> RegionKey {
     let slot = take_slot();
     let key = &MARKS.0[slot];
     if slot != 0 {
@@ -80,10 +99,11 @@ pub fn run_on_cpus(bench: &str, case: &str, cpus: &[CpuId], f: &(dyn Fn(CpuId) +
     if timed {
         crate::arch::apic::timer_periodic(0);
     }
+    RegionKey(if slot == 0 { 0 } else { key as *const u8 as usize })
 }
 
 /// `run_on_cpus` on every online CPU.
-pub fn on_each_cpu(bench: &str, case: &str, f: &(dyn Fn(CpuId) + Sync)) {
+pub fn on_each_cpu(bench: &str, case: &str, f: &(dyn Fn(CpuId) + Sync)) -> RegionKey {
     run_on_cpus(bench, case, crate::smp::online_cpus(), f)
 }
 

@@ -87,7 +87,7 @@ fn all_cpus(opts: &Options, p: Policy) -> Result<CaseCounters, TestError> {
     // (lazy_max_pages / 2 pairs of 2 pages), so that each pool has grown to what its CPU can
     // use in one cycle even when it runs alone while others are descheduled.
     let warm = (layout.lazy_max_pages / 2).max(1);
-    on_each_cpu(BENCH, p.name(), &|_| {
+    crate::smp::on_each_cpu(&|_| {
         if pairs(&v, warm).is_err() {
             failed.fetch_add(1, Relaxed);
         }
@@ -98,7 +98,7 @@ fn all_cpus(opts: &Options, p: Policy) -> Result<CaseCounters, TestError> {
     let (purges0, pool0) = (v.counters.purges.get(), v.counters.pool_allocs.get());
     let barrier = Barrier::new(cpus);
     let (start, end) = (AtomicU64::new(u64::MAX), AtomicU64::new(0));
-    on_each_cpu(BENCH, p.name(), &|_| {
+    let region = on_each_cpu(BENCH, p.name(), &|_| {
         barrier.wait();
         start.fetch_min(crate::arch::rdtsc(), Relaxed);
         if pairs(&v, per_cpu).is_err() {
@@ -106,6 +106,7 @@ fn all_cpus(opts: &Options, p: Policy) -> Result<CaseCounters, TestError> {
         }
         end.fetch_max(crate::arch::rdtsc(), Relaxed);
     });
+    region.ops(per_cpu * cpus as u64);
     let g = v.global_lock_stats().since(&g0);
     let n = v.node_lock_stats().since(&n0);
     let remote = v.counters.remote_pages.get() - r0;

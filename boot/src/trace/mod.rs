@@ -1,0 +1,215 @@
+//! `--trace mem`: the QEMU plugin (trace/ in this workspace, docs/trace.md) in the det and
+//! icount boots, and what the runner makes of it: per region of the kernel's experiments
+//! (labels.rs), remote-access fraction, mean SLIT distance, cache-line transfers (HITM, local
+//! and remote) and invalidations, a modelled time (model.rs), and perf c2c's table of the
+//! hottest lines (c2c.rs), as BENCH records of the boot and as text in the run folder.
+//!
+//! The plugin is built like the kernel, on first use (`cargo build -p numalab-trace
+//! --release`); the machine it is told about (map.rs) comes from the same typed QEMU machine
+//! the boot renders.
+
+pub mod c2c;
+pub mod elf;
+pub mod labels;
+pub mod map;
+pub mod model;
+pub mod output;
+
+use crate::bench::{BenchRecord, Boot};
+use crate::qemu::RunConfig;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+/// Hottest lines the plugin keeps per region.
+pub const TOP_LINES: usize = 20;
+/// Lines of each region's table on the console (the run folder has all `TOP_LINES`).
+pub const CONSOLE_LINES: usize = 5;
+
+/// The files of one traced boot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceFiles {
+    pub plugin: PathBuf,
+    pub config: PathBuf,
+    pub out: PathBuf,
+}
+
+impl TraceFiles {
+    /// QEMU's `-plugin` argument for these files.
+    pub fn qemu_args(&self) -> Vec<String> {
+        vec![
+            "-plugin".into(),
+            format!(
+                "{},config={},out={}",
+                self.plugin.display(),
+                self.config.display(),
+                self.out.display()
+            ),
+        ]
+    }
+}
+
+/// The host target folder cargo builds into (CARGO_TARGET_DIR, else the checkout's target/).
+fn host_target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::image::repo_root().join("target"))
+}
+
+static BUILT: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// Builds the plugin (once per process) and returns its path.
+pub fn build_plugin() -> Result<PathBuf, String> {
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = built.as_ref() {
+        return Ok(p.clone());
+    }
+    crate::progress::println("numalab: building the trace plugin (trace/, release)");
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .current_dir(crate::image::repo_root())
+        .args(["build", "--quiet", "--release", "-p", "numalab-trace"])
+        .status()
+        .map_err(|e| format!("--trace: cannot run cargo to build the plugin: {e}"))?;
+    if !status.success() {
+        return Err(format!("--trace: the plugin did not build ({status})"));
+    }
+    let path = host_target_dir().join("release").join("libnumalab_trace.so");
+    if !path.is_file() {
+        return Err(format!("--trace: the plugin build left no {}", path.display()));
+    }
+    *built = Some(path.clone());
+    Ok(path)
+}
+
+/// Writes the plugin's config for `config`'s machine under `dir` (as `NAME.cfg`, output to
+/// `NAME.txt`) and returns the files.
+pub fn prepare(config: &RunConfig, dir: &Path, name: &str) -> Result<TraceFiles, String> {
+    let plugin = build_plugin()?;
+    let machine = match &config.machine {
+        Some(m) => m.clone(),
+        None => {
+            let (cpus, mem) = config.machine_size();
+            config.topology.machine(cpus, mem)
+        }
+    };
+    let map = map::NodeMap::of(&machine, &config.extra)?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("--trace: {}: {e}", dir.display()))?;
+    let files = TraceFiles {
+        plugin,
+        config: dir.join(format!("{name}.cfg")),
+        out: dir.join(format!("{name}.txt")),
+    };
+    std::fs::write(&files.config, map.config_text(TOP_LINES))
+        .map_err(|e| format!("--trace: {}: {e}", files.config.display()))?;
+    let _ = std::fs::remove_file(&files.out);
+    Ok(files)
+}
+
+/// What one traced boot showed.
+#[derive(Clone, Debug, Default)]
+pub struct TraceReport {
+    /// BENCH records derived per labelled region (counts: exact in det and icount boots).
+    pub records: Vec<BenchRecord>,
+    /// Every region's c2c table (the run folder's `c2c-BOOT.txt`).
+    pub tables: String,
+    /// The console's view: each experiment's tables at its largest CPU count, shortened.
+    pub console: String,
+    /// The boot's totals in one line.
+    pub summary: String,
+}
+
+/// One derived record of `region`.
+fn record(region: &labels::Region, boot: Boot, nodes: u32, metric: &str, value: f64, unit: &str) -> BenchRecord {
+    BenchRecord {
+        bench: region.bench.clone(),
+        case: region.case.clone(),
+        metric: metric.into(),
+        value,
+        unit: unit.into(),
+        cpus: region.cpus,
+        nodes,
+        clock: "icount".into(),
+        boot,
+        rep: 0,
+        kernel: "numalab".into(),
+        variant: None,
+    }
+}
+
+/// Reads a traced boot: its console `log`, the plugin's output text, the kernel's symbols.
+pub fn analyse(
+    log: &str,
+    out_text: &str,
+    syms: &[(u64, u64, String)],
+    latency: &model::Latency,
+    boot: Boot,
+    nodes: u32,
+) -> Result<TraceReport, String> {
+    let out = output::parse(out_text)?;
+    let regions = labels::regions(log);
+    let mut rep = TraceReport::default();
+    let t = &out.total;
+    rep.summary = format!(
+        "numalab: trace ({} boot): {} instructions, {} RAM accesses ({:.2}% remote), {} HITM ({} remote), {} vCPU turns (mean {:.0} instructions)",
+        boot.name(),
+        t.get("insns"),
+        t.accesses(),
+        100.0 * t.get("remote") as f64 / t.accesses().max(1) as f64,
+        t.hitm(),
+        t.get("hitm_remote"),
+        t.get("turns"),
+        t.get("insns") as f64 / t.get("turns").max(1) as f64,
+    );
+    let mut best: Vec<(String, u32)> = Vec::new();
+    for r in &regions {
+        match best.iter_mut().find(|(b, _)| *b == r.bench) {
+            Some(x) => x.1 = x.1.max(r.cpus),
+            None => best.push((r.bench.clone(), r.cpus)),
+        }
+    }
+    for r in &regions {
+        let c = out.region_total(r.key);
+        if c.get("insns") == 0 {
+            continue; // a region the plugin never saw (not traced, or no CPU marked into it)
+        }
+        let acc = c.accesses().max(1) as f64;
+        rep.records.push(record(r, boot, nodes, "remote_access_fraction", c.get("remote") as f64 / acc, "fraction"));
+        rep.records.push(record(r, boot, nodes, "mean_slit_distance", c.get("dist_sum") as f64 / acc, "slit_distance"));
+        rep.records.push(record(r, boot, nodes, "mean_turn_instructions", c.get("insns") as f64 / c.get("turns").max(1) as f64, "instructions_per_turn"));
+        match r.ops.filter(|&n| n > 0) {
+            Some(ops) => {
+                let kops = ops as f64 / 1000.0;
+                rep.records.push(record(r, boot, nodes, "hitm_local_per_kop", c.get("hitm_local") as f64 / kops, "transfers"));
+                rep.records.push(record(r, boot, nodes, "hitm_remote_per_kop", c.get("hitm_remote") as f64 / kops, "transfers"));
+                rep.records.push(record(r, boot, nodes, "invalidations_per_kop", c.get("inval") as f64 / kops, "transfers"));
+                rep.records.push(record(r, boot, nodes, "modelled_cycles_per_op", latency.cycles(&c) / ops as f64, "modelled_cycles"));
+            }
+            None => {
+                rep.records.push(record(r, boot, nodes, "hitm_local", c.get("hitm_local") as f64, "transfers"));
+                rep.records.push(record(r, boot, nodes, "hitm_remote", c.get("hitm_remote") as f64, "transfers"));
+                rep.records.push(record(r, boot, nodes, "invalidations", c.get("inval") as f64, "transfers"));
+                rep.records.push(record(r, boot, nodes, "modelled_cycles", latency.cycles(&c), "modelled_cycles"));
+            }
+        }
+        let lines = out.region_lines(r.key);
+        let table = c2c::table(r, &lines, c.hitm(), syms);
+        rep.tables.push_str(&table);
+        rep.tables.push('\n');
+        if best.iter().any(|(b, k)| *b == r.bench && *k == r.cpus) && boot == Boot::Det {
+            let short: Vec<&output::Line> = lines.iter().take(CONSOLE_LINES).copied().collect();
+            rep.console.push_str(&c2c::table(r, &short, c.hitm(), syms));
+        }
+    }
+    Ok(rep)
+}
+
+/// The kernel ELF's symbols, or none (with a note) when it cannot be read.
+pub fn kernel_symbols(elf_path: &Path) -> Vec<(u64, u64, String)> {
+    match std::fs::read(elf_path).map_err(|e| e.to_string()).and_then(|b| elf::symbols(&b)) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("numalab: --trace: no symbols from {}: {e}", elf_path.display());
+            Vec::new()
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! Reads the trace plugin's output file (docs/trace.md "Output"): per (region key, vCPU)
+//! counters, the hottest lines of each region, and the boot's totals.
+
+use std::collections::BTreeMap;
+
+/// The counters the plugin keeps per (region, vCPU) and for the whole boot, in its field order.
+pub const FIELDS: [&str; 16] = [
+    "insns",
+    "turns",
+    "loads",
+    "stores",
+    "atomics",
+    "io",
+    "unmapped",
+    "local",
+    "remote",
+    "dist_sum",
+    "hits",
+    "miss_local",
+    "miss_remote",
+    "hitm_local",
+    "hitm_remote",
+    "inval",
+];
+
+/// One set of counters (`FIELDS`, by name).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counters(pub BTreeMap<String, u64>);
+
+impl Counters {
+    pub fn get(&self, field: &str) -> u64 {
+        self.0.get(field).copied().unwrap_or(0)
+    }
+
+    pub fn add(&mut self, other: &Counters) {
+        for (k, v) in &other.0 {
+            *self.0.entry(k.clone()).or_default() += v;
+        }
+    }
+
+    /// RAM accesses (local + remote).
+    pub fn accesses(&self) -> u64 {
+        self.get("local") + self.get("remote")
+    }
+
+    pub fn hitm(&self) -> u64 {
+        self.get("hitm_local") + self.get("hitm_remote")
+    }
+}
+
+/// One of a region's hottest lines.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Line {
+    pub key: u64,
+    pub paddr: u64,
+    pub vaddr: u64,
+    pub node: u32,
+    pub loads: u64,
+    pub stores: u64,
+    pub atomics: u64,
+    pub hitm_local: u64,
+    pub hitm_remote: u64,
+    pub inval: u64,
+}
+
+impl Line {
+    pub fn hitm(&self) -> u64 {
+        self.hitm_local + self.hitm_remote
+    }
+
+    /// perf c2c's "records": every access to the line.
+    pub fn records(&self) -> u64 {
+        self.loads + self.stores + self.atomics
+    }
+}
+
+/// A whole output file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TraceOutput {
+    pub vcpus: u32,
+    /// (region key, vCPU) -> counters.
+    pub regions: BTreeMap<(u64, u32), Counters>,
+    pub lines: Vec<Line>,
+    pub total: Counters,
+}
+
+impl TraceOutput {
+    /// The counters of region `key`, summed over its vCPUs.
+    pub fn region_total(&self, key: u64) -> Counters {
+        let mut c = Counters::default();
+        for ((k, _), v) in &self.regions {
+            if *k == key {
+                c.add(v);
+            }
+        }
+        c
+    }
+
+    /// Region `key`'s hottest lines, hottest first.
+    pub fn region_lines(&self, key: u64) -> Vec<&Line> {
+        self.lines.iter().filter(|l| l.key == key).collect()
+    }
+}
+
+fn number(word: &str) -> Option<u64> {
+    match word.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => word.parse().ok(),
+    }
+}
+
+/// `name value name value ...` into counters; Err names the first word that does not fit.
+fn counters(words: &[&str]) -> Result<Counters, String> {
+    let mut c = Counters::default();
+    for pair in words.chunks(2) {
+        let [name, value] = pair else {
+            return Err(format!("'{}' has no value", pair[0]));
+        };
+        let v = number(value).ok_or_else(|| format!("{name}: '{value}' is not a number"))?;
+        c.0.insert(name.to_string(), v);
+    }
+    Ok(c)
+}
+
+/// Parses the plugin's output. Err: the first line that does not read, with its number.
+pub fn parse(text: &str) -> Result<TraceOutput, String> {
+    let mut out = TraceOutput::default();
+    let mut lines = text.lines().enumerate();
+    match lines.next() {
+        Some((_, "numalab-trace 1")) => {}
+        _ => return Err("not a numalab-trace 1 file (first line)".into()),
+    }
+    for (i, line) in lines {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        let bad = |why: String| format!("line {}: {why}", i + 1);
+        match w.as_slice() {
+            [] => {}
+            ["vcpus", n] => out.vcpus = number(n).ok_or_else(|| bad("vcpus".into()))? as u32,
+            ["region", key, "vcpu", v, rest @ ..] => {
+                let key = number(key).ok_or_else(|| bad(format!("region key '{key}'")))?;
+                let v = number(v).ok_or_else(|| bad(format!("vcpu '{v}'")))? as u32;
+                out.regions.insert((key, v), counters(rest).map_err(bad)?);
+            }
+            ["line", key, paddr, vaddr, rest @ ..] => {
+                let c = counters(rest).map_err(bad)?;
+                out.lines.push(Line {
+                    key: number(key).ok_or_else(|| bad(format!("line key '{key}'")))?,
+                    paddr: number(paddr).ok_or_else(|| bad(format!("paddr '{paddr}'")))?,
+                    vaddr: number(vaddr).ok_or_else(|| bad(format!("vaddr '{vaddr}'")))?,
+                    node: c.get("node") as u32,
+                    loads: c.get("loads"),
+                    stores: c.get("stores"),
+                    atomics: c.get("atomics"),
+                    hitm_local: c.get("hitm_local"),
+                    hitm_remote: c.get("hitm_remote"),
+                    inval: c.get("inval"),
+                });
+            }
+            ["total", rest @ ..] => out.total = counters(rest).map_err(bad)?,
+            _ => return Err(bad(format!("unknown record '{}'", w[0]))),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "numalab-trace 1\nvcpus 2\n\
+        region 0x10 vcpu 0 insns 100 turns 2 loads 5 stores 3 atomics 1 io 0 unmapped 0 local 6 remote 3 dist_sum 120 hits 4 miss_local 2 miss_remote 1 hitm_local 0 hitm_remote 2 inval 1\n\
+        region 0x10 vcpu 1 insns 50 turns 2 loads 1 stores 1 atomics 0 io 0 unmapped 0 local 2 remote 0 dist_sum 20 hits 1 miss_local 1 miss_remote 0 hitm_local 0 hitm_remote 0 inval 0\n\
+        line 0x10 0x2000 0xffff800000002000 node 1 loads 3 stores 2 atomics 1 hitm_local 0 hitm_remote 2 inval 1\n\
+        total insns 150 turns 4 loads 6 stores 4 atomics 1 io 0 unmapped 0 local 8 remote 3 dist_sum 140 hits 5 miss_local 3 miss_remote 1 hitm_local 0 hitm_remote 2 inval 1\n";
+
+    #[test]
+    fn reads_regions_lines_and_totals() {
+        let t = parse(SAMPLE).unwrap();
+        assert_eq!(t.vcpus, 2);
+        assert_eq!(t.region_total(0x10).get("insns"), 150);
+        assert_eq!(t.region_total(0x10).accesses(), 11);
+        assert_eq!(t.region_lines(0x10)[0].hitm_remote, 2);
+        assert_eq!(t.region_lines(0x10)[0].node, 1);
+        assert_eq!(t.total.get("remote"), 3);
+    }
+
+    #[test]
+    fn a_bad_line_is_named() {
+        let e = parse("numalab-trace 1\nregion 0x10 vcpu x\n").unwrap_err();
+        assert!(e.starts_with("line 2:"), "{e}");
+        assert!(parse("something else\n").is_err());
+    }
+}
