@@ -1,0 +1,403 @@
+//! Per-(region key, vCPU) accounting: instructions, turns, access classes, local/remote by
+//! node, SLIT distance, the directory's hits/misses/HITMs, and per region its top-K lines.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, HashMap};
+
+use crate::config::Config;
+use crate::directory::{Directory, Source, LINE_BYTES};
+use crate::fasthash::FastBuild;
+
+/// The counters of one (region, vCPU), or of the whole boot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub insns: u64,
+    pub turns: u64,
+    pub loads: u64,
+    pub stores: u64,
+    pub atomics: u64,
+    pub io: u64,
+    pub unmapped: u64,
+    pub local: u64,
+    pub remote: u64,
+    pub dist_sum: u64,
+    pub hits: u64,
+    pub miss_local: u64,
+    pub miss_remote: u64,
+    pub hitm_local: u64,
+    pub hitm_remote: u64,
+    pub inval: u64,
+}
+
+impl Counters {
+    /// Field names and values in the output's fixed order.
+    pub fn fields(&self) -> [(&'static str, u64); 16] {
+        [
+            ("insns", self.insns),
+            ("turns", self.turns),
+            ("loads", self.loads),
+            ("stores", self.stores),
+            ("atomics", self.atomics),
+            ("io", self.io),
+            ("unmapped", self.unmapped),
+            ("local", self.local),
+            ("remote", self.remote),
+            ("dist_sum", self.dist_sum),
+            ("hits", self.hits),
+            ("miss_local", self.miss_local),
+            ("miss_remote", self.miss_remote),
+            ("hitm_local", self.hitm_local),
+            ("hitm_remote", self.hitm_remote),
+            ("inval", self.inval),
+        ]
+    }
+
+    fn add(&mut self, o: &Counters) {
+        let Counters {
+            insns,
+            turns,
+            loads,
+            stores,
+            atomics,
+            io,
+            unmapped,
+            local,
+            remote,
+            dist_sum,
+            hits,
+            miss_local,
+            miss_remote,
+            hitm_local,
+            hitm_remote,
+            inval,
+        } = *o;
+        self.insns += insns;
+        self.turns += turns;
+        self.loads += loads;
+        self.stores += stores;
+        self.atomics += atomics;
+        self.io += io;
+        self.unmapped += unmapped;
+        self.local += local;
+        self.remote += remote;
+        self.dist_sum += dist_sum;
+        self.hits += hits;
+        self.miss_local += miss_local;
+        self.miss_remote += miss_remote;
+        self.hitm_local += hitm_local;
+        self.hitm_remote += hitm_remote;
+        self.inval += inval;
+    }
+}
+
+/// One line's counters within one region.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LineStats {
+    /// Virtual address of the line's first byte, from the first access seen.
+    pub vaddr: u64,
+    /// The node of the line's memory.
+    pub node: u32,
+    pub loads: u64,
+    pub stores: u64,
+    pub atomics: u64,
+    pub hitm_local: u64,
+    pub hitm_remote: u64,
+    pub inval: u64,
+}
+
+impl LineStats {
+    fn merge(&mut self, o: &LineStats) {
+        self.loads += o.loads;
+        self.stores += o.stores;
+        self.atomics += o.atomics;
+        self.hitm_local += o.hitm_local;
+        self.hitm_remote += o.hitm_remote;
+        self.inval += o.inval;
+    }
+}
+
+/// Where an access went, as QEMU told it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mem {
+    /// An IO access, or one without a physical address.
+    Io,
+    /// Guest-physical address of a RAM (or unmapped) access.
+    Phys(u64),
+    /// A RAM address outside every range QEMU's layout maps (see `hwaddr`).
+    Unmapped,
+}
+
+/// How an access counts: by its instruction's class and its direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Load,
+    Store,
+    Atomic,
+}
+
+#[derive(Clone, Copy)]
+struct Vcpu {
+    node: u32,
+    /// Index into `Model::regions`.
+    region: usize,
+    pending_marker: bool,
+}
+
+struct Region {
+    key: u64,
+    per_vcpu: Vec<Counters>,
+}
+
+/// The whole model: feed it TB executions, markers and accesses; read it with `report`.
+pub struct Model {
+    cfg: Config,
+    dir: Directory,
+    vcpus: Vec<Vcpu>,
+    regions: Vec<Region>,
+    region_of_key: HashMap<u64, usize, FastBuild>,
+    /// vCPUs now in each key != 0.
+    occupants: HashMap<u64, u32, FastBuild>,
+    /// Lines of regions some vCPU is in, by (key, line paddr).
+    live: HashMap<(u64, u64), LineStats, FastBuild>,
+    /// Each left region's top-K lines, ranked: (line paddr, stats).
+    kept: BTreeMap<u64, Vec<(u64, LineStats)>>,
+    last_vcpu: Option<usize>,
+}
+
+impl Model {
+    pub fn new(cfg: Config) -> Self {
+        let vcpus = cfg
+            .vcpu_node
+            .iter()
+            .map(|&node| Vcpu {
+                node,
+                region: 0,
+                pending_marker: false,
+            })
+            .collect::<Vec<_>>();
+        let regions = vec![Region {
+            key: 0,
+            per_vcpu: vec![Counters::default(); vcpus.len()],
+        }];
+        let mut region_of_key = HashMap::default();
+        region_of_key.insert(0, 0);
+        Self {
+            cfg,
+            dir: Directory::new(),
+            vcpus,
+            regions,
+            region_of_key,
+            occupants: HashMap::default(),
+            live: HashMap::default(),
+            kept: BTreeMap::new(),
+            last_vcpu: None,
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// vCPU `vcpu` starts a TB of `insns` instructions.
+    pub fn tb_exec(&mut self, vcpu: usize, insns: u64) {
+        let v = self.vcpus[vcpu];
+        let c = &mut self.regions[v.region].per_vcpu[vcpu];
+        if self.last_vcpu != Some(vcpu) {
+            c.turns += 1;
+            self.last_vcpu = Some(vcpu);
+        }
+        c.insns += insns;
+    }
+
+    /// vCPU `vcpu` executed the marker NOP: its next access names its region.
+    pub fn marker(&mut self, vcpu: usize) {
+        self.vcpus[vcpu].pending_marker = true;
+    }
+
+    /// The current region key of `vcpu`.
+    pub fn key_of(&self, vcpu: usize) -> u64 {
+        self.regions[self.vcpus[vcpu].region].key
+    }
+
+    fn enter(&mut self, vcpu: usize, key: u64) {
+        let old = self.key_of(vcpu);
+        if old == key {
+            return;
+        }
+        if old != 0 {
+            let n = self.occupants.get_mut(&old).expect("occupied region");
+            *n -= 1;
+            if *n == 0 {
+                self.occupants.remove(&old);
+                self.prune(old);
+            }
+        }
+        if key != 0 {
+            *self.occupants.entry(key).or_insert(0) += 1;
+        }
+        let next = self.regions.len();
+        let at = *self.region_of_key.entry(key).or_insert(next);
+        if at == next {
+            self.regions.push(Region {
+                key,
+                per_vcpu: vec![Counters::default(); self.vcpus.len()],
+            });
+        }
+        self.vcpus[vcpu].region = at;
+    }
+
+    /// Keeps only region `key`'s top lines (with those kept when it was last left).
+    fn prune(&mut self, key: u64) {
+        let mut lines: HashMap<u64, LineStats, FastBuild> = HashMap::default();
+        for (line, s) in self.kept.remove(&key).unwrap_or_default() {
+            lines.insert(line, s);
+        }
+        self.live.retain(|&(k, line), s| {
+            if k != key {
+                return true;
+            }
+            lines
+                .entry(line)
+                .and_modify(|old| old.merge(s))
+                .or_insert(*s);
+            false
+        });
+        let mut ranked: Vec<(u64, LineStats)> = lines.into_iter().collect();
+        ranked.sort_by_key(|(line, s)| {
+            (
+                Reverse(s.hitm_local + s.hitm_remote),
+                Reverse(s.stores + s.atomics),
+                *line,
+            )
+        });
+        ranked.truncate(self.cfg.top);
+        if !ranked.is_empty() {
+            self.kept.insert(key, ranked);
+        }
+    }
+
+    /// One memory access by `vcpu` at virtual `vaddr`.
+    pub fn access(&mut self, vcpu: usize, vaddr: u64, mem: Mem, kind: Kind) {
+        let v = self.vcpus[vcpu];
+        if v.pending_marker {
+            self.vcpus[vcpu].pending_marker = false;
+            self.enter(vcpu, vaddr);
+            return;
+        }
+        let region = &mut self.regions[v.region];
+        let key = region.key;
+        let c = &mut region.per_vcpu[vcpu];
+        let paddr = match mem {
+            Mem::Phys(p) => p,
+            Mem::Io => {
+                c.io += 1;
+                return;
+            }
+            Mem::Unmapped => {
+                c.unmapped += 1;
+                return;
+            }
+        };
+        let Some(mem_node) = self.cfg.mem_node(paddr) else {
+            c.unmapped += 1;
+            return;
+        };
+        match kind {
+            Kind::Load => c.loads += 1,
+            Kind::Store => c.stores += 1,
+            Kind::Atomic => c.atomics += 1,
+        }
+        if mem_node == v.node {
+            c.local += 1;
+        } else {
+            c.remote += 1;
+        }
+        c.dist_sum += u64::from(self.cfg.distance[v.node as usize][mem_node as usize]);
+        let out = self.dir.access(vcpu, paddr, kind != Kind::Load);
+        let (mut hitm_local, mut hitm_remote) = (0, 0);
+        match out.source {
+            Source::Hit => c.hits += 1,
+            Source::Miss if mem_node == v.node => c.miss_local += 1,
+            Source::Miss => c.miss_remote += 1,
+            Source::Hitm(o) if self.vcpus[o].node == v.node => hitm_local = 1,
+            Source::Hitm(_) => hitm_remote = 1,
+        }
+        c.hitm_local += hitm_local;
+        c.hitm_remote += hitm_remote;
+        c.inval += u64::from(out.inval);
+        if key == 0 {
+            return;
+        }
+        let offset = paddr % LINE_BYTES;
+        let s = self
+            .live
+            .entry((key, paddr - offset))
+            .or_insert_with(|| LineStats {
+                vaddr: vaddr.wrapping_sub(offset),
+                node: mem_node,
+                ..LineStats::default()
+            });
+        match kind {
+            Kind::Load => s.loads += 1,
+            Kind::Store => s.stores += 1,
+            Kind::Atomic => s.atomics += 1,
+        }
+        s.hitm_local += hitm_local;
+        s.hitm_remote += hitm_remote;
+        s.inval += u64::from(out.inval);
+    }
+
+    /// At exit: every region still occupied keeps only its top lines.
+    pub fn finish(&mut self) {
+        let mut keys: Vec<u64> = self.occupants.drain().map(|(k, _)| k).collect();
+        keys.sort_unstable();
+        for key in keys {
+            self.prune(key);
+        }
+    }
+
+    /// Regions' rows sorted by (key, vCPU).
+    pub fn region_rows(&self) -> Vec<(u64, usize, Counters)> {
+        let mut rows: Vec<(u64, usize, Counters)> = self
+            .regions
+            .iter()
+            .flat_map(|r| r.per_vcpu.iter().enumerate().map(|(v, c)| (r.key, v, *c)))
+            .collect();
+        rows.sort_by_key(|&(k, v, _)| (k, v));
+        rows
+    }
+
+    /// The kept lines: by key, then rank. Only complete after `finish`.
+    pub fn line_rows(&self) -> impl Iterator<Item = (u64, u64, &LineStats)> {
+        self.kept
+            .iter()
+            .flat_map(|(&k, lines)| lines.iter().map(move |(p, s)| (k, *p, s)))
+    }
+
+    /// The per-vCPU counters summed over every region.
+    pub fn vcpu_totals(&self, vcpu: usize) -> Counters {
+        let mut t = Counters::default();
+        for r in &self.regions {
+            t.add(&r.per_vcpu[vcpu]);
+        }
+        t
+    }
+
+    /// Whole-boot totals, every key and vCPU together.
+    pub fn total(&self) -> Counters {
+        let mut t = Counters::default();
+        for v in 0..self.vcpus.len() {
+            t.add(&self.vcpu_totals(v));
+        }
+        t
+    }
+
+    pub fn vcpu_count(&self) -> usize {
+        self.vcpus.len()
+    }
+
+    /// Lines held in the live per-region table (bounded: regions now occupied).
+    pub fn live_lines(&self) -> usize {
+        self.live.len()
+    }
+}
