@@ -401,3 +401,7 @@ impl Model {
         self.live.len()
     }
 }
+
+#[cfg(test)]
+#[path = "account_tests.rs"]
+mod tests;

@@ -14,6 +14,15 @@ pub struct MemRange {
     pub node: u32,
 }
 
+/// How QEMU holds the guest's RAM, which decides the addresses QEMU 7.2 reports (`hwaddr`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QemuRam {
+    /// One `memory-backend-ram` per node with memory, in node order (the presets): the default.
+    PerNode,
+    /// One RAM block for the whole machine (no `-numa ...,memdev=`: UMA, replayed machines).
+    Single,
+}
+
 /// The parsed config.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -25,6 +34,7 @@ pub struct Config {
     /// `vcpu_node[cpu_index]`.
     pub vcpu_node: Vec<u32>,
     pub top: usize,
+    pub qemu_ram: QemuRam,
 }
 
 impl Config {
@@ -65,6 +75,7 @@ pub fn parse(text: &str) -> Result<Config, String> {
     let mut mem: Vec<MemRange> = Vec::new();
     let mut vcpus: Vec<Option<u32>> = Vec::new();
     let mut top = DEFAULT_TOP;
+    let mut qemu_ram = QemuRam::PerNode;
     for (i, raw) in text.lines().enumerate() {
         let lineno = i + 1;
         let at = |e: String| format!("line {lineno}: {e}");
@@ -145,6 +156,14 @@ pub fn parse(text: &str) -> Result<Config, String> {
                 need(1)?;
                 top = num(args[0]).map_err(at)? as usize;
             }
+            "qemu_ram" => {
+                need(1)?;
+                qemu_ram = match args[0] {
+                    "per_node" => QemuRam::PerNode,
+                    "single" => QemuRam::Single,
+                    v => return Err(at(format!("qemu_ram is per_node or single, not `{v}`"))),
+                };
+            }
             other => return Err(at(format!("unknown directive `{other}`"))),
         }
     }
@@ -172,6 +191,7 @@ pub fn parse(text: &str) -> Result<Config, String> {
         mem,
         vcpu_node,
         top,
+        qemu_ram,
     })
 }
 
@@ -190,6 +210,9 @@ mod tests {
         assert_eq!(c.distance, vec![vec![10, 20], vec![20, 10]]);
         assert_eq!(c.vcpu_node, vec![0, 0, 1, 1]);
         assert_eq!(c.top, 5);
+        assert_eq!(c.qemu_ram, QemuRam::PerNode);
+        let single = parse(&format!("{TWO}qemu_ram single\n")).unwrap();
+        assert_eq!(single.qemu_ram, QemuRam::Single);
         assert_eq!(c.mem_node(0), Some(0));
         assert_eq!(c.mem_node(0x1fff_ffff), Some(0));
         assert_eq!(c.mem_node(0x2000_0000), Some(1));
@@ -233,6 +256,14 @@ mod tests {
         assert_eq!(
             err("nodes 1\nvcpu 256 0\n").as_str(),
             "line 2: vcpu 256 out of range (must be below 256)"
+        );
+    }
+
+    #[test]
+    fn bad_qemu_ram() {
+        assert_eq!(
+            err("qemu_ram both\n"),
+            "line 1: qemu_ram is per_node or single, not `both`"
         );
     }
 

@@ -4,13 +4,17 @@
 //! block->mr->addr`: the RAM block's offset in QEMU's ram_addr space, plus the offset in the
 //! block, plus the block's address in its container (QEMU 8.2 replaced this by the TLB's
 //! physical address: "plugin: Simplify struct qemu_plugin_hwaddr", qemu-devel, 2023-09-16).
-//! The runner gives each node with memory one `memory-backend-ram`, in node order, created
-//! before the board's own RAM blocks; so node n's block starts at the same offset A(n) in
-//! ram_addr space and in the NUMA memory container, and QEMU reports `A(n) + ram_offset` where
-//! `ram_offset` is the address in the machine's RAM (guest-physical below 4 GiB; above it, 4 GiB
-//! less the RAM below 4 GiB). Node 0's block is at 0, so its addresses come back unchanged.
+//! `ram_offset` below is the address in the machine's RAM: guest-physical below 4 GiB; above it,
+//! 4 GiB less the RAM below 4 GiB (the config's highest range end at or below 4 GiB).
+//! - `qemu_ram per_node` (the presets): each node with memory has one `memory-backend-ram`, in
+//!   node order, created before the board's own RAM blocks; so node n's block starts at the same
+//!   offset A(n) in ram_addr space and in the NUMA memory container, and QEMU reports
+//!   `A(n) + ram_offset`. Node 0's block is at 0, so its addresses come back unchanged.
+//! - `qemu_ram single` (no memdev: UMA, replayed machines): one block at 0, QEMU reports
+//!   `ram_offset`.
+//! Addresses of QEMU's other RAM blocks (firmware ROM, video RAM) map to no range: `unmapped`.
 
-use crate::config::Config;
+use crate::config::{Config, QemuRam};
 
 const FOUR_GIB: u64 = 1 << 32;
 
@@ -53,13 +57,17 @@ impl Layout {
             .mem
             .iter()
             .map(|r| {
-                let base = cfg
-                    .mem
-                    .iter()
-                    .filter(|o| o.node == r.node)
-                    .map(|o| ram_offset(o.start))
-                    .min()
-                    .unwrap_or(0);
+                // A(n): where node n's block starts (0 for the single block).
+                let base = match cfg.qemu_ram {
+                    QemuRam::Single => 0,
+                    QemuRam::PerNode => cfg
+                        .mem
+                        .iter()
+                        .filter(|o| o.node == r.node)
+                        .map(|o| ram_offset(o.start))
+                        .min()
+                        .unwrap_or(0),
+                };
                 let start = base + ram_offset(r.start);
                 Span {
                     start,
@@ -115,6 +123,21 @@ mod tests {
         assert_eq!(l.to_gpa(0x5fbe_0000), Some(0x3fbe_0000));
         assert_eq!(l.to_gpa(0x6000_0000), None);
         assert_eq!(l.to_reported(0x3fbe_0000), Some(0x5fbe_0000));
+    }
+
+    #[test]
+    fn one_block_for_every_node() {
+        let mem = "mem 0x0 0x20000000 0\nmem 0x20000000 0x40000000 1\nqemu_ram single\n";
+        let l = layout(mem, 2);
+        assert_eq!(l.to_gpa(0x2000_0000), Some(0x2000_0000));
+        assert_eq!(l.to_gpa(0x3fff_ffff), Some(0x3fff_ffff));
+        assert_eq!(l.to_gpa(0x4000_0000), None);
+        // Above 4 GiB: the RAM offset continues after the RAM below 4 GiB.
+        let mem = "mem 0x0 0xc0000000 0\nmem 0x100000000 0x140000000 1\nqemu_ram single\n";
+        let l = layout(mem, 2);
+        assert_eq!(l.to_gpa(0xc000_0000), Some(0x1_0000_0000));
+        assert_eq!(l.to_gpa(0xffff_ffff), Some(0x1_3fff_ffff));
+        assert_eq!(l.to_gpa(0x1_0000_0000), None);
     }
 
     #[test]
