@@ -18,19 +18,71 @@ pub struct SeedRow {
 }
 
 /// The rows: every experiment's seed rows in the catalog (kernel/algo/src/bench/catalog, with
-/// the thread figures taken from the threads, docs/linux-reference.md), in seed order.
+/// the thread figures taken from the threads, docs/linux-reference.md), each throughput row
+/// followed by its modelled row (`modelled`), in seed order.
 pub fn rows() -> Vec<SeedRow> {
-    let mut out: Vec<SeedRow> = CATALOG
-        .iter()
-        .flat_map(|e| {
-            e.seeds.iter().map(|s| SeedRow {
+    let mut out: Vec<SeedRow> = Vec::new();
+    for e in CATALOG {
+        for s in e.seeds {
+            out.push(SeedRow {
                 bench: e.name,
                 thread: s,
-            })
-        })
-        .collect();
+            });
+            if let Some(m) = modelled(s) {
+                out.push(SeedRow {
+                    bench: e.name,
+                    thread: m,
+                });
+            }
+        }
+    }
     out.sort_by_key(|r| r.thread.seed);
     out
+}
+
+/// Seed metrics that are a throughput (work per time, or per instruction): the thread's
+/// figure is a time or a rate, which the trace plugin's modelled time can stand for.
+const THROUGHPUT_METRICS: [&str; 4] = [
+    "ops_per_cpu",
+    "ops_per_sec",
+    "allocations_per_sec",
+    "pairs_per_kinstruction",
+];
+
+/// The metric of the modelled rows (boot/src/trace: cycles per operation, exact).
+pub const MODELLED_METRIC: &str = "modelled_cycles_per_op";
+
+/// The modelled row of a throughput seed row: the same change in `modelled_cycles_per_op` of
+/// the det boot (or of the row's own instruction-count boot), against the thread's figure as
+/// a time, 1 / its ratio. Measured only with `--trace mem` (and in the main job's det boot).
+fn modelled(s: &'static Seed) -> Option<&'static Seed> {
+    static MODELLED: std::sync::OnceLock<Vec<(&'static Seed, &'static Seed)>> =
+        std::sync::OnceLock::new();
+    let all = MODELLED.get_or_init(|| {
+        CATALOG
+            .iter()
+            .flat_map(|e| e.seeds.iter())
+            .filter(|s| THROUGHPUT_METRICS.contains(&s.metric) && s.thread_ratio > 0.0)
+            .map(|s| {
+                let boot = |b: Boot| if b.deterministic() { b } else { Boot::Det };
+                let figure: &'static str = Box::leak(
+                    format!("{}, as a time (1 / ratio), modelled", s.thread_figure).into_boxed_str(),
+                );
+                let m: &'static Seed = Box::leak(Box::new(Seed {
+                    seed: s.seed,
+                    metric: MODELLED_METRIC,
+                    case: s.case,
+                    boot: boot(s.boot),
+                    base: s.base,
+                    base_boot: boot(s.base_boot),
+                    thread_figure: figure,
+                    thread_ratio: 1.0 / s.thread_ratio,
+                }));
+                (s, m)
+            })
+            .collect()
+    });
+    all.iter().find(|(o, _)| std::ptr::eq(*o, s)).map(|(_, m)| *m)
 }
 
 /// Whether numalab's change moves the metric the way the thread's did.
@@ -306,6 +358,26 @@ mod tests {
             rep: 0,
             variant: None,
         }
+    }
+
+    #[test]
+    fn throughput_seeds_have_a_modelled_row_with_the_inverse_ratio() {
+        let rows = rows();
+        for seed in ["000", "002", "004", "005", "006"] {
+            let m = rows
+                .iter()
+                .find(|r| r.thread.seed == seed && r.thread.metric == MODELLED_METRIC)
+                .unwrap_or_else(|| panic!("seed {seed} has no modelled row"));
+            assert!(m.thread.boot.deterministic() && m.thread.base_boot.deterministic());
+            let origin = rows
+                .iter()
+                .find(|r| r.thread.seed == seed && THROUGHPUT_METRICS.contains(&r.thread.metric))
+                .unwrap();
+            assert!((m.thread.thread_ratio * origin.thread.thread_ratio - 1.0).abs() < 1e-12);
+        }
+        assert!(!rows
+            .iter()
+            .any(|r| r.thread.seed == "001" && r.thread.metric == MODELLED_METRIC));
     }
 
     #[test]

@@ -84,7 +84,8 @@ impl BenchArgs {
             icount_only: false,
             kernel: Kernel::Numalab,
             linux_append: None,
-            trace: false,
+            // The det boot carries the trace plugin, for the seeds table's modelled rows.
+            trace: true,
             trace_latency: None,
         }
     }
@@ -107,6 +108,7 @@ impl BenchArgs {
             base,
             main_job: false,
             no_det: true,
+            trace: false,
             ..self.clone()
         })
     }

@@ -177,7 +177,8 @@ pub fn numalab_boot(
         config: boot_config(args, boot, rep)?,
         when,
         machine,
-        trace: args.trace && boot.deterministic(),
+        // The main job traces its det boot only (the modelled seed rows).
+        trace: args.trace && boot.deterministic() && !(args.main_job && boot == Boot::Icount),
         trace_latency: trace_latency(args)?,
     })
 }

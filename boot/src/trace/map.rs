@@ -31,6 +31,9 @@ pub struct NodeMap {
     pub ranges: Vec<MemRange>,
     /// Node of each vCPU, by QEMU's cpu_index.
     pub vcpu_nodes: Vec<u32>,
+    /// Each node's RAM is its own memory backend (QEMU 7.2 then reports RAM addresses per
+    /// backend; the plugin's `qemu_ram per_node`), else one block (`single`).
+    pub ram_per_node: bool,
 }
 
 /// Bytes of guest RAM below 4 GiB for `total` bytes of RAM on QEMU's `pc` machine.
@@ -58,6 +61,9 @@ impl NodeMap {
     /// The map of `m`. Err: a machine whose layout this does not know (a machine type other
     /// than `pc`, or a node whose memory backend is not declared).
     pub fn of(m: &QemuMachine, extra: &[String]) -> Result<NodeMap, String> {
+        if extra.iter().any(|a| a == "-acpitable") {
+            return Err("--trace: a machine whose SRAT is injected (-acpitable, as --machine replays do) is not supported yet: the plugin's node map comes from the -numa arguments".into());
+        }
         if let Some(kind) = machine_type(extra) {
             if !kind.starts_with("pc") || kind.starts_with("pc-q35") {
                 return Err(format!(
@@ -168,6 +174,7 @@ impl NodeMap {
             distances,
             ranges,
             vcpu_nodes,
+            ram_per_node: !m.backends.is_empty(),
         })
     }
 
@@ -187,6 +194,11 @@ impl NodeMap {
             s.push_str(&format!("vcpu {v} {n}\n"));
         }
         s.push_str(&format!("top {top}\n"));
+        s.push_str(if self.ram_per_node {
+            "qemu_ram per_node\n"
+        } else {
+            "qemu_ram single\n"
+        });
         s
     }
 
@@ -240,6 +252,16 @@ mod tests {
         let map = NodeMap::of(&preset("memoryless"), &[]).unwrap();
         assert!(map.ranges.iter().skip(1).all(|r| r.node != 0));
         assert_eq!(map.node_mib()[0], 0);
+    }
+
+    #[test]
+    fn the_config_says_how_qemu_lays_out_ram() {
+        let numa = NodeMap::of(&preset("4node"), &[]).unwrap().config_text(20);
+        assert!(numa.contains("qemu_ram per_node\n") && numa.contains("top 20\n"), "{numa}");
+        let uma = NodeMap::of(&preset("uma"), &[]).unwrap().config_text(20);
+        assert!(uma.contains("qemu_ram single\n"), "{uma}");
+        let e = NodeMap::of(&preset("uma"), &["-acpitable".into(), "file=x".into()]).unwrap_err();
+        assert!(e.contains("-acpitable"), "{e}");
     }
 
     #[test]

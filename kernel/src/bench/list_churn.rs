@@ -53,6 +53,7 @@ pub(super) fn run_case(
     let stats0 = cache.stats();
     let k = cpus.len();
     let mail = Mailboxes::new(k, BATCH * 4);
+    mail.name_for_trace(experiment);
     let barrier = Barrier::new(k);
     let start = AtomicU64::new(0);
     let end = AtomicU64::new(0);

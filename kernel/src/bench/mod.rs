@@ -22,6 +22,7 @@ mod numa_locality;
 mod page_alloc;
 mod pairs;
 pub mod region;
+mod region_tests;
 mod sheaves_vs_partial;
 mod slabinfo_reader;
 mod slub_cache;

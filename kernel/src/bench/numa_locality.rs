@@ -129,6 +129,7 @@ fn run_case(case: &str, prefer_local: bool, rounds: usize) -> Result<Sample, Str
     );
     let stats0 = cache.stats();
     let mail = Mailboxes::new(cpus.len(), BURST);
+    mail.name_for_trace(NAME);
     let phases = PhaseBarrier::new(cpus.len());
     let (local, total) = (AtomicU64::new(0), AtomicU64::new(0));
     let (grow_local, grow_total) = (AtomicU64::new(0), AtomicU64::new(0));

@@ -72,6 +72,20 @@ impl RegionKey {
     }
 }
 
+/// A fresh region of experiment `bench`, case `case` on `cpus` CPUs, labelled on the console:
+/// its marker byte, and the marker byte of "no region", for code that marks itself.
+pub fn open(bench: &str, case: &str, cpus: usize) -> (&'static u8, &'static u8) {
+    let slot = take_slot();
+    let key = &MARKS.0[slot];
+    if slot != 0 {
+        crate::println!(
+            "# trace region {:#x}: {bench} {case} cpus {cpus}",
+            key as *const u8 as usize,
+        );
+    }
+    (key, &MARKS.0[0])
+}
+
 /// Runs `f` on each of `cpus` as one timed region of experiment `bench`, case `case`.
 pub fn run_on_cpus(
     bench: &str,
@@ -79,27 +93,19 @@ pub fn run_on_cpus(
     cpus: &[CpuId],
     f: &(dyn Fn(CpuId) + Sync),
 ) -> RegionKey {
-    let slot = take_slot();
-    let key = &MARKS.0[slot];
-    if slot != 0 {
-        crate::println!(
-            "# trace region {:#x}: {bench} {case} cpus {}",
-            key as *const u8 as usize,
-            cpus.len()
-        );
-    }
+    let (key, outside) = open(bench, case, cpus.len());
     let quantum = det_quantum();
     let ticks_per_sec = super::ticks_per_sec();
     let timed = quantum > 0 && crate::arch::apic::timer_periodic(ticks_per_sec / quantum);
     crate::smp::run_on_cpus(cpus, &|cpu| {
         crate::arch::trace_mark::mark(key);
         f(cpu);
-        crate::arch::trace_mark::mark(&MARKS.0[0]);
+        crate::arch::trace_mark::mark(outside);
     });
     if timed {
         crate::arch::apic::timer_periodic(0);
     }
-    RegionKey(if slot == 0 { 0 } else { key as *const u8 as usize })
+    RegionKey(if core::ptr::eq(key, outside) { 0 } else { key as *const u8 as usize })
 }
 
 /// `run_on_cpus` on every online CPU.

@@ -103,6 +103,17 @@ impl Mailboxes {
         }
     }
 
+    /// Names each mailbox for the trace's c2c table (`EXPERIMENT mailbox I`).
+    pub fn name_for_trace(&self, experiment: &str) {
+        for (i, b) in self.boxes.iter().enumerate() {
+            super::region::name(
+                b as *const _ as usize,
+                core::mem::size_of_val(b),
+                format_args!("{experiment} mailbox {i}"),
+            );
+        }
+    }
+
     /// Moves every object in `objs` to participant `to`.
     pub fn send(&self, to: usize, objs: &mut Vec<Obj>) {
         self.boxes[to].lock().append(objs);
