@@ -71,6 +71,7 @@ fn run_suite(_opts: &'static numalab_algo::options::Options) -> bool {
 }
 
 fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
+    arch::trace_mark::mark_kernel();
     serial::init();
     println!(
         "numalab {} booting: x86_64 unikernel lab for NUMA memory allocators",

@@ -4,8 +4,9 @@
 //! `build_srat`), so that it equals the SRAT the kernel reads:
 //! - RAM below 4 GiB is all of it, unless the machine has 3.5 GiB or more; then 3 GiB lie
 //!   below 4 GiB and the rest starts at 4 GiB (`gigabyte_align`);
-//! - node 0 owns [0, 640 KiB); from 1 MiB on, each node's memory follows the previous node's
-//!   in node-id order (node 0's less the first MiB), split at the below-4G end;
+//! - each node's memory follows the previous node's from 0, in node-id order; the node that
+//!   spans 640 KiB loses the hole up to 1 MiB, and a node that spans the below-4G end
+//!   continues at 4 GiB;
 //! - a CPU no `-numa node,cpus=` names is on node 0; without a `-numa dist` the distances are
 //!   10 local, 20 remote (what Linux assumes without a SLIT).
 
@@ -124,42 +125,35 @@ impl NodeMap {
             }
         }
         let below = below_4g_bytes(total);
-        let mut ranges = vec![MemRange {
-            start: 0,
-            end: 640 * KIB,
-            node: 0,
-        }];
-        let mut next = MIB;
-        for (i, (id, bytes, _)) in nodes.iter().enumerate() {
-            let mut len = *bytes;
-            if i == 0 {
-                len = len.saturating_sub(MIB);
+        let mut ranges = Vec::new();
+        let mut push = |start: u64, end: u64, node: u32| {
+            if end > start {
+                ranges.push(MemRange { start, end, node });
             }
-            let base = next;
-            next = base + len;
-            let node = index(*id).unwrap_or(0) as u32;
-            if base <= below && next > below {
-                if below > base {
-                    ranges.push(MemRange {
-                        start: base,
-                        end: below,
-                        node,
-                    });
+        };
+        // QEMU 7.2's build_srat: each node's memory follows the previous node's from 0; the
+        // 640 KiB-1 MiB hole is cut out of the node that spans it (its RAM there is lost),
+        // and the part past the below-4G end moves to 4 GiB.
+        let mut next = 0u64;
+        for (i, (_, bytes, _)) in nodes.iter().enumerate() {
+            let node = i as u32;
+            let mut base = next;
+            next = base + bytes;
+            if base <= 640 * KIB && next > 640 * KIB {
+                push(base, 640 * KIB, node);
+                if next <= MIB {
+                    next = MIB;
+                    continue;
                 }
-                let high = next - below;
-                ranges.push(MemRange {
-                    start: 4 * GIB,
-                    end: 4 * GIB + high,
-                    node,
-                });
-                next = 4 * GIB + high;
-            } else if len > 0 {
-                ranges.push(MemRange {
-                    start: base,
-                    end: next,
-                    node,
-                });
+                base = MIB;
             }
+            if base <= below && next > below {
+                push(base, below, node);
+                let high = next - below;
+                base = 4 * GIB;
+                next = base + high;
+            }
+            push(base, next, node);
         }
         let vcpus = m.max_cpus();
         let mut vcpu_nodes = vec![0u32; vcpus as usize];
@@ -228,6 +222,7 @@ mod tests {
         let total = m.mem_mib() * MIB;
         assert_eq!(map.ranges[0], MemRange { start: 0, end: 640 * KIB, node: 0 });
         assert_eq!(map.ranges[1].start, MIB);
+        assert_eq!(map.ranges[1].end, total / 2);
         assert_eq!(map.ranges[1].end, map.ranges[2].start);
         assert_eq!(map.ranges.last().unwrap().end, total);
         assert_eq!(map.ranges[2].node, 1);
@@ -241,16 +236,18 @@ mod tests {
         let p = crate::presets::find("2node").unwrap();
         let m = p.machine(4, 4096);
         let map = NodeMap::of(&m, &[]).unwrap();
-        // 2 GiB per node: node 0 [1M, 2G), node 1 [2G, 3G) and [4G, 5G).
+        // 2 GiB per node: node 0 [0, 640K) and [1M, 2G), node 1 [2G, 3G) and [4G, 5G).
         assert_eq!(map.ranges[1], MemRange { start: MIB, end: 2 * GIB, node: 0 });
         assert_eq!(map.ranges[2], MemRange { start: 2 * GIB, end: 3 * GIB, node: 1 });
         assert_eq!(map.ranges[3], MemRange { start: 4 * GIB, end: 5 * GIB, node: 1 });
     }
 
     #[test]
-    fn a_memoryless_node_has_no_range_past_the_first_mib() {
+    fn a_memoryless_node_has_no_range_and_the_next_node_takes_the_low_memory() {
         let map = NodeMap::of(&preset("memoryless"), &[]).unwrap();
-        assert!(map.ranges.iter().skip(1).all(|r| r.node != 0));
+        assert!(map.ranges.iter().all(|r| r.node == 1), "{:?}", map.ranges);
+        assert_eq!(map.ranges[0], MemRange { start: 0, end: 640 * KIB, node: 1 });
+        assert_eq!(map.ranges[1], MemRange { start: MIB, end: 2 * GIB, node: 1 });
         assert_eq!(map.node_mib()[0], 0);
     }
 

@@ -148,9 +148,17 @@ pub fn analyse(
     let out = output::parse(out_text)?;
     let regions = labels::regions(log);
     let mut rep = TraceReport::default();
-    let t = &out.total;
+    // From the kernel's entry on (key 0 is the firmware and the loader, whose length depends
+    // on the host's disk I/O: not repeatable).
+    let mut kernel = output::Counters::default();
+    for ((key, _), c) in &out.regions {
+        if *key != 0 {
+            kernel.add(c);
+        }
+    }
+    let t = &kernel;
     rep.summary = format!(
-        "numalab: trace ({} boot): {} instructions, {} RAM accesses ({:.2}% remote), {} HITM ({} remote), {} vCPU turns (mean {:.0} instructions)",
+        "numalab: trace ({} boot, from the kernel's entry): {} instructions, {} RAM accesses ({:.2}% remote), {} HITM ({} remote), {} vCPU turns (mean {:.0} instructions)",
         boot.name(),
         t.get("insns"),
         t.accesses(),

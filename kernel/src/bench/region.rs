@@ -4,7 +4,7 @@
 //! `run_on_cpus(bench, case, cpus, f)` is `smp::run_on_cpus` for an experiment's measured
 //! work: it takes a fresh slot of `MARKS`, prints `# trace region 0xKEY: BENCH CASE cpus K`
 //! (KEY: the slot's virtual address), and every CPU marks itself into the region
-//! (`arch::trace_mark::mark`) before `f` and back out (slot 0) after it. The plugin keys its
+//! (`arch::trace_mark::mark`) before `f` and back out (to `arch::trace_mark::KERNEL`) after it. The plugin keys its
 //! counts by that address; the runner joins them to the label. The markers run in every boot,
 //! plugin or not, and outside the experiments' timed windows (which `f` opens and closes), so
 //! they move no figure of record.
@@ -26,7 +26,7 @@
 use crate::topology::CpuId;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-/// Region slots; slot 0 is "in no region".
+/// Region slots; slot 0 is never used (a region past the last slot is not marked).
 const SLOTS: usize = 4096;
 
 #[repr(C, align(4096))]
@@ -83,7 +83,7 @@ pub fn open(bench: &str, case: &str, cpus: usize) -> (&'static u8, &'static u8) 
             key as *const u8 as usize,
         );
     }
-    (key, &MARKS.0[0])
+    (key, &crate::arch::trace_mark::KERNEL)
 }
 
 /// Runs `f` on each of `cpus` as one timed region of experiment `bench`, case `case`.
@@ -105,7 +105,7 @@ pub fn run_on_cpus(
     if timed {
         crate::arch::apic::timer_periodic(0);
     }
-    RegionKey(if core::ptr::eq(key, outside) { 0 } else { key as *const u8 as usize })
+    RegionKey(if core::ptr::eq(key, &MARKS.0[0]) { 0 } else { key as *const u8 as usize })
 }
 
 /// `run_on_cpus` on every online CPU.

@@ -11,6 +11,18 @@ macro_rules! marker {
     };
 }
 
+/// The key of "in the kernel, in no timed region": every CPU marks it first thing (the boot
+/// CPU in `kernel_main`, each AP in its entry), so that the plugin's key 0 holds only what ran
+/// before the kernel (the firmware and the boot loader, whose length depends on the host's
+/// disk I/O), and every region leaves to it.
+pub static KERNEL: u8 = 0;
+
+/// Marks the calling CPU as in the kernel, outside any timed region.
+#[inline(always)]
+pub fn mark_kernel() {
+    mark(&KERNEL)
+}
+
 /// Marks the calling CPU as entering the region keyed by `slot`'s address.
 #[inline(always)]
 pub fn mark(slot: &u8) {

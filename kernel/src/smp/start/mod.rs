@@ -250,6 +250,7 @@ pub fn start_aps(
 
 /// Where every AP lands from the trampoline, on its own kernel stack.
 extern "C" fn ap_entry(apic_id: u32) -> ! {
+    crate::arch::trace_mark::mark_kernel();
     let Some(bringup) = BRINGUP.get() else {
         halt_forever()
     };

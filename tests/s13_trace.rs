@@ -1,0 +1,171 @@
+//! Layer 13: the trace plugin (`--trace mem`, docs/trace.md) against answers known in advance
+//! and against the kernel's own view of the machine.
+//! - The kernel's `trace` suite (kernel/src/bench/region_tests.rs) runs three probes under the
+//!   plugin in a det boot of 2node: a CPU of node 0 reading 256 lines of node 1 (256 remote
+//!   accesses, 0 local), two CPUs of two nodes handing one line back and forth 100 times (199
+//!   remote HITM on it, +-1), a CPU rewriting its own 256 lines (no transfer, no invalidation,
+//!   no miss). The same boot twice writes the same output, byte for byte, and in every region
+//!   the event classes add up to the accesses. (What ran before the kernel, key 0, is the
+//!   firmware's and is not compared.)
+//! - The plugin's node map (the runner's, boot/src/trace/map.rs) equals the SRAT the kernel
+//!   read (`acpi.dump=1`) on 4node, memoryless, cpuless and 8node.
+//! - `bench --icount --smoke --trace mem --set bench=slub_list_lock` prints perf c2c tables
+//!   whose rows name the cache's list_locks, with records of every region.
+
+use numalab_boot::trace::{self, labels, map::NodeMap, output};
+use numalab_boot::RunConfig;
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn trace_dir() -> PathBuf {
+    numalab_boot::image::repo_root().join("target").join("trace-tests")
+}
+
+/// The machine of `c` as the runner renders it.
+fn node_map(c: &RunConfig) -> NodeMap {
+    let (cpus, mem) = c.machine_size();
+    NodeMap::of(&c.topology.machine(cpus, mem), &c.extra).expect("node map")
+}
+
+/// A det boot of 2node running the kernel's trace suite under the plugin (output `name`).
+fn traced_boot(name: &str) -> (String, String) {
+    let mut c = numalab::config("2node");
+    c.icount = true;
+    c.timeout = Duration::from_secs(300);
+    c.sets.push("filter=trace".into());
+    c.sets.push("acpi.dump=1".into());
+    c.trace = Some(trace::prepare(&c, &trace_dir(), name).expect("trace plugin and config"));
+    let out = numalab::boot(&c);
+    assert!(out.passed(), "{}", out.failure_report());
+    let text = std::fs::read_to_string(&c.trace.as_ref().unwrap().out).expect("plugin output");
+    (out.log.clone(), text)
+}
+
+fn region<'a>(regions: &'a [labels::Region], case: &str) -> &'a labels::Region {
+    regions
+        .iter()
+        .find(|r| r.bench == "trace_check" && r.case == case)
+        .unwrap_or_else(|| panic!("no region trace_check {case}"))
+}
+
+#[test]
+fn s13_known_answers_exact_and_repeated() {
+    let (log, text) = traced_boot("known-a");
+    let t = output::parse(&text).expect("plugin output reads");
+    let regions = labels::regions(&log);
+
+    let reads = t.region_total(region(&regions, "remote_reads").key);
+    assert_eq!(reads.get("loads"), 256, "{reads:?}");
+    assert_eq!(reads.get("remote"), 256, "{reads:?}");
+    assert_eq!(reads.get("local"), 0, "{reads:?}");
+    assert_eq!(reads.get("stores") + reads.get("atomics"), 0, "{reads:?}");
+
+    let pp = region(&regions, "ping_pong");
+    let line = t
+        .region_lines(pp.key)
+        .into_iter()
+        .find(|l| pp.name_of(l.vaddr) == Some("ping_pong line"))
+        .expect("the ping-pong line is among the region's hottest");
+    assert!(
+        (198..=200).contains(&line.hitm_remote),
+        "2 x 100 - 1 remote HITM expected (+-1): {line:?}"
+    );
+    assert_eq!(line.hitm_local, 0, "{line:?}");
+
+    let own = t.region_total(region(&regions, "private_writes").key);
+    assert_eq!(own.get("stores"), 256, "{own:?}");
+    assert_eq!(own.hitm() + own.get("inval"), 0, "{own:?}");
+    assert_eq!(own.get("miss_local") + own.get("miss_remote"), 0, "{own:?}");
+
+    // The classes add up, in every region and vCPU and for the whole boot.
+    for ((key, vcpu), c) in t.regions.iter().chain(std::iter::once((&(u64::MAX, 0), &t.total))) {
+        let accesses = c.get("loads") + c.get("stores") + c.get("atomics");
+        assert_eq!(accesses, c.accesses(), "region {key:#x} vcpu {vcpu}: {c:?}");
+        let served = c.get("hits") + c.get("miss_local") + c.get("miss_remote") + c.hitm();
+        assert_eq!(accesses, served, "region {key:#x} vcpu {vcpu}: {c:?}");
+    }
+
+    // The same boot again: the same output, byte for byte, from the kernel's entry on (key 0
+    // and the whole-boot total hold the firmware and the loader, whose length depends on the
+    // host's disk I/O: docs/benchmarks.md "Why det counts repeat").
+    let (_, again) = traced_boot("known-b");
+    let kernel_part = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| !l.starts_with("region 0x0 ") && !l.starts_with("total "))
+            .map(String::from)
+            .collect()
+    };
+    assert!(
+        kernel_part(&text) == kernel_part(&again),
+        "two identical det boots wrote different trace output"
+    );
+}
+
+/// (start, end, pxm) of the enabled memory entries and (apic id, pxm) of the processors in an
+/// `acpi.dump=1` log.
+fn dumped_srat(log: &str) -> (Vec<(u64, u64, u32)>, Vec<(u32, u32)>) {
+    let hex = |w: &str| u64::from_str_radix(w.trim_start_matches("0x"), 16).unwrap();
+    let mut mem = Vec::new();
+    let mut cpus = Vec::new();
+    for line in log.lines().filter(|l| l.starts_with("acpi: SRAT entry") && l.ends_with("(enabled)")) {
+        let body = line.split_once(": ").unwrap().1.split_once(": ").unwrap().1;
+        let pxm: u32 = body.split("-> PXM ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
+        if let Some(range) = body.strip_prefix("memory ") {
+            let (a, rest) = range.split_once('-').unwrap();
+            let b = rest.split_whitespace().next().unwrap();
+            if hex(a) != hex(b) {
+                mem.push((hex(a), hex(b), pxm));
+            }
+        } else if let Some(p) = body.strip_prefix("processor APIC id ") {
+            cpus.push((p.split_whitespace().next().unwrap().parse().unwrap(), pxm));
+        }
+    }
+    (mem, cpus)
+}
+
+#[test]
+fn s13_plugin_node_map_equals_the_kernels_srat() {
+    for preset in ["4node", "memoryless", "cpuless", "8node"] {
+        let mut c = numalab::config(preset);
+        c.sets.push("filter=options".into());
+        c.sets.push("acpi.dump=1".into());
+        let out = numalab::shared_pass(&c);
+        let (mem, cpus) = dumped_srat(&out.log);
+        let map = node_map(&c);
+        let ours: Vec<(u64, u64, u32)> = map.ranges.iter().map(|r| (r.start, r.end, r.node)).collect();
+        assert_eq!(ours, mem, "{preset}: the plugin's ranges differ from the SRAT's");
+        for (apic, pxm) in cpus {
+            assert_eq!(map.vcpu_nodes.get(apic as usize), Some(&pxm), "{preset}: APIC id {apic}");
+        }
+    }
+}
+
+#[test]
+fn s13_bench_trace_prints_c2c_tables_naming_the_list_locks() {
+    let words: Vec<String> = "--icount --smoke --trace mem --set bench=slub_list_lock"
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    let mut args = numalab_boot::run::parse(&words).expect("bench arguments parse");
+    args.base.timeout = Duration::from_secs(600);
+    let img = numalab::image(args.base.firmware);
+    let cost = 4 * numalab::cost(&args.base);
+    let runs = numalab::with_qemu_slot(cost, || numalab_boot::run::run_boots(&args, &img)).expect("boots start");
+    let det = runs.iter().find(|r| r.boot == numalab_boot::bench::Boot::Det).expect("a det boot");
+    assert!(det.outcome.passed(), "{}", det.outcome.failure_report());
+    let t = det.trace.as_ref().expect("the det boot was traced");
+    assert!(t.console.contains("Shared Data Cache Line Table"), "{}", t.console);
+    assert!(
+        t.tables.lines().any(|l| l.ends_with(" list_lock") && l.contains("slub_list_lock node ")),
+        "no row names a list_lock:\n{}",
+        t.tables
+    );
+    for case in ["linux_default", "cpu_partial_x2"] {
+        for metric in ["remote_access_fraction", "hitm_remote_per_kop", "modelled_cycles_per_op"] {
+            assert!(
+                det.records.iter().any(|r| r.case == case && r.metric == metric && r.cpus == 8),
+                "no {case} {metric} at 8 CPUs"
+            );
+        }
+    }
+}
