@@ -23,9 +23,14 @@ pub fn symbol(region: &Region, syms: &[(u64, u64, String)], vaddr: u64) -> Strin
     "[dynamic]".to_string()
 }
 
-/// The table of `lines` (hottest first) of `region`; `total_hitm`: all HITM of the region
-/// (the share's denominator).
-pub fn table(region: &Region, lines: &[&Line], total_hitm: u64, syms: &[(u64, u64, String)]) -> String {
+/// The table of `lines` of `region`, each with its rank among the region's hottest (the
+/// Index column); `total_hitm`: all HITM of the region (the share's denominator).
+pub fn table(
+    region: &Region,
+    lines: &[(usize, &Line)],
+    total_hitm: u64,
+    syms: &[(u64, u64, String)],
+) -> String {
     let mut s = String::new();
     s.push_str("=================================================\n");
     s.push_str("           Shared Data Cache Line Table          \n");
@@ -38,7 +43,7 @@ pub fn table(region: &Region, lines: &[&Line], total_hitm: u64, syms: &[(u64, u6
     s.push_str("#        ----------- Cacheline ----------      Tot  ------- Load Hitm -------    Total    Total    Total    Total    Total\n");
     s.push_str("# Index             Address  Node  PA cnt     Hitm    Total  LclHitm  RmtHitm  records    Loads   Stores  Atomics    Inval  Symbol\n");
     s.push_str("# .....  ..................  ....  ......  .......  .......  .......  .......  .......  .......  .......  .......  .......  ......\n");
-    for (i, l) in lines.iter().enumerate() {
+    for &(i, l) in lines {
         let share = if total_hitm == 0 {
             0.0
         } else {
@@ -91,7 +96,7 @@ mod tests {
             hitm_remote: 3,
             inval: 2,
         };
-        let t = table(&region, &[&line], 8, &[]);
+        let t = table(&region, &[(0, &line)], 8, &[]);
         let row = t.lines().find(|l| l.contains("node 1 list_lock")).unwrap();
         let w: Vec<&str> = row.split_whitespace().collect();
         assert_eq!(&w[..12], ["0", "0x1000", "1", "1", "50.00%", "4", "1", "3", "20", "10", "4", "6"]);

@@ -22,7 +22,7 @@ use std::process::Command;
 use std::sync::Mutex;
 
 /// Hottest lines the plugin keeps per region.
-pub const TOP_LINES: usize = 20;
+pub const TOP_LINES: usize = 64;
 /// Lines of each region's table on the console (the run folder has all `TOP_LINES`).
 pub const CONSOLE_LINES: usize = 5;
 
@@ -199,12 +199,19 @@ pub fn analyse(
                 rep.records.push(record(r, boot, nodes, "modelled_cycles", latency.cycles(&c), "modelled_cycles"));
             }
         }
-        let lines = out.region_lines(r.key);
+        let lines: Vec<(usize, &output::Line)> = out.region_lines(r.key).into_iter().enumerate().collect();
         let table = c2c::table(r, &lines, c.hitm(), syms);
         rep.tables.push_str(&table);
         rep.tables.push('\n');
         if best.iter().any(|(b, k)| *b == r.bench && *k == r.cpus) && boot == Boot::Det {
-            let short: Vec<&output::Line> = lines.iter().take(CONSOLE_LINES).copied().collect();
+            // The hottest lines, then the named locks further down (where is my lock?).
+            let short: Vec<(usize, &output::Line)> = lines
+                .iter()
+                .filter(|(i, l)| {
+                    *i < CONSOLE_LINES || r.name_of(l.vaddr).is_some_and(|n| n.ends_with("lock"))
+                })
+                .copied()
+                .collect();
             rep.console.push_str(&c2c::table(r, &short, c.hitm(), syms));
         }
     }

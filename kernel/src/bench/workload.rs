@@ -111,6 +111,12 @@ impl Mailboxes {
                 core::mem::size_of_val(b),
                 format_args!("{experiment} mailbox {i}"),
             );
+            let buffer = b.lock();
+            super::region::name(
+                buffer.as_ptr() as usize,
+                buffer.capacity() * core::mem::size_of::<Obj>(),
+                format_args!("{experiment} mailbox {i} buffer"),
+            );
         }
     }
 
