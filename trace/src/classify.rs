@@ -77,6 +77,9 @@ mod tests {
         assert_eq!(classify(&[0xF0, 0xFF, 0x00]), InsnClass::Atomic);
         // 66 f0 0f b1 0a: lock after an operand-size prefix
         assert_eq!(classify(&[0x66, 0xF0, 0x0F, 0xB1, 0x0A]), InsnClass::Atomic);
+        // LOCK before another prefix: f0 66 0f b1 0a, f0 2e ff 00
+        assert_eq!(classify(&[0xF0, 0x66, 0x0F, 0xB1, 0x0A]), InsnClass::Atomic);
+        assert_eq!(classify(&[0xF0, 0x2E, 0xFF, 0x00]), InsnClass::Atomic);
         // gs-prefixed lock add: 65 f0 48 01 08
         assert_eq!(classify(&[0x65, 0xF0, 0x48, 0x01, 0x08]), InsnClass::Atomic);
         // mov (%rax),%rcx: 48 8b 08

@@ -91,51 +91,30 @@ impl Directory {
     pub fn access(&mut self, cpu: usize, paddr: u64, write: bool) -> Outcome {
         let line = self.line(paddr);
         let owner = (line.owner != 0).then(|| usize::from(line.owner - 1));
+        let out = |source, inval| Outcome { source, inval };
         if !write {
             return match owner {
-                Some(o) if o == cpu => Outcome {
-                    source: Source::Hit,
-                    inval: 0,
-                },
+                Some(o) if o == cpu => out(Source::Hit, 0),
                 Some(o) => {
                     line.owner = 0;
                     line.add(o);
                     line.add(cpu);
-                    Outcome {
-                        source: Source::Hitm(o),
-                        inval: 0,
-                    }
+                    out(Source::Hitm(o), 0)
                 }
-                None if line.has(cpu) => Outcome {
-                    source: Source::Hit,
-                    inval: 0,
-                },
+                None if line.has(cpu) => out(Source::Hit, 0),
                 None => {
                     line.add(cpu);
-                    Outcome {
-                        source: Source::Miss,
-                        inval: 0,
-                    }
+                    out(Source::Miss, 0)
                 }
             };
         }
         let outcome = match owner {
-            Some(o) if o == cpu => Outcome {
-                source: Source::Hit,
-                inval: 0,
-            },
-            Some(o) => Outcome {
-                source: Source::Hitm(o),
-                inval: 1,
-            },
+            Some(o) if o == cpu => out(Source::Hit, 0),
+            Some(o) => out(Source::Hitm(o), 1),
             None => {
                 let mine = line.has(cpu);
                 let others = line.count() - u32::from(mine);
-                let source = if mine { Source::Hit } else { Source::Miss };
-                Outcome {
-                    source,
-                    inval: others,
-                }
+                out(if mine { Source::Hit } else { Source::Miss }, others)
             }
         };
         line.make_modified(cpu);
@@ -192,6 +171,10 @@ mod tests {
         }
         assert_eq!(d.access(8, 0x80, true), o(Source::Hit, 2));
         assert_eq!(d.access(7, 0x80, false), o(Source::Hitm(8), 0));
+        // Becoming Modified dropped 7 and 9's old copies: now Shared {8, 7}, so a store by 10
+        // invalidates exactly those two.
+        assert_eq!(d.access(10, 0x80, true), o(Source::Miss, 2));
+        assert_eq!(d.access(9, 0x80, false), o(Source::Hitm(10), 0));
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //!   `A(n) + ram_offset`. Node 0's block is at 0, so its addresses come back unchanged.
 //! - `qemu_ram single` (no memdev: UMA, replayed machines): one block at 0, QEMU reports
 //!   `ram_offset`.
+//!
 //! Addresses of QEMU's other RAM blocks (firmware ROM, video RAM) map to no range: `unmapped`.
 
 use crate::config::{Config, QemuRam};
