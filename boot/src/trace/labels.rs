@@ -32,6 +32,14 @@ fn hex(word: &str) -> Option<u64> {
     u64::from_str_radix(word.strip_prefix("0x")?, 16).ok()
 }
 
+/// The run-time address of the kernel's `trace_mark::KERNEL` (`# trace kernel 0xADDR`), from
+/// which the runner finds where the loader put the kernel.
+pub fn kernel_mark(log: &str) -> Option<u64> {
+    log.lines()
+        .find_map(|l| l.trim_end().strip_prefix("# trace kernel "))
+        .and_then(hex)
+}
+
 /// The regions of a console log, in order.
 pub fn regions(log: &str) -> Vec<Region> {
     let mut names: Vec<(u64, u64, String)> = Vec::new();

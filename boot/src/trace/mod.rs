@@ -147,6 +147,19 @@ pub fn analyse(
 ) -> Result<TraceReport, String> {
     let out = output::parse(out_text)?;
     let regions = labels::regions(log);
+    // The kernel's ELF is linked at 0 and loaded higher: shift its symbols to run-time addresses.
+    let link = syms
+        .iter()
+        .find(|(_, _, n)| n.ends_with("::trace_mark::KERNEL"))
+        .map(|s| s.0);
+    let shifted: Vec<(u64, u64, String)> = match (labels::kernel_mark(log), link) {
+        (Some(run), Some(link)) => syms
+            .iter()
+            .map(|(a, b, n)| (a.wrapping_add(run.wrapping_sub(link)), *b, n.clone()))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let syms = &shifted;
     let mut rep = TraceReport::default();
     // From the kernel's entry on (key 0 is the firmware and the loader, whose length depends
     // on the host's disk I/O: not repeatable).

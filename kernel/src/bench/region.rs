@@ -75,6 +75,15 @@ impl RegionKey {
 /// A fresh region of experiment `bench`, case `case` on `cpus` CPUs, labelled on the console:
 /// its marker byte, and the marker byte of "no region", for code that marks itself.
 pub fn open(bench: &str, case: &str, cpus: usize) -> (&'static u8, &'static u8) {
+    static BASE: spin::Once<()> = spin::Once::new();
+    BASE.call_once(|| {
+        // The runner finds the kernel's load offset from this address and the ELF symbol's
+        // (the c2c table's names of static data).
+        crate::println!(
+            "# trace kernel {:#x}",
+            &crate::arch::trace_mark::KERNEL as *const u8 as usize
+        );
+    });
     let slot = take_slot();
     let key = &MARKS.0[slot];
     if slot != 0 {

@@ -23,9 +23,16 @@ pub fn mark_kernel() {
     mark(&KERNEL)
 }
 
-/// Marks the calling CPU as entering the region keyed by `slot`'s address.
+/// Marks the calling CPU as entering the region keyed by `slot`'s address, with interrupts
+/// off between the two instructions (the plugin takes the access after the NOP as the
+/// marker: an interrupt handler's first access must not be it).
 #[inline(always)]
 pub fn mark(slot: &u8) {
+    x86_64::instructions::interrupts::without_interrupts(|| mark_raw(slot));
+}
+
+#[inline(always)]
+fn mark_raw(slot: &u8) {
     // SAFETY: a NOP (its memory operand is never accessed) and a one-byte load from `slot`, a
     // valid reference; no stack use, no flags changed, nothing written but the scratch register.
     unsafe {
