@@ -120,7 +120,13 @@ pub fn plan(args: &BenchArgs) -> Result<Plan, PlanError> {
         plan.boots = numalab_boots(args, 0).map_err(PlanError::Numalab)?;
     }
     if args.kernel != Kernel::Numalab {
-        let (boots, notes) = linux_boots(args).map_err(PlanError::Linux)?;
+        let (boots, mut notes) = linux_boots(args).map_err(PlanError::Linux)?;
+        if args.trace {
+            notes.push(
+                "numalab: --trace: the Linux twin's boots are not traced (its module has no region markers yet; docs/trace.md)"
+                    .into(),
+            );
+        }
         plan.boots.extend(boots);
         plan.linux_notes = notes;
     }

@@ -311,3 +311,44 @@ fn one_plan_for_both_kernels() {
     let p = plan::plan(&a).unwrap();
     assert!(!p.boots.is_empty());
 }
+
+#[test]
+fn trace_loads_the_plugin_into_the_deterministic_boots_only() {
+    let a = parse(&args(&format!("--smoke --trace mem --set bench={}", SLL.name))).unwrap();
+    assert!(a.trace);
+    let p = plan::plan(&a).unwrap();
+    assert!(!p.boots.is_empty());
+    for b in &p.boots {
+        assert_eq!(b.trace, b.boot.deterministic(), "{:?}", b.boot);
+    }
+    let plain = parse(&args(&format!("--smoke --set bench={}", SLL.name))).unwrap();
+    assert!(plan::plan(&plain).unwrap().boots.iter().all(|b| !b.trace));
+    // The main job traces its det boot, not its one-CPU icount boot.
+    let main = BenchArgs::main_job(crate::qemu::RunConfig::new("4node", "all"));
+    let p = plan::plan(&main).unwrap();
+    assert!(p.boots.iter().any(|b| b.trace && b.boot == Boot::Det));
+    assert!(p.boots.iter().all(|b| !b.trace || b.boot == Boot::Det));
+    // --trace takes one word, and --trace-latency needs --trace.
+    assert_eq!(parse(&args("--trace cache")).unwrap_err().exit_code(), 2);
+    assert_eq!(parse(&args("--trace-latency x.txt")).unwrap_err().exit_code(), 2);
+}
+
+#[test]
+fn a_bad_latency_file_stops_the_plan() {
+    let dir = std::env::temp_dir().join(format!("numalab-latency-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("lat.txt");
+    std::fs::write(&file, "local_dram 300\nl3 40\n").unwrap();
+    let a = parse(&args(&format!("--trace mem --trace-latency {}", file.display()))).unwrap();
+    match plan::plan(&a) {
+        Err(plan::PlanError::Numalab(e)) => assert!(e.contains("line 2") && e.contains("l3"), "{e}"),
+        other => panic!("expected a usage error, got {other:?}"),
+    }
+    std::fs::write(&file, "local_dram 300\n").unwrap();
+    let p = plan::plan(&a).unwrap();
+    let det = p.boots.iter().find(|b| b.boot == Boot::Det).unwrap();
+    assert_eq!(det.trace_latency.unwrap().local_dram, 300.0);
+    let missing = parse(&args("--trace mem --trace-latency /nonexistent/lat.txt")).unwrap();
+    assert!(matches!(plan::plan(&missing), Err(plan::PlanError::Numalab(_))));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
