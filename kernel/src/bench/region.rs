@@ -17,7 +17,7 @@
 //! next multiple, so locks and cache lines change hands as often as they would on CPUs that
 //! run side by side. The handler (smp's tick: a counter and an EOI, about 30 instructions) runs
 //! on the calling CPU once a period; its instructions are inside that CPU's timed work when it
-//! takes part (under 0.3% at the default 10000), and never in the one-CPU icount boot, where
+//! takes part (about 3% at the default 1000), and never in the one-CPU icount boot, where
 //! no quantum is set.
 //!
 //! Named lines: `name(addr, bytes, label)` prints `# trace name 0xADDR BYTES: LABEL` for an

@@ -33,7 +33,7 @@ super::declare! {
     BENCH_DET_QUANTUM: u64 = Spec {
         key: "bench.det_quantum",
         kind: Kind::U64 { min: 0, max: 100_000_000 },
-        default: "10000",
+        default: "1000",
         help: "det boots: instructions per vCPU turn inside the experiments' timed regions (a LAPIC deadline every N instructions; 0: QEMU's own turns)",
     };
     VMALLOC_BENCH_PAIRS: u64 = Spec {
