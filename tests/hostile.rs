@@ -7,6 +7,11 @@
 //! File names say how the runner is called: `topology-*` as `topology FILE`, `machine-*` as
 //! `--machine FILE --suite test`, `*.args` as the command line the file holds.
 
+#[path = "hostile/options.rs"]
+mod options;
+#[path = "hostile/script.rs"]
+mod script;
+
 use numalab_boot::image::repo_root;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -103,7 +108,7 @@ fn every_hostile_input_is_one_error_line_and_exit_2() {
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("tests/hostile/")
         .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_none_or(|e| e != "md"))
+        .filter(|p| p.extension().is_none_or(|e| e != "md" && e != "rs"))
         .collect();
     files.sort();
     assert!(files.len() >= 7, "{files:?}");
