@@ -23,6 +23,7 @@ pub mod serial_capture;
 pub mod soak;
 pub mod sweep;
 pub mod time_limit;
+pub mod user_path;
 
 pub use image::Firmware;
 pub use qemu::{Outcome, RunConfig, Verdict};

@@ -90,16 +90,41 @@ pub fn load(path: &Path) -> Result<(Run, Option<String>), String> {
     Ok((run, note))
 }
 
+/// Why the `--html` page cannot be written to `html`: it is one of the inputs (as given, or
+/// the result file a folder stands for) or lies inside an input folder, which it would
+/// overwrite or add to (issue 37).
+fn html_over_input(html: &Path, args: &CompareArgs) -> Option<String> {
+    let mut inputs = vec![args.base.clone(), args.new.clone()];
+    for side in [&args.base, &args.new] {
+        if let Ok((file, _)) = result_file(side) {
+            inputs.push(file);
+        }
+    }
+    let hit = inputs
+        .iter()
+        .find(|i| crate::user_path::same_or_inside(html, i))?;
+    Some(format!(
+        "--html {} is one of the inputs ({}): the page would overwrite or land inside it; \
+         give another file",
+        html.display(),
+        hit.display()
+    ))
+}
+
 /// Prints the comparison of `args.base` with `args.new` (and writes the HTML page); the exit
 /// status (0 after printing; 2: an input unusable, or the HTML file cannot be written).
 pub fn compare_files(args: &CompareArgs) -> i32 {
     let (base, new) = match (load(&args.base), load(&args.new)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => {
-            eprintln!("numalab: bench: {e}");
+            eprintln!("qemu-run.sh: bench: {e}");
             return exit::USAGE;
         }
     };
+    if let Some(why) = args.html.as_deref().and_then(|h| html_over_input(h, args)) {
+        eprintln!("qemu-run.sh: bench: {why}");
+        return exit::USAGE;
+    }
     for note in [&base.1, &new.1].into_iter().flatten() {
         eprintln!("numalab: bench: {note}");
     }
@@ -107,7 +132,7 @@ pub fn compare_files(args: &CompareArgs) -> i32 {
     print!("{}", bench::render_text(&c, args.all));
     if let Some(html) = &args.html {
         if let Err(e) = std::fs::write(html, bench::render_html(&c, args.all)) {
-            eprintln!("numalab: bench: cannot write {}: {e}", html.display());
+            eprintln!("qemu-run.sh: bench: cannot write {}: {e}", html.display());
             return exit::USAGE;
         }
         println!("numalab: bench: wrote {}", html.display());

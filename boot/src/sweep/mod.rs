@@ -196,6 +196,22 @@ pub fn merge_dirs(dirs: &[PathBuf], out: &Path, force: bool) -> i32 {
         eprintln!("qemu-run.sh: merge: {m}");
         exit::USAGE
     };
+    // The output must not be, or lie inside, a folder being merged: the merge would copy a
+    // job into itself (issue 37). Nothing is written then.
+    if let Some(d) = dirs
+        .iter()
+        .find(|d| crate::user_path::same_or_inside(out, d))
+    {
+        return say(&format!(
+            "--out {} is inside one of the folders being merged ({}): the merge would copy \
+             that job into itself; choose an --out outside every job folder",
+            out.display(),
+            d.display()
+        ));
+    }
+    if let Some(why) = crate::user_path::folder_problem("--out", out) {
+        return say(&why);
+    }
     let mut jobs: Vec<JobResult> = Vec::new();
     for d in dirs {
         match load(d) {
