@@ -13,6 +13,8 @@
 //! paths read from the caller's folder), hostile/machines.rs (encodings, two machines in one
 //! text, bounded quotes); hostile/script.rs runs the script and checks a refusal.
 
+#[path = "hostile/machines.rs"]
+mod machines;
 #[path = "hostile/options.rs"]
 mod options;
 #[path = "hostile/outputs.rs"]
