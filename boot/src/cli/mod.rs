@@ -37,6 +37,8 @@ const AFTER_HELP: &str = "\
 Exit status: 0 all tests passed; 1 a test failed, the kernel panicked or no test ran;
 2 bad command line or unusable --machine/topology source; 3 build failed; 4 QEMU missing
 or failed; 124 timeout.
+Relative paths are read from the folder the command was run in; an output (--out, --html)
+may not be, or lie inside, an input.
 `qemu-run.sh test` runs every test (cargo test) and `qemu-run.sh setup` only installs;
 docs/running.md describes all of it.";
 
