@@ -74,10 +74,11 @@ pub fn load(path: &Path) -> Result<(Run, Option<String>), String> {
             0 | 1 => String::new(),
             n => format!(" (and {} more lines)", n - 1),
         };
-        format!(
+        // A line's value may be megabytes long: the message quotes a bounded part of it.
+        crate::machine::text::bounded(&format!(
             "{} is not a numalab result file: {first}{more}",
             file.display()
-        )
+        ))
     })?;
     if records.is_empty() {
         return Err(format!("{} holds no measurement record", file.display()));
@@ -193,6 +194,19 @@ mod tests {
         assert!(
             e.contains("line 1: not valid JSON") && e.contains("(and 1 more lines)"),
             "{e}"
+        );
+        // Issue 37: a 1 MB field value is quoted in part, not whole.
+        let huge = dir.join("huge.jsonl");
+        std::fs::write(
+            &huge,
+            RECORD.replace("\"b\"", &format!("\"{}\"", "B".repeat(1 << 20))),
+        )
+        .unwrap();
+        let e = load(&huge).unwrap_err();
+        assert!(
+            e.len() < 1200 && e.contains("more characters"),
+            "{} bytes",
+            e.len()
         );
         let header_only = dir.join("h.jsonl");
         std::fs::write(&header_only, "{\"record\":\"header\"}\n").unwrap();

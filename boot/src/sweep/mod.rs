@@ -193,7 +193,8 @@ pub fn merge_command(o: &MergeOptions) -> i32 {
 /// grouped by variant; 0 when it wrote the run, 2 when the folders cannot be one run.
 pub fn merge_dirs(dirs: &[PathBuf], out: &Path, force: bool) -> i32 {
     let say = |m: &str| {
-        eprintln!("qemu-run.sh: merge: {m}");
+        // A job's JSONL line may be megabytes long: the message quotes a bounded part of it.
+        eprintln!("qemu-run.sh: merge: {}", crate::machine::text::bounded(m));
         exit::USAGE
     };
     // The output must not be, or lie inside, a folder being merged: the merge would copy a
