@@ -23,6 +23,9 @@
 #       accepted and changes nothing)
 # All QEMU knowledge lives in boot/ (numalab-boot); this script only sets up and dispatches.
 set -euo pipefail
+# The runner reads every relative path the user typed (sources, --out, --html, ...) against
+# the folder the command was run from, not the checkout this script changes into.
+export NUMALAB_CALLER_DIR="$PWD"
 cd "$(dirname "$0")"
 
 say() { echo "qemu-run.sh: $*" >&2; }
@@ -148,6 +151,8 @@ setup() {
 case "${1:-}" in
     test)
         shift
+        # cargo test runs in the checkout; the tests' own runs are not the user's.
+        unset NUMALAB_CALLER_DIR
         slow=()
         if [ "${1:-}" = --slow ]; then
             shift

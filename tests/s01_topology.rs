@@ -348,10 +348,7 @@ fn s01_injected_sparse_proximity_domains_0_7_200() {
 
 #[test]
 fn s01_injected_bad_entries_are_dropped_one_warning_each() {
-    // Entry 10 says length 24 (a memory entry needs 40); entry 11 says 40 with 16 bytes left.
-    let mut truncated = mem(1, 0, 0, 0);
-    truncated.truncate(24);
-    truncated[1] = 24;
+    // Entry 9 says 40 bytes with 16 left (the walk stops there, as it cannot go on).
     let mut past_end = cpu(1, 3, true);
     past_end[1] = 40;
     let s = srat(&[
@@ -362,10 +359,8 @@ fn s01_injected_bad_entries_are_dropped_one_warning_each() {
         cpu(1, 9, true),
         mem(0, 0, 512 * MIB, FLAG_ENABLED),
         mem(1, 512 * MIB, 512 * MIB, FLAG_ENABLED),
-        mem(1, 256 * MIB, 128 * MIB, FLAG_ENABLED),
         mem(1, 64 << 30, 1 << 30, FLAG_ENABLED),
         mem(0, 0, 0, 0),
-        truncated,
         past_end,
     ]);
     let l = slit(&[vec![10, 255], vec![30, 10]]);
@@ -374,16 +369,52 @@ fn s01_injected_bad_entries_are_dropped_one_warning_each() {
         &[(&[0, 1], 512), (&[2, 3], 512)],
         vec![vec![10, 255], vec![30, 10]],
         &[
-            "SRAT entry 10 (memory affinity): truncated entry (length 24, needs 40): entry dropped",
-            "SRAT entry 11 at offset 352 (type 0): length 40 runs past the end of the table (368 bytes): entry dropped",
-            "SRAT entry 7 (memory PXM 1 0x10000000+0x8000000): overlaps entry 5 of PXM 0 (0x0-0x20000000): entry dropped",
-            "SRAT entry 8 (memory PXM 1 0x1000000000+0x40000000): outside RAM (no part of it is in the memory map): entry dropped",
+            "SRAT entry 9 at offset 288 (type 0): length 40 runs past the end of the table (304 bytes): entry dropped",
+            "SRAT entry 7 (memory PXM 1 0x1000000000+0x40000000): outside RAM (no part of it is in the memory map): entry dropped",
             "SRAT entries 4 (processor APIC ids 9): APIC id not in the MADT: entries dropped",
             "SLIT entries [0][1]: distance 255 (unreachable): kept as given",
             "SLIT: asymmetric distances [0][1]=255 [1][0]=30: kept as given (legal)",
         ],
     );
     boot_and_check(&c, &w);
+}
+
+/// Issue 37: what Linux declares a bad SRAT (an entry too short for its type: bad_srat()) or
+/// refuses as NUMA (memory of two domains that overlaps: numa_cleanup_meminfo) boots as one
+/// node, as Linux boots it.
+#[test]
+fn s01_injected_srat_linux_refuses_boots_one_node() {
+    let mut truncated = mem(1, 0, 0, 0);
+    truncated.truncate(24);
+    truncated[1] = 24;
+    let base = || {
+        vec![
+            cpu(0, 0, true),
+            cpu(0, 1, true),
+            cpu(1, 2, true),
+            cpu(1, 3, true),
+            mem(0, 0, 512 * MIB, FLAG_ENABLED),
+            mem(1, 512 * MIB, 512 * MIB, FLAG_ENABLED),
+        ]
+    };
+    for (name, extra, warning) in [
+        (
+            "short-entry-srat",
+            truncated,
+            "SRAT entry 6 (memory affinity): length 24, Linux needs at least 40 (bad_srat(): \"SRAT: SRAT not used.\"): single node holding all memory and CPUs",
+        ),
+        (
+            "overlap-srat",
+            mem(1, 256 * MIB, 128 * MIB, FLAG_ENABLED),
+            "SRAT entry 6 (memory PXM 1 0x10000000+0x8000000): overlaps entry 4 of PXM 0 (0x0-0x20000000): Linux's numa_cleanup_meminfo() refuses overlapping nodes (NUMA off): single node holding all memory and CPUs",
+        ),
+    ] {
+        let mut e = base();
+        e.push(extra);
+        let c = cfg_owned("uma", raw_machine_with(&[(name, srat(&e))]));
+        let w = want(&[(&[0, 1, 2, 3], 1024)], default_distances(1), &[warning]);
+        boot_and_check(&c, &w);
+    }
 }
 
 #[test]
@@ -470,7 +501,7 @@ fn s01_injected_invalid_apic_ids_are_not_cpus() {
 }
 
 #[test]
-fn s01_injected_slit_smaller_than_the_nodes_gives_defaults() {
+fn s01_injected_slit_smaller_than_the_nodes_is_used_for_the_localities_it_has() {
     let s = srat(&[
         cpu(0, 0, true),
         cpu(0, 1, true),
@@ -479,6 +510,7 @@ fn s01_injected_slit_smaller_than_the_nodes_gives_defaults() {
         mem(0, 0, 512 * MIB, FLAG_ENABLED),
         mem(2, 512 * MIB, 512 * MIB, FLAG_ENABLED),
     ]);
+    // Issue 37: Linux's acpi_numa_slit_init uses the rows there are, 10/20 for the rest.
     let l = slit(&[vec![10, 20], vec![20, 10]]);
     let c = cfg_owned(
         "uma",
@@ -487,7 +519,7 @@ fn s01_injected_slit_smaller_than_the_nodes_gives_defaults() {
     let w = want(
         &[(&[0, 1], 512), (&[2, 3], 512)],
         default_distances(2),
-        &["SLIT: 2 localities, but the SRAT has a node for proximity domain 2: size does not match the nodes: SLIT not used, default distances 10/20"],
+        &["SLIT: 2 localities, fewer than the nodes' proximity domains: no row for PXM 2; their distances are 10 to self and 20 to others, as Linux's acpi_numa_slit_init() leaves them"],
     );
     boot_and_check(&c, &w);
 }

@@ -24,6 +24,7 @@ pub mod soak;
 pub mod sweep;
 pub mod time_limit;
 pub mod trace;
+pub mod user_path;
 
 pub use image::Firmware;
 pub use qemu::{Outcome, RunConfig, Verdict};

@@ -5,10 +5,16 @@
 use crate::cli::{Job, MachineOptions, MachineSource};
 use crate::machine::{replay, scale};
 use crate::presets::Preset;
+use crate::user_path::{at_caller, folder_problem, program_at_caller};
+use std::path::PathBuf;
 
 /// The job `job` asks for, with its machine read and planned, or `Job::Error` (exit 2) when
 /// the host cannot serve it.
 pub fn resolve(job: Job) -> Job {
+    let job = caller_paths(job);
+    if let Some(why) = out_problem(&job) {
+        return Job::Error(why);
+    }
     if let Some(why) =
         mem_of(&job).and_then(|mib| scale::mem_problem(mib, scale::host_backing_mib()))
     {
@@ -50,6 +56,67 @@ pub fn resolve(job: Job) -> Job {
         }
         other => other,
     }
+}
+
+/// `job` with every path the user typed read against the folder the command was run from
+/// (qemu-run.sh runs the runner in the checkout: user_path.rs).
+fn caller_paths(job: Job) -> Job {
+    let at = |p: Option<PathBuf>| p.map(|p| at_caller(&p));
+    let machine = |mut m: MachineOptions| {
+        m.machine = at(m.machine);
+        m.qemu = m.qemu.map(|q| program_at_caller(&q));
+        m
+    };
+    let config = |mut c: crate::RunConfig| {
+        c.log = at(c.log);
+        c.qemu = c.qemu.map(|q| program_at_caller(&q));
+        c
+    };
+    match job {
+        Job::Main(c, v) => Job::Main(config(c), v),
+        Job::Run(c) => Job::Run(config(c)),
+        Job::Machine(c, mut m) => {
+            m.source = at_caller(&m.source);
+            Job::Machine(config(c), m)
+        }
+        Job::Topology(source) => Job::Topology(at_caller(&source)),
+        Job::Bench(mut b) => {
+            b.out = at(b.out);
+            b.html = at(b.html);
+            b.compare = b.compare.map(|v| v.iter().map(|p| at_caller(p)).collect());
+            b.machine = machine(b.machine);
+            Job::Bench(b)
+        }
+        Job::Soak(mut s) => {
+            s.log = at(s.log);
+            s.machine = machine(s.machine);
+            Job::Soak(s)
+        }
+        Job::Sweep(mut s) => {
+            s.out = at(s.out);
+            s.emit_jobs = at(s.emit_jobs);
+            s.repo = at(s.repo);
+            Job::Sweep(s)
+        }
+        Job::Merge(mut m) => {
+            m.dirs = m.dirs.iter().map(|d| at_caller(d)).collect();
+            m.out = at_caller(&m.out);
+            Job::Merge(m)
+        }
+        other @ (Job::Replay(..) | Job::Error(_)) => other,
+    }
+}
+
+/// Why an output folder (`--out`) cannot be one: it names a file, or lies under one. Checked
+/// before anything is built or booted.
+fn out_problem(job: &Job) -> Option<String> {
+    let out = match job {
+        Job::Bench(b) if b.compare.is_none() => b.out.as_deref(),
+        Job::Sweep(s) => s.out.as_deref(),
+        Job::Merge(m) => Some(m.out.as_path()),
+        _ => None,
+    }?;
+    folder_problem("--out", out)
 }
 
 /// The replay of `m`: its plan and QEMU arguments, or the one-line reason it cannot be used.

@@ -23,9 +23,12 @@ impl BenchRecord {
     }
 }
 
-/// Reads a JSONL result file: the header (first object with `"record":"header"`) and records.
+/// Reads a JSONL result file: the header (the object with `"record":"header"`) and records.
+/// A second header is a violation: the file holds two runs (`cat A B`), whose records would
+/// otherwise be read as repetitions of one.
 pub fn read_jsonl(text: &str) -> Result<(Option<Value>, Vec<BenchRecord>), Vec<Violation>> {
     let mut header = None;
+    let mut header_line = 0;
     let mut records = Vec::new();
     let mut violations = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -41,6 +44,14 @@ pub fn read_jsonl(text: &str) -> Result<(Option<Value>, Vec<BenchRecord>), Vec<V
             Ok(Value::Object(obj))
                 if obj.get("record").and_then(Value::as_str) == Some("header") =>
             {
+                if header.is_some() {
+                    violations.push(bad(format!(
+                        "a second header (the first is line {header_line}): this file holds \
+                         two runs (e.g. `cat A B`); give each run its own file"
+                    )));
+                    continue;
+                }
+                header_line = i + 1;
                 header = Some(Value::Object(obj))
             }
             Ok(Value::Object(obj)) => {
@@ -116,6 +127,26 @@ mod tests {
             t.to_json().get("variant").is_none(),
             "no variant outside a sweep"
         );
+    }
+
+    #[test]
+    fn a_file_holding_two_runs_is_refused_at_its_second_header() {
+        // Issue 37 class 3: `cat A B` was read as one run, its records mixed.
+        let (records, _) = parse_log(&line("b", "c", "m", "2.5", 3), Boot::Tsc);
+        let run = format!(
+            "{{\"record\":\"header\",\"git_rev\":\"abc\"}}\n{}\n",
+            records[0].to_json()
+        );
+        let v = read_jsonl(&format!("{run}{run}")).unwrap_err();
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].line_no, 3);
+        assert!(
+            v[0].message
+                .contains("a second header (the first is line 1)"),
+            "{}",
+            v[0].message
+        );
+        assert!(read_jsonl(&run).is_ok());
     }
 
     #[test]

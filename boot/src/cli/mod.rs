@@ -17,7 +17,10 @@ use std::time::Duration;
 pub use crate::exit;
 pub use sweep::{Axis, MergeOptions, SweepOptions};
 
+mod one_line;
 mod sweep;
+
+pub use one_line::quote;
 
 const USAGE: &str = "qemu-run.sh [OPTIONS] [-- QEMU ARGS...]
        qemu-run.sh bench [OPTIONS] [-- QEMU ARGS...]
@@ -34,6 +37,8 @@ const AFTER_HELP: &str = "\
 Exit status: 0 all tests passed; 1 a test failed, the kernel panicked or no test ran;
 2 bad command line or unusable --machine/topology source; 3 build failed; 4 QEMU missing
 or failed; 124 timeout.
+Relative paths are read from the folder the command was run in; an output (--out, --html)
+may not be, or lie inside, an input.
 `qemu-run.sh test` runs every test (cargo test) and `qemu-run.sh setup` only installs;
 docs/running.md describes all of it.";
 
@@ -207,7 +212,7 @@ pub struct MachineOptions {
     #[arg(long)]
     pub uefi: bool,
     /// Kernel option, repeatable (docs/running.md: kernel options)
-    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = one_line::OneLine(parse_set))]
     pub sets: Vec<String>,
     /// Kill QEMU after this long and report a timeout
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT_S)]
@@ -384,6 +389,7 @@ where
     let empty = args.iter().all(|a| a == "--verbose");
     let cli = Cli::try_parse_from(std::iter::once(OsString::from("qemu-run.sh")).chain(args))?;
     check_qemu_args(&cli)?;
+    check_design_knobs(&cli)?;
     match cli.command {
         Some(Command::Bench(b)) => match b.runner_chosen.given() {
             Some(flag) => Err(bench_error(&format!(
@@ -417,6 +423,28 @@ fn check_qemu_args(cli: &Cli) -> Result<(), clap::Error> {
             ErrorKind::ValueValidation,
             format!("the QEMU arguments after --: {e}"),
         )),
+    }
+}
+
+/// Refuses a `--set` knob that the chosen design does not read (`slub.cpu_partial` under
+/// `slub.design=sheaves`): exit status 2 naming both, before anything is built (issue 37).
+fn check_design_knobs(cli: &Cli) -> Result<(), clap::Error> {
+    let machine = match &cli.command {
+        Some(Command::Bench(b)) => &b.machine,
+        Some(Command::Soak(s)) => &s.machine,
+        _ => &cli.run.machine,
+    };
+    let words: Vec<&str> = machine.sets.iter().map(String::as_str).collect();
+    match numalab_algo::options::ignored_knobs(&words)
+        .into_iter()
+        .next()
+    {
+        None => Ok(()),
+        Some(why) => Err(clap::Error::raw(
+            ErrorKind::ArgumentConflict,
+            format!("--set: {why}\n\n{}\n", one_line::HINT),
+        )
+        .with_cmd(&Cli::command())),
     }
 }
 

@@ -28,7 +28,7 @@ pub struct SweepOptions {
     pub topology: String,
     /// A kernel option and its values, comma-separated (repeatable, one key each): one axis;
     /// every KEY=VALUE is checked against the kernel's option table before anything runs
-    #[arg(long = "axis", value_name = "KEY=V1,V2", value_parser = parse_axis)]
+    #[arg(long = "axis", value_name = "KEY=V1,V2", value_parser = super::one_line::OneLine(parse_axis))]
     pub axes: Vec<Axis>,
     /// Independent runs of every combination (their records are repetitions of one variant)
     #[arg(long, value_name = "N", default_value_t = 1,

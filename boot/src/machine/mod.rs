@@ -17,6 +17,7 @@ pub mod scale;
 pub mod tables;
 #[cfg(test)]
 mod tests;
+pub mod text;
 
 use numalab_algo::acpi::dump_text;
 use numalab_algo::numactl::{self, Numactl, NumactlNode};
@@ -41,10 +42,11 @@ impl fmt::Display for SourceError {
 }
 
 impl SourceError {
+    /// The error; a quoted line in `problem` is cut to [`text::QUOTE_CHARS`] characters.
     pub fn new(file: &Path, problem: impl Into<String>) -> SourceError {
         SourceError {
             file: file.to_path_buf(),
-            problem: problem.into(),
+            problem: text::bounded(&problem.into()),
         }
     }
 }
@@ -215,25 +217,26 @@ pub fn load(path: &Path) -> Result<Machine, SourceError> {
         return tables::machine(path, &raw);
     }
     let bytes = read_file(path)?;
-    let text = String::from_utf8(bytes).map_err(|_| {
-        SourceError::new(
-            path,
-            "not text (a binary file): give the directory that holds apic.dat, srat.dat and \
-             slit.dat (acpidump -b), an acpidump text or a numactl -H text",
-        )
-    })?;
+    let (text, encoding) = text::decode(&bytes).map_err(|e| SourceError::new(path, e))?;
+    let mut m = from_text(path, &text)?;
+    m.notes.extend(encoding);
+    Ok(m)
+}
+
+/// A machine description's text (LF line ends): a numactl -H text or an acpidump text.
+fn from_text(path: &Path, text: &str) -> Result<Machine, SourceError> {
     if text
         .lines()
         .any(|l| l.trim_start().starts_with("available:"))
         || text.contains("No NUMA available")
     {
-        return from_numactl(path, &text);
+        return from_numactl(path, text);
     }
     if text.lines().any(|l| {
         l.split_once(" @ 0x")
             .is_some_and(|(name, _)| name.trim().len() == 4)
     }) {
-        let dumped = dump_text::parse(&text).map_err(|e| SourceError::new(path, e))?;
+        let dumped = dump_text::parse(text).map_err(|e| SourceError::new(path, e))?;
         let raw = tables::RawTables::from_dump(path, dumped);
         return tables::machine(path, &raw);
     }
@@ -246,7 +249,7 @@ pub fn load(path: &Path) -> Result<Machine, SourceError> {
 
 /// A numactl -H text: the nodes as listed; the proximity domain of each is its node id.
 fn from_numactl(path: &Path, text: &str) -> Result<Machine, SourceError> {
-    let h = numactl::parse(text).map_err(|e| SourceError::new(path, e))?;
+    let h = text::one_numactl(text).map_err(|e| SourceError::new(path, e))?;
     if h.nodes.iter().all(|n| n.cpus.is_empty()) {
         return Err(SourceError::new(path, "no node lists a CPU"));
     }

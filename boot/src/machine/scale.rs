@@ -152,7 +152,11 @@ fn fit_slit(
         return Ok(None);
     }
     let old: Vec<u32> = nodes.iter().map(|p| p.pxm).collect();
-    let at = |i: u32, j: u32| matrix.get(i as usize * l + j as usize).copied();
+    // A SLIT may have fewer localities than the domains (Linux then uses 10/20 for the rest).
+    let at = |i: u32, j: u32| {
+        let (i, j) = (i as usize, j as usize);
+        (i < *l && j < *l).then(|| matrix.get(i * l + j).copied())?
+    };
     let mut compact = Vec::with_capacity(n * n);
     for &i in &old {
         for &j in &old {

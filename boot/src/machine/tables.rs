@@ -264,21 +264,9 @@ fn machine_within_limit(
         .next()
         .filter(|s| s.distances_for(&pxms).is_ok())
         .map(|s| (s.localities, s.matrix));
-    let merged = &outcome.merged;
-    if !merged.is_empty() {
-        notes.push(format!(
-            "replay: SRAT proximity domains {} are past the {}-node limit: not nodes; their \
-             memory and CPUs were merged into kept nodes (the SRAT warning says which), and \
-             the replay gives them to those nodes",
-            numalab_algo::numactl::id_ranges(merged),
-            numa::MAX_NODES
-        ));
-    }
     if let Some((n, m)) = &slit {
         let nodes: BTreeSet<u32> = pxms.iter().copied().collect();
-        let phantoms: Vec<u32> = (0..*n as u32)
-            .filter(|p| !nodes.contains(p) && merged.binary_search(p).is_err())
-            .collect();
+        let phantoms: Vec<u32> = (0..*n as u32).filter(|p| !nodes.contains(p)).collect();
         if !phantoms.is_empty() && m.len() == n * n {
             notes.push(format!(
                 "replay: SLIT localities {} have no CPU or memory (phantom domains): their rows \

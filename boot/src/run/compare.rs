@@ -74,10 +74,11 @@ pub fn load(path: &Path) -> Result<(Run, Option<String>), String> {
             0 | 1 => String::new(),
             n => format!(" (and {} more lines)", n - 1),
         };
-        format!(
+        // A line's value may be megabytes long: the message quotes a bounded part of it.
+        crate::machine::text::bounded(&format!(
             "{} is not a numalab result file: {first}{more}",
             file.display()
-        )
+        ))
     })?;
     if records.is_empty() {
         return Err(format!("{} holds no measurement record", file.display()));
@@ -90,16 +91,41 @@ pub fn load(path: &Path) -> Result<(Run, Option<String>), String> {
     Ok((run, note))
 }
 
+/// Why the `--html` page cannot be written to `html`: it is one of the inputs (as given, or
+/// the result file a folder stands for) or lies inside an input folder, which it would
+/// overwrite or add to (issue 37).
+fn html_over_input(html: &Path, args: &CompareArgs) -> Option<String> {
+    let mut inputs = vec![args.base.clone(), args.new.clone()];
+    for side in [&args.base, &args.new] {
+        if let Ok((file, _)) = result_file(side) {
+            inputs.push(file);
+        }
+    }
+    let hit = inputs
+        .iter()
+        .find(|i| crate::user_path::same_or_inside(html, i))?;
+    Some(format!(
+        "--html {} is one of the inputs ({}): the page would overwrite or land inside it; \
+         give another file",
+        html.display(),
+        hit.display()
+    ))
+}
+
 /// Prints the comparison of `args.base` with `args.new` (and writes the HTML page); the exit
 /// status (0 after printing; 2: an input unusable, or the HTML file cannot be written).
 pub fn compare_files(args: &CompareArgs) -> i32 {
     let (base, new) = match (load(&args.base), load(&args.new)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => {
-            eprintln!("numalab: bench: {e}");
+            eprintln!("qemu-run.sh: bench: {e}");
             return exit::USAGE;
         }
     };
+    if let Some(why) = args.html.as_deref().and_then(|h| html_over_input(h, args)) {
+        eprintln!("qemu-run.sh: bench: {why}");
+        return exit::USAGE;
+    }
     for note in [&base.1, &new.1].into_iter().flatten() {
         eprintln!("numalab: bench: {note}");
     }
@@ -107,7 +133,7 @@ pub fn compare_files(args: &CompareArgs) -> i32 {
     print!("{}", bench::render_text(&c, args.all));
     if let Some(html) = &args.html {
         if let Err(e) = std::fs::write(html, bench::render_html(&c, args.all)) {
-            eprintln!("numalab: bench: cannot write {}: {e}", html.display());
+            eprintln!("qemu-run.sh: bench: cannot write {}: {e}", html.display());
             return exit::USAGE;
         }
         println!("numalab: bench: wrote {}", html.display());
@@ -168,6 +194,19 @@ mod tests {
         assert!(
             e.contains("line 1: not valid JSON") && e.contains("(and 1 more lines)"),
             "{e}"
+        );
+        // Issue 37: a 1 MB field value is quoted in part, not whole.
+        let huge = dir.join("huge.jsonl");
+        std::fs::write(
+            &huge,
+            RECORD.replace("\"b\"", &format!("\"{}\"", "B".repeat(1 << 20))),
+        )
+        .unwrap();
+        let e = load(&huge).unwrap_err();
+        assert!(
+            e.len() < 1200 && e.contains("more characters"),
+            "{} bytes",
+            e.len()
         );
         let header_only = dir.join("h.jsonl");
         std::fs::write(&header_only, "{\"record\":\"header\"}\n").unwrap();

@@ -193,9 +193,26 @@ pub fn merge_command(o: &MergeOptions) -> i32 {
 /// grouped by variant; 0 when it wrote the run, 2 when the folders cannot be one run.
 pub fn merge_dirs(dirs: &[PathBuf], out: &Path, force: bool) -> i32 {
     let say = |m: &str| {
-        eprintln!("qemu-run.sh: merge: {m}");
+        // A job's JSONL line may be megabytes long: the message quotes a bounded part of it.
+        eprintln!("qemu-run.sh: merge: {}", crate::machine::text::bounded(m));
         exit::USAGE
     };
+    // The output must not be, or lie inside, a folder being merged: the merge would copy a
+    // job into itself (issue 37). Nothing is written then.
+    if let Some(d) = dirs
+        .iter()
+        .find(|d| crate::user_path::same_or_inside(out, d))
+    {
+        return say(&format!(
+            "--out {} is inside one of the folders being merged ({}): the merge would copy \
+             that job into itself; choose an --out outside every job folder",
+            out.display(),
+            d.display()
+        ));
+    }
+    if let Some(why) = crate::user_path::folder_problem("--out", out) {
+        return say(&why);
+    }
     let mut jobs: Vec<JobResult> = Vec::new();
     for d in dirs {
         match load(d) {

@@ -3,30 +3,31 @@
 //! (in increasing proximity-domain order), intersects each node's SRAT ranges with the
 //! usable memory map, and assigns every CPU a node.
 //!
-//! Decisions (each announced by one warning line naming the table and entry):
+//! Decisions (each announced by one warning line naming the table and entry), Linux's where
+//! Linux has one (docs/topology.md lists each with its Linux source):
 //! - no SRAT, or no SRAT that passes its checks, or one without an enabled memory range in
 //!   RAM: a single node 0 with every CPU and all usable memory;
+//! - a SRAT Linux declares bad (an entry length that does not fit its type, a zero length, an
+//!   enabled entry's domain at or past MAX_PXM_DOMAINS: `srat::parse`), or memory of two
+//!   domains that overlaps (`numa_cleanup_meminfo`): the same single node, as Linux boots;
 //! - disabled entries: skipped silently (QEMU pads the SRAT with disabled zero-length ones);
-//! - memory entries that are zero-length, overflow, lie outside the memory map (unless
-//!   hot-pluggable: QEMU describes its hotplug area that way), or overlap another domain's
-//!   range: dropped; non-volatile ranges are not used as RAM (listed by `acpi.dump`);
+//! - memory entries that are zero-length, overflow, or lie outside the memory map (unless
+//!   hot-pluggable: QEMU describes its hotplug area that way): dropped; non-volatile ranges
+//!   are not used as RAM (listed by `acpi.dump`);
 //! - usable RAM in no SRAT range: given to the boot CPU's nearest node with memory;
-//! - more than [`MAX_NODES`] proximity domains: the lowest MAX_NODES become nodes; each other
-//!   domain's memory and CPUs go to the kept node nearest to it by SLIT distance (node 0 when
-//!   the SLIT is absent, not used, or gives no distance from that domain). Linux instead
-//!   declares the whole SRAT bad (`bad_srat`, no NUMA); here the kept nodes stay usable;
 //! - processor entries (MADT or SRAT) with the reserved invalid APIC id, 0xff in a local APIC
 //!   entry or 0xffffffff in a local x2APIC entry: dropped, not CPUs (as Linux ignores them);
 //!   MADT processors whose id the APIC mode cannot address (above 254 in xAPIC mode): refused,
 //!   never brought up, and their SRAT entries dropped silently;
-//! - processor entries for an APIC id the MADT does not list, or listed twice: dropped
-//!   (entries for MADT processors that are present but disabled, as QEMU writes for
-//!   `maxcpus`, are dropped silently); CPUs without an entry: placed on the boot CPU's
-//!   nearest node with memory;
-//! - no SLIT: 10 to self, 20 to others (Linux's default); a SLIT that does not cover every
-//!   node's domain, or that Linux's `slit_valid()` rejects (a self-distance other than 10 or a
-//!   remote one of 10 or less, in any locality, phantom ones included): not used (defaults);
-//!   255 and asymmetric matrices: kept as given (legal), with a warning.
+//! - processor entries for an APIC id the MADT does not list: dropped (entries for MADT
+//!   processors that are present but disabled, as QEMU writes for `maxcpus`, are dropped
+//!   silently); two entries for one APIC id: the last wins (Linux's `set_apicid_to_node`);
+//!   CPUs without an entry: placed on the boot CPU's nearest node with memory;
+//! - no SLIT: 10 to self, 20 to others (Linux's default); a SLIT that Linux's `slit_valid()`
+//!   rejects (a self-distance other than 10 or a remote one of 10 or less, in any locality,
+//!   phantom ones included): not used (defaults); a SLIT with fewer localities than a node's
+//!   domain: used for the localities it has, the rest 10/20 (`acpi_numa_slit_init`); 255
+//!   and asymmetric matrices: kept as given (legal), with a warning.
 //!
 //! Warnings are bounded (`acpi::warn`): lists inside one line show their first items, and
 //! each table gives at most a fixed number of lines.
@@ -74,9 +75,6 @@ pub struct Outcome {
     pub topology: Topology,
     pub warnings: Vec<String>,
     pub dump: Vec<String>,
-    /// Proximity domains past [`MAX_NODES`] whose memory and CPUs went to kept nodes (the
-    /// SRAT warning says where), increasing; empty when every domain is a node.
-    pub merged: Vec<u32>,
 }
 
 /// Parses every copy of a table and keeps the first valid one. Each rejected copy gives one
@@ -203,7 +201,6 @@ fn build_all(m: &Machine) -> Outcome {
         topology: Topology::single_node(&apic_ids, usable.clone()),
         warnings,
         dump,
-        merged: Vec::new(),
     };
 
     let fallback = "single node holding all memory and CPUs";
@@ -242,31 +239,25 @@ fn build_all(m: &Machine) -> Outcome {
         absent: &absent,
         boot_apic_id: m.boot_apic_id,
     };
-    let mut merged = Vec::new();
-    match place(
-        &srat,
-        slit.as_ref(),
-        &cpus,
-        (&usable, &ram),
-        &mut merged,
-        &mut warnings,
-    ) {
+    match place(&srat, slit.as_ref(), &cpus, (&usable, &ram), &mut warnings) {
         Some(topology) => Outcome {
             topology,
             warnings,
             dump,
-            merged,
         },
         None => single(warnings, dump),
     }
 }
 
-/// Memory entries kept: (pxm, start, end).
+/// Memory entries kept: (pxm, start, end, entry). None when memory of two domains overlaps:
+/// Linux's `numa_cleanup_meminfo` (arch/x86/mm/numa.c in 6.1, mm/numa_memblks.c in 7.x) then
+/// fails the ACPI NUMA init ("node A [mem ...] overlaps with node B [mem ...]", -EINVAL) and
+/// x86 boots one node; the warning names both entries.
 fn kept_memory(
     srat: &Srat,
     ram: &[(u64, u64)],
     warnings: &mut Vec<String>,
-) -> Vec<(u32, u64, u64, usize)> {
+) -> Option<Vec<(u32, u64, u64, usize)>> {
     let mut kept: Vec<(u32, u64, u64, usize)> = Vec::new();
     let mut claimed = Claimed::default();
     for mem in srat
@@ -296,13 +287,15 @@ fn kept_memory(
         }
         if let Some((s, e, pxm, index)) = claimed.claim(mem.base, end, mem.pxm, mem.index) {
             warnings.push(format!(
-                "{what}: overlaps entry {index} of PXM {pxm} ({s:#x}-{e:#x}): entry dropped"
+                "{what}: overlaps entry {index} of PXM {pxm} ({s:#x}-{e:#x}): Linux's \
+                 numa_cleanup_meminfo() refuses overlapping nodes (NUMA off): single node \
+                 holding all memory and CPUs"
             ));
-            continue;
+            return None;
         }
         kept.push((mem.pxm, mem.base, end, mem.index));
     }
-    kept
+    Some(kept)
 }
 
 /// The address space claimed so far by kept memory entries: disjoint intervals keyed by
@@ -362,17 +355,15 @@ struct Cpus<'a> {
 type Ranges<'a> = &'a [(u64, u64)];
 
 /// The NUMA placement, or None for the single-node fallback (its warning already pushed).
-/// `merged` receives the domains past MAX_NODES whose resources went to kept nodes.
 fn place(
     srat: &Srat,
     slit: Option<&Slit>,
     cpus_in: &Cpus,
     (usable, ram): (Ranges, Ranges),
-    merged: &mut Vec<u32>,
     warnings: &mut Vec<String>,
 ) -> Option<Topology> {
     let (apic_ids, boot_apic_id) = (cpus_in.apic_ids, cpus_in.boot_apic_id);
-    let kept = kept_memory(srat, ram, warnings);
+    let kept = kept_memory(srat, ram, warnings)?;
 
     // Processor entries -> proximity domain of each CPU.
     let mut cpu_pxm: Vec<Option<(u32, usize)>> = vec![None; apic_ids.len()];
@@ -392,13 +383,17 @@ fn place(
         match cpu_of.get(&c.apic_id).copied() {
             None if cpus_in.absent.contains(&c.apic_id) => {}
             None => unknown.push((c.index, c.apic_id)),
-            Some(k) => match cpu_pxm[k] {
-                Some((pxm, first)) => warnings.push(format!(
-                    "SRAT entry {} (processor APIC id {}): already placed in PXM {pxm} by entry {first}: entry dropped",
-                    c.index, c.apic_id
-                )),
-                None => cpu_pxm[k] = Some((c.pxm, c.index)),
-            },
+            // Linux's set_apicid_to_node() overwrites: the last entry of an APIC id wins.
+            Some(k) => {
+                if let Some((pxm, first)) = cpu_pxm[k] {
+                    warnings.push(format!(
+                        "SRAT entry {first} (processor APIC id {}, PXM {pxm}) is overridden by entry {} \
+                         (PXM {}): the last entry of an APIC id wins, as in Linux",
+                        c.apic_id, c.index, c.pxm
+                    ));
+                }
+                cpu_pxm[k] = Some((c.pxm, c.index));
+            }
         }
     }
     if !unknown.is_empty() {
@@ -419,68 +414,21 @@ fn place(
         .collect();
     pxms.sort_unstable();
     pxms.dedup();
-    let beyond: Vec<u32> = if pxms.len() > MAX_NODES {
-        pxms.split_off(MAX_NODES)
-    } else {
-        Vec::new()
-    };
+    // srat::parse refused every domain at or past MAX_PXM_DOMAINS (= MAX_NODES), as Linux
+    // does, so every domain is a node.
     let n = pxms.len();
-    // The SLIT for the kept nodes (its warnings are pushed once the NUMA placement is sure).
+    // The SLIT for the nodes (its warnings are pushed once the NUMA placement is sure).
     let slit_for_nodes = slit.map(|s| s.distances_for(&pxms));
-    let usable_slit = slit.filter(|_| matches!(slit_for_nodes, Some(Ok(_))));
-    // Domains beyond MAX_NODES are not nodes: each one's memory and CPUs go to a kept node.
-    let moved: BTreeMap<u32, (usize, Option<u8>)> = beyond
-        .iter()
-        .map(|&p| (p, nearest_kept(usable_slit, p, &pxms)))
-        .collect();
-    let node_of = |pxm: u32| {
-        pxms.binary_search(&pxm)
-            .ok()
-            .or_else(|| moved.get(&pxm).map(|m| m.0))
-    };
+    let node_of = |pxm: u32| pxms.binary_search(&pxm).ok();
     let mut mem: Vec<Vec<(u64, u64)>> = vec![Vec::new(); n];
-    let mut moved_bytes = 0u64;
     for &(pxm, s, e, _) in &kept {
         if let Some(i) = node_of(pxm) {
-            let ranges = intersect(usable, &[(s, e)]);
-            if moved.contains_key(&pxm) {
-                moved_bytes += ranges.iter().map(|(a, b)| b - a).sum::<u64>();
-            }
-            mem[i].extend(ranges);
+            mem[i].extend(intersect(usable, &[(s, e)]));
         }
-    }
-    if !beyond.is_empty() {
-        let moved_cpus = cpu_pxm
-            .iter()
-            .flatten()
-            .filter(|c| moved.contains_key(&c.0))
-            .count();
-        let mut by_node: BTreeMap<usize, Vec<String>> = BTreeMap::new();
-        for (p, &(i, d)) in &moved {
-            by_node.entry(i).or_default().push(match d {
-                Some(d) => format!("{p} (SLIT distance {d})"),
-                None => format!("{p}"),
-            });
-        }
-        let list = capped_join(
-            by_node
-                .iter()
-                .map(|(i, ps)| format!("node {i} <- PXM {}", capped_join(ps, ", "))),
-            "; ",
-        );
-        warnings.push(format!(
-            "SRAT: {} proximity domains, more than {MAX_NODES}: the {} above PXM {} are not nodes; \
-             their {} KiB of memory and {moved_cpus} CPUs are given to the nearest kept node by \
-             SLIT distance (node 0 without one): {list}",
-            n + beyond.len(),
-            beyond.len(),
-            pxms[n - 1],
-            moved_bytes >> 10
-        ));
     }
     let has_mem: Vec<bool> = mem.iter().map(|r| !r.is_empty()).collect();
     if !has_mem.iter().any(|&b| b) {
-        // The single-node fallback: no domain is a node, none was merged.
+        // The single-node fallback: no domain is a node.
         warnings.push(format!(
             "SRAT: no enabled memory affinity entry covers usable RAM ({} memory entries, {} kept): \
              single node holding all memory and CPUs",
@@ -546,7 +494,6 @@ fn place(
             id_list(&homeless)
         ));
     }
-    *merged = beyond;
     let nodes = pxms
         .iter()
         .zip(mem)
@@ -559,23 +506,6 @@ fn place(
         })
         .collect();
     Some(Topology::new(nodes, cpus, Some(distances)))
-}
-
-/// The kept node (index into `pxms`) nearest to domain `pxm` by SLIT distance, ties by node id,
-/// with that distance; node 0 when the SLIT gives no distance from `pxm` between 10 and 254.
-fn nearest_kept(slit: Option<&Slit>, pxm: u32, pxms: &[u32]) -> (usize, Option<u8>) {
-    use crate::topology::LOCAL_DISTANCE;
-    let Some(slit) = slit else { return (0, None) };
-    pxms.iter()
-        .enumerate()
-        .filter_map(|(i, &to)| {
-            let d = slit.get(pxm as usize, to as usize)?;
-            (LOCAL_DISTANCE..slit::UNREACHABLE)
-                .contains(&d)
-                .then_some((d, i))
-        })
-        .min()
-        .map_or((0, None), |(d, i)| (i, Some(d)))
 }
 
 fn default_distances(n: usize) -> Vec<Vec<u8>> {
@@ -598,3 +528,7 @@ fn default_distances(n: usize) -> Vec<Vec<u8>> {
 #[cfg(test)]
 #[path = "numa_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "linux_srat_tests.rs"]
+mod linux_srat_tests;

@@ -44,21 +44,34 @@ impl Slit {
     pub fn distances_for(&self, pxms: &[u32]) -> Result<(Vec<Vec<u8>>, Vec<String>), String> {
         // Linux checks the table first (acpi_parse_slit), then maps it onto the nodes.
         self.linux_valid(pxms)?;
-        if let Some(&p) = pxms.iter().find(|&&p| p as usize >= self.localities) {
-            return Err(format!(
-                "SLIT: {} localities, but the SRAT has a node for proximity domain {p}: size does not \
-                 match the nodes: SLIT not used, default distances 10/20",
-                self.localities
-            ));
-        }
+        // Linux's acpi_numa_slit_init sets the distances of localities below the count; the
+        // others keep numa_alloc_distance's defaults, 10 to self and 20 to others.
         let n = pxms.len();
         let mut m = alloc::vec![alloc::vec![0u8; n]; n];
         for (i, &pi) in pxms.iter().enumerate() {
             for (j, &pj) in pxms.iter().enumerate() {
-                m[i][j] = self.get(pi as usize, pj as usize).unwrap_or(0);
+                m[i][j] = self.get(pi as usize, pj as usize).unwrap_or(if i == j {
+                    LOCAL_DISTANCE
+                } else {
+                    crate::topology::REMOTE_DISTANCE
+                });
             }
         }
-        let warnings = notable(pxms, &m);
+        let mut warnings = notable(pxms, &m);
+        let beyond: Vec<u32> = pxms
+            .iter()
+            .copied()
+            .filter(|&p| p as usize >= self.localities)
+            .collect();
+        if !beyond.is_empty() {
+            warnings.push(format!(
+                "SLIT: {} localities, fewer than the nodes' proximity domains: no row for PXM {}; \
+                 their distances are 10 to self and 20 to others, as Linux's \
+                 acpi_numa_slit_init() leaves them",
+                self.localities,
+                super::warn::capped_join(&beyond, " ")
+            ));
+        }
         Ok((m, warnings))
     }
 
@@ -218,12 +231,15 @@ mod tests {
     }
 
     #[test]
-    fn size_mismatch_and_truncation() {
-        let s = parse(&slit(&[vec![10, 20], vec![20, 10]])).unwrap();
-        assert!(s
-            .distances_for(&[0, 1, 2])
-            .unwrap_err()
-            .contains("size does not match"));
+    fn fewer_localities_and_truncation() {
+        // Fewer localities than domains: Linux's acpi_numa_slit_init uses the rows there are.
+        let s = parse(&slit(&[vec![10, 15], vec![15, 10]])).unwrap();
+        let (m, w) = s.distances_for(&[0, 1, 2]).unwrap();
+        assert_eq!(
+            m,
+            vec![vec![10, 15, 20], vec![15, 10, 20], vec![20, 20, 10]]
+        );
+        assert!(w[0].contains("no row for PXM 2"), "{w:?}");
         let mut t = slit(&m4());
         t[36] = 5; // claims 5 localities, holds 16 bytes
         sdt::fix_checksum(&mut t);

@@ -77,10 +77,10 @@ fn mem_flags_text(flags: u32) -> String {
 }
 
 fn parse_entry(e: &Entry, revision: u8, srat: &mut Srat) {
-    let (what, need) = match e.kind {
-        0 => ("processor local APIC affinity", 16),
-        1 => ("memory affinity", 40),
-        2 => ("processor local x2APIC affinity", 24),
+    let need = match e.kind {
+        0 => 16,
+        1 => 40,
+        2 => 24,
         _ => {
             srat.dump.push(format!(
                 "SRAT entry {}: type {} (length {}): not used, skipped",
@@ -91,12 +91,8 @@ fn parse_entry(e: &Entry, revision: u8, srat: &mut Srat) {
             return;
         }
     };
+    // `linux_bad_entry` refused the table for any entry shorter than its type needs.
     if e.bytes.len() < need {
-        srat.warnings.push(format!(
-            "SRAT entry {} ({what}): truncated entry (length {}, needs {need}): entry dropped",
-            e.index,
-            e.bytes.len()
-        ));
         return;
     }
     let b = e.bytes;
@@ -144,9 +140,15 @@ fn parse_entry(e: &Entry, revision: u8, srat: &mut Srat) {
             srat.cpus.push(cpu);
         }
         _ => {
+            // Linux masks a revision-1 table's memory domain to 8 bits
+            // (acpi_numa_memory_affinity_init: `if (acpi_srat_revision <= 1) pxm &= 0xff;`).
             let mem = SratMem {
                 index: e.index,
-                pxm: rd32(2),
+                pxm: if revision <= 1 {
+                    rd32(2) & 0xff
+                } else {
+                    rd32(2)
+                },
                 base: rd32(8) as u64 | (rd32(12) as u64) << 32,
                 length: rd32(16) as u64 | (rd32(20) as u64) << 32,
                 flags: rd32(28),
@@ -165,16 +167,99 @@ fn parse_entry(e: &Entry, revision: u8, srat: &mut Srat) {
     }
 }
 
-/// Parses a SRAT. `Err` says why the whole table cannot be used (one warning line).
+/// Parses a SRAT. `Err` says why the whole table cannot be used (one warning line): a bad
+/// table (`sdt::check_table`), or one Linux declares bad ([`linux_bad_entry`],
+/// [`linux_bad_domain`]) and boots without (one node).
 pub fn parse(bytes: &[u8]) -> Result<Srat, String> {
     let table = sdt::check_table(bytes, b"SRAT", SRAT_FIXED_BYTES)?;
     let revision = table[8];
     let mut srat = Srat::default();
     let entries = sdt::entries(table, SRAT_FIXED_BYTES, "SRAT", &mut srat.warnings);
+    if let Some(why) = linux_bad_entry(table, &entries) {
+        return Err(why);
+    }
     for e in &entries {
         parse_entry(e, revision, &mut srat);
     }
+    if let Some(why) = linux_bad_domain(&srat) {
+        return Err(why);
+    }
     Ok(srat)
+}
+
+/// Linux's MAX_PXM_DOMAINS: MAX_NUMNODES when that is above 256 (include/acpi/acpi_numa.h),
+/// 1024 with the NODES_SHIFT=10 of Debian's 6.1 and 7.x kernels.
+pub const MAX_PXM_DOMAINS: u32 = 1024;
+
+/// The entry for which Linux declares the whole SRAT bad, as one line naming it: a length of
+/// 0 (drivers/acpi/tables.c `acpi_parse_entries_array`: "Invalid zero length", -EINVAL, which
+/// fails `acpi_numa_init`), or a length that does not fit the entry's type (arch/x86/mm/srat.c:
+/// a processor entry of length other than 16 or an x2APIC entry under 24; drivers/acpi/numa/
+/// srat.c: a memory entry under 40; each `bad_srat()`). Disabled entries included: Linux
+/// checks the length first. A length of 1 is a bad length for those types too.
+pub fn linux_bad_entry(table: &[u8], entries: &[Entry]) -> Option<String> {
+    for e in entries {
+        let len = e.bytes.len();
+        let bad = match e.kind {
+            0 if len != 16 => Some(("processor local APIC affinity", "exactly 16")),
+            1 if len < 40 => Some(("memory affinity", "at least 40")),
+            2 if len < 24 => Some(("processor local x2APIC affinity", "at least 24")),
+            _ => None,
+        };
+        if let Some((what, need)) = bad {
+            return Some(format!(
+                "SRAT entry {} ({what}): length {len}, Linux needs {need} (bad_srat(): \
+                 \"SRAT: SRAT not used.\")",
+                e.index
+            ));
+        }
+    }
+    // Where the walk stopped: a length that cannot advance.
+    let offset = entries
+        .last()
+        .map_or(SRAT_FIXED_BYTES, |e| e.offset + e.bytes.len());
+    let (kind, len) = (sdt::u8_at(table, offset)?, sdt::u8_at(table, offset + 1)?);
+    match len {
+        0 => Some(format!(
+            "SRAT entry {} at offset {offset} (type {kind}): length 0 (Linux's \
+             acpi_parse_entries_array: \"Invalid zero length\", the SRAT not used)",
+            entries.len()
+        )),
+        1 if kind <= 2 => Some(format!(
+            "SRAT entry {} at offset {offset} (type {kind}): length 1, Linux needs at least 16 \
+             (bad_srat(): \"SRAT: SRAT not used.\")",
+            entries.len()
+        )),
+        _ => None,
+    }
+}
+
+/// The first enabled entry whose proximity domain Linux cannot map to a node, as one line:
+/// `acpi_map_pxm_to_node` returns NUMA_NO_NODE for a domain at or past [`MAX_PXM_DOMAINS`]
+/// ("SRAT: Too many proximity domains"), and both entry kinds then call `bad_srat()`. An
+/// x2APIC entry with the invalid id 0xffffffff is ignored before its domain is mapped.
+pub fn linux_bad_domain(srat: &Srat) -> Option<String> {
+    let cpus = srat
+        .cpus
+        .iter()
+        .filter(|c| c.enabled && !(c.x2apic && c.apic_id == u32::MAX))
+        .map(|c| (c.index, c.pxm, format!("processor APIC id {}", c.apic_id)));
+    let mems = srat.mems.iter().filter(|m| m.enabled()).map(|m| {
+        (
+            m.index,
+            m.pxm,
+            format!("memory {:#x}+{:#x}", m.base, m.length),
+        )
+    });
+    let (index, pxm, what) = cpus
+        .chain(mems)
+        .filter(|c| c.1 >= MAX_PXM_DOMAINS)
+        .min_by_key(|c| c.0)?;
+    Some(format!(
+        "SRAT entry {index} ({what}): PXM {pxm} is at or past MAX_PXM_DOMAINS ({MAX_PXM_DOMAINS}): \
+         Linux's acpi_map_pxm_to_node() gives no node and the SRAT is not used (bad_srat(), \
+         \"SRAT: Too many proximity domains\")"
+    ))
 }
 
 /// Test and host-test helpers that write SRAT bytes.
@@ -273,12 +358,14 @@ mod tests {
     }
 
     #[test]
-    fn truncated_entries() {
+    fn truncated_entries_make_the_table_bad_as_in_linux() {
         let mut m = mem(0, 0, 1 << 20, 1);
         m.truncate(30);
         m[1] = 30;
-        let s = parse(&srat(&[m, cpu(0, 0, true)])).unwrap();
-        assert_eq!(s.cpus.len(), 1);
-        assert!(s.warnings[0].contains("SRAT entry 0 (memory affinity): truncated entry"));
+        let e = parse(&srat(&[m, cpu(0, 0, true)])).unwrap_err();
+        assert!(
+            e.contains("SRAT entry 0 (memory affinity): length 30, Linux needs at least 40"),
+            "{e}"
+        );
     }
 }

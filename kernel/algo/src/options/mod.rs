@@ -11,6 +11,7 @@
 //! the closest known key; the kernel parses the same table again ([`Options::parse`]) and its
 //! `options.valid` test fails on anything the host let through (raw `-fw_cfg` arguments).
 
+mod design;
 mod parse;
 mod value;
 
@@ -25,6 +26,7 @@ pub mod sync;
 pub mod test;
 pub mod vmalloc;
 
+pub use design::{ignored_knobs, Needs, NEEDS};
 pub use parse::{parse_value, Options, Value};
 pub use value::{AutoOr, Opt, OptType, ParsedValue, SlubDebug, Word};
 
@@ -195,6 +197,17 @@ pub fn unknown_key_message(key: &str) -> String {
 /// Checks one `KEY=VALUE` word against the table: Ok, or one line saying what is wrong (no
 /// `=`, an unknown key with the closest known one, or a bad value with what is accepted).
 pub fn check_word(word: &str) -> Result<(), String> {
+    // The kernel's command line is split at whitespace: a value holding any would reach the
+    // kernel as two options, the second never checked here (issue 37).
+    if let Some(c) = word.chars().find(|c| c.is_whitespace() || c.is_control()) {
+        let shown: String = word.chars().take(80).collect();
+        return Err(format!(
+            "option {:?}: holds whitespace or a control character ({:?}): the kernel's \
+             command line is split at whitespace, so it would arrive as more than one option; \
+             give each option its own --set",
+            shown, c
+        ));
+    }
     let Some((key, text)) = word.split_once('=') else {
         return Err(format!("option '{}': expected KEY=VALUE", word));
     };
@@ -264,6 +277,74 @@ mod tests {
             "filter=slub",
         ] {
             assert!(check_word(ok).is_ok(), "{ok}: {:?}", check_word(ok));
+        }
+    }
+
+    #[test]
+    fn a_value_with_whitespace_cannot_smuggle_a_second_option() {
+        // Issue 37 class 2: the kernel splits its command line at whitespace, so a value
+        // holding a space, a tab or a newline would arrive as two words, the second one
+        // (here an out-of-range slub.max_order) never checked by the host.
+        for word in [
+            "filter=slub slub.max_order=99",
+            "filter=slub\tslub.max_order=99",
+            "filter=slub\nslub.max_order=99",
+            "fault.slab=5 slub.max_order=99",
+            "filter=a\u{0}b",
+        ] {
+            let e = check_word(word).unwrap_err();
+            assert!(
+                e.contains("whitespace or a control character"),
+                "{word:?}: {e}"
+            );
+            assert!(!e.contains('\n'), "one line: {e:?}");
+        }
+        // The kernel's own parse of such a line flags the smuggled option.
+        let o = Options::parse("filter=slub slub.max_order=99", &all_specs());
+        assert!(
+            o.errors.iter().any(|e| e.contains("slub.max_order")),
+            "{:?}",
+            o.errors
+        );
+    }
+
+    #[test]
+    fn a_knob_the_chosen_design_does_not_have_is_an_error_naming_both() {
+        // Issue 37 class 2: slub.cpu_partial under slub.design=sheaves (the default) was
+        // accepted and silently meant nothing.
+        let o = Options::parse("slub.cpu_partial=5", &all_specs());
+        assert!(
+            o.errors
+                .iter()
+                .any(|e| e.contains("slub.cpu_partial=5") && e.contains("slub.design=sheaves")),
+            "{:?}",
+            o.errors
+        );
+        let o = Options::parse("slub.design=partial slub.sheaf_capacity=8", &all_specs());
+        assert!(
+            o.errors
+                .iter()
+                .any(|e| e.contains("slub.sheaf_capacity=8") && e.contains("slub.design=partial")),
+            "{:?}",
+            o.errors
+        );
+        let o = Options::parse("frame.pcp=off frame.pcp_high=64", &all_specs());
+        assert!(
+            o.errors
+                .iter()
+                .any(|e| e.contains("frame.pcp_high=64") && e.contains("frame.pcp=off")),
+            "{:?}",
+            o.errors
+        );
+        // The knob of the chosen design is fine, given in either order.
+        for line in [
+            "slub.design=partial slub.cpu_partial=5",
+            "slub.cpu_partial=0 slub.design=partial",
+            "slub.sheaf_capacity=8",
+            "frame.pcp=1 frame.pcp_high=64",
+        ] {
+            let o = Options::parse(line, &all_specs());
+            assert!(o.errors.is_empty(), "{line}: {:?}", o.errors);
         }
     }
 

@@ -117,6 +117,9 @@ impl Options {
                 Err(msg) => opts.errors.push(msg),
             }
         }
+        // A knob the chosen design does not read is an error, not a value read as nothing.
+        let words: Vec<&str> = cmdline.split_whitespace().collect();
+        opts.errors.extend(super::ignored_knobs(&words));
         opts
     }
 
