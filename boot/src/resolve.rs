@@ -83,6 +83,7 @@ fn caller_paths(job: Job) -> Job {
         Job::Bench(mut b) => {
             b.out = at(b.out);
             b.html = at(b.html);
+            b.trace_latency = at(b.trace_latency);
             b.compare = b.compare.map(|v| v.iter().map(|p| at_caller(p)).collect());
             b.machine = machine(b.machine);
             Job::Bench(b)

@@ -55,7 +55,7 @@ pub const MODELLED_METRIC: &str = "modelled_cycles_per_op";
 /// The modelled row of a throughput seed row: the same change in `modelled_cycles_per_op` of
 /// the det boot (or of the row's own instruction-count boot), against the thread's figure as
 /// a time, 1 / its ratio. Measured only with `--trace mem` (and in the main job's det boot).
-fn modelled(s: &'static Seed) -> Option<&'static Seed> {
+fn modelled(s: &Seed) -> Option<&'static Seed> {
     static MODELLED: std::sync::OnceLock<Vec<(&'static Seed, &'static Seed)>> =
         std::sync::OnceLock::new();
     let all = MODELLED.get_or_init(|| {
@@ -82,7 +82,12 @@ fn modelled(s: &'static Seed) -> Option<&'static Seed> {
             })
             .collect()
     });
-    all.iter().find(|(o, _)| std::ptr::eq(*o, s)).map(|(_, m)| *m)
+    all.iter()
+        .find(|(o, _)| {
+            (o.seed, o.metric, o.case, o.base) == (s.seed, s.metric, s.case, s.base)
+                && o.boot == s.boot
+        })
+        .map(|(_, m)| *m)
 }
 
 /// Whether numalab's change moves the metric the way the thread's did.
