@@ -23,8 +23,7 @@ fn trace_dir() -> PathBuf {
 
 /// The machine of `c` as the runner renders it.
 fn node_map(c: &RunConfig) -> NodeMap {
-    let (cpus, mem) = c.machine_size();
-    NodeMap::of(&c.topology.machine(cpus, mem), &c.extra).expect("node map")
+    NodeMap::of(&c.typed_machine(), &c.extra).expect("node map")
 }
 
 /// A det boot of 2node running the kernel's trace suite under the plugin (output `name`).
@@ -34,7 +33,8 @@ fn traced_boot(name: &str) -> (String, String) {
     c.timeout = Duration::from_secs(300);
     c.sets.push("filter=trace".into());
     c.sets.push("acpi.dump=1".into());
-    c.trace = Some(trace::prepare(&c, &trace_dir(), name).expect("trace plugin and config"));
+    let files = trace::prepare(&c.typed_machine(), &c.extra, &trace_dir(), name);
+    c.trace = Some(files.expect("trace plugin and config"));
     let out = numalab::boot(&c);
     assert!(out.passed(), "{}", out.failure_report());
     let text = std::fs::read_to_string(&c.trace.as_ref().unwrap().out).expect("plugin output");

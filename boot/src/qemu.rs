@@ -194,6 +194,17 @@ impl RunConfig {
         Ok(args)
     }
 
+    /// The machine this boot renders, typed: the one given, or the preset at its size.
+    pub fn typed_machine(&self) -> QemuMachine {
+        match &self.machine {
+            Some(m) => m.clone(),
+            None => {
+                let (cpus, mem) = self.machine_size();
+                self.topology.machine(cpus, mem)
+            }
+        }
+    }
+
     /// The machine's CPUs and MiB: the preset's (or `--smp`/`--mem`), or for a machine given
     /// after `--` its `-smp` and `-m` (1 CPU and 128 MiB, QEMU's defaults, when absent).
     pub fn machine_size(&self) -> (u32, u64) {

@@ -147,7 +147,7 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
     if b.trace {
         let name = format!("{}-{}-m{}-{}", b.boot.name(), b.rep, b.machine, std::process::id());
         let dir = crate::image::repo_root().join("target").join("trace");
-        config.trace = Some(trace::prepare(&config, &dir, &name)?);
+        config.trace = Some(trace::prepare(&config.typed_machine(), &config.extra, &dir, &name)?);
     }
     let outcome = qemu::run(&config, img);
     progress::boot_done(outcome.elapsed);

@@ -16,7 +16,7 @@ pub mod model;
 pub mod output;
 
 use crate::bench::{BenchRecord, Boot};
-use crate::qemu::RunConfig;
+use crate::qemu_machine::QemuMachine;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -81,18 +81,16 @@ pub fn build_plugin() -> Result<PathBuf, String> {
     Ok(path)
 }
 
-/// Writes the plugin's config for `config`'s machine under `dir` (as `NAME.cfg`, output to
-/// `NAME.txt`) and returns the files.
-pub fn prepare(config: &RunConfig, dir: &Path, name: &str) -> Result<TraceFiles, String> {
+/// Writes the plugin's config for `machine` (with the other QEMU arguments `extra`) under
+/// `dir` (as `NAME.cfg`, output to `NAME.txt`) and returns the files.
+pub fn prepare(
+    machine: &QemuMachine,
+    extra: &[String],
+    dir: &Path,
+    name: &str,
+) -> Result<TraceFiles, String> {
     let plugin = build_plugin()?;
-    let machine = match &config.machine {
-        Some(m) => m.clone(),
-        None => {
-            let (cpus, mem) = config.machine_size();
-            config.topology.machine(cpus, mem)
-        }
-    };
-    let map = map::NodeMap::of(&machine, &config.extra)?;
+    let map = map::NodeMap::of(machine, extra)?;
     std::fs::create_dir_all(dir).map_err(|e| format!("--trace: {}: {e}", dir.display()))?;
     let files = TraceFiles {
         plugin,
