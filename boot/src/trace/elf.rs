@@ -1,6 +1,7 @@
 //! The kernel ELF's data symbols, for naming the c2c table's static lines: a small reader of
-//! ELF64 little-endian `.symtab` (no dependency), and Rust's legacy symbol demangling
-//! (`_ZN` length-prefixed path `E`, the trailing `h<16 hex>` hash dropped).
+//! ELF64 little-endian `.symtab` (no dependency), and Rust's symbol demangling for plain paths:
+//! legacy (`_ZN` length-prefixed path `E`, the trailing `h<16 hex>` hash dropped) and v0
+//! (`_R` with nested `N` and crate-root `C` paths; generic or impl paths are left mangled).
 
 /// Sized symbols of the file, sorted by address: (address, bytes, name).
 pub fn symbols(elf: &[u8]) -> Result<Vec<(u64, u64, String)>, String> {
@@ -57,9 +58,57 @@ pub fn lookup(syms: &[(u64, u64, String)], addr: u64) -> Option<(&str, u64)> {
     (addr < start + bytes).then(|| (name.as_str(), addr - start))
 }
 
-/// Rust's legacy mangling to a path (`_ZN4core3fmt5write17h0123456789abcdefE` ->
-/// `core::fmt::write`); any other name is returned as it is.
+/// One v0 identifier at `*i`: an optional disambiguator `s<base62>_`, a decimal length, an
+/// optional `_`, the bytes.
+fn v0_ident(s: &[u8], i: &mut usize) -> Option<String> {
+    if s.get(*i) == Some(&b's') {
+        *i += s[*i..].iter().position(|&b| b == b'_')? + 1;
+    }
+    let start = *i;
+    while s.get(*i).is_some_and(u8::is_ascii_digit) {
+        *i += 1;
+    }
+    let len: usize = std::str::from_utf8(&s[start..*i]).ok()?.parse().ok()?;
+    if s.get(*i) == Some(&b'_') {
+        *i += 1;
+    }
+    let text = s.get(*i..*i + len)?;
+    *i += len;
+    String::from_utf8(text.to_vec()).ok()
+}
+
+/// A v0 path at `*i` made only of crate roots and nested names.
+fn v0_path(s: &[u8], i: &mut usize) -> Option<Vec<String>> {
+    match *s.get(*i)? {
+        b'C' => {
+            *i += 1;
+            Some(vec![v0_ident(s, i)?])
+        }
+        b'N' => {
+            let ns = *s.get(*i + 1)?;
+            *i += 2;
+            let mut path = v0_path(s, i)?;
+            let ident = v0_ident(s, i)?;
+            path.push(match (ns, ident.is_empty()) {
+                (b'C', true) => "{closure}".into(),
+                (_, _) => ident,
+            });
+            Some(path)
+        }
+        _ => None,
+    }
+}
+
+/// Rust's mangling to a path (`_ZN4core3fmt5write17h0123456789abcdefE` and
+/// `_RNvNtCs1a_4core3fmt5write` -> `core::fmt::write`); any other name is returned as it is.
 pub fn demangle(name: &str) -> String {
+    if let Some(v0) = name.strip_prefix("_R") {
+        let mut i = 0;
+        return match v0_path(v0.as_bytes(), &mut i) {
+            Some(parts) => parts.join("::"),
+            None => name.to_string(),
+        };
+    }
     let Some(mut rest) = name.strip_prefix("_ZN") else {
         return name.to_string();
     };
@@ -95,6 +144,13 @@ mod tests {
             "numalab_kernel::bench::region::MARKS"
         );
         assert_eq!(demangle("plain"), "plain");
+        assert_eq!(
+            demangle("_RNvNtNtNtCs2xYnTfvw3D8_14numalab_kernel4arch5amd6410trace_mark6KERNEL"),
+            "numalab_kernel::arch::amd64::trace_mark::KERNEL"
+        );
+        assert_eq!(demangle("_RNvCs1a_4core5write"), "core::write");
+        // Generic and impl paths stay mangled rather than half read.
+        assert_eq!(demangle("_RINvCs1a_4core5writeE"), "_RINvCs1a_4core5writeE");
         assert_eq!(demangle("_ZN99broken"), "_ZN99broken");
     }
 
