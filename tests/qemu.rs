@@ -28,8 +28,8 @@ mod s10_sweep;
 mod s11_html;
 #[path = "s12_slabsys.rs"]
 mod s12_slabsys;
-#[path = "s13_trace.rs"]
-mod s13_trace;
+#[path = "s14_trace.rs"]
+mod s14_trace;
 
 /// Cargo.toml turns off test auto-discovery: a new tests/*.rs file must be a module above (or
 /// a `[[test]]` of its own), or it would silently never run.

@@ -1,4 +1,4 @@
-//! Layer 13: the trace plugin (`--trace mem`, docs/trace.md) against answers known in advance
+//! Layer 14: the trace plugin (`--trace mem`, docs/trace.md) against answers known in advance
 //! and against the kernel's own view of the machine.
 //! - The kernel's `trace` suite (kernel/src/bench/region_tests.rs) runs three probes under the
 //!   plugin in a det boot of 2node: a CPU of node 0 reading 256 lines of node 1 (256 remote
@@ -49,7 +49,7 @@ fn region<'a>(regions: &'a [labels::Region], case: &str) -> &'a labels::Region {
 }
 
 #[test]
-fn s13_known_answers_exact_and_repeated() {
+fn s14_known_answers_exact_and_repeated() {
     let (log, text) = traced_boot("known-a");
     let t = output::parse(&text).expect("plugin output reads");
     let regions = labels::regions(&log);
@@ -124,7 +124,7 @@ fn dumped_srat(log: &str) -> (Vec<(u64, u64, u32)>, Vec<(u32, u32)>) {
 }
 
 #[test]
-fn s13_plugin_node_map_equals_the_kernels_srat() {
+fn s14_plugin_node_map_equals_the_kernels_srat() {
     for preset in ["4node", "memoryless", "cpuless", "8node"] {
         let mut c = numalab::config(preset);
         c.sets.push("filter=options".into());
@@ -141,7 +141,7 @@ fn s13_plugin_node_map_equals_the_kernels_srat() {
 }
 
 #[test]
-fn s13_bench_trace_prints_c2c_tables_naming_the_list_locks() {
+fn s14_bench_trace_prints_c2c_tables_naming_the_list_locks() {
     let words: Vec<String> = "--icount --smoke --trace mem --set bench=slub_list_lock"
         .split_whitespace()
         .map(String::from)
@@ -168,4 +168,29 @@ fn s13_bench_trace_prints_c2c_tables_naming_the_list_locks() {
             );
         }
     }
+}
+
+/// The plugin on the largest machine QEMU's TCG runs (255 vCPUs, the directory's sharer sets
+/// near their 256-vCPU bound): the boot completes and every vCPU's row adds up. Slow: --slow.
+#[test]
+#[ignore]
+fn s14_slow_a_255_vcpu_boot_with_the_plugin_completes() {
+    let mut c = numalab::config("8node");
+    c.smp = Some(255);
+    c.icount = true;
+    c.timeout = Duration::from_secs(1200);
+    c.sets.push("filter=options".into());
+    let files = trace::prepare(&c.typed_machine(), &c.extra, &trace_dir(), "vcpus-255");
+    c.trace = Some(files.expect("trace plugin and config"));
+    let out = numalab::boot(&c);
+    assert!(out.passed(), "{}", out.failure_report());
+    let text = std::fs::read_to_string(&c.trace.as_ref().unwrap().out).expect("plugin output");
+    let t = output::parse(&text).expect("plugin output reads");
+    assert_eq!(t.vcpus, 255);
+    for ((key, vcpu), c) in &t.regions {
+        let accesses = c.get("loads") + c.get("stores") + c.get("atomics");
+        let served = c.get("hits") + c.get("miss_local") + c.get("miss_remote") + c.hitm();
+        assert_eq!(accesses, served, "region {key:#x} vcpu {vcpu}: {c:?}");
+    }
+    assert!(t.regions.keys().filter(|(k, _)| *k != 0).count() >= 255, "every vCPU marked itself");
 }
