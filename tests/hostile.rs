@@ -30,7 +30,6 @@ use std::process::Command;
 use std::time::Instant;
 
 /// clap's hint after its error line (the one line that says what is wrong).
-const CLAP_HINT: &str = "For more information, try '--help'.";
 
 /// Builds the runner (cargo's own freshness check) and returns its executable.
 fn runner() -> PathBuf {
@@ -90,27 +89,7 @@ fn refused(exe: &Path, label: &str, args: &[String]) -> String {
         .env("RUST_BACKTRACE", "1")
         .output()
         .expect("run numalab-boot");
-    let secs = start.elapsed().as_secs_f64();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let all = format!("{stdout}{stderr}");
-    for bad in ["panicked", "stack backtrace", "RUST_BACKTRACE"] {
-        assert!(!all.contains(bad), "{label}: '{bad}' in:\n{all}");
-    }
-    assert_eq!(out.status.code(), Some(2), "{label}:\n{all}");
-    assert!(stdout.trim().is_empty(), "{label}: stdout:\n{stdout}");
-    let lines: Vec<&str> = stderr
-        .lines()
-        .filter(|l| !l.trim().is_empty() && l.trim() != CLAP_HINT)
-        .collect();
-    assert_eq!(lines.len(), 1, "{label}: not one error line:\n{stderr}");
-    let line = lines[0];
-    assert!(
-        line.starts_with("qemu-run.sh: ") || line.starts_with("error: "),
-        "{label}: {line}"
-    );
-    println!("hostile: {label}: exit 2 in {secs:.3} s: {line}");
-    line.to_string()
+    script::check_refused(label, &out, start.elapsed().as_secs_f64())
 }
 
 #[test]

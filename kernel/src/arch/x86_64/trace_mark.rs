@@ -50,6 +50,19 @@ fn mark_raw(slot: &u8) {
 /// enters the region `enter`, does exactly the accesses it names with registers only (no
 /// stack, no other memory), and leaves to `leave`, so the plugin's counts of the region are
 /// known in advance.
+/// A probe's asm: the marker into `{enter}`, the body's lines, the marker out to `{leave}`
+/// (the scratch register `{t}` takes the marker loads).
+#[cfg(feature = "ktest")]
+macro_rules! marked {
+    ($($line:literal),* $(,)?) => {
+        concat!(
+            marker!(), "\n", "mov {t:l}, byte ptr [{enter}]", "\n",
+            $($line, "\n",)*
+            marker!(), "\n", "mov {t:l}, byte ptr [{leave}]",
+        )
+    };
+}
+
 #[cfg(feature = "ktest")]
 pub mod probes {
     /// One 8-byte load from each of `lines` 64-byte lines from `base`.
@@ -64,15 +77,7 @@ pub mod probes {
         // loads read valid references; only the named registers change.
         unsafe {
             core::arch::asm!(
-                marker!(),
-                "mov {t:l}, byte ptr [{enter}]",
-                "2:",
-                "mov {v}, qword ptr [{p}]",
-                "add {p}, 64",
-                "dec {n}",
-                "jnz 2b",
-                marker!(),
-                "mov {t:l}, byte ptr [{leave}]",
+                marked!("2:", "mov {v}, qword ptr [{p}]", "add {p}, 64", "dec {n}", "jnz 2b"),
                 enter = in(reg) enter as *const u8,
                 leave = in(reg) leave as *const u8,
                 p = inout(reg) base => _,
@@ -96,15 +101,7 @@ pub mod probes {
         // touches meanwhile; the marker loads read valid references.
         unsafe {
             core::arch::asm!(
-                marker!(),
-                "mov {t:l}, byte ptr [{enter}]",
-                "2:",
-                "mov qword ptr [{p}], 0",
-                "add {p}, 64",
-                "dec {n}",
-                "jnz 2b",
-                marker!(),
-                "mov {t:l}, byte ptr [{leave}]",
+                marked!("2:", "mov qword ptr [{p}], 0", "add {p}, 64", "dec {n}", "jnz 2b"),
                 enter = in(reg) enter as *const u8,
                 leave = in(reg) leave as *const u8,
                 p = inout(reg) base => _,
@@ -128,20 +125,18 @@ pub mod probes {
         // the protocol, which write it in turn; the marker loads read valid references.
         unsafe {
             core::arch::asm!(
-                marker!(),
-                "mov {t:l}, byte ptr [{enter}]",
-                "2:",
-                "pause",
-                "mov {v}, qword ptr [{w}]",
-                "cmp {v}, {e}",
-                "jne 2b",
-                "lea {v}, [{e} + 1]",
-                "mov qword ptr [{w}], {v}",
-                "add {e}, 2",
-                "dec {n}",
-                "jnz 2b",
-                marker!(),
-                "mov {t:l}, byte ptr [{leave}]",
+                marked!(
+                    "2:",
+                    "pause",
+                    "mov {v}, qword ptr [{w}]",
+                    "cmp {v}, {e}",
+                    "jne 2b",
+                    "lea {v}, [{e} + 1]",
+                    "mov qword ptr [{w}], {v}",
+                    "add {e}, 2",
+                    "dec {n}",
+                    "jnz 2b",
+                ),
                 enter = in(reg) enter as *const u8,
                 leave = in(reg) leave as *const u8,
                 w = in(reg) word,
