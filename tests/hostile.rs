@@ -29,8 +29,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-/// clap's hint after its error line (the one line that says what is wrong).
-
 /// Builds the runner (cargo's own freshness check) and returns its executable.
 fn runner() -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());

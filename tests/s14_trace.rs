@@ -18,7 +18,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 fn trace_dir() -> PathBuf {
-    numalab_boot::image::repo_root().join("target").join("trace-tests")
+    numalab_boot::image::repo_root()
+        .join("target")
+        .join("trace-tests")
 }
 
 /// The machine of `c` as the runner renders it.
@@ -78,7 +80,11 @@ fn s14_known_answers_exact_and_repeated() {
     assert_eq!(own.get("miss_local") + own.get("miss_remote"), 0, "{own:?}");
 
     // The classes add up, in every region and vCPU and for the whole boot.
-    for ((key, vcpu), c) in t.regions.iter().chain(std::iter::once((&(u64::MAX, 0), &t.total))) {
+    for ((key, vcpu), c) in t
+        .regions
+        .iter()
+        .chain(std::iter::once((&(u64::MAX, 0), &t.total)))
+    {
         let accesses = c.get("loads") + c.get("stores") + c.get("atomics");
         assert_eq!(accesses, c.accesses(), "region {key:#x} vcpu {vcpu}: {c:?}");
         let served = c.get("hits") + c.get("miss_local") + c.get("miss_remote") + c.hitm();
@@ -107,9 +113,20 @@ fn dumped_srat(log: &str) -> (Vec<(u64, u64, u32)>, Vec<(u32, u32)>) {
     let hex = |w: &str| u64::from_str_radix(w.trim_start_matches("0x"), 16).unwrap();
     let mut mem = Vec::new();
     let mut cpus = Vec::new();
-    for line in log.lines().filter(|l| l.starts_with("acpi: SRAT entry") && l.ends_with("(enabled)")) {
+    for line in log
+        .lines()
+        .filter(|l| l.starts_with("acpi: SRAT entry") && l.ends_with("(enabled)"))
+    {
         let body = line.split_once(": ").unwrap().1.split_once(": ").unwrap().1;
-        let pxm: u32 = body.split("-> PXM ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
+        let pxm: u32 = body
+            .split("-> PXM ")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
         if let Some(range) = body.strip_prefix("memory ") {
             let (a, rest) = range.split_once('-').unwrap();
             let b = rest.split_whitespace().next().unwrap();
@@ -132,10 +149,21 @@ fn s14_plugin_node_map_equals_the_kernels_srat() {
         let out = numalab::shared_pass(&c);
         let (mem, cpus) = dumped_srat(&out.log);
         let map = node_map(&c);
-        let ours: Vec<(u64, u64, u32)> = map.ranges.iter().map(|r| (r.start, r.end, r.node)).collect();
-        assert_eq!(ours, mem, "{preset}: the plugin's ranges differ from the SRAT's");
+        let ours: Vec<(u64, u64, u32)> = map
+            .ranges
+            .iter()
+            .map(|r| (r.start, r.end, r.node))
+            .collect();
+        assert_eq!(
+            ours, mem,
+            "{preset}: the plugin's ranges differ from the SRAT's"
+        );
         for (apic, pxm) in cpus {
-            assert_eq!(map.vcpu_nodes.get(apic as usize), Some(&pxm), "{preset}: APIC id {apic}");
+            assert_eq!(
+                map.vcpu_nodes.get(apic as usize),
+                Some(&pxm),
+                "{preset}: APIC id {apic}"
+            );
         }
     }
 }
@@ -150,20 +178,36 @@ fn s14_bench_trace_prints_c2c_tables_naming_the_list_locks() {
     args.base.timeout = Duration::from_secs(600);
     let img = numalab::image(args.base.firmware);
     let cost = 4 * numalab::cost(&args.base);
-    let runs = numalab::with_qemu_slot(cost, || numalab_boot::run::run_boots(&args, &img)).expect("boots start");
-    let det = runs.iter().find(|r| r.boot == numalab_boot::bench::Boot::Det).expect("a det boot");
+    let runs = numalab::with_qemu_slot(cost, || numalab_boot::run::run_boots(&args, &img))
+        .expect("boots start");
+    let det = runs
+        .iter()
+        .find(|r| r.boot == numalab_boot::bench::Boot::Det)
+        .expect("a det boot");
     assert!(det.outcome.passed(), "{}", det.outcome.failure_report());
     let t = det.trace.as_ref().expect("the det boot was traced");
-    assert!(t.console.contains("Shared Data Cache Line Table"), "{}", t.console);
     assert!(
-        t.tables.lines().any(|l| l.ends_with(" list_lock") && l.contains("slub_list_lock node ")),
+        t.console.contains("Shared Data Cache Line Table"),
+        "{}",
+        t.console
+    );
+    assert!(
+        t.tables
+            .lines()
+            .any(|l| l.ends_with(" list_lock") && l.contains("slub_list_lock node ")),
         "no row names a list_lock:\n{}",
         t.tables
     );
     for case in ["linux_default", "cpu_partial_x2"] {
-        for metric in ["remote_access_fraction", "hitm_remote_per_kop", "modelled_cycles_per_op"] {
+        for metric in [
+            "remote_access_fraction",
+            "hitm_remote_per_kop",
+            "modelled_cycles_per_op",
+        ] {
             assert!(
-                det.records.iter().any(|r| r.case == case && r.metric == metric && r.cpus == 8),
+                det.records
+                    .iter()
+                    .any(|r| r.case == case && r.metric == metric && r.cpus == 8),
                 "no {case} {metric} at 8 CPUs"
             );
         }
@@ -192,5 +236,8 @@ fn s14_slow_a_255_vcpu_boot_with_the_plugin_completes() {
         let served = c.get("hits") + c.get("miss_local") + c.get("miss_remote") + c.hitm();
         assert_eq!(accesses, served, "region {key:#x} vcpu {vcpu}: {c:?}");
     }
-    assert!(t.regions.keys().filter(|(k, _)| *k != 0).count() >= 255, "every vCPU marked itself");
+    assert!(
+        t.regions.keys().filter(|(k, _)| *k != 0).count() >= 255,
+        "every vCPU marked itself"
+    );
 }

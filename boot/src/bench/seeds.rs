@@ -66,7 +66,8 @@ fn modelled(s: &Seed) -> Option<&'static Seed> {
             .map(|s| {
                 let boot = |b: Boot| if b.deterministic() { b } else { Boot::Det };
                 let figure: &'static str = Box::leak(
-                    format!("{}, as a time (1 / ratio), modelled", s.thread_figure).into_boxed_str(),
+                    format!("{}, as a time (1 / ratio), modelled", s.thread_figure)
+                        .into_boxed_str(),
                 );
                 let m: &'static Seed = Box::leak(Box::new(Seed {
                     seed: s.seed,

@@ -145,9 +145,20 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
         progress::println(&format!("numalab: bench: QEMU arguments: {}", what.1));
     }
     if b.trace {
-        let name = format!("{}-{}-m{}-{}", b.boot.name(), b.rep, b.machine, std::process::id());
+        let name = format!(
+            "{}-{}-m{}-{}",
+            b.boot.name(),
+            b.rep,
+            b.machine,
+            std::process::id()
+        );
         let dir = crate::image::repo_root().join("target").join("trace");
-        config.trace = Some(trace::prepare(&config.typed_machine(), &config.extra, &dir, &name)?);
+        config.trace = Some(trace::prepare(
+            &config.typed_machine(),
+            &config.extra,
+            &dir,
+            &name,
+        )?);
     }
     let outcome = qemu::run(&config, img);
     progress::boot_done(outcome.elapsed);
@@ -180,12 +191,12 @@ fn traced(
     records: &mut Vec<bench::BenchRecord>,
 ) -> Result<trace::TraceReport, String> {
     let text = std::fs::read_to_string(&files.out).map_err(|e| {
-        format!("--trace: the plugin wrote no {} ({e}); the boot's QEMU said why above", files.out.display())
+        format!(
+            "--trace: the plugin wrote no {} ({e}); the boot's QEMU said why above",
+            files.out.display()
+        )
     })?;
-    let latency = match &b.trace_latency {
-        Some(t) => t.clone(),
-        None => trace::model::Latency::DEFAULT,
-    };
+    let latency = b.trace_latency.unwrap_or(trace::model::Latency::DEFAULT);
     let syms = trace::kernel_symbols(&crate::image::kernel_elf());
     let nodes = records.first().map(|r| r.nodes).unwrap_or(1);
     let report = trace::analyse(log, &text, &syms, &latency, b.boot, nodes)

@@ -314,7 +314,11 @@ fn one_plan_for_both_kernels() {
 
 #[test]
 fn trace_loads_the_plugin_into_the_deterministic_boots_only() {
-    let a = parse(&args(&format!("--smoke --trace mem --set bench={}", SLL.name))).unwrap();
+    let a = parse(&args(&format!(
+        "--smoke --trace mem --set bench={}",
+        SLL.name
+    )))
+    .unwrap();
     assert!(a.trace);
     let p = plan::plan(&a).unwrap();
     assert!(!p.boots.is_empty());
@@ -330,7 +334,12 @@ fn trace_loads_the_plugin_into_the_deterministic_boots_only() {
     assert!(p.boots.iter().all(|b| !b.trace || b.boot == Boot::Det));
     // --trace takes one word, and --trace-latency needs --trace.
     assert_eq!(parse(&args("--trace cache")).unwrap_err().exit_code(), 2);
-    assert_eq!(parse(&args("--trace-latency x.txt")).unwrap_err().exit_code(), 2);
+    assert_eq!(
+        parse(&args("--trace-latency x.txt"))
+            .unwrap_err()
+            .exit_code(),
+        2
+    );
 }
 
 #[test]
@@ -339,9 +348,15 @@ fn a_bad_latency_file_stops_the_plan() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("lat.txt");
     std::fs::write(&file, "local_dram 300\nl3 40\n").unwrap();
-    let a = parse(&args(&format!("--trace mem --trace-latency {}", file.display()))).unwrap();
+    let a = parse(&args(&format!(
+        "--trace mem --trace-latency {}",
+        file.display()
+    )))
+    .unwrap();
     match plan::plan(&a) {
-        Err(plan::PlanError::Numalab(e)) => assert!(e.contains("line 2") && e.contains("l3"), "{e}"),
+        Err(plan::PlanError::Numalab(e)) => {
+            assert!(e.contains("line 2") && e.contains("l3"), "{e}")
+        }
         other => panic!("expected a usage error, got {other:?}"),
     }
     std::fs::write(&file, "local_dram 300\n").unwrap();
@@ -349,6 +364,9 @@ fn a_bad_latency_file_stops_the_plan() {
     let det = p.boots.iter().find(|b| b.boot == Boot::Det).unwrap();
     assert_eq!(det.trace_latency.unwrap().local_dram, 300.0);
     let missing = parse(&args("--trace mem --trace-latency /nonexistent/lat.txt")).unwrap();
-    assert!(matches!(plan::plan(&missing), Err(plan::PlanError::Numalab(_))));
+    assert!(matches!(
+        plan::plan(&missing),
+        Err(plan::PlanError::Numalab(_))
+    ));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -99,9 +99,15 @@ mod tests {
         let t = table(&region, &[(0, &line)], 8, &[]);
         let row = t.lines().find(|l| l.contains("node 1 list_lock")).unwrap();
         let w: Vec<&str> = row.split_whitespace().collect();
-        assert_eq!(&w[..12], ["0", "0x1000", "1", "1", "50.00%", "4", "1", "3", "20", "10", "4", "6"]);
+        assert_eq!(
+            &w[..12],
+            ["0", "0x1000", "1", "1", "50.00%", "4", "1", "3", "20", "10", "4", "6"]
+        );
         assert!(t.contains("Shared Data Cache Line Table"));
-        assert_eq!(symbol(&region, &[(0x9000, 8, "STATIC".into())], 0x9004), "STATIC+0x4");
+        assert_eq!(
+            symbol(&region, &[(0x9000, 8, "STATIC".into())], 0x9004),
+            "STATIC+0x4"
+        );
         assert_eq!(symbol(&region, &[], 0x7777), "[dynamic]");
     }
 }

@@ -5,9 +5,12 @@
 
 /// Sized symbols of the file, sorted by address: (address, bytes, name).
 pub fn symbols(elf: &[u8]) -> Result<Vec<(u64, u64, String)>, String> {
-    let u16_at = |o: usize| -> Option<u16> { Some(u16::from_le_bytes(elf.get(o..o + 2)?.try_into().ok()?)) };
-    let u32_at = |o: usize| -> Option<u32> { Some(u32::from_le_bytes(elf.get(o..o + 4)?.try_into().ok()?)) };
-    let u64_at = |o: usize| -> Option<u64> { Some(u64::from_le_bytes(elf.get(o..o + 8)?.try_into().ok()?)) };
+    let u16_at =
+        |o: usize| -> Option<u16> { Some(u16::from_le_bytes(elf.get(o..o + 2)?.try_into().ok()?)) };
+    let u32_at =
+        |o: usize| -> Option<u32> { Some(u32::from_le_bytes(elf.get(o..o + 4)?.try_into().ok()?)) };
+    let u64_at =
+        |o: usize| -> Option<u64> { Some(u64::from_le_bytes(elf.get(o..o + 8)?.try_into().ok()?)) };
     if elf.get(0..4) != Some(b"\x7fELF") || elf.get(4) != Some(&2) || elf.get(5) != Some(&1) {
         return Err("not an ELF64 little-endian file".into());
     }
@@ -33,7 +36,8 @@ pub fn symbols(elf: &[u8]) -> Result<Vec<(u64, u64, String)>, String> {
         let (_, str_off, str_size, _) = section(link as usize).ok_or_else(bad)?;
         let strtab = elf.get(str_off..str_off + str_size).ok_or_else(bad)?;
         for s in (off..off + size).step_by(24) {
-            let (Some(name), Some(value), Some(bytes)) = (u32_at(s), u64_at(s + 8), u64_at(s + 16)) else {
+            let (Some(name), Some(value), Some(bytes)) = (u32_at(s), u64_at(s + 8), u64_at(s + 16))
+            else {
                 return Err(bad());
             };
             if bytes == 0 || value == 0 {
@@ -124,10 +128,9 @@ pub fn demangle(name: &str) -> String {
         parts.push(part);
         rest = &rest[digits + len..];
     }
-    if parts
-        .last()
-        .is_some_and(|p| p.len() == 17 && p.starts_with('h') && p[1..].chars().all(|c| c.is_ascii_hexdigit()))
-    {
+    if parts.last().is_some_and(|p| {
+        p.len() == 17 && p.starts_with('h') && p[1..].chars().all(|c| c.is_ascii_hexdigit())
+    }) {
         parts.pop();
     }
     parts.join("::")
@@ -156,7 +159,10 @@ mod tests {
 
     #[test]
     fn lookup_finds_the_holder_only_inside_it() {
-        let syms = vec![(0x100, 0x10, "a".to_string()), (0x200, 0x40, "b".to_string())];
+        let syms = vec![
+            (0x100, 0x10, "a".to_string()),
+            (0x200, 0x40, "b".to_string()),
+        ];
         assert_eq!(lookup(&syms, 0x108), Some(("a", 8)));
         assert_eq!(lookup(&syms, 0x110), None);
         assert_eq!(lookup(&syms, 0x23f), Some(("b", 0x3f)));

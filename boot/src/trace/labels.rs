@@ -70,7 +70,9 @@ pub fn regions(log: &str) -> Vec<Region> {
                 continue;
             };
             let mut w = head.split_whitespace();
-            if let (Some(addr), Some(Ok(bytes))) = (w.next().and_then(hex), w.next().map(str::parse)) {
+            if let (Some(addr), Some(Ok(bytes))) =
+                (w.next().and_then(hex), w.next().map(str::parse))
+            {
                 names.retain(|(a, _, _)| *a != addr);
                 names.push((addr, bytes, label.to_string()));
             }
@@ -104,6 +106,9 @@ mod tests {
         assert_eq!(r[0].name_of(0x1010), Some("c node 0 list_lock"));
         assert_eq!(r[1].name_of(0x1010), Some("c node 1 list_lock"));
         assert_eq!(r[1].name_of(0x1040), None);
-        assert_eq!((r[1].bench.as_str(), r[1].case.as_str(), r[1].cpus), ("slub_list_lock", "partial_64", 8));
+        assert_eq!(
+            (r[1].bench.as_str(), r[1].case.as_str(), r[1].cpus),
+            ("slub_list_lock", "partial_64", 8)
+        );
     }
 }

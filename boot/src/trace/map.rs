@@ -72,7 +72,9 @@ impl NodeMap {
                 ));
             }
         }
-        let mut nodes: Vec<(u32, u64, Vec<(u32, u32)>)> = Vec::new();
+        // (node id, bytes, inclusive CPU ranges) of each `-numa node`.
+        type NodeItem = (u32, u64, Vec<(u32, u32)>);
+        let mut nodes: Vec<NodeItem> = Vec::new();
         let mut dists: Vec<(u32, u32, u8)> = Vec::new();
         for item in &m.numa {
             match item {
@@ -88,7 +90,9 @@ impl NodeMap {
                             m.backends
                                 .iter()
                                 .find(|b| &b.id == dev)
-                                .ok_or_else(|| format!("--trace: node {id}'s memdev {dev} is not declared"))?
+                                .ok_or_else(|| {
+                                    format!("--trace: node {id}'s memdev {dev} is not declared")
+                                })?
                                 .size_mib
                                 * MIB
                         }
@@ -220,7 +224,14 @@ mod tests {
         let m = preset("2node");
         let map = NodeMap::of(&m, &[]).unwrap();
         let total = m.mem_mib() * MIB;
-        assert_eq!(map.ranges[0], MemRange { start: 0, end: 640 * KIB, node: 0 });
+        assert_eq!(
+            map.ranges[0],
+            MemRange {
+                start: 0,
+                end: 640 * KIB,
+                node: 0
+            }
+        );
         assert_eq!(map.ranges[1].start, MIB);
         assert_eq!(map.ranges[1].end, total / 2);
         assert_eq!(map.ranges[1].end, map.ranges[2].start);
@@ -237,24 +248,62 @@ mod tests {
         let m = p.machine(4, 4096);
         let map = NodeMap::of(&m, &[]).unwrap();
         // 2 GiB per node: node 0 [0, 640K) and [1M, 2G), node 1 [2G, 3G) and [4G, 5G).
-        assert_eq!(map.ranges[1], MemRange { start: MIB, end: 2 * GIB, node: 0 });
-        assert_eq!(map.ranges[2], MemRange { start: 2 * GIB, end: 3 * GIB, node: 1 });
-        assert_eq!(map.ranges[3], MemRange { start: 4 * GIB, end: 5 * GIB, node: 1 });
+        assert_eq!(
+            map.ranges[1],
+            MemRange {
+                start: MIB,
+                end: 2 * GIB,
+                node: 0
+            }
+        );
+        assert_eq!(
+            map.ranges[2],
+            MemRange {
+                start: 2 * GIB,
+                end: 3 * GIB,
+                node: 1
+            }
+        );
+        assert_eq!(
+            map.ranges[3],
+            MemRange {
+                start: 4 * GIB,
+                end: 5 * GIB,
+                node: 1
+            }
+        );
     }
 
     #[test]
     fn a_memoryless_node_has_no_range_and_the_next_node_takes_the_low_memory() {
         let map = NodeMap::of(&preset("memoryless"), &[]).unwrap();
         assert!(map.ranges.iter().all(|r| r.node == 1), "{:?}", map.ranges);
-        assert_eq!(map.ranges[0], MemRange { start: 0, end: 640 * KIB, node: 1 });
-        assert_eq!(map.ranges[1], MemRange { start: MIB, end: 2 * GIB, node: 1 });
+        assert_eq!(
+            map.ranges[0],
+            MemRange {
+                start: 0,
+                end: 640 * KIB,
+                node: 1
+            }
+        );
+        assert_eq!(
+            map.ranges[1],
+            MemRange {
+                start: MIB,
+                end: 2 * GIB,
+                node: 1
+            }
+        );
         assert_eq!(map.node_mib()[0], 0);
     }
 
     #[test]
     fn the_config_says_how_qemu_lays_out_ram() {
         let numa = NodeMap::of(&preset("4node"), &[]).unwrap().config_text(20);
-        assert!(numa.contains("qemu_ram per_node\n") && numa.contains("top 20\n"), "{numa}");
+        assert!(
+            numa.contains("qemu_ram per_node\n") && numa.contains("top 20\n"),
+            "{numa}"
+        );
         let uma = NodeMap::of(&preset("uma"), &[]).unwrap().config_text(20);
         assert!(uma.contains("qemu_ram single\n"), "{uma}");
         let e = NodeMap::of(&preset("uma"), &["-acpitable".into(), "file=x".into()]).unwrap_err();

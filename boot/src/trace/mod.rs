@@ -73,9 +73,14 @@ pub fn build_plugin() -> Result<PathBuf, String> {
     if !status.success() {
         return Err(format!("--trace: the plugin did not build ({status})"));
     }
-    let path = host_target_dir().join("release").join("libnumalab_trace.so");
+    let path = host_target_dir()
+        .join("release")
+        .join("libnumalab_trace.so");
     if !path.is_file() {
-        return Err(format!("--trace: the plugin build left no {}", path.display()));
+        return Err(format!(
+            "--trace: the plugin build left no {}",
+            path.display()
+        ));
     }
     *built = Some(path.clone());
     Ok(path)
@@ -117,7 +122,14 @@ pub struct TraceReport {
 }
 
 /// One derived record of `region`.
-fn record(region: &labels::Region, boot: Boot, nodes: u32, metric: &str, value: f64, unit: &str) -> BenchRecord {
+fn record(
+    region: &labels::Region,
+    boot: Boot,
+    nodes: u32,
+    metric: &str,
+    value: f64,
+    unit: &str,
+) -> BenchRecord {
     BenchRecord {
         bench: region.bench.clone(),
         case: region.case.clone(),
@@ -192,25 +204,103 @@ pub fn analyse(
             continue; // a region the plugin never saw (not traced, or no CPU marked into it)
         }
         let acc = c.accesses().max(1) as f64;
-        rep.records.push(record(r, boot, nodes, "remote_access_fraction", c.get("remote") as f64 / acc, "fraction"));
-        rep.records.push(record(r, boot, nodes, "mean_slit_distance", c.get("dist_sum") as f64 / acc, "slit_distance"));
-        rep.records.push(record(r, boot, nodes, "mean_turn_instructions", c.get("insns") as f64 / c.get("turns").max(1) as f64, "instructions_per_turn"));
+        rep.records.push(record(
+            r,
+            boot,
+            nodes,
+            "remote_access_fraction",
+            c.get("remote") as f64 / acc,
+            "fraction",
+        ));
+        rep.records.push(record(
+            r,
+            boot,
+            nodes,
+            "mean_slit_distance",
+            c.get("dist_sum") as f64 / acc,
+            "slit_distance",
+        ));
+        rep.records.push(record(
+            r,
+            boot,
+            nodes,
+            "mean_turn_instructions",
+            c.get("insns") as f64 / c.get("turns").max(1) as f64,
+            "instructions_per_turn",
+        ));
         match r.ops.filter(|&n| n > 0) {
             Some(ops) => {
                 let kops = ops as f64 / 1000.0;
-                rep.records.push(record(r, boot, nodes, "hitm_local_per_kop", c.get("hitm_local") as f64 / kops, "transfers"));
-                rep.records.push(record(r, boot, nodes, "hitm_remote_per_kop", c.get("hitm_remote") as f64 / kops, "transfers"));
-                rep.records.push(record(r, boot, nodes, "invalidations_per_kop", c.get("inval") as f64 / kops, "transfers"));
-                rep.records.push(record(r, boot, nodes, "modelled_cycles_per_op", latency.cycles(&c) / ops as f64, "modelled_cycles"));
+                rep.records.push(record(
+                    r,
+                    boot,
+                    nodes,
+                    "hitm_local_per_kop",
+                    c.get("hitm_local") as f64 / kops,
+                    "transfers",
+                ));
+                rep.records.push(record(
+                    r,
+                    boot,
+                    nodes,
+                    "hitm_remote_per_kop",
+                    c.get("hitm_remote") as f64 / kops,
+                    "transfers",
+                ));
+                rep.records.push(record(
+                    r,
+                    boot,
+                    nodes,
+                    "invalidations_per_kop",
+                    c.get("inval") as f64 / kops,
+                    "transfers",
+                ));
+                rep.records.push(record(
+                    r,
+                    boot,
+                    nodes,
+                    "modelled_cycles_per_op",
+                    latency.cycles(&c) / ops as f64,
+                    "modelled_cycles",
+                ));
             }
             None => {
-                rep.records.push(record(r, boot, nodes, "hitm_local", c.get("hitm_local") as f64, "transfers"));
-                rep.records.push(record(r, boot, nodes, "hitm_remote", c.get("hitm_remote") as f64, "transfers"));
-                rep.records.push(record(r, boot, nodes, "invalidations", c.get("inval") as f64, "transfers"));
-                rep.records.push(record(r, boot, nodes, "modelled_cycles", latency.cycles(&c), "modelled_cycles"));
+                rep.records.push(record(
+                    r,
+                    boot,
+                    nodes,
+                    "hitm_local",
+                    c.get("hitm_local") as f64,
+                    "transfers",
+                ));
+                rep.records.push(record(
+                    r,
+                    boot,
+                    nodes,
+                    "hitm_remote",
+                    c.get("hitm_remote") as f64,
+                    "transfers",
+                ));
+                rep.records.push(record(
+                    r,
+                    boot,
+                    nodes,
+                    "invalidations",
+                    c.get("inval") as f64,
+                    "transfers",
+                ));
+                rep.records.push(record(
+                    r,
+                    boot,
+                    nodes,
+                    "modelled_cycles",
+                    latency.cycles(&c),
+                    "modelled_cycles",
+                ));
             }
         }
-        let lines: Vec<(usize, &output::Line)> = out.region_lines(r.key).into_iter().enumerate().collect();
+        let lines: Vec<(usize, &output::Line)> =
+            out.region_lines(r.key).into_iter().enumerate().collect();
         let table = c2c::table(r, &lines, c.hitm(), syms);
         rep.tables.push_str(&table);
         rep.tables.push('\n');
@@ -231,10 +321,16 @@ pub fn analyse(
 
 /// The kernel ELF's symbols, or none (with a note) when it cannot be read.
 pub fn kernel_symbols(elf_path: &Path) -> Vec<(u64, u64, String)> {
-    match std::fs::read(elf_path).map_err(|e| e.to_string()).and_then(|b| elf::symbols(&b)) {
+    match std::fs::read(elf_path)
+        .map_err(|e| e.to_string())
+        .and_then(|b| elf::symbols(&b))
+    {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("numalab: --trace: no symbols from {}: {e}", elf_path.display());
+            eprintln!(
+                "numalab: --trace: no symbols from {}: {e}",
+                elf_path.display()
+            );
             Vec::new()
         }
     }

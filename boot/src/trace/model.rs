@@ -58,7 +58,12 @@ impl Latency {
                 .parse()
                 .ok()
                 .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| format!("latency file line {}: '{value}' is not a cycle count", i + 1))?;
+                .ok_or_else(|| {
+                    format!(
+                        "latency file line {}: '{value}' is not a cycle count",
+                        i + 1
+                    )
+                })?;
             match name {
                 "hit" => self.hit = v,
                 "local_dram" => self.local_dram = v,
@@ -128,7 +133,12 @@ mod tests {
     #[test]
     fn a_remote_transfer_costs_more_than_a_local_one() {
         let l = Latency::DEFAULT;
-        let base = [("insns", 100), ("local", 1), ("remote", 1), ("dist_sum", 30)];
+        let base = [
+            ("insns", 100),
+            ("local", 1),
+            ("remote", 1),
+            ("dist_sum", 30),
+        ];
         let mut local = base.to_vec();
         local.push(("hitm_local", 1));
         let mut remote = base.to_vec();

@@ -53,7 +53,10 @@ fn take_slot() -> usize {
         return slot;
     }
     if !WARNED_FULL.swap(true, Ordering::Relaxed) {
-        crate::warn!("trace: more than {} timed regions; later ones are not marked", SLOTS - 1);
+        crate::warn!(
+            "trace: more than {} timed regions; later ones are not marked",
+            SLOTS - 1
+        );
     }
     0
 }
@@ -114,7 +117,11 @@ pub fn run_on_cpus(
     if timed {
         crate::arch::apic::timer_periodic(0);
     }
-    RegionKey(if core::ptr::eq(key, &MARKS.0[0]) { 0 } else { key as *const u8 as usize })
+    RegionKey(if core::ptr::eq(key, &MARKS.0[0]) {
+        0
+    } else {
+        key as *const u8 as usize
+    })
 }
 
 /// `run_on_cpus` on every online CPU.

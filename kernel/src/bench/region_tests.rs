@@ -8,6 +8,7 @@
 //!   move of the line, which the test places on node A's CPU first);
 //! - `trace.private_writes`: a CPU stores to `LINES` lines it wrote just before: 0 transfers,
 //!   0 invalidations, no miss.
+//!
 //! Each skips on a machine without two nodes that have both CPUs and memory. The probes take
 //! raw pages, so this file allows what the rest of bench/ denies: unsafe code.
 
@@ -54,7 +55,11 @@ fn remote_reads(_ctx: &Ctx) -> TestResult {
     let (a, _, _, nb) = two_nodes()?;
     let pages = alloc_pages(2, Policy::Bind(nb)).map_err(|e| alloc::format!("{e}"))?;
     let base = pages.virt_ptr() as usize;
-    super::region::name(base, (LINES * 64) as usize, format_args!("remote_reads lines of node {}", nb.0));
+    super::region::name(
+        base,
+        (LINES * 64) as usize,
+        format_args!("remote_reads lines of node {}", nb.0),
+    );
     let (enter, leave) = super::region::open(BENCH, "remote_reads", 1);
     crate::smp::run_on_cpus(&[a], &|_| {
         // SAFETY: `pages` (four pages, LINES x 64 bytes) is this test's until it is dropped.
@@ -90,7 +95,11 @@ fn private_writes(_ctx: &Ctx) -> TestResult {
     let (a, na, _, _) = two_nodes()?;
     let pages = alloc_pages(2, Policy::Bind(na)).map_err(|e| alloc::format!("{e}"))?;
     let base = pages.virt_ptr() as usize;
-    super::region::name(base, (LINES * 64) as usize, format_args!("private_writes lines"));
+    super::region::name(
+        base,
+        (LINES * 64) as usize,
+        format_args!("private_writes lines"),
+    );
     let (enter, leave) = super::region::open(BENCH, "private_writes", 1);
     let (warm, _) = super::region::open(BENCH, "private_writes_warm", 1);
     crate::smp::run_on_cpus(&[a], &|_| {

@@ -35,10 +35,10 @@ use numalab_algo::options::Options;
 use numalab_algo::vmalloc::layout::linux_lazy_max_pages;
 use numalab_algo::vmalloc::{Layout, Policy, Scope, PAGE_SIZE};
 
+use super::region::on_each_cpu;
 use super::workload::Barrier;
 use crate::ktest::{Ctx, TestError, TestResult};
 use crate::mm::vmalloc::{self, AreaKind, Vmalloc};
-use super::region::on_each_cpu;
 
 const BENCH: &str = super::catalog::VMALLOC_SCALING.name;
 
