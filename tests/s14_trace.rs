@@ -107,9 +107,12 @@ fn s14_known_answers_exact_and_repeated() {
     );
 }
 
+/// An SRAT memory entry: (start, end, proximity domain).
+type MemEntry = (u64, u64, u32);
+
 /// (start, end, pxm) of the enabled memory entries and (apic id, pxm) of the processors in an
 /// `acpi.dump=1` log.
-fn dumped_srat(log: &str) -> (Vec<(u64, u64, u32)>, Vec<(u32, u32)>) {
+fn dumped_srat(log: &str) -> (Vec<MemEntry>, Vec<(u32, u32)>) {
     let hex = |w: &str| u64::from_str_radix(w.trim_start_matches("0x"), 16).unwrap();
     let mut mem = Vec::new();
     let mut cpus = Vec::new();
