@@ -141,6 +141,7 @@ struct Vcpu {
     /// Index into `Model::regions`.
     region: usize,
     pending_marker: bool,
+    pending_watch: bool,
 }
 
 struct Region {
@@ -161,6 +162,8 @@ pub struct Model {
     live: HashMap<(u64, u64), LineStats, FastBuild>,
     /// Each left region's top-K lines, ranked: (line paddr, stats).
     kept: BTreeMap<u64, Vec<(u64, LineStats)>>,
+    /// Lines the kernel named (watch markers): kept past the top K.
+    watched: std::collections::HashSet<u64, FastBuild>,
     last_vcpu: Option<usize>,
 }
 
@@ -173,6 +176,7 @@ impl Model {
                 node,
                 region: 0,
                 pending_marker: false,
+                pending_watch: false,
             })
             .collect::<Vec<_>>();
         let regions = vec![Region {
@@ -190,6 +194,7 @@ impl Model {
             occupants: HashMap::default(),
             live: HashMap::default(),
             kept: BTreeMap::new(),
+            watched: Default::default(),
             last_vcpu: None,
         }
     }
@@ -212,6 +217,11 @@ impl Model {
     /// vCPU `vcpu` executed the marker NOP: its next access names its region.
     pub fn marker(&mut self, vcpu: usize) {
         self.vcpus[vcpu].pending_marker = true;
+    }
+
+    /// vCPU `vcpu` executed the watch NOP: its next access names a line to keep.
+    pub fn watch(&mut self, vcpu: usize) {
+        self.vcpus[vcpu].pending_watch = true;
     }
 
     /// The current region key of `vcpu`.
@@ -270,7 +280,13 @@ impl Model {
                 *line,
             )
         });
-        ranked.truncate(self.cfg.top);
+        let top = self.cfg.top;
+        let watched = &self.watched;
+        let mut rank = 0;
+        ranked.retain(|(line, _)| {
+            rank += 1;
+            rank <= top || watched.contains(line)
+        });
         if !ranked.is_empty() {
             self.kept.insert(key, ranked);
         }
@@ -282,6 +298,13 @@ impl Model {
         if v.pending_marker {
             self.vcpus[vcpu].pending_marker = false;
             self.enter(vcpu, vaddr);
+            return;
+        }
+        if v.pending_watch {
+            self.vcpus[vcpu].pending_watch = false;
+            if let Mem::Phys(p) = mem {
+                self.watched.insert(p - p % LINE_BYTES);
+            }
             return;
         }
         let region = &mut self.regions[v.region];

@@ -338,3 +338,28 @@ fn reentered_region_merges_its_kept_lines() {
     let rows: Vec<(u64, u64)> = m.line_rows().map(|(k, p, s)| (k, p + s.stores)).collect();
     assert_eq!(rows, vec![(0x10, 0x42)]);
 }
+
+#[test]
+fn a_watched_line_is_kept_past_the_top_k_and_its_marker_access_is_not_counted() {
+    let mut m = model();
+    // The kernel names the line at 0x1c0 (watch marker, then a load of it): not counted.
+    m.watch(0);
+    m.access(0, 0x1c0, Mem::Phys(0x1c8), Kind::Load);
+    assert_eq!(m.vcpu_totals(0).loads, 0);
+    enter(&mut m, 0, 0x10);
+    for (p, n) in [
+        (0x100u64, 5),
+        (0x140, 4),
+        (0x180, 3),
+        (0x1c0, 1),
+        (0x200, 2),
+    ] {
+        for _ in 0..n {
+            store(&mut m, 0, p);
+        }
+    }
+    m.finish();
+    // Top 3 by stores, then the watched line, although 0x200 outranks it.
+    let order: Vec<u64> = m.line_rows().map(|(_, p, _)| p).collect();
+    assert_eq!(order, vec![0x100, 0x140, 0x180, 0x1c0]);
+}

@@ -1,14 +1,20 @@
 //! Classification of an x86 instruction by its bytes at translation: the region marker NOP,
-//! atomics (LOCK prefix, XCHG with a memory operand), or plain.
+//! the watch marker NOP, atomics (LOCK prefix, XCHG with a memory operand), or plain.
 
 /// `nopl 0x4c4d554e(%rax,%rax,1)`: the kernel's region marker ("NUML" as its displacement).
 pub const MARKER: [u8; 8] = [0x0F, 0x1F, 0x84, 0x00, 0x4E, 0x55, 0x4D, 0x4C];
+
+/// `nopl 0x574d554e(%rax,%rax,1)`: the kernel's watch marker ("NUMW"): the next access's line
+/// is one the kernel named, kept in every region's table whatever its rank.
+pub const WATCH: [u8; 8] = [0x0F, 0x1F, 0x84, 0x00, 0x4E, 0x55, 0x4D, 0x57];
 
 /// What an instruction's memory accesses count as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InsnClass {
     /// The marker NOP: the vCPU's next access names its region.
     Marker,
+    /// The watch NOP: the vCPU's next access names a line to keep.
+    Watch,
     /// Lock-prefixed or XCHG with memory: counted as `atomics`, a store for coherence.
     Atomic,
     /// Loads and stores by direction.
@@ -28,6 +34,9 @@ fn is_legacy_prefix(b: u8) -> bool {
 pub fn classify(bytes: &[u8]) -> InsnClass {
     if bytes == MARKER {
         return InsnClass::Marker;
+    }
+    if bytes == WATCH {
+        return InsnClass::Watch;
     }
     let mut i = 0;
     let mut lock = false;
@@ -57,6 +66,7 @@ mod tests {
     #[test]
     fn marker_exact_bytes_only() {
         assert_eq!(classify(&MARKER), InsnClass::Marker);
+        assert_eq!(classify(&WATCH), InsnClass::Watch);
         // Another displacement: an ordinary long NOP.
         assert_eq!(
             classify(&[0x0F, 0x1F, 0x84, 0x00, 0, 0, 0, 0]),

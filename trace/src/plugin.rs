@@ -127,6 +127,10 @@ impl HasCallbacks for TracePlugin {
                 insn.register_execute_callback(|vcpu| state().model.marker(vcpu as usize));
                 continue;
             }
+            if class == InsnClass::Watch {
+                insn.register_execute_callback(|vcpu| state().model.watch(vcpu as usize));
+                continue;
+            }
             let atomic = class == InsnClass::Atomic;
             insn.register_memory_access_callback(
                 move |vcpu, info, vaddr| {

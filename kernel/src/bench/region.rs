@@ -129,7 +129,11 @@ pub fn on_each_cpu(bench: &str, case: &str, f: &(dyn Fn(CpuId) + Sync)) -> Regio
     run_on_cpus(bench, case, crate::smp::online_cpus(), f)
 }
 
-/// Names the `bytes` bytes at `addr` for the c2c table (`# trace name 0xADDR BYTES: LABEL`).
-pub fn name(addr: usize, bytes: usize, label: core::fmt::Arguments) {
+/// Names `obj` for the c2c table (`# trace name 0xADDR BYTES: LABEL`) and tells the plugin to
+/// keep each of its lines in its tables whatever their rank (`trace_mark::watch_object`).
+pub fn name<T: ?Sized>(obj: &T, label: core::fmt::Arguments) {
+    let addr = obj as *const T as *const u8 as usize;
+    let bytes = core::mem::size_of_val(obj);
     crate::println!("# trace name {addr:#x} {bytes}: {label}");
+    crate::arch::trace_mark::watch_object(obj);
 }

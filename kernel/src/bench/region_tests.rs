@@ -55,10 +55,10 @@ fn remote_reads(_ctx: &Ctx) -> TestResult {
     let (a, _, _, nb) = two_nodes()?;
     let pages = alloc_pages(2, Policy::Bind(nb)).map_err(|e| alloc::format!("{e}"))?;
     let base = pages.virt_ptr() as usize;
-    super::region::name(
-        base,
-        (LINES * 64) as usize,
-        format_args!("remote_reads lines of node {}", nb.0),
+    crate::println!(
+        "# trace name {base:#x} {}: remote_reads lines of node {}",
+        LINES * 64,
+        nb.0
     );
     let (enter, leave) = super::region::open(BENCH, "remote_reads", 1);
     crate::smp::run_on_cpus(&[a], &|_| {
@@ -73,7 +73,7 @@ fn ping_pong(_ctx: &Ctx) -> TestResult {
     let (a, na, b, _) = two_nodes()?;
     let page = alloc_pages(0, Policy::Bind(na)).map_err(|e| alloc::format!("{e}"))?;
     let word = page.virt_ptr() as usize;
-    super::region::name(word, 64, format_args!("ping_pong line"));
+    crate::println!("# trace name {word:#x} 64: ping_pong line");
     // SAFETY: `word` is the start of a page this test owns until `page` is dropped below, and
     // a page start is 8-byte aligned, as AtomicU64 needs.
     let shared = unsafe { &*(word as *const AtomicU64) };
@@ -95,10 +95,9 @@ fn private_writes(_ctx: &Ctx) -> TestResult {
     let (a, na, _, _) = two_nodes()?;
     let pages = alloc_pages(2, Policy::Bind(na)).map_err(|e| alloc::format!("{e}"))?;
     let base = pages.virt_ptr() as usize;
-    super::region::name(
-        base,
-        (LINES * 64) as usize,
-        format_args!("private_writes lines"),
+    crate::println!(
+        "# trace name {base:#x} {}: private_writes lines",
+        LINES * 64
     );
     let (enter, leave) = super::region::open(BENCH, "private_writes", 1);
     let (warm, _) = super::region::open(BENCH, "private_writes_warm", 1);

@@ -31,11 +31,11 @@ impl BenchCache {
             .map_err(|e| format!("cannot create cache {name}: {e:?}"))?;
         for n in 0..crate::topology::get().nr_nodes() {
             let node = NodeId(n as u16);
-            if let Some((addr, bytes)) = cache.list_lock_span(node) {
-                super::region::name(addr, bytes, format_args!("{name} node {n} list_lock"));
+            if let Some(lock) = cache.list_lock_object(node) {
+                super::region::name(lock, format_args!("{name} node {n} list_lock"));
             }
-            if let Some((addr, bytes)) = cache.barn_lock_span(node) {
-                super::region::name(addr, bytes, format_args!("{name} barn node {n} lock"));
+            if let Some(lock) = cache.barn_lock_object(node) {
+                super::region::name(lock, format_args!("{name} barn node {n} lock"));
             }
         }
         Ok(BenchCache { cache })

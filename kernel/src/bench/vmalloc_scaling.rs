@@ -79,8 +79,8 @@ fn all_cpus(opts: &Options, p: Policy) -> Result<CaseCounters, TestError> {
     );
     let v = vmalloc::scratch(layout, 4 << 30)
         .ok_or_else(|| TestError::Skip("vmalloc not initialized".into()))?;
-    for (addr, bytes, label) in v.lock_spans() {
-        super::region::name(addr, bytes, format_args!("{label}"));
+    for (lock, label) in v.lock_objects() {
+        super::region::name(lock, format_args!("{label}"));
     }
     let failed = AtomicU64::new(0);
     // Warm-up to the steady state: each CPU does one whole purge cycle's worth of pairs

@@ -106,15 +106,10 @@ impl Mailboxes {
     /// Names each mailbox for the trace's c2c table (`EXPERIMENT mailbox I`).
     pub fn name_for_trace(&self, experiment: &str) {
         for (i, b) in self.boxes.iter().enumerate() {
+            super::region::name(b, format_args!("{experiment} mailbox {i}"));
+            let mut buffer = b.lock();
             super::region::name(
-                b as *const _ as usize,
-                core::mem::size_of_val(b),
-                format_args!("{experiment} mailbox {i}"),
-            );
-            let buffer = b.lock();
-            super::region::name(
-                buffer.as_ptr() as usize,
-                buffer.capacity() * core::mem::size_of::<Obj>(),
+                buffer.spare_capacity_mut(),
                 format_args!("{experiment} mailbox {i} buffer"),
             );
         }

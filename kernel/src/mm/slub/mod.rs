@@ -328,14 +328,14 @@ impl KmemCache {
         self.0.list_lock(node).map(|l| l.stats.snapshot())
     }
 
-    /// Where `node`'s list_lock lives: (address, bytes), for the trace plugin's c2c table.
-    pub fn list_lock_span(&self, node: NodeId) -> Option<(usize, usize)> {
-        self.0.list_lock(node).map(span_of)
+    /// `node`'s list_lock as an object (its bytes name its lines in the trace's c2c table).
+    pub fn list_lock_object(&self, node: NodeId) -> Option<&dyn core::any::Any> {
+        self.0.list_lock(node).map(|l| l as &dyn core::any::Any)
     }
 
-    /// Where `node`'s barn lock lives: (address, bytes); None without a barn there.
-    pub fn barn_lock_span(&self, node: NodeId) -> Option<(usize, usize)> {
-        self.0.barn_lock(node).map(span_of)
+    /// `node`'s barn lock as an object; None without a barn there.
+    pub fn barn_lock_object(&self, node: NodeId) -> Option<&dyn core::any::Any> {
+        self.0.barn_lock(node).map(|l| l as &dyn core::any::Any)
     }
 
     /// The barn lock counters of `node` (None: no barn there, or the partial design).
@@ -444,9 +444,4 @@ pub fn held_bytes_on(node: NodeId) -> u64 {
         .sum();
     let pages = slab_pages + platform::desc_pool_pages_on(node);
     (pages * crate::mm::frame::PAGE_SIZE as usize + kmalloc::large_bytes_on(node)) as u64
-}
-
-/// A value's address and size in bytes.
-fn span_of<T>(value: &T) -> (usize, usize) {
-    (value as *const T as usize, core::mem::size_of::<T>())
 }

@@ -196,21 +196,16 @@ impl Vmalloc {
         self.nodes.iter().map(|n| n.stats.snapshot()).collect()
     }
 
-    /// Where the locks live, for the trace plugin's c2c table: (address, bytes, name) of the
-    /// global free-space lock, each vmap node's busy lock and the purge lock.
-    pub fn lock_spans(&self) -> Vec<(usize, usize, alloc::string::String)> {
-        fn span<T>(v: &T) -> (usize, usize) {
-            (v as *const T as usize, core::mem::size_of::<T>())
-        }
-        let mut out = Vec::new();
-        let (a, b) = span(&self.free);
-        out.push((a, b, "vmalloc global free lock".into()));
+    /// The locks as objects with their names, for the trace plugin's c2c table: the global
+    /// free-space lock, each vmap node's busy lock, the purge lock, and the shared counters.
+    pub fn lock_objects(&self) -> Vec<(&dyn core::any::Any, alloc::string::String)> {
+        let mut out: Vec<(&dyn core::any::Any, alloc::string::String)> =
+            alloc::vec![(&self.free, "vmalloc global free lock".into())];
         for (i, n) in self.nodes.iter().enumerate() {
-            let (a, b) = span(n);
-            out.push((a, b, alloc::format!("vmap node {i} busy.lock")));
+            out.push((n, alloc::format!("vmap node {i} busy.lock")));
         }
-        let (a, b) = span(&self.purge_lock);
-        out.push((a, b, "vmalloc purge lock".into()));
+        out.push((&self.purge_lock, "vmalloc purge lock".into()));
+        out.push((&self.counters, "vmalloc counters".into()));
         out
     }
 
