@@ -2,6 +2,7 @@
 //! NUMA topology, and reads back what the kernel printed (KTAP, BENCH). `qemu-run.sh` and the
 //! host tests in tests/ both go through this crate.
 
+pub mod accel;
 pub mod bench;
 pub mod bench_svg;
 pub mod cli;

@@ -30,6 +30,8 @@ pub struct RunConfig {
     pub suite: String,
     pub timeout: Duration,
     pub icount: bool,
+    /// `--accel` (resolved by `resolve`: tcg or kvm); an icount boot runs under TCG anyway.
+    pub accel: crate::accel::Accel,
     /// Start QEMU with only this many of the machine's CPUs present (`-smp K,maxcpus=N`: every
     /// node and every CPU's place in the SRAT kept); None: all of them.
     pub cpus_online: Option<u32>,
@@ -62,6 +64,7 @@ impl RunConfig {
             suite: suite.to_string(),
             timeout: Duration::from_secs(300),
             icount: false,
+            accel: crate::accel::Accel::Tcg,
             cpus_online: None,
             qemu: None,
             log: None,
@@ -121,6 +124,11 @@ impl RunConfig {
         line
     }
 
+    /// The accelerator this boot runs under: "kvm", or "tcg" (also for any icount boot).
+    pub fn runs_on(&self) -> &'static str {
+        crate::accel::runs_on(self.accel, self.icount)
+    }
+
     /// The QEMU binary to run.
     pub fn qemu_binary(&self) -> PathBuf {
         self.qemu
@@ -140,11 +148,12 @@ impl RunConfig {
             "none".into(),
             "-serial".into(),
             "stdio".into(),
-            "-cpu".into(),
-            "max".into(),
+        ];
+        args.extend(crate::accel::qemu_args(self.accel, self.icount));
+        args.extend([
             "-device".into(),
             "isa-debug-exit,iobase=0xf4,iosize=0x04".into(),
-        ];
+        ]);
         if let Some(linux) = &self.linux {
             args.extend(linux.qemu_args(self));
         } else {

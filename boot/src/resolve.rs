@@ -8,7 +8,12 @@ use crate::presets::Preset;
 
 /// The job `job` asks for, with its machine read and planned, or `Job::Error` (exit 2) when
 /// the host cannot serve it.
-pub fn resolve(job: Job) -> Job {
+pub fn resolve(mut job: Job) -> Job {
+    if let Err(why) = resolve_accel(&mut job, || {
+        crate::accel::kvm_problem(std::path::Path::new(crate::accel::KVM_DEVICE))
+    }) {
+        return Job::Error(why);
+    }
     if let Some(why) =
         mem_of(&job).and_then(|mib| scale::mem_problem(mib, scale::host_backing_mib()))
     {
@@ -50,6 +55,21 @@ pub fn resolve(job: Job) -> Job {
         }
         other => other,
     }
+}
+
+/// `--accel` of `job` resolved on this host (`kvm_problem`: why /dev/kvm cannot be used):
+/// `auto` becomes kvm or tcg; kvm without a usable KVM is the reason it is refused.
+fn resolve_accel(job: &mut Job, kvm_problem: impl Fn() -> Option<String>) -> Result<(), String> {
+    let accel = match job {
+        Job::Main(c, _) | Job::Run(c) | Job::Machine(c, _) => &mut c.accel,
+        Job::Bench(b) => &mut b.machine.accel,
+        Job::Soak(s) => &mut s.machine.accel,
+        _ => return Ok(()),
+    };
+    if *accel != crate::accel::Accel::Tcg {
+        *accel = accel.resolve(kvm_problem())?;
+    }
+    Ok(())
 }
 
 /// The replay of `m`: its plan and QEMU arguments, or the one-line reason it cannot be used.

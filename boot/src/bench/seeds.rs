@@ -305,6 +305,7 @@ mod tests {
             boot,
             rep: 0,
             variant: None,
+            kvm: false,
         }
     }
 

@@ -215,6 +215,11 @@ pub struct MachineOptions {
     /// QEMU binary to use (e.g. DIR/qemu of a QEMU bundle, docs/running.md)
     #[arg(long, value_name = "PATH")]
     pub qemu: Option<PathBuf>,
+    /// Accelerator of the host-time boots: tcg, kvm (-accel kvm -cpu host; det and icount
+    /// boots stay on TCG) or auto (kvm when /dev/kvm opens); docs/running.md "On your own
+    /// server"
+    #[arg(long, value_enum, value_name = "ACCEL", default_value = "tcg")]
+    pub accel: crate::accel::Accel,
     /// Appended to QEMU's arguments; if they contain -smp, -m, -numa or -object
     /// memory-backend-*, the preset's machine description is dropped
     #[arg(last = true, value_name = "QEMU ARGS", allow_hyphen_values = true)]
@@ -450,6 +455,7 @@ impl MachineOptions {
             suite: suite.to_string(),
             timeout: Duration::from_secs(self.timeout.max(1)),
             icount: false,
+            accel: self.accel,
             cpus_online: None,
             qemu: self.qemu.clone(),
             log: None,
