@@ -7,6 +7,7 @@ pub mod bench;
 pub mod bench_svg;
 pub mod cli;
 pub mod exit;
+pub mod host_numa;
 pub mod html;
 pub mod html_escape;
 pub mod image;
