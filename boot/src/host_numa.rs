@@ -10,6 +10,58 @@ use crate::qemu_machine::{Backend, Numa, QemuMachine};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// `--host-map GUEST=HOST,...` as parsed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostMap(pub Vec<(u32, u32)>);
+
+/// What the command line asks of the placement (`--pin`, `--host-map`, `--oversubscribe`,
+/// `--prealloc`, `--hugepages`) and where the host's sysfs is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// `--pin`: place even on a host of one node (the default under KVM on more than one).
+    pub pin: bool,
+    pub host_map: HostMap,
+    pub oversubscribe: bool,
+    pub prealloc: bool,
+    /// A hugetlbfs mount for the guest's memory.
+    pub hugepages: Option<std::path::PathBuf>,
+    /// The sysfs root (`/sys`; a fake tree in tests).
+    pub sys_root: std::path::PathBuf,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            pin: false,
+            host_map: HostMap::default(),
+            oversubscribe: false,
+            prealloc: false,
+            hugepages: None,
+            sys_root: std::path::PathBuf::from("/sys"),
+        }
+    }
+}
+
+impl Options {
+    /// The placement of `machine` under KVM on the host these options read: None when
+    /// nothing asks for one (a one-node host without `--pin` or `--host-map`), else the plan
+    /// or why it is refused.
+    pub fn place(&self, machine: &QemuMachine) -> Option<Result<Placement, String>> {
+        let host = match read_host(&self.sys_root) {
+            Ok(h) => h,
+            Err(e) => return Some(Err(format!("host topology: {e}"))),
+        };
+        if host.nodes.len() < 2 && !self.pin && self.host_map.0.is_empty() {
+            // Still refuse oversubscription: it makes KVM's contention figures meaningless.
+            return match plan(machine, &host, &[], self.oversubscribe) {
+                Ok(_) => None,
+                Err(e) => Some(Err(e)),
+            };
+        }
+        Some(plan(machine, &host, &self.host_map.0, self.oversubscribe))
+    }
+}
+
 /// One host node: its id and its online CPUs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostNode {

@@ -8,6 +8,7 @@ pub mod bench_svg;
 pub mod cli;
 pub mod exit;
 pub mod host_numa;
+pub mod host_pin;
 pub mod html;
 pub mod html_escape;
 pub mod image;

@@ -32,6 +32,8 @@ pub struct RunConfig {
     pub icount: bool,
     /// `--accel` (resolved by `resolve`: tcg or kvm); an icount boot runs under TCG anyway.
     pub accel: crate::accel::Accel,
+    /// Host placement under KVM (host_numa.rs): pinning, node map, memory binding.
+    pub placement: crate::host_numa::Options,
     /// Start QEMU with only this many of the machine's CPUs present (`-smp K,maxcpus=N`: every
     /// node and every CPU's place in the SRAT kept); None: all of them.
     pub cpus_online: Option<u32>,
@@ -65,6 +67,7 @@ impl RunConfig {
             timeout: Duration::from_secs(300),
             icount: false,
             accel: crate::accel::Accel::Tcg,
+            placement: crate::host_numa::Options::default(),
             cpus_online: None,
             qemu: None,
             log: None,
@@ -186,15 +189,49 @@ impl RunConfig {
     /// `--smp`, `--mem`, or the machine given after `--`), with only `cpus_online` CPUs
     /// present when set, then the other arguments after `--`.
     pub fn machine_args(&self) -> Result<Vec<String>, String> {
-        let mut args = match &self.machine {
-            Some(m) => m.args(self.cpus_online),
-            None => {
-                let (cpus, mem) = self.machine_size();
-                self.topology.qemu_args_online(cpus, self.cpus_online, mem)
-            }
+        let mut args = match self.placement()? {
+            Some((machine, _)) => machine.args(self.cpus_online),
+            None => match &self.machine {
+                Some(m) => m.args(self.cpus_online),
+                None => {
+                    let (cpus, mem) = self.machine_size();
+                    self.topology.qemu_args_online(cpus, self.cpus_online, mem)
+                }
+            },
         };
         args.extend(self.extra.iter().cloned());
         Ok(args)
+    }
+
+    /// The machine as typed QEMU items (the user's, or the preset's at its size).
+    pub fn typed_machine(&self) -> QemuMachine {
+        self.machine.clone().unwrap_or_else(|| {
+            let (cpus, mem) = self.machine_size();
+            self.topology.machine(cpus, mem)
+        })
+    }
+
+    /// Under KVM: the machine with its memory bound to the host nodes, and the placement
+    /// (host_numa.rs), when one applies; `Err`: why the host refuses the machine.
+    pub fn placement(&self) -> Result<Option<(QemuMachine, crate::host_numa::Placement)>, String> {
+        if !crate::accel::runs_kvm(self.accel, self.icount) || self.linux.is_some() {
+            return Ok(None);
+        }
+        let machine = self.typed_machine();
+        match self.placement.place(&machine) {
+            None => Ok(None),
+            Some(p) => {
+                let p = p?;
+                let o = &self.placement;
+                let placed = crate::host_numa::placed_machine(
+                    &machine,
+                    &p,
+                    o.prealloc,
+                    o.hugepages.as_deref(),
+                );
+                Ok(Some((placed, p)))
+            }
+        }
     }
 
     /// The machine's CPUs and MiB: the preset's (or `--smp`/`--mem`), or for a machine given
@@ -361,10 +398,19 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         host_load_at_timeout: None,
         cpu_at_timeout: None,
     };
-    let args = match config.qemu_args(image) {
+    let mut args = match config.qemu_args(image) {
         Ok(a) => a,
         Err(e) => return fail(Verdict::QemuError(e), String::new()),
     };
+    // Under KVM with a placement: a QMP socket to find the vCPU threads and pin them.
+    let pinning = config
+        .placement()
+        .ok()
+        .flatten()
+        .map(|(_, p)| (crate::host_pin::socket_path(), p));
+    if let Some((qmp, _)) = &pinning {
+        args.extend(crate::host_pin::qmp_args(qmp));
+    }
     let command = std::iter::once(qemu.display().to_string())
         .chain(args.iter().cloned())
         .map(|a| shell_quote(&a))
@@ -398,6 +444,16 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
             return fail(Verdict::QemuError(why), command);
         }
     };
+    if let Some((qmp, placement)) = pinning {
+        std::thread::spawn(move || {
+            let lines = crate::host_pin::apply(&qmp, &placement, Duration::from_secs(30))
+                .unwrap_or_else(|e| vec![format!("FAILED: {e}")]);
+            for line in lines {
+                crate::progress::println(&format!("numalab: pin: {line}"));
+            }
+            let _ = std::fs::remove_file(&qmp);
+        });
+    }
     let log = Arc::new(Mutex::new(String::new()));
     let mut stderr = child.stderr.take().expect("piped stderr");
     let mut log_file = config

@@ -14,6 +14,30 @@ pub fn resolve(mut job: Job) -> Job {
     }) {
         return Job::Error(why);
     }
+    let job = resolve_machine(job);
+    match placement_problem(&job) {
+        Some(why) => Job::Error(why),
+        None => job,
+    }
+}
+
+/// Why the host refuses the KVM placement of `job`'s machine (host_numa.rs: more vCPUs than
+/// host CPUs without `--oversubscribe`, a `--host-map` the host or machine lacks).
+fn placement_problem(job: &Job) -> Option<String> {
+    let config = match job {
+        Job::Main(c, _) | Job::Run(c) | Job::Replay(c, _) => c.clone(),
+        Job::Bench(b) => b.machine.config("bench"),
+        Job::Soak(s) => s.machine.config("soak"),
+        _ => return None,
+    };
+    config
+        .placement()
+        .err()
+        .map(|e| format!("--accel kvm: {e}"))
+}
+
+/// `job` with its `--machine` source read, or the reason it cannot be (`Job::Error`).
+fn resolve_machine(job: Job) -> Job {
     if let Some(why) =
         mem_of(&job).and_then(|mib| scale::mem_problem(mib, scale::host_backing_mib()))
     {

@@ -152,13 +152,29 @@ fn run_facts(h: &Value, records: usize) -> String {
 /// `--accel` and where the boots ran: "tcg", or "kvm: tsc boots on real cores (KVM), det and
 /// icount boots under TCG" (a header without the field: a run from before `--accel`, TCG).
 fn accel_fact(h: &Value) -> String {
-    match h["accel"].as_str() {
+    let accel: String = match h["accel"].as_str() {
         Some("kvm") => "kvm: tsc and uma boots on real cores (KVM, <code>-cpu host</code>), \
                         det and icount boots under TCG (exact counts need -icount)"
             .into(),
         Some(other) => escape(other),
         None => "tcg".into(),
-    }
+    };
+    let host = match h["host_nodes"].as_u64() {
+        Some(n) => format!("; host nodes {n}"),
+        None => String::new(),
+    };
+    let placed = match h["placement"].as_array() {
+        Some(lines) if !lines.is_empty() => format!(
+            "; placement: {}",
+            lines
+                .iter()
+                .map(|l| escape(&text(l)))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+        _ => "; not pinned".into(),
+    };
+    format!("{accel}{host}{placed}")
 }
 
 fn boots_table(h: &Value) -> String {

@@ -113,6 +113,8 @@ pub fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &s
         "vcpus": max_vcpus(runs),
         "oversubscribed": max_vcpus(runs) as usize > host_cpus(),
         "accel": args.base.accel.name(),
+        "host_nodes": crate::host_numa::read_host(Path::new("/sys")).ok().map(|h| h.nodes.len()),
+        "placement": args.base.placement().ok().flatten().map(|(_, p)| p.describe()),
         "reps": args.reps,
         "qemu": qemu_version,
         "topology": if args.base.user_describes_machine() { "custom (QEMU arguments)" } else { args.base.topology.name },
