@@ -28,6 +28,8 @@ mod s10_sweep;
 mod s11_html;
 #[path = "s12_slabsys.rs"]
 mod s12_slabsys;
+#[path = "s13_kvm.rs"]
+mod s13_kvm;
 
 /// Cargo.toml turns off test auto-discovery: a new tests/*.rs file must be a module above (or
 /// a `[[test]]` of its own), or it would silently never run.

@@ -55,6 +55,19 @@ pub fn kvm_problem(device: &Path) -> Option<String> {
     }
 }
 
+/// Why KVM, though its device opens, would not boot numalab in useful time: the host's KVM
+/// is PVM (the `kvm_pvm` module under the sysfs root `sys`), which runs a guest's 16- and
+/// 32-bit firmware and boot loader instruction by instruction. Measured on this project's
+/// host (docs/benchmarks.md, "KVM"): SeaBIOS and the boot loader did not reach the kernel in
+/// 400 s, OVMF not in 200 s.
+pub fn pvm_note(sys: &Path) -> Option<String> {
+    sys.join("module/kvm_pvm").exists().then(|| {
+        "this host's KVM is PVM (kvm_pvm), which emulates the firmware and boot loader \
+         instruction by instruction: numalab does not reach its kernel in minutes"
+            .to_string()
+    })
+}
+
 /// The QEMU arguments of a boot under `accel` (resolved: tcg or kvm) that does (`icount`) or
 /// does not count instructions: TCG's `-cpu max`, or KVM with the host's CPU model. Under KVM
 /// `+invtsc` lets QEMU state the TSC rate in CPUID leaf 0x40000010 (the kernel then reads it

@@ -9,10 +9,23 @@ use crate::presets::Preset;
 /// The job `job` asks for, with its machine read and planned, or `Job::Error` (exit 2) when
 /// the host cannot serve it.
 pub fn resolve(mut job: Job) -> Job {
-    if let Err(why) = resolve_accel(&mut job, || {
+    let asked_kvm = accel_of(&job) == Some(crate::accel::Accel::Kvm);
+    let pvm = crate::accel::pvm_note(std::path::Path::new("/sys"));
+    // auto takes PVM for no KVM; --accel kvm runs on it, warned.
+    let problem = || {
         crate::accel::kvm_problem(std::path::Path::new(crate::accel::KVM_DEVICE))
-    }) {
+            .or_else(|| pvm.clone().filter(|_| !asked_kvm))
+    };
+    if accel_of(&job) == Some(crate::accel::Accel::Auto) {
+        if let Some(why) = problem() {
+            eprintln!("numalab: --accel auto: tcg ({why})");
+        }
+    }
+    if let Err(why) = resolve_accel(&mut job, problem) {
         return Job::Error(why);
+    }
+    if let Some(note) = pvm.filter(|_| asked_kvm) {
+        eprintln!("numalab: warning: --accel kvm: {note}");
     }
     let job = resolve_machine(job);
     match placement_problem(&job) {
@@ -78,6 +91,16 @@ fn resolve_machine(job: Job) -> Job {
             }
         }
         other => other,
+    }
+}
+
+/// The `--accel` a job asked for (None: a job without one).
+fn accel_of(job: &Job) -> Option<crate::accel::Accel> {
+    match job {
+        Job::Main(c, _) | Job::Run(c) | Job::Machine(c, _) => Some(c.accel),
+        Job::Bench(b) => Some(b.machine.accel),
+        Job::Soak(s) => Some(s.machine.accel),
+        _ => None,
     }
 }
 
