@@ -163,6 +163,23 @@ mod tests {
             seen.contains(&Boot::Tsc) && seen.contains(&Boot::Det),
             "{seen:?}"
         );
+        // The exact boots are the TCG run's, argument for argument: their counts are the same.
+        let Ok(Job::Bench(o)) = parse(words.replace("--accel kvm ", "").split(' ')) else {
+            panic!("not a bench command line");
+        };
+        let tcg = crate::run::plan::plan(&crate::run::BenchArgs::from_options(o)).unwrap();
+        let exact = |p: &crate::run::Plan| -> Vec<(Vec<String>, String)> {
+            p.boots
+                .iter()
+                .filter(|b| b.boot.deterministic())
+                .map(|b| {
+                    let args = b.config.qemu_args(Path::new("numalab.img")).unwrap();
+                    (args, b.config.kernel_cmdline())
+                })
+                .collect()
+        };
+        assert_eq!(exact(&plan), exact(&tcg));
+        assert!(!exact(&tcg).is_empty());
     }
 
     #[test]
