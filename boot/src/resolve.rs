@@ -24,14 +24,14 @@ pub fn resolve(mut job: Job) -> Job {
     if let Err(why) = resolve_accel(&mut job, problem) {
         return Job::Error(why);
     }
+    let job = resolve_machine(job);
+    if let Some(why) = placement_problem(&job) {
+        return Job::Error(why);
+    }
     if let Some(note) = pvm.filter(|_| asked_kvm) {
         eprintln!("numalab: warning: --accel kvm: {note}");
     }
-    let job = resolve_machine(job);
-    match placement_problem(&job) {
-        Some(why) => Job::Error(why),
-        None => job,
-    }
+    job
 }
 
 /// Why the host refuses the KVM placement of `job`'s machine (host_numa.rs: more vCPUs than
