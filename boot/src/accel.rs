@@ -89,6 +89,17 @@ pub fn runs_kvm(accel: Accel, icount: bool) -> bool {
     accel == Accel::Kvm && !icount
 }
 
+/// QEMU 7.2's first line when KVM cannot go on with the guest (kvm-all.c: an internal error
+/// such as an instruction KVM cannot emulate, or a failed VM entry), if `stderr` has one.
+/// QEMU then stops the guest and waits (RUN_STATE_INTERNAL_ERROR) instead of exiting: a run
+/// that looks halted, with QEMU using no CPU.
+pub fn kvm_stop_line(stderr: &str) -> Option<&str> {
+    stderr
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("KVM internal error") || l.starts_with("KVM: entry failed"))
+}
+
 /// The accelerator's name in the console, the JSONL header and the HTML report.
 pub fn runs_on(accel: Accel, icount: bool) -> &'static str {
     if runs_kvm(accel, icount) {
@@ -180,6 +191,53 @@ mod tests {
         };
         assert_eq!(exact(&plan), exact(&tcg));
         assert!(!exact(&tcg).is_empty());
+    }
+
+    #[test]
+    fn kvm_internal_errors_are_recognised() {
+        let dump = "KVM internal error. Suberror: 1\nemulation failure\nRAX=0000000000000000";
+        assert_eq!(kvm_stop_line(dump), Some("KVM internal error. Suberror: 1"));
+        assert_eq!(
+            kvm_stop_line("KVM: entry failed, hardware error 0x80000021\n"),
+            Some("KVM: entry failed, hardware error 0x80000021")
+        );
+        assert_eq!(
+            kvm_stop_line("qemu-system-x86_64: warning: TSC unstable\n"),
+            None
+        );
+    }
+
+    /// Issue 35's stall as the runner saw it: QEMU alive, the guest stopped, no CPU used. A
+    /// stand-in QEMU prints KVM's internal error and then waits as QEMU 7.2 does; the run ends
+    /// at once with that line (before this, it waited for the wall-clock cap: 20 x --timeout).
+    #[test]
+    fn a_guest_kvm_stopped_ends_the_run_with_kvm_s_line() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("numalab-kvm-stop-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fake = dir.join("qemu-system-x86_64");
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\necho 'KVM internal error. Suberror: 1' >&2\n\
+             echo 'emulation failure' >&2\nexec sleep 600\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut c = crate::qemu::RunConfig::new("2node", "test");
+        c.accel = Accel::Kvm;
+        c.placement.oversubscribe = true;
+        c.qemu = Some(fake);
+        c.timeout = std::time::Duration::from_secs(60);
+        let out = crate::qemu::run(&c, &dir.join("numalab.img"));
+        let _ = std::fs::remove_dir_all(&dir);
+        match &out.verdict {
+            crate::qemu::Verdict::QemuError(why) => assert!(
+                why.starts_with("KVM stopped the guest (KVM internal error. Suberror: 1)"),
+                "{why}"
+            ),
+            other => panic!("{other:?}: {}", out.stderr),
+        }
+        assert!(out.stderr.contains("emulation failure"), "{}", out.stderr);
     }
 
     #[test]

@@ -489,11 +489,24 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
                 .push_str(&line);
         });
     });
+    // QEMU's stderr, read as it comes: under KVM, an error KVM cannot handle (an emulation
+    // failure, a failed entry) makes QEMU 7.2 print it and pause the guest instead of
+    // exiting, so the loop below ends such a boot at once (accel::kvm_stop_line).
+    let err_text = Arc::new(Mutex::new(String::new()));
+    let err_log = Arc::clone(&err_text);
     let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stderr.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            err_log
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
     });
+    let mut kvm_stopped: Option<Instant> = None;
     let mut load_at_timeout = None;
     let threads = if config.icount { 1 } else { config.vcpus() };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -504,6 +517,17 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
             Ok(None) => {
+                let said = err_text.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                if crate::accel::runs_kvm(config.accel, config.icount)
+                    && crate::accel::kvm_stop_line(&said).is_some()
+                {
+                    // Half a second for QEMU's register dump, then end the paused guest.
+                    let since = *kvm_stopped.get_or_insert_with(Instant::now);
+                    if since.elapsed() > Duration::from_millis(500) {
+                        let _ = child.kill();
+                        break child.wait().ok();
+                    }
+                }
                 cpu_used = time_limit::process_cpu_time(pid);
                 if limit.exceeded(start.elapsed(), cpu_used).is_some() {
                     load_at_timeout = Some(host_load());
@@ -518,17 +542,24 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
     };
     qemu_exited.set();
     let _ = reader.join();
-    let stderr = err_reader.join().unwrap_or_default();
+    let _ = err_reader.join();
+    let stderr = std::mem::take(&mut *err_text.lock().unwrap_or_else(|e| e.into_inner()));
     let log = std::mem::take(&mut *log.lock().unwrap_or_else(|e| e.into_inner()));
     let summary = ktap::parse(&log);
     let unexpected_warnings = ktap::unexpected_warnings(&log);
     let declared_warnings = ktap::warnings_of(&log, WarningLine::Declared).len();
-    let verdict = verdict_of(
-        status.map(|s| s.code()),
-        &summary,
-        unexpected_warnings.len(),
-        &stderr,
-    );
+    let verdict = match (kvm_stopped, crate::accel::kvm_stop_line(&stderr)) {
+        (Some(_), Some(line)) => Verdict::QemuError(format!(
+            "KVM stopped the guest ({line}); QEMU pauses it instead of exiting, so the run \
+             was ended here (QEMU's register dump is below)"
+        )),
+        _ => verdict_of(
+            status.map(|s| s.code()),
+            &summary,
+            unexpected_warnings.len(),
+            &stderr,
+        ),
+    };
     Outcome {
         verdict,
         command,
