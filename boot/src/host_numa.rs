@@ -62,6 +62,46 @@ impl Options {
     }
 }
 
+impl Options {
+    /// `machine` placed on the host (memory bound, `placed_machine`) with its placement, for
+    /// a boot under KVM (`kvm`); None when no placement applies (`place`); `Err`: why the
+    /// host refuses the machine.
+    pub fn placed(
+        &self,
+        machine: &QemuMachine,
+        kvm: bool,
+    ) -> Result<Option<(QemuMachine, Placement)>, String> {
+        if !kvm {
+            return Ok(None);
+        }
+        match self.place(machine) {
+            None => Ok(None),
+            Some(p) => {
+                let p = p?;
+                let placed = placed_machine(machine, &p, self.prealloc, self.hugepages.as_deref());
+                Ok(Some((placed, p)))
+            }
+        }
+    }
+}
+
+impl crate::qemu::RunConfig {
+    /// The machine as typed QEMU items (the user's, or the preset's at its size).
+    pub fn typed_machine(&self) -> QemuMachine {
+        self.machine.clone().unwrap_or_else(|| {
+            let (cpus, mem) = self.machine_size();
+            self.topology.machine(cpus, mem)
+        })
+    }
+
+    /// Under KVM: the machine placed on the host and its placement (host_numa.rs), when one
+    /// applies; `Err`: why the host refuses the machine.
+    pub fn placement(&self) -> Result<Option<(QemuMachine, crate::host_numa::Placement)>, String> {
+        let kvm = crate::accel::runs_kvm(self.accel, self.icount) && self.linux.is_none();
+        self.placement.placed(&self.typed_machine(), kvm)
+    }
+}
+
 /// One host node: its id and its online CPUs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostNode {

@@ -114,6 +114,31 @@ pub fn apply(path: &Path, placement: &Placement, wait: Duration) -> Result<Vec<S
     Ok(Vec::new())
 }
 
+/// Under KVM with a placement (host_numa.rs): a QMP socket for `config`'s QEMU, its
+/// arguments added to `args`, and the plan to apply once QEMU runs (`spawn`).
+pub fn prepare(
+    config: &crate::qemu::RunConfig,
+    args: &mut Vec<String>,
+) -> Option<(PathBuf, Placement)> {
+    let (_, placement) = config.placement().ok().flatten()?;
+    let qmp = socket_path();
+    args.extend(qmp_args(&qmp));
+    Some((qmp, placement))
+}
+
+/// Pins the vCPUs of the QEMU whose QMP socket is `qmp` on a thread of its own (QEMU is
+/// starting meanwhile), printing one `numalab: pin:` line per vCPU, or why it failed.
+pub fn spawn(qmp: PathBuf, placement: Placement) {
+    std::thread::spawn(move || {
+        let lines = apply(&qmp, &placement, Duration::from_secs(30))
+            .unwrap_or_else(|e| vec![format!("FAILED: {e}")]);
+        for line in lines {
+            crate::progress::println(&format!("numalab: pin: {line}"));
+        }
+        let _ = std::fs::remove_file(&qmp);
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

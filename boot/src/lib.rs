@@ -20,6 +20,7 @@ pub mod progress;
 pub mod qemu;
 pub mod qemu_machine;
 pub mod qemu_report;
+pub mod qemu_stderr;
 pub mod resolve;
 pub mod run;
 pub mod serial_capture;

@@ -5,9 +5,10 @@ use crate::image::Firmware;
 use crate::ktap::{self, Summary, WarningLine, WarningWatch};
 use crate::presets::Preset;
 use crate::qemu_machine::{self, QemuMachine};
+use crate::qemu_stderr::StderrWatch;
 use crate::serial_capture;
 use crate::time_limit::{self, Limit};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
@@ -127,11 +128,6 @@ impl RunConfig {
         line
     }
 
-    /// The accelerator this boot runs under: "kvm", or "tcg" (also for any icount boot).
-    pub fn runs_on(&self) -> &'static str {
-        crate::accel::runs_on(self.accel, self.icount)
-    }
-
     /// The QEMU binary to run.
     pub fn qemu_binary(&self) -> PathBuf {
         self.qemu
@@ -186,52 +182,17 @@ impl RunConfig {
     }
 
     /// The machine's part of the QEMU arguments: the machine rendered once (the preset with
-    /// `--smp`, `--mem`, or the machine given after `--`), with only `cpus_online` CPUs
-    /// present when set, then the other arguments after `--`.
+    /// `--smp`, `--mem`, or the machine given after `--`; under KVM placed on the host,
+    /// host_numa.rs), with only `cpus_online` CPUs present when set, then the other
+    /// arguments after `--`.
     pub fn machine_args(&self) -> Result<Vec<String>, String> {
-        let mut args = match self.placement()? {
-            Some((machine, _)) => machine.args(self.cpus_online),
-            None => match &self.machine {
-                Some(m) => m.args(self.cpus_online),
-                None => {
-                    let (cpus, mem) = self.machine_size();
-                    self.topology.qemu_args_online(cpus, self.cpus_online, mem)
-                }
-            },
+        let machine = match self.placement()? {
+            Some((placed, _)) => placed,
+            None => self.typed_machine(),
         };
+        let mut args = machine.args(self.cpus_online);
         args.extend(self.extra.iter().cloned());
         Ok(args)
-    }
-
-    /// The machine as typed QEMU items (the user's, or the preset's at its size).
-    pub fn typed_machine(&self) -> QemuMachine {
-        self.machine.clone().unwrap_or_else(|| {
-            let (cpus, mem) = self.machine_size();
-            self.topology.machine(cpus, mem)
-        })
-    }
-
-    /// Under KVM: the machine with its memory bound to the host nodes, and the placement
-    /// (host_numa.rs), when one applies; `Err`: why the host refuses the machine.
-    pub fn placement(&self) -> Result<Option<(QemuMachine, crate::host_numa::Placement)>, String> {
-        if !crate::accel::runs_kvm(self.accel, self.icount) || self.linux.is_some() {
-            return Ok(None);
-        }
-        let machine = self.typed_machine();
-        match self.placement.place(&machine) {
-            None => Ok(None),
-            Some(p) => {
-                let p = p?;
-                let o = &self.placement;
-                let placed = crate::host_numa::placed_machine(
-                    &machine,
-                    &p,
-                    o.prealloc,
-                    o.hugepages.as_deref(),
-                );
-                Ok(Some((placed, p)))
-            }
-        }
     }
 
     /// The machine's CPUs and MiB: the preset's (or `--smp`/`--mem`), or for a machine given
@@ -402,15 +363,7 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         Ok(a) => a,
         Err(e) => return fail(Verdict::QemuError(e), String::new()),
     };
-    // Under KVM with a placement: a QMP socket to find the vCPU threads and pin them.
-    let pinning = config
-        .placement()
-        .ok()
-        .flatten()
-        .map(|(_, p)| (crate::host_pin::socket_path(), p));
-    if let Some((qmp, _)) = &pinning {
-        args.extend(crate::host_pin::qmp_args(qmp));
-    }
+    let pinning = crate::host_pin::prepare(config, &mut args);
     let command = std::iter::once(qemu.display().to_string())
         .chain(args.iter().cloned())
         .map(|a| shell_quote(&a))
@@ -445,17 +398,10 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         }
     };
     if let Some((qmp, placement)) = pinning {
-        std::thread::spawn(move || {
-            let lines = crate::host_pin::apply(&qmp, &placement, Duration::from_secs(30))
-                .unwrap_or_else(|e| vec![format!("FAILED: {e}")]);
-            for line in lines {
-                crate::progress::println(&format!("numalab: pin: {line}"));
-            }
-            let _ = std::fs::remove_file(&qmp);
-        });
+        crate::host_pin::spawn(qmp, placement);
     }
     let log = Arc::new(Mutex::new(String::new()));
-    let mut stderr = child.stderr.take().expect("piped stderr");
+    let stderr = child.stderr.take().expect("piped stderr");
     let mut log_file = config
         .log
         .as_ref()
@@ -489,24 +435,7 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
                 .push_str(&line);
         });
     });
-    // QEMU's stderr, read as it comes: under KVM, an error KVM cannot handle (an emulation
-    // failure, a failed entry) makes QEMU 7.2 print it and pause the guest instead of
-    // exiting, so the loop below ends such a boot at once (accel::kvm_stop_line).
-    let err_text = Arc::new(Mutex::new(String::new()));
-    let err_log = Arc::clone(&err_text);
-    let err_reader = std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = stderr.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            err_log
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    });
-    let mut kvm_stopped: Option<Instant> = None;
+    let mut stderr = StderrWatch::start(stderr, config.runs_on() == "kvm");
     let mut load_at_timeout = None;
     let threads = if config.icount { 1 } else { config.vcpus() };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -517,16 +446,9 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
             Ok(None) => {
-                let said = err_text.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                if crate::accel::runs_kvm(config.accel, config.icount)
-                    && crate::accel::kvm_stop_line(&said).is_some()
-                {
-                    // Half a second for QEMU's register dump, then end the paused guest.
-                    let since = *kvm_stopped.get_or_insert_with(Instant::now);
-                    if since.elapsed() > Duration::from_millis(500) {
-                        let _ = child.kill();
-                        break child.wait().ok();
-                    }
+                if stderr.guest_stopped() {
+                    let _ = child.kill();
+                    break child.wait().ok();
                 }
                 cpu_used = time_limit::process_cpu_time(pid);
                 if limit.exceeded(start.elapsed(), cpu_used).is_some() {
@@ -542,18 +464,14 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
     };
     qemu_exited.set();
     let _ = reader.join();
-    let _ = err_reader.join();
-    let stderr = std::mem::take(&mut *err_text.lock().unwrap_or_else(|e| e.into_inner()));
+    let (stderr, kvm_stopped) = stderr.finish();
     let log = std::mem::take(&mut *log.lock().unwrap_or_else(|e| e.into_inner()));
     let summary = ktap::parse(&log);
     let unexpected_warnings = ktap::unexpected_warnings(&log);
     let declared_warnings = ktap::warnings_of(&log, WarningLine::Declared).len();
-    let verdict = match (kvm_stopped, crate::accel::kvm_stop_line(&stderr)) {
-        (Some(_), Some(line)) => Verdict::QemuError(format!(
-            "KVM stopped the guest ({line}); QEMU pauses it instead of exiting, so the run \
-             was ended here (QEMU's register dump is below)"
-        )),
-        _ => verdict_of(
+    let verdict = match kvm_stopped {
+        Some(why) => Verdict::QemuError(why),
+        None => verdict_of(
             status.map(|s| s.code()),
             &summary,
             unexpected_warnings.len(),
