@@ -155,6 +155,71 @@ mod tests {
         assert!(vcpu_threads(&bad).unwrap_err().contains("without ids"));
     }
 
+    /// A stand-in QMP server (greeting, capabilities, one vCPU whose thread is this test
+    /// process) and a plan that pins it on the CPUs it may already use: `apply` speaks the
+    /// protocol and runs taskset for real without changing where the tests run.
+    #[test]
+    fn apply_asks_qmp_for_the_threads_and_pins_them() {
+        use crate::host_numa::{parse_list, VcpuPin};
+        use std::os::unix::net::UnixListener;
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let allowed = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .expect("Cpus_allowed_list");
+        let cpus = parse_list(allowed.trim()).unwrap();
+        let tid = std::process::id();
+        let path = socket_path();
+        let listener = UnixListener::bind(&path).unwrap();
+        let server = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            let mut out = stream.try_clone().unwrap();
+            let mut lines = BufReader::new(stream).lines();
+            writeln!(out, r#"{{"QMP": {{"version": {{}}, "capabilities": []}}}}"#).unwrap();
+            let mut asked = Vec::new();
+            while let Some(Ok(line)) = lines.next() {
+                let v: Value = serde_json::from_str(&line).unwrap();
+                let command = v["execute"].as_str().unwrap_or("").to_string();
+                let answer = match command.as_str() {
+                    "query-cpus-fast" => {
+                        format!(r#"{{"return": [{{"cpu-index": 0, "thread-id": {tid}}}]}}"#)
+                    }
+                    _ => r#"{"return": {}}"#.to_string(),
+                };
+                writeln!(out, r#"{{"event": "NOTHING"}}"#).unwrap();
+                writeln!(out, "{answer}").unwrap();
+                asked.push(command);
+                if asked.len() == 2 {
+                    break;
+                }
+            }
+            asked
+        });
+        let placement = Placement {
+            map: vec![(0, 0)],
+            vcpus: vec![VcpuPin {
+                vcpu: 0,
+                guest_node: 0,
+                host_node: 0,
+                host_cpus: cpus.clone(),
+            }],
+            backends: Vec::new(),
+        };
+        let lines = apply(&path, &placement, Duration::from_secs(30)).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(
+            server.join().unwrap(),
+            ["qmp_capabilities", "query-cpus-fast"]
+        );
+        assert_eq!(
+            lines,
+            [format!(
+                "vCPU 0 (thread {tid}) on host CPUs {} (host node 0)",
+                format_list(&cpus)
+            )]
+        );
+    }
+
     #[test]
     fn qmp_lines_skip_events_and_report_errors() {
         let text = "{\"event\": \"RESUME\"}\n{\"return\": {}}\n";
