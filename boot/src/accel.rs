@@ -109,13 +109,6 @@ pub fn runs_on(accel: Accel, icount: bool) -> &'static str {
     }
 }
 
-impl crate::qemu::RunConfig {
-    /// The accelerator this boot runs under: "kvm", or "tcg" (also for any icount boot).
-    pub fn runs_on(&self) -> &'static str {
-        runs_on(self.accel, self.icount)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

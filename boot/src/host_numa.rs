@@ -85,23 +85,6 @@ impl Options {
     }
 }
 
-impl crate::qemu::RunConfig {
-    /// The machine as typed QEMU items (the user's, or the preset's at its size).
-    pub fn typed_machine(&self) -> QemuMachine {
-        self.machine.clone().unwrap_or_else(|| {
-            let (cpus, mem) = self.machine_size();
-            self.topology.machine(cpus, mem)
-        })
-    }
-
-    /// Under KVM: the machine placed on the host and its placement (host_numa.rs), when one
-    /// applies; `Err`: why the host refuses the machine.
-    pub fn placement(&self) -> Result<Option<(QemuMachine, crate::host_numa::Placement)>, String> {
-        let kvm = crate::accel::runs_kvm(self.accel, self.icount) && self.linux.is_none();
-        self.placement.placed(&self.typed_machine(), kvm)
-    }
-}
-
 /// One host node: its id and its online CPUs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostNode {

@@ -114,13 +114,13 @@ pub fn apply(path: &Path, placement: &Placement, wait: Duration) -> Result<Vec<S
     Ok(Vec::new())
 }
 
-/// Under KVM with a placement (host_numa.rs): a QMP socket for `config`'s QEMU, its
-/// arguments added to `args`, and the plan to apply once QEMU runs (`spawn`).
+/// A QMP socket for a QEMU whose vCPUs `placement` pins: its arguments added to `args`, and
+/// the plan to apply once QEMU runs (`spawn`).
 pub fn prepare(
-    config: &crate::qemu::RunConfig,
+    placement: Option<Placement>,
     args: &mut Vec<String>,
 ) -> Option<(PathBuf, Placement)> {
-    let (_, placement) = config.placement().ok().flatten()?;
+    let placement = placement?;
     let qmp = socket_path();
     args.extend(qmp_args(&qmp));
     Some((qmp, placement))

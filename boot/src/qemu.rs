@@ -14,6 +14,8 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+mod kvm;
+
 /// Exit status QEMU reports when the kernel wrote 0x10 to isa-debug-exit.
 pub const STATUS_SUCCESS: i32 = 33;
 /// Exit status QEMU reports when the kernel wrote 0x11 (test failure, panic, exception).
@@ -147,12 +149,10 @@ impl RunConfig {
             "none".into(),
             "-serial".into(),
             "stdio".into(),
-        ];
-        args.extend(crate::accel::qemu_args(self.accel, self.icount));
-        args.extend([
             "-device".into(),
             "isa-debug-exit,iobase=0xf4,iosize=0x04".into(),
-        ]);
+        ];
+        args.extend(crate::accel::qemu_args(self.accel, self.icount));
         if let Some(linux) = &self.linux {
             args.extend(linux.qemu_args(self));
         } else {
@@ -363,7 +363,7 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         Ok(a) => a,
         Err(e) => return fail(Verdict::QemuError(e), String::new()),
     };
-    let pinning = crate::host_pin::prepare(config, &mut args);
+    let pinning = config.prepare_pinning(&mut args);
     let command = std::iter::once(qemu.display().to_string())
         .chain(args.iter().cloned())
         .map(|a| shell_quote(&a))
