@@ -43,6 +43,20 @@ impl Default for Options {
 }
 
 impl Options {
+    /// The first placement option the command line gave (`--pin`, ...), if any: they only
+    /// mean something under KVM.
+    pub fn asked(&self) -> Option<&'static str> {
+        [
+            (self.pin, "--pin"),
+            (!self.host_map.0.is_empty(), "--host-map"),
+            (self.oversubscribe, "--oversubscribe"),
+            (self.prealloc, "--prealloc"),
+            (self.hugepages.is_some(), "--hugepages"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
+
     /// The placement of `machine` under KVM on the host these options read: None when
     /// nothing asks for one (a one-node host without `--pin` or `--host-map`), else the plan
     /// or why it is refused.

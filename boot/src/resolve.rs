@@ -43,6 +43,11 @@ fn placement_problem(job: &Job) -> Option<String> {
         Job::Soak(s) => s.machine.config("soak"),
         _ => return None,
     };
+    if config.accel == crate::accel::Accel::Tcg {
+        return config.placement.asked().map(|flag| {
+            format!("{flag} places a KVM guest on the host: it needs --accel kvm (this run is tcg)")
+        });
+    }
     config
         .placement()
         .err()
