@@ -28,6 +28,8 @@ mod s10_sweep;
 mod s11_html;
 #[path = "s12_slabsys.rs"]
 mod s12_slabsys;
+#[path = "s13_kvm.rs"]
+mod s13_kvm;
 #[path = "s14_trace.rs"]
 mod s14_trace;
 

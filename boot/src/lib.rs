@@ -2,10 +2,13 @@
 //! NUMA topology, and reads back what the kernel printed (KTAP, BENCH). `qemu-run.sh` and the
 //! host tests in tests/ both go through this crate.
 
+pub mod accel;
 pub mod bench;
 pub mod bench_svg;
 pub mod cli;
 pub mod exit;
+pub mod host_numa;
+pub mod host_pin;
 pub mod html;
 pub mod html_escape;
 pub mod image;
@@ -17,6 +20,7 @@ pub mod progress;
 pub mod qemu;
 pub mod qemu_machine;
 pub mod qemu_report;
+pub mod qemu_stderr;
 pub mod resolve;
 pub mod run;
 pub mod serial_capture;

@@ -52,6 +52,9 @@ fn run_once(config: &RunConfig, replayed: Option<&Plan>) -> i32 {
             return exit::BUILD;
         }
     };
+    if config.accel != numalab_boot::accel::Accel::Tcg {
+        println!("numalab: accel: {}", config.runs_on());
+    }
     let mut outcome = qemu::run(config, &img);
     // A kernel that never ran (QEMU refused the machine) printed no numactl block to compare:
     // its failure is QEMU's, reported as such, not a replay mismatch.

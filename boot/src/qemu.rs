@@ -5,13 +5,18 @@ use crate::image::Firmware;
 use crate::ktap::{self, Summary, WarningLine, WarningWatch};
 use crate::presets::Preset;
 use crate::qemu_machine::{self, QemuMachine};
+use crate::qemu_stderr::StderrWatch;
 use crate::serial_capture;
 use crate::time_limit::{self, Limit};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
+
+mod kvm;
+mod linux_boot;
+pub use linux_boot::LinuxBoot;
 
 /// Exit status QEMU reports when the kernel wrote 0x10 to isa-debug-exit.
 pub const STATUS_SUCCESS: i32 = 33;
@@ -30,6 +35,10 @@ pub struct RunConfig {
     pub suite: String,
     pub timeout: Duration,
     pub icount: bool,
+    /// `--accel` (resolved by `resolve`: tcg or kvm); an icount boot runs under TCG anyway.
+    pub accel: crate::accel::Accel,
+    /// Host placement under KVM (host_numa.rs): pinning, node map, memory binding.
+    pub placement: crate::host_numa::Options,
     /// Start QEMU with only this many of the machine's CPUs present (`-smp K,maxcpus=N`: every
     /// node and every CPU's place in the SRAT kept); None: all of them.
     pub cpus_online: Option<u32>,
@@ -64,6 +73,8 @@ impl RunConfig {
             suite: suite.to_string(),
             timeout: Duration::from_secs(300),
             icount: false,
+            accel: crate::accel::Accel::Tcg,
+            placement: crate::host_numa::Options::default(),
             cpus_online: None,
             qemu: None,
             log: None,
@@ -143,11 +154,10 @@ impl RunConfig {
             "none".into(),
             "-serial".into(),
             "stdio".into(),
-            "-cpu".into(),
-            "max".into(),
             "-device".into(),
             "isa-debug-exit,iobase=0xf4,iosize=0x04".into(),
         ];
+        args.extend(crate::accel::qemu_args(self.accel, self.icount));
         if let Some(linux) = &self.linux {
             args.extend(linux.qemu_args(self));
         } else {
@@ -180,29 +190,17 @@ impl RunConfig {
     }
 
     /// The machine's part of the QEMU arguments: the machine rendered once (the preset with
-    /// `--smp`, `--mem`, or the machine given after `--`), with only `cpus_online` CPUs
-    /// present when set, then the other arguments after `--`.
+    /// `--smp`, `--mem`, or the machine given after `--`; under KVM placed on the host,
+    /// host_numa.rs), with only `cpus_online` CPUs present when set, then the other
+    /// arguments after `--`.
     pub fn machine_args(&self) -> Result<Vec<String>, String> {
-        let mut args = match &self.machine {
-            Some(m) => m.args(self.cpus_online),
-            None => {
-                let (cpus, mem) = self.machine_size();
-                self.topology.qemu_args_online(cpus, self.cpus_online, mem)
-            }
+        let machine = match self.placement()? {
+            Some((placed, _)) => placed,
+            None => self.typed_machine(),
         };
+        let mut args = machine.args(self.cpus_online);
         args.extend(self.extra.iter().cloned());
         Ok(args)
-    }
-
-    /// The machine this boot renders, typed: the one given, or the preset at its size.
-    pub fn typed_machine(&self) -> QemuMachine {
-        match &self.machine {
-            Some(m) => m.clone(),
-            None => {
-                let (cpus, mem) = self.machine_size();
-                self.topology.machine(cpus, mem)
-            }
-        }
     }
 
     /// The machine's CPUs and MiB: the preset's (or `--smp`/`--mem`), or for a machine given
@@ -369,10 +367,11 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         host_load_at_timeout: None,
         cpu_at_timeout: None,
     };
-    let args = match config.qemu_args(image) {
+    let mut args = match config.qemu_args(image) {
         Ok(a) => a,
         Err(e) => return fail(Verdict::QemuError(e), String::new()),
     };
+    let pinning = config.prepare_pinning(&mut args);
     let command = std::iter::once(qemu.display().to_string())
         .chain(args.iter().cloned())
         .map(|a| shell_quote(&a))
@@ -406,8 +405,11 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
             return fail(Verdict::QemuError(why), command);
         }
     };
+    if let Some((qmp, placement)) = pinning {
+        crate::host_pin::spawn(qmp, placement);
+    }
     let log = Arc::new(Mutex::new(String::new()));
-    let mut stderr = child.stderr.take().expect("piped stderr");
+    let stderr = child.stderr.take().expect("piped stderr");
     let mut log_file = config
         .log
         .as_ref()
@@ -441,11 +443,7 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
                 .push_str(&line);
         });
     });
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
+    let mut stderr = StderrWatch::start(stderr, config.runs_on() == "kvm");
     let mut load_at_timeout = None;
     let threads = if config.icount { 1 } else { config.vcpus() };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -456,6 +454,10 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
             Ok(None) => {
+                if stderr.guest_stopped() {
+                    let _ = child.kill();
+                    break child.wait().ok();
+                }
                 cpu_used = time_limit::process_cpu_time(pid);
                 if limit.exceeded(start.elapsed(), cpu_used).is_some() {
                     load_at_timeout = Some(host_load());
@@ -470,17 +472,20 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
     };
     qemu_exited.set();
     let _ = reader.join();
-    let stderr = err_reader.join().unwrap_or_default();
+    let (stderr, kvm_stopped) = stderr.finish();
     let log = std::mem::take(&mut *log.lock().unwrap_or_else(|e| e.into_inner()));
     let summary = ktap::parse(&log);
     let unexpected_warnings = ktap::unexpected_warnings(&log);
     let declared_warnings = ktap::warnings_of(&log, WarningLine::Declared).len();
-    let verdict = verdict_of(
-        status.map(|s| s.code()),
-        &summary,
-        unexpected_warnings.len(),
-        &stderr,
-    );
+    let verdict = match kvm_stopped {
+        Some(why) => Verdict::QemuError(why),
+        None => verdict_of(
+            status.map(|s| s.code()),
+            &summary,
+            unexpected_warnings.len(),
+            &stderr,
+        ),
+    };
     Outcome {
         verdict,
         command,
@@ -532,71 +537,4 @@ fn host_load() -> String {
         .unwrap_or_else(|| "unknown".into());
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     format!("{load} on {cores} cores")
-}
-
-/// The Linux image and initramfs one boot uses (qemu.rs turns it into -kernel/-initrd/-append).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LinuxBoot {
-    pub vmlinuz: PathBuf,
-    pub initramfs: PathBuf,
-    /// The kernel release, e.g. `6.1.0-57-amd64`.
-    pub release: String,
-    /// `--linux-append`: more words for Linux's command line.
-    pub append: Option<String>,
-    /// Which Linux (6.1 or 7.x).
-    pub kernel: crate::linux_kernel::LinuxKernel,
-    /// The Debian packages it was built from, `package=version` each (the JSONL header).
-    pub packages: Vec<String>,
-}
-
-impl LinuxBoot {
-    /// Linux's command line for `config`: serial console, no timestamps (BENCH and KTAP lines
-    /// start the line as numalab's do), reboot (QEMU exits, -no-reboot) on a panic, and the
-    /// module's parameters from the bench options (`bench=`, `bench.smoke`, the clock).
-    pub fn cmdline(&self, config: &RunConfig) -> String {
-        let mut words = vec![
-            "console=ttyS0".to_string(),
-            "printk.time=0".into(),
-            "panic=-1".into(),
-        ];
-        words.push(format!(
-            "numalab_twin.clock={}",
-            if config.icount { "icount" } else { "tsc" }
-        ));
-        for set in &config.sets {
-            if let Some(v) = set.strip_prefix("bench=") {
-                words.push(format!("numalab_twin.bench={v}"));
-            } else if let Some(v) = set.strip_prefix("bench.smoke=") {
-                words.push(format!("numalab_twin.smoke={v}"));
-            }
-        }
-        words.extend(
-            self.append
-                .iter()
-                .flat_map(|a| a.split_whitespace().map(String::from)),
-        );
-        words.join(" ")
-    }
-
-    /// The QEMU arguments that boot it (instead of numalab's disk and fw_cfg command line).
-    /// Two more make Linux's own random sources repeatable, so that icount runs repeat down to
-    /// the instruction: `-seed` turns RDRAND/RDSEED into a seeded generator (Linux seeds its
-    /// RNG, KASLR and SLAB_FREELIST_RANDOM's freelist order from them), and a fixed RTC on
-    /// virtual time replaces the host's wall clock that Linux mixes into its RNG at boot.
-    /// Without them two boots differ in kmalloc/random, burst256 and vmalloc (measured,
-    /// docs/linux-twin.md). numalab reads neither, so its boots go without.
-    pub fn qemu_args(&self, config: &RunConfig) -> Vec<String> {
-        vec![
-            "-seed".into(),
-            "1".into(),
-            "-rtc".into(),
-            "base=2024-01-01T00:00:00,clock=vm".into(),
-            "-kernel".into(),
-            self.vmlinuz.display().to_string(),
-            "-initrd".into(),
-            self.initramfs.display().to_string(),
-            "-append".into(),
-            self.cmdline(config),
-        ]
-    }
 }

@@ -11,51 +11,53 @@ use std::path::PathBuf;
 /// The job `job` asks for, with its machine read and planned, or `Job::Error` (exit 2) when
 /// the host cannot serve it.
 pub fn resolve(job: Job) -> Job {
-    let job = caller_paths(job);
+    let mut job = caller_paths(job);
     if let Some(why) = out_problem(&job) {
         return Job::Error(why);
     }
-    if let Some(why) =
-        mem_of(&job).and_then(|mib| scale::mem_problem(mib, scale::host_backing_mib()))
-    {
-        return Job::Error(format!("--mem: {why}"));
-    }
-    if let Some(why) = small_nodes_of(&job) {
-        return Job::Error(format!("--mem: {why}"));
-    }
-    match job {
-        Job::Machine(mut config, m) => match prepare(&m) {
-            Ok((plan, args)) => match config.prepend_qemu_args(&args) {
-                Ok(()) => Job::Replay(config, Box::new(plan)),
-                Err(e) => Job::Error(format!("--machine: {e}")),
-            },
-            Err(e) => Job::Error(e),
-        },
-        Job::Bench(mut b) => {
-            let Some(source) = b.machine.machine.take() else {
-                return Job::Bench(b);
-            };
-            let m = MachineSource {
-                source,
-                smp: b.machine.smp,
-                mem: b.machine.mem,
-                qemu_args: Vec::new(),
-            };
-            match prepare(&m) {
-                Ok((plan, mut args)) => {
-                    // bench has no replay check of its own: its notes are printed here.
-                    for note in &plan.notes {
-                        eprintln!("numalab: {note}");
-                    }
-                    args.append(&mut b.machine.qemu_args);
-                    b.machine.qemu_args = args;
-                    Job::Bench(b)
-                }
-                Err(e) => Job::Error(e),
-            }
+    let asked_kvm = accel_of(&job) == Some(crate::accel::Accel::Kvm);
+    let pvm = crate::accel::pvm_note(std::path::Path::new("/sys"));
+    // auto takes PVM for no KVM; --accel kvm runs on it, warned.
+    let problem = || {
+        crate::accel::kvm_problem(std::path::Path::new(crate::accel::KVM_DEVICE))
+            .or_else(|| pvm.clone().filter(|_| !asked_kvm))
+    };
+    if accel_of(&job) == Some(crate::accel::Accel::Auto) {
+        if let Some(why) = problem() {
+            eprintln!("numalab: --accel auto: tcg ({why})");
         }
-        other => other,
     }
+    if let Err(why) = resolve_accel(&mut job, problem) {
+        return Job::Error(why);
+    }
+    let job = resolve_machine(job);
+    if let Some(why) = placement_problem(&job) {
+        return Job::Error(why);
+    }
+    if let Some(note) = pvm.filter(|_| asked_kvm) {
+        eprintln!("numalab: warning: --accel kvm: {note}");
+    }
+    job
+}
+
+/// Why the host refuses the KVM placement of `job`'s machine (host_numa.rs: more vCPUs than
+/// host CPUs without `--oversubscribe`, a `--host-map` the host or machine lacks).
+fn placement_problem(job: &Job) -> Option<String> {
+    let config = match job {
+        Job::Main(c, _) | Job::Run(c) | Job::Replay(c, _) => c.clone(),
+        Job::Bench(b) => b.machine.config("bench"),
+        Job::Soak(s) => s.machine.config("soak"),
+        _ => return None,
+    };
+    if config.accel == crate::accel::Accel::Tcg {
+        return config.placement.asked().map(|flag| {
+            format!("{flag} places a KVM guest on the host: it needs --accel kvm (this run is tcg)")
+        });
+    }
+    config
+        .placement()
+        .err()
+        .map(|e| format!("--accel kvm: {e}"))
 }
 
 /// `job` with every path the user typed read against the folder the command was run from
@@ -118,6 +120,76 @@ fn out_problem(job: &Job) -> Option<String> {
         _ => None,
     }?;
     folder_problem("--out", out)
+}
+
+/// `job` with its `--machine` source read, or the reason it cannot be (`Job::Error`).
+fn resolve_machine(job: Job) -> Job {
+    if let Some(why) =
+        mem_of(&job).and_then(|mib| scale::mem_problem(mib, scale::host_backing_mib()))
+    {
+        return Job::Error(format!("--mem: {why}"));
+    }
+    if let Some(why) = small_nodes_of(&job) {
+        return Job::Error(format!("--mem: {why}"));
+    }
+    match job {
+        Job::Machine(mut config, m) => match prepare(&m) {
+            Ok((plan, args)) => match config.prepend_qemu_args(&args) {
+                Ok(()) => Job::Replay(config, Box::new(plan)),
+                Err(e) => Job::Error(format!("--machine: {e}")),
+            },
+            Err(e) => Job::Error(e),
+        },
+        Job::Bench(mut b) => {
+            let Some(source) = b.machine.machine.take() else {
+                return Job::Bench(b);
+            };
+            let m = MachineSource {
+                source,
+                smp: b.machine.smp,
+                mem: b.machine.mem,
+                qemu_args: Vec::new(),
+            };
+            match prepare(&m) {
+                Ok((plan, mut args)) => {
+                    // bench has no replay check of its own: its notes are printed here.
+                    for note in &plan.notes {
+                        eprintln!("numalab: {note}");
+                    }
+                    args.append(&mut b.machine.qemu_args);
+                    b.machine.qemu_args = args;
+                    Job::Bench(b)
+                }
+                Err(e) => Job::Error(e),
+            }
+        }
+        other => other,
+    }
+}
+
+/// The `--accel` a job asked for (None: a job without one).
+fn accel_of(job: &Job) -> Option<crate::accel::Accel> {
+    match job {
+        Job::Main(c, _) | Job::Run(c) | Job::Machine(c, _) => Some(c.accel),
+        Job::Bench(b) => Some(b.machine.accel),
+        Job::Soak(s) => Some(s.machine.accel),
+        _ => None,
+    }
+}
+
+/// `--accel` of `job` resolved on this host (`kvm_problem`: why /dev/kvm cannot be used):
+/// `auto` becomes kvm or tcg; kvm without a usable KVM is the reason it is refused.
+fn resolve_accel(job: &mut Job, kvm_problem: impl Fn() -> Option<String>) -> Result<(), String> {
+    let accel = match job {
+        Job::Main(c, _) | Job::Run(c) | Job::Machine(c, _) => &mut c.accel,
+        Job::Bench(b) => &mut b.machine.accel,
+        Job::Soak(s) => &mut s.machine.accel,
+        _ => return Ok(()),
+    };
+    if *accel != crate::accel::Accel::Tcg {
+        *accel = accel.resolve(kvm_problem())?;
+    }
+    Ok(())
 }
 
 /// The replay of `m`: its plan and QEMU arguments, or the one-line reason it cannot be used.

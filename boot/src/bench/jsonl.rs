@@ -19,6 +19,9 @@ impl BenchRecord {
         if let Some(v) = &self.variant {
             j["variant"] = Value::from(v.as_str());
         }
+        if self.kvm {
+            j["accel"] = Value::from("kvm");
+        }
         j
     }
 }
@@ -62,10 +65,12 @@ pub fn read_jsonl(text: &str) -> Result<(Option<Value>, Vec<BenchRecord>), Vec<V
                     .unwrap_or(Boot::Tsc);
                 let rep = obj.get("rep").and_then(Value::as_u64).unwrap_or(0);
                 let variant = obj.get("variant").and_then(Value::as_str).map(String::from);
+                let kvm = obj.get("accel").and_then(Value::as_str) == Some("kvm");
                 match record_from_json(&obj, boot) {
                     Ok(r) => records.push(BenchRecord {
                         rep: u32::try_from(rep).unwrap_or(u32::MAX),
                         variant,
+                        kvm,
                         ..r
                     }),
                     Err(m) => violations.push(bad(m)),

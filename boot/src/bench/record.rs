@@ -28,6 +28,9 @@ pub struct BenchRecord {
     /// records of different variants are different measurements, never repetitions of one.
     /// None in a single run (the kernel's lines and a bench JSONL carry no `variant`).
     pub variant: Option<String>,
+    /// Measured under KVM on the host's own cores (a tsc or uma boot of `--accel kvm`); the
+    /// JSONL says `"accel":"kvm"`, the tables and the HTML report mark it "real cores".
+    pub kvm: bool,
 }
 
 /// The identity of a measurement across runs and repetitions: bench, case, metric, cpus and
@@ -54,6 +57,7 @@ impl BenchRecord {
             rep,
             kernel: "numalab".into(),
             variant: None,
+            kvm: false,
         }
     }
 
@@ -168,5 +172,6 @@ pub fn record_from_json(obj: &Map<String, Value>, boot: Boot) -> Result<BenchRec
         rep: 0,
         kernel,
         variant: None,
+        kvm: false,
     })
 }

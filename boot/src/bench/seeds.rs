@@ -363,6 +363,7 @@ mod tests {
             boot,
             rep: 0,
             variant: None,
+            kvm: false,
         }
     }
 

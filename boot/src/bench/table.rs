@@ -158,6 +158,9 @@ fn note(r: &BenchRecord, host_cpus: usize) -> String {
             r.cpus
         ));
     }
+    if r.kvm {
+        note.push_str(", real cores (KVM)");
+    }
     note
 }
 
@@ -322,6 +325,7 @@ mod tests {
                 boot,
                 rep: i as u32,
                 variant: None,
+                kvm: false,
             })
             .collect()
     }

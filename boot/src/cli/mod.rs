@@ -220,6 +220,28 @@ pub struct MachineOptions {
     /// QEMU binary to use (e.g. DIR/qemu of a QEMU bundle, docs/running.md)
     #[arg(long, value_name = "PATH")]
     pub qemu: Option<PathBuf>,
+    /// Accelerator of the host-time boots: tcg, kvm (-accel kvm -cpu host; det and icount
+    /// boots stay on TCG) or auto (kvm when /dev/kvm opens); docs/running.md "On your own
+    /// server"
+    #[arg(long, value_enum, value_name = "ACCEL", default_value = "tcg")]
+    pub accel: crate::accel::Accel,
+    /// Under KVM: pin each vCPU to the host CPUs of the host node backing its guest node and
+    /// bind each node's memory there (the default under KVM on a host of several nodes)
+    #[arg(long)]
+    pub pin: bool,
+    /// Under KVM: guest node to host node, e.g. 0=1,1=0 (default: guest node i on host
+    /// node i mod the host's nodes)
+    #[arg(long, value_name = "G=H,...", value_parser = parse_host_map)]
+    pub host_map: Option<crate::host_numa::HostMap>,
+    /// Under KVM: run a machine with more vCPUs than host CPUs (refused by default)
+    #[arg(long)]
+    pub oversubscribe: bool,
+    /// Under KVM: preallocate the guest's memory on its host nodes (prealloc=on)
+    #[arg(long)]
+    pub prealloc: bool,
+    /// Under KVM: back the guest's memory with huge pages from this hugetlbfs mount
+    #[arg(long, value_name = "DIR")]
+    pub hugepages: Option<PathBuf>,
     /// Appended to QEMU's arguments; if they contain -smp, -m, -numa or -object
     /// memory-backend-*, the preset's machine description is dropped
     #[arg(last = true, value_name = "QEMU ARGS", allow_hyphen_values = true)]
@@ -494,6 +516,15 @@ impl MachineOptions {
             suite: suite.to_string(),
             timeout: Duration::from_secs(self.timeout.max(1)),
             icount: false,
+            accel: self.accel,
+            placement: crate::host_numa::Options {
+                pin: self.pin,
+                host_map: self.host_map.clone().unwrap_or_default(),
+                oversubscribe: self.oversubscribe,
+                prealloc: self.prealloc,
+                hugepages: self.hugepages.clone(),
+                ..crate::host_numa::Options::default()
+            },
             cpus_online: None,
             qemu: self.qemu.clone(),
             log: None,
@@ -535,6 +566,10 @@ fn parse_smp(text: &str) -> Result<u32, String> {
     } else {
         Err(format!("{n} is outside 1..=255 (the TCG limit)"))
     }
+}
+
+fn parse_host_map(text: &str) -> Result<crate::host_numa::HostMap, String> {
+    crate::host_numa::parse_host_map(text).map(crate::host_numa::HostMap)
 }
 
 fn parse_reps(text: &str) -> Result<u32, String> {

@@ -29,6 +29,9 @@ fn how(r: &BenchRecord, host_cpus: usize) -> (String, bool) {
             r.cpus
         ));
     }
+    if r.kvm {
+        s.push_str(" <span class=\"tag host\">real cores</span> KVM");
+    }
     (s, over)
 }
 

@@ -119,6 +119,7 @@ fn run_facts(h: &Value, records: usize) -> String {
             ),
         ),
         ("QEMU", escape(&text(&h["qemu"]))),
+        ("accel (--accel)", accel_fact(h)),
         (
             "options",
             format!(
@@ -146,6 +147,34 @@ fn run_facts(h: &Value, records: usize) -> String {
         ));
     }
     facts(&rows)
+}
+
+/// `--accel` and where the boots ran: "tcg", or "kvm: tsc boots on real cores (KVM), det and
+/// icount boots under TCG" (a header without the field: a run from before `--accel`, TCG).
+fn accel_fact(h: &Value) -> String {
+    let accel: String = match h["accel"].as_str() {
+        Some("kvm") => "kvm: tsc and uma boots on real cores (KVM, <code>-cpu host</code>), \
+                        det and icount boots under TCG (exact counts need -icount)"
+            .into(),
+        Some(other) => escape(other),
+        None => "tcg".into(),
+    };
+    let host = match h["host_nodes"].as_u64() {
+        Some(n) => format!("; host nodes {n}"),
+        None => String::new(),
+    };
+    let placed = match h["placement"].as_array() {
+        Some(lines) if !lines.is_empty() => format!(
+            "; placement: {}",
+            lines
+                .iter()
+                .map(|l| escape(&text(l)))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+        _ => "; not pinned".into(),
+    };
+    format!("{accel}{host}{placed}")
 }
 
 fn boots_table(h: &Value) -> String {
@@ -179,6 +208,7 @@ fn boots_table(h: &Value) -> String {
                 escape(&b["rep"].as_u64().map_or("-".into(), |r| r.to_string())),
                 escape(&text(&b["topology"])),
                 escape(&text(&b["vcpus"])),
+                escape(&text(&b["accel"])),
                 format!("<span class=\"tag {tag}\">{}</span>", escape(&verdict)),
                 b["seconds"]
                     .as_f64()
@@ -199,12 +229,13 @@ fn boots_table(h: &Value) -> String {
             "rep",
             "topology",
             "vCPUs",
+            "accel",
             "verdict",
             "seconds",
             "kernel command line",
             "QEMU",
         ],
-        &[2, 4, 6],
+        &[2, 4, 7],
         &rows,
     )
 }

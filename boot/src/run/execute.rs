@@ -104,7 +104,7 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
     let what = match &b.guest {
         Guest::Numalab => {
             let what = format!(
-                "{}{} (suite={}{}) on {}, {} vCPUs",
+                "{}{} (suite={}{}) on {}, {} vCPUs, {}",
                 b.boot.name(),
                 if b.reps > 1 {
                     format!(" rep {}/{}", b.rep + 1, b.reps)
@@ -118,7 +118,8 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
                 } else {
                     config.topology.name
                 },
-                config.vcpus()
+                config.vcpus(),
+                config.runs_on()
             );
             (what, config.qemu_args(img)?.join(" "))
         }
@@ -168,8 +169,10 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
         Some(files) => Some(traced(b, files, &outcome.log, &mut records)?),
         None => None,
     };
+    let kvm = config.runs_on() == "kvm";
     for r in &mut records {
         r.rep = b.rep;
+        r.kvm = kvm;
     }
     Ok(BootRun {
         boot: b.boot,

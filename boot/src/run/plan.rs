@@ -18,6 +18,7 @@
 
 use super::args::BenchArgs;
 use super::twin;
+use crate::accel::Accel;
 use crate::bench::catalog::{self, CATALOG};
 use crate::bench::{BenchRecord, Boot};
 use crate::cli::Kernel;
@@ -255,13 +256,15 @@ pub fn boot_config(args: &BenchArgs, boot: Boot, rep: u32) -> Result<RunConfig, 
         Boot::Tsc => {}
         Boot::Icount => {
             // The same machine (every node, every CPU's place in the SRAT) with only the boot
-            // CPU present.
+            // CPU present; under TCG, as every icount boot (accel.rs).
             c.icount = true;
+            c.accel = Accel::Tcg;
             c.cpus_online = Some(1);
             c.machine_args()?;
         }
         Boot::Det => {
             c.icount = true;
+            c.accel = Accel::Tcg;
             let only = det_selection(args).ok_or("bench: no count experiment selected for det")?;
             c.sets.retain(|s| !s.starts_with("bench="));
             c.sets.push(format!("bench={only}"));

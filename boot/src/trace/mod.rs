@@ -143,6 +143,7 @@ fn record(
         rep: 0,
         kernel: "numalab".into(),
         variant: None,
+        kvm: false,
     }
 }
 

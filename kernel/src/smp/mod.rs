@@ -171,20 +171,28 @@ pub fn init() {
     crate::sync::set_spin_poll(poll_irq_safe);
     let opts = crate::options::load();
     let verbose = opts.get(&crate::options::SMP_VERBOSE);
-    let cal = tsc::calibrate();
+    let (cal, source) = tsc::init_rate();
     debug_assert_eq!(arch::tsc_hz(), cal.hz);
     if cal.hz == 0 {
         crate::warn!("tsc: calibration against the PIT failed; delays assume 3 GHz");
     }
-    println!(
-        "numalab: tsc: {}.{:03} MHz, calibrated against PIT channel 2 ({} x {} ms windows, spread {} ppm, PIT read within {} ns)",
-        cal.hz / 1_000_000,
-        cal.hz / 1_000 % 1_000,
-        cal.rounds,
-        cal.window_us / 1_000,
-        cal.spread_ppm,
-        cal.best_bracket_ticks * 1_000_000_000 / cal.hz.max(1)
-    );
+    match source {
+        tsc::Source::Pit => println!(
+            "numalab: tsc: {}.{:03} MHz, calibrated against PIT channel 2 ({} x {} ms windows, spread {} ppm, PIT read within {} ns)",
+            cal.hz / 1_000_000,
+            cal.hz / 1_000 % 1_000,
+            cal.rounds,
+            cal.window_us / 1_000,
+            cal.spread_ppm,
+            cal.best_bracket_ticks * 1_000_000_000 / cal.hz.max(1)
+        ),
+        tsc::Source::HypervisorLeaf | tsc::Source::CrystalLeaf => println!(
+            "numalab: tsc: {}.{:03} MHz, from CPUID leaf {}",
+            cal.hz / 1_000_000,
+            cal.hz / 1_000 % 1_000,
+            if source == tsc::Source::HypervisorLeaf { "0x40000010" } else { "0x15" }
+        ),
+    }
     let apic_virt = start::apic_mmio_virt();
     if let Err(why) = apic_virt
         .ok_or("no virtual region for the APIC")

@@ -209,8 +209,15 @@ pub fn send_startup(apic_id: u32, page_number: u8) {
     send_icr(apic_id, ICR_STARTUP | ICR_LEVEL_ASSERT | page_number as u32);
 }
 
-/// Measures the LAPIC timer's rate against the calibrated TSC (boot CPU, once).
+/// The LAPIC timer's rate at divide-by-16: the APIC bus rate / 16 when the hypervisor's
+/// timing leaf states the bus rate (tsc::apic_bus_hz_from_cpuid), else measured against the
+/// calibrated TSC (boot CPU, once).
 pub fn calibrate_timer() -> u64 {
+    if let Some(bus_hz) = super::tsc::apic_bus_hz_from_cpuid() {
+        let hz = bus_hz / 16;
+        TIMER_HZ.store(hz, Ordering::Relaxed);
+        return hz;
+    }
     write(REG_TIMER_DIVIDE, TIMER_DIVIDE_BY_16);
     write(
         REG_LVT_TIMER,

@@ -1,4 +1,14 @@
-//! The time-stamp counter as the kernel's clock, calibrated against PIT channel 2.
+//! The time-stamp counter as the kernel's clock: its rate as CPUID states it (`from_cpuid`),
+//! else calibrated against PIT channel 2.
+//!
+//! CPUID (as Linux reads it): the hypervisor timing leaf 0x40000010 (EAX: TSC kHz, EBX: APIC
+//! bus kHz; QEMU gives it under KVM when the TSC is invariant and its rate known, e.g.
+//! `-cpu host,+invtsc`; Linux's vmware_get_tsc_khz reads the same leaf), found through the
+//! hypervisor bit (leaf 1 ECX bit 31) and the hypervisor's highest leaf (0x40000000 EAX);
+//! else, on Intel, leaf 0x15 (TSC / crystal ratio EBX / EAX, crystal Hz in ECX; when ECX is 0
+//! the crystal follows from leaf 0x16's base MHz, Linux's native_calibrate_tsc). TCG gives
+//! neither (QEMU 7.2 answers leaf 0x15 with zeros and has no hypervisor leaves), so TCG and
+//! icount boots calibrate as before and their counts do not change.
 //!
 //! Calibration (boot CPU, once): PIT channel 2 (1.193182 MHz) is gated on through port 0x61
 //! and counts down from 0xffff in mode 0. The counter is read with the latch command, each read
@@ -111,7 +121,77 @@ fn window(pit: &mut Pit2, tight: u64) -> Option<u64> {
     None
 }
 
-/// Calibrates the TSC (boot CPU; call once, before other CPUs run).
+/// Where the TSC rate came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// CPUID leaf 0x40000010 (the hypervisor's TSC kHz).
+    HypervisorLeaf,
+    /// CPUID leaf 0x15 (crystal clock ratio; 0x16 for the crystal when 0x15 lacks it).
+    CrystalLeaf,
+    /// Measured against PIT channel 2.
+    Pit,
+}
+
+/// The TSC rate (Hz) CPUID states, and which leaf said it; None when it states none.
+pub fn from_cpuid() -> Option<(u64, Source)> {
+    use core::arch::x86_64::__cpuid;
+    let leaf0 = __cpuid(0);
+    let hypervisor = __cpuid(1).ecx & (1 << 31) != 0;
+    if hypervisor && __cpuid(0x4000_0000).eax >= 0x4000_0010 {
+        let khz = __cpuid(0x4000_0010).eax as u64;
+        if khz > 0 {
+            return Some((khz * 1_000, Source::HypervisorLeaf));
+        }
+    }
+    // "GenuineIntel": leaf 0x15 is Intel's (Linux's native_calibrate_tsc asks for Intel too).
+    let intel = (leaf0.ebx, leaf0.edx, leaf0.ecx) == (0x756e_6547, 0x4965_6e69, 0x6c65_746e);
+    if !intel || leaf0.eax < 0x15 {
+        return None;
+    }
+    let l15 = __cpuid(0x15);
+    let (denominator, numerator) = (l15.eax as u64, l15.ebx as u64);
+    if denominator == 0 || numerator == 0 {
+        return None;
+    }
+    let mut crystal_hz = l15.ecx as u64;
+    if crystal_hz == 0 && leaf0.eax >= 0x16 {
+        crystal_hz = (__cpuid(0x16).eax as u64) * 1_000_000 * denominator / numerator;
+    }
+    (crystal_hz > 0).then(|| (crystal_hz * numerator / denominator, Source::CrystalLeaf))
+}
+
+/// The LAPIC timer's input clock (APIC bus) in Hz as the hypervisor timing leaf states it
+/// (0x40000010 EBX, kHz), or None.
+pub fn apic_bus_hz_from_cpuid() -> Option<u64> {
+    use core::arch::x86_64::__cpuid;
+    let hypervisor = __cpuid(1).ecx & (1 << 31) != 0;
+    if !hypervisor || __cpuid(0x4000_0000).eax < 0x4000_0010 {
+        return None;
+    }
+    let khz = __cpuid(0x4000_0010).ebx as u64;
+    (khz > 0).then_some(khz * 1_000)
+}
+
+/// Takes the TSC rate from CPUID when it states one (`hz`, spread 0, no rounds), else
+/// calibrates against the PIT (boot CPU; call once, before other CPUs run).
+pub fn init_rate() -> (Calibration, Source) {
+    match from_cpuid() {
+        Some((hz, source)) => {
+            TSC_HZ.store(hz, Ordering::Relaxed);
+            let cal = Calibration {
+                hz,
+                spread_ppm: 0,
+                rounds: 0,
+                window_us: 0,
+                best_bracket_ticks: 0,
+            };
+            (cal, source)
+        }
+        None => (calibrate(), Source::Pit),
+    }
+}
+
+/// Calibrates the TSC against the PIT (boot CPU; call once, before other CPUs run).
 pub fn calibrate() -> Calibration {
     let mut pit = Pit2::new();
     pit.start();
