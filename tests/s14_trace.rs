@@ -8,10 +8,12 @@
 //!   the event classes add up to the accesses. (What ran before the kernel, key 0, is the
 //!   firmware's and is not compared.)
 //! - The plugin's node map (the runner's, boot/src/trace/map.rs) equals the SRAT the kernel
-//!   read (`acpi.dump=1`) on 4node, memoryless, cpuless and 8node.
+//!   read (`acpi.dump=1`) on 4node, memoryless, cpuless, 8node and two replayed machines
+//!   (an injected SRAT with sparse domains and memoryless nodes, an 8-node numactl text).
 //! - `bench --icount --smoke --trace mem --set bench=slub_list_lock` prints perf c2c tables
 //!   whose rows name the cache's list_locks, with records of every region.
 
+use numalab_boot::machine;
 use numalab_boot::trace::{self, labels, map::NodeMap, output};
 use numalab_boot::RunConfig;
 use std::path::PathBuf;
@@ -143,14 +145,52 @@ fn dumped_srat(log: &str) -> (Vec<MemEntry>, Vec<(u32, u32)>) {
     (mem, cpus)
 }
 
+/// The presets, and two replayed machines (docs/replay.md: an injected SRAT with sparse
+/// domains and memoryless nodes, and an 8-node numactl text), each with `filter=options`.
+fn map_machines() -> Vec<(String, RunConfig)> {
+    let mut out = Vec::new();
+    for preset in ["4node", "memoryless", "cpuless", "8node"] {
+        out.push((preset.to_string(), numalab::config(preset)));
+    }
+    let dir = std::env::temp_dir().join(format!("numalab-s14-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    machine::samples::write_all(&dir).unwrap();
+    for source in ["four-socket", "eight-node.numactl"] {
+        let (_, args) = machine::replay::prepare(
+            &dir.join(source),
+            Some(16),
+            Some(1024),
+            &[],
+            &machine::replay::tables_dir(),
+        )
+        .expect("replay");
+        let mut c = numalab::config("4node");
+        c.prepend_qemu_args(&args).unwrap();
+        out.push((format!("replayed {source}"), c));
+    }
+    out
+}
+
 #[test]
 fn s14_plugin_node_map_equals_the_kernels_srat() {
-    for preset in ["4node", "memoryless", "cpuless", "8node"] {
-        let mut c = numalab::config(preset);
+    for (preset, mut c) in map_machines() {
         c.sets.push("filter=options".into());
         c.sets.push("acpi.dump=1".into());
         let out = numalab::shared_pass(&c);
-        let (mem, cpus) = dumped_srat(&out.log);
+        let (mut mem, cpus) = dumped_srat(&out.log);
+        // The kernel's nodes are the proximity domains in increasing order.
+        let mut pxms: Vec<u32> = mem
+            .iter()
+            .map(|m| m.2)
+            .chain(cpus.iter().map(|c| c.1))
+            .collect();
+        pxms.sort_unstable();
+        pxms.dedup();
+        let node = |pxm: u32| pxms.iter().position(|&p| p == pxm).unwrap() as u32;
+        for m in &mut mem {
+            m.2 = node(m.2);
+        }
+        mem.sort_unstable();
         let map = node_map(&c);
         let ours: Vec<(u64, u64, u32)> = map
             .ranges
@@ -161,10 +201,11 @@ fn s14_plugin_node_map_equals_the_kernels_srat() {
             ours, mem,
             "{preset}: the plugin's ranges differ from the SRAT's"
         );
+        assert!(!cpus.is_empty(), "{preset}: no processor entry dumped");
         for (apic, pxm) in cpus {
             assert_eq!(
                 map.vcpu_nodes.get(apic as usize),
-                Some(&pxm),
+                Some(&node(pxm)),
                 "{preset}: APIC id {apic}"
             );
         }

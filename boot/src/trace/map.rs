@@ -46,6 +46,38 @@ pub fn below_4g_bytes(total: u64) -> u64 {
     }
 }
 
+/// The ACPI tables `-acpitable file=PATH` injects (the replays of docs/replay.md, the tests'
+/// hand-made tables), by signature.
+struct Injected {
+    srat: Option<Vec<u8>>,
+    slit: Option<Vec<u8>>,
+}
+
+fn injected_tables(args: &[String]) -> Result<Injected, String> {
+    let mut t = Injected {
+        srat: None,
+        slit: None,
+    };
+    for (i, a) in args.iter().enumerate() {
+        if a != "-acpitable" {
+            continue;
+        }
+        let Some(path) = args
+            .get(i + 1)
+            .and_then(|v| v.split(',').find_map(|w| w.strip_prefix("file=")))
+        else {
+            continue;
+        };
+        let bytes = std::fs::read(path).map_err(|e| format!("--trace: -acpitable {path}: {e}"))?;
+        match bytes.get(..4) {
+            Some(b"SRAT") => t.srat = Some(bytes),
+            Some(b"SLIT") => t.slit = Some(bytes),
+            _ => {}
+        }
+    }
+    Ok(t)
+}
+
 /// The machine type named by `-M`/`-machine` in `args` (its first word), if any.
 fn machine_type(args: &[String]) -> Option<&str> {
     args.iter().enumerate().find_map(|(i, a)| {
@@ -62,8 +94,12 @@ impl NodeMap {
     /// The map of `m`. Err: a machine whose layout this does not know (a machine type other
     /// than `pc`, or a node whose memory backend is not declared).
     pub fn of(m: &QemuMachine, extra: &[String]) -> Result<NodeMap, String> {
-        if extra.iter().any(|a| a == "-acpitable") {
-            return Err("--trace: a machine whose SRAT is injected (-acpitable, as --machine replays do) is not supported yet: the plugin's node map comes from the -numa arguments".into());
+        let tables = injected_tables(extra)?;
+        if let Some(srat) = &tables.srat {
+            if m.numa.iter().any(|n| !matches!(n, Numa::Other(_))) {
+                return Err("--trace: the machine has both -numa nodes and an injected SRAT; which one the kernel reads is not defined".into());
+            }
+            return Ok(Self::of_srat(m, srat, tables.slit.as_deref()));
         }
         if let Some(kind) = machine_type(extra) {
             if !kind.starts_with("pc") || kind.starts_with("pc-q35") {
@@ -174,6 +210,96 @@ impl NodeMap {
             vcpu_nodes,
             ram_per_node: !m.backends.is_empty(),
         })
+    }
+
+    /// The map of a machine whose SRAT (and SLIT) are injected, read as the kernel reads them
+    /// (kernel/algo/src/acpi/numa.rs): enabled entries only; nodes are the proximity domains
+    /// in increasing order; QEMU's CPU k has APIC id k; a SLIT gives the distances of the
+    /// domains it has, 10/20 the rest; QEMU's RAM is one block (`-m`). A table the kernel
+    /// would refuse gives the one-node map the kernel then boots with.
+    fn of_srat(m: &QemuMachine, srat: &[u8], slit: Option<&[u8]>) -> NodeMap {
+        use numalab_algo::acpi::{slit as slit_table, srat as srat_table};
+        let vcpus = m.max_cpus() as usize;
+        let one_node = || {
+            let total = m.mem_mib() * MIB;
+            let below = below_4g_bytes(total);
+            let mut ranges = vec![MemRange {
+                start: 0,
+                end: below,
+                node: 0,
+            }];
+            if total > below {
+                ranges.push(MemRange {
+                    start: 4 * GIB,
+                    end: 4 * GIB + total - below,
+                    node: 0,
+                });
+            }
+            NodeMap {
+                distances: vec![vec![10]],
+                ranges,
+                vcpu_nodes: vec![0; vcpus],
+                ram_per_node: false,
+            }
+        };
+        let Ok(table) = srat_table::parse(srat) else {
+            return one_node();
+        };
+        let mems: Vec<&srat_table::SratMem> = table
+            .mems
+            .iter()
+            .filter(|x| x.enabled() && x.length > 0)
+            .collect();
+        let cpus: Vec<&srat_table::SratCpu> = table.cpus.iter().filter(|c| c.enabled).collect();
+        let mut pxms: Vec<u32> = mems
+            .iter()
+            .map(|x| x.pxm)
+            .chain(cpus.iter().map(|c| c.pxm))
+            .collect();
+        pxms.sort_unstable();
+        pxms.dedup();
+        if pxms.is_empty() {
+            return one_node();
+        }
+        let node = |pxm: u32| pxms.iter().position(|&p| p == pxm).unwrap_or(0) as u32;
+        let mut ranges: Vec<MemRange> = mems
+            .iter()
+            .map(|x| MemRange {
+                start: x.base,
+                end: x.base + x.length,
+                node: node(x.pxm),
+            })
+            .collect();
+        ranges.sort_by_key(|r| r.start);
+        let mut vcpu_nodes = vec![0u32; vcpus];
+        for c in &cpus {
+            // The last entry for an APIC id wins, as in Linux.
+            if let Some(slot) = vcpu_nodes.get_mut(c.apic_id as usize) {
+                *slot = node(c.pxm);
+            }
+        }
+        let slit = slit.and_then(|b| slit_table::parse(b).ok());
+        let distances = pxms
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| {
+                pxms.iter()
+                    .enumerate()
+                    .map(|(j, &b)| {
+                        let default = if i == j { 10 } else { 20 };
+                        slit.as_ref()
+                            .and_then(|s| s.get(a as usize, b as usize))
+                            .unwrap_or(default)
+                    })
+                    .collect()
+            })
+            .collect();
+        NodeMap {
+            distances,
+            ranges,
+            vcpu_nodes,
+            ram_per_node: false,
+        }
     }
 
     /// The plugin's config file (docs/trace.md "Config"), keeping the `top` hottest lines of
@@ -306,8 +432,78 @@ mod tests {
         );
         let uma = NodeMap::of(&preset("uma"), &[]).unwrap().config_text(20);
         assert!(uma.contains("qemu_ram single\n"), "{uma}");
-        let e = NodeMap::of(&preset("uma"), &["-acpitable".into(), "file=x".into()]).unwrap_err();
+        let e = NodeMap::of(
+            &preset("uma"),
+            &["-acpitable".into(), "file=/nonexistent/x".into()],
+        )
+        .unwrap_err();
         assert!(e.contains("-acpitable"), "{e}");
+    }
+
+    #[test]
+    fn an_injected_srat_is_read_as_the_kernel_reads_it() {
+        use numalab_algo::acpi::slit::build::slit;
+        use numalab_algo::acpi::srat::build::{cpu, mem, srat};
+        use numalab_algo::acpi::srat::FLAG_ENABLED;
+        let dir = std::env::temp_dir().join(format!("numalab-map-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // Domains 7 and 3 (sparse, out of order): CPUs 0-1 in 7, 2-3 in 3; memory 1 GiB each.
+        let table = srat(&[
+            cpu(7, 0, true),
+            cpu(7, 1, true),
+            cpu(3, 2, true),
+            cpu(3, 3, true),
+            cpu(5, 9, false),
+            mem(7, 0, GIB, FLAG_ENABLED),
+            mem(3, GIB, GIB, FLAG_ENABLED),
+            mem(5, 2 * GIB, GIB, 0),
+        ]);
+        let mut rows = vec![vec![30u8; 8]; 8];
+        for (i, row) in rows.iter_mut().enumerate() {
+            row[i] = 10;
+        }
+        rows[3][7] = 17;
+        rows[7][3] = 21;
+        let (srat_file, slit_file) = (dir.join("srat.aml"), dir.join("slit.aml"));
+        std::fs::write(&srat_file, table).unwrap();
+        std::fs::write(&slit_file, slit(&rows)).unwrap();
+        let extra: Vec<String> = [
+            "-acpitable".to_string(),
+            format!("file={}", srat_file.display()),
+            "-acpitable".to_string(),
+            format!("file={}", slit_file.display()),
+        ]
+        .into();
+        let map = NodeMap::of(&QemuMachine::uma(4, 2048), &extra).unwrap();
+        // Node 0 is domain 3, node 1 domain 7 (increasing domain order).
+        assert_eq!(map.vcpu_nodes, vec![1, 1, 0, 0]);
+        assert_eq!(
+            map.ranges[0],
+            MemRange {
+                start: 0,
+                end: GIB,
+                node: 1
+            }
+        );
+        assert_eq!(
+            map.ranges[1],
+            MemRange {
+                start: GIB,
+                end: 2 * GIB,
+                node: 0
+            }
+        );
+        assert_eq!(
+            map.ranges.len(),
+            2,
+            "the disabled entry is not a node's memory"
+        );
+        assert_eq!(map.distances, vec![vec![10, 17], vec![21, 10]]);
+        assert!(!map.ram_per_node);
+        // With -numa nodes too, the map is refused as ambiguous.
+        let e = NodeMap::of(&preset("2node"), &extra).unwrap_err();
+        assert!(e.contains("both"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
