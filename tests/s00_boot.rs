@@ -27,7 +27,10 @@ fn s00_bios_boots_and_passes() {
     let suites: Vec<&str> = out.ktap.suites.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(
         suites,
-        ["options", "ktest", "early", "topology", "smp", "frame", "slub", "vmalloc", "fault"],
+        [
+            "options", "ktest", "early", "topology", "smp", "frame", "slub", "vmalloc", "fault",
+            "trace"
+        ],
         "{}",
         out.log
     );
