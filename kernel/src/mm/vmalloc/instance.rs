@@ -72,6 +72,8 @@ pub struct Counters {
     pub frees: Sharded,
     pub pool_allocs: Sharded,
     pub purges: Sharded,
+    /// Lazy purges that waited for another CPU's purge (past twice the threshold).
+    pub purge_waits: Sharded,
     pub pages_purged: Sharded,
     pub shootdowns: Sharded,
     pub bad_frees: Sharded,
@@ -134,6 +136,9 @@ impl Shards<AreaMeta> for Vmalloc {
     fn purged(&self, report: &PurgeReport) {
         self.counters.purges.add(1);
         self.counters.pages_purged.add(report.pages);
+    }
+    fn purge_waited(&self) {
+        self.counters.purge_waits.add(1);
     }
     fn full_purges(&self) -> u64 {
         self.full_purges.load(Relaxed)

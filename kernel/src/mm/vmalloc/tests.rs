@@ -306,6 +306,7 @@ type CaseFn = fn(&Vmalloc, u64, &mut Rng) -> Outcome;
 /// Counted events of one design, for the line after each Summary.
 struct Events {
     purges: u64,
+    purge_waits: u64,
     shootdowns: u64,
     free_lock: crate::sync::LockStatsSnapshot,
     purge_lock: crate::sync::LockStatsSnapshot,
@@ -315,6 +316,7 @@ impl Events {
     fn of(v: &Vmalloc) -> Events {
         Events {
             purges: v.counters.purges.get(),
+            purge_waits: v.counters.purge_waits.get(),
             shootdowns: v.counters.shootdowns.get(),
             free_lock: v.global_lock_stats(),
             purge_lock: v.purge_lock_stats(),
@@ -324,6 +326,7 @@ impl Events {
     fn since(&self, before: &Events) -> Events {
         Events {
             purges: self.purges - before.purges,
+            purge_waits: self.purge_waits - before.purge_waits,
             shootdowns: self.shootdowns - before.shootdowns,
             free_lock: self.free_lock.since(&before.free_lock),
             purge_lock: self.purge_lock.since(&before.purge_lock),
@@ -389,7 +392,7 @@ fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
         // What the case cost in counted events (robust under TCG, unlike its time).
         let e = Events::of(v).since(&events_before);
         crate::println!(
-            "# vmalloc[{}] {}: purges {} tlb_shootdowns {} free_space_lock acquisitions {} contended {} spins {} purge_lock contended {}",
+            "# vmalloc[{}] {}: purges {} tlb_shootdowns {} free_space_lock acquisitions {} contended {} spins {} purge_lock contended {} purge_waits {}",
             p.name(),
             name,
             e.purges,
@@ -397,7 +400,8 @@ fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
             e.free_lock.acquisitions,
             e.free_lock.contended,
             e.free_lock.spins,
-            e.purge_lock.contended
+            e.purge_lock.contended,
+            e.purge_waits
         );
         if let Some(e) = first_error.lock().take() {
             failures.push(format!("{}: {}", p.name(), e));

@@ -57,11 +57,14 @@ pub fn purge<M: Copy, S: Shards<M>>(s: &S, scope: Scope, full: bool) -> PurgeRep
     } else {
         match s.try_with_purge(|| purge_locked(s, scope, false)) {
             Some(r) => r,
-            None if lazy_pages(s, scope) > s.layout().lazy_wait_pages() => s.with_purge(|| {
-                (lazy_pages(s, scope) > s.layout().lazy_max_pages)
-                    .then(|| purge_locked(s, scope, false))
-                    .flatten()
-            }),
+            None if lazy_pages(s, scope) > s.layout().lazy_wait_pages() => {
+                s.purge_waited();
+                s.with_purge(|| {
+                    (lazy_pages(s, scope) > s.layout().lazy_max_pages)
+                        .then(|| purge_locked(s, scope, false))
+                        .flatten()
+                })
+            }
             None => None,
         }
     };
