@@ -25,7 +25,7 @@ use crate::ktest::{Ctx, KSuite, TestError, TestResult};
 use crate::{kassert, kassert_eq, ktest};
 
 /// vmalloc's tests (after frame: areas are backed by pages).
-static SUITE: KSuite = KSuite {
+pub(super) static SUITE: KSuite = KSuite {
     name: "vmalloc",
     order: 50,
     every_suite: false,
@@ -248,12 +248,12 @@ fn data_pages() -> u64 {
 /// What a test starts from: vmalloc's own count of data pages, and the frame allocator's
 /// free + held bytes per node (`frame::settled_bytes`: its per-CPU lists drained, vmalloc's
 /// page tables and SLUB's pages counted as held).
-struct Before {
+pub(super) struct Before {
     data_pages: u64,
     frame: Vec<u64>,
 }
 
-fn snapshot() -> Result<Before, String> {
+pub(super) fn snapshot() -> Result<Before, String> {
     Ok(Before {
         data_pages: data_pages(),
         frame: crate::mm::frame::settled_bytes()?,
@@ -263,7 +263,7 @@ fn snapshot() -> Result<Before, String> {
 /// Purges everything (pools too) and checks that every page and all virtual space are back:
 /// vmalloc's own count of pages out, and, what sees a leak below vmalloc (a free the frame
 /// allocator refused), every node's free pages in the frame allocator.
-fn conserved(v: &Vmalloc, before: &Before) -> Result<(), String> {
+pub(super) fn conserved(v: &Vmalloc, before: &Before) -> Result<(), String> {
     v.purge(Scope::All, true);
     for (i, c) in v.node_counts().iter().enumerate() {
         if c.busy_areas + c.lazy_areas + c.pool_areas != 0 {
