@@ -22,4 +22,10 @@ super::declare! {
         default: "0",
         help: "backing pages from the NUMA node's buddy in blocks of 2^N pages while an area has that many left (Linux 6.19's large-order vmalloc), vfree frees each block in one call; 0: single pages",
     };
+    VMALLOC_NR_VMALLOC: bool = Spec {
+        key: "vmalloc.nr_vmalloc",
+        kind: Kind::Bool,
+        default: "0",
+        help: "keep Linux 7.1's per-node nr_vmalloc count of vmalloc's pages (one update per buddy block on the block's node, and on vfree)",
+    };
 }

@@ -7,7 +7,7 @@
 use numalab_algo::page::{PhysAddr, VirtAddr};
 use numalab_algo::vmalloc::PAGE_SIZE;
 
-use super::{backing, map};
+use super::{accounting, backing, map};
 use crate::topology::NodeId;
 
 /// How an area's pages were allocated: `high_blocks` blocks of 2^`order` pages, then single
@@ -117,6 +117,7 @@ pub fn populate(
                 });
             }
         }
+        accounting::add(got, n);
         if ord > 0 {
             backing.high_blocks += 1;
         }
@@ -160,6 +161,7 @@ pub unsafe fn unmap_free(start: u64, mapped: u64, backing: Backing, owned: bool)
             }
             if j % block == block - 1 {
                 if let Some(p) = block_phys.take() {
+                    accounting::sub(p, block);
                     // SAFETY: the block's pages are all unmapped now; it was this area's,
                     // from one alloc_block call of this order. Other CPUs may hold stale TLB
                     // entries until the purge (Linux's lazy vfree trade).
@@ -168,6 +170,7 @@ pub unsafe fn unmap_free(start: u64, mapped: u64, backing: Backing, owned: bool)
                 }
             }
         } else if let Some(p) = phys {
+            accounting::sub(p, 1);
             // SAFETY: a single page of this area, unmapped on this CPU (as above).
             unsafe { backing::free_page(p) };
             calls += 1;

@@ -63,8 +63,15 @@ impl Sharded {
             .0
             .fetch_add(n, Relaxed);
     }
+    /// Subtracts `n` (a shard may go below zero; the sum does not).
+    #[inline]
+    pub fn sub(&self, n: u64) {
+        self.add(n.wrapping_neg());
+    }
     pub fn get(&self) -> u64 {
-        self.0.iter().map(|p| p.0.load(Relaxed)).sum()
+        self.0
+            .iter()
+            .fold(0u64, |a, p| a.wrapping_add(p.0.load(Relaxed)))
     }
 }
 

@@ -21,12 +21,15 @@
 //! Lock order (outermost first): purge lock > free-space ("global") lock > vmap node lock >
 //! page allocator; no printing under any of them (instance.rs).
 
+mod accounting;
 mod area;
 mod backing;
 mod blocks;
 mod info;
 mod instance;
 mod map;
+#[cfg(feature = "ktest")]
+mod nr_vmalloc_tests;
 #[cfg(feature = "ktest")]
 mod page_order_tests;
 mod probe;
@@ -89,6 +92,10 @@ pub fn init(opts: &Options) {
     let topo = crate::topology::get();
     let lazy = opts.get(&crate::options::VMALLOC_LAZY_MAX_PAGES);
     let order = opts.get(&crate::options::VMALLOC_PAGE_ORDER) as u8;
+    accounting::init(
+        opts.get(&crate::options::VMALLOC_NR_VMALLOC),
+        crate::topology::get().nr_nodes(),
+    );
     let default =
         Policy::from_name(opts.get(&crate::options::VMALLOC_NODES)).unwrap_or(Policy::Cpu);
     let sys = SYSTEM.call_once(|| {
