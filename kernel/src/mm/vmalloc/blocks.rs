@@ -145,6 +145,9 @@ pub fn populate(
 /// accesses it any more, and its first `mapped` pages are mapped as `backing` says (whole
 /// blocks first).
 pub unsafe fn unmap_free(start: u64, mapped: u64, backing: Backing, owned: bool) -> u64 {
+    if backing.high_blocks == 0 {
+        return unsafe { unmap_free_pages(start, mapped, owned) };
+    }
     let block = 1u64 << backing.order;
     let high = backing.high_pages().min(mapped);
     let mut calls = 0;
@@ -172,6 +175,27 @@ pub unsafe fn unmap_free(start: u64, mapped: u64, backing: Backing, owned: bool)
         } else if let Some(p) = phys {
             accounting::sub(p, 1);
             // SAFETY: a single page of this area, unmapped on this CPU (as above).
+            unsafe { backing::free_page(p) };
+            calls += 1;
+        }
+    }
+    calls
+}
+
+/// `unmap_free` of an area of single pages only (order 0: the path every page took before
+/// `vmalloc.page_order`, kept as short).
+///
+/// # Safety
+/// As for `unmap_free`.
+unsafe fn unmap_free_pages(start: u64, mapped: u64, owned: bool) -> u64 {
+    let mut calls = 0;
+    for j in 0..mapped {
+        // SAFETY: the caller owns the area and nobody accesses it (unmap_free's contract).
+        let phys = unsafe { map::unmap_page(VirtAddr::new(start + j * PAGE_SIZE)) };
+        if let (Some(p), true) = (phys, owned) {
+            accounting::sub(p, 1);
+            // SAFETY: a single page of this area, unmapped on this CPU; other CPUs may hold
+            // stale TLB entries until the purge (Linux's lazy vfree trade).
             unsafe { backing::free_page(p) };
             calls += 1;
         }
