@@ -146,6 +146,7 @@ pub fn populate(
 /// blocks first).
 pub unsafe fn unmap_free(start: u64, mapped: u64, backing: Backing, owned: bool) -> u64 {
     if backing.high_blocks == 0 {
+        // SAFETY: this function's contract, for an area of single pages only.
         return unsafe { unmap_free_pages(start, mapped, owned) };
     }
     let block = 1u64 << backing.order;
