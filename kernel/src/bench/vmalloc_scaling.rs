@@ -9,7 +9,8 @@
 //! measured). Metrics: `global_lock_acquisitions_per_pair`, `contended_acquisitions_per_pair`
 //! (the global free-space lock), `node_lock_acquisitions_per_pair` and
 //! `node_lock_contended_per_pair` (the vmap-node locks seed 002 shards), `purges_per_kpair`,
-//! and `ops_per_sec`: all pairs / (the last CPU's finish - the common start), guest time
+//! `pool_hits_per_pair` (allocations a vmap node's pool served without the global lock: the
+//! pool hit rate; 0 under global, which has no pools), and `ops_per_sec`: all pairs / (the last CPU's finish - the common start), guest time
 //! (tsc: a trend only). That every page came from the allocating CPU's node is checked (the
 //! experiment fails otherwise), not printed: it is always 1 here.
 //!
@@ -96,6 +97,7 @@ fn all_cpus(opts: &Options, p: Policy) -> Result<CaseCounters, TestError> {
     let (g0, n0) = (v.global_lock_stats(), v.node_lock_stats());
     let (l0, r0) = (v.counters.local_pages.get(), v.counters.remote_pages.get());
     let (purges0, pool0) = (v.counters.purges.get(), v.counters.pool_allocs.get());
+    let waits0 = v.counters.purge_waits.get();
     let barrier = Barrier::new(cpus);
     let (start, end) = (AtomicU64::new(u64::MAX), AtomicU64::new(0));
     let region = on_each_cpu(BENCH, p.name(), &|_| {
@@ -113,6 +115,7 @@ fn all_cpus(opts: &Options, p: Policy) -> Result<CaseCounters, TestError> {
     let local = v.counters.local_pages.get() - l0;
     let purges = v.counters.purges.get() - purges0;
     let pool_allocs = v.counters.pool_allocs.get() - pool0;
+    let purge_waits = v.counters.purge_waits.get() - waits0;
     let total = (per_cpu * cpus as u64).max(1) as f64;
     vmalloc::print_counters(&v);
     v.purge(Scope::All, true);
@@ -164,17 +167,25 @@ fn all_cpus(opts: &Options, p: Policy) -> Result<CaseCounters, TestError> {
         "purges",
         cpus,
     );
+    emit(
+        name,
+        "pool_hits_per_pair",
+        per_pair(pool_allocs),
+        "hits",
+        cpus,
+    );
     let hz = super::ticks_per_sec();
     let elapsed = end.load(Relaxed).saturating_sub(start.load(Relaxed)).max(1);
     let secs = elapsed as f64 / hz as f64;
     emit(name, "ops_per_sec", total / secs, "pairs/s", cpus);
     crate::println!(
-        "# {}[{}]: {} pairs on {} CPUs, purges {}, shootdowns {}, pool allocations {}, global lock spins {} wait {} ticks, node locks wait {} ticks",
+        "# {}[{}]: {} pairs on {} CPUs, purges {} (waited for another's {}), shootdowns {}, pool allocations {}, global lock spins {} wait {} ticks, node locks wait {} ticks",
         BENCH,
         name,
         total as u64,
         cpus,
         purges,
+        purge_waits,
         v.counters.shootdowns.get(),
         pool_allocs,
         g.spins,

@@ -16,4 +16,16 @@ super::declare! {
         default: "0",
         help: "lazy vfree pages that trigger a purge (0: Linux's fls(CPUs) * 8192; numa splits it per node)",
     };
+    VMALLOC_PAGE_ORDER: u64 = Spec {
+        key: "vmalloc.page_order",
+        kind: Kind::U64 { min: 0, max: 10 },
+        default: "0",
+        help: "backing pages from the NUMA node's buddy in blocks of 2^N pages while an area has that many left (Linux 6.19's large-order vmalloc), vfree frees each block in one call; 0: single pages",
+    };
+    VMALLOC_NR_VMALLOC: bool = Spec {
+        key: "vmalloc.nr_vmalloc",
+        kind: Kind::Bool,
+        default: "0",
+        help: "keep Linux 7.1's per-node nr_vmalloc count of vmalloc's pages (one update per buddy block on the block's node, and on vfree)",
+    };
 }

@@ -97,6 +97,12 @@ impl Layout {
         }
     }
 
+    /// Lazy pages past which a freeing CPU waits for a purge in progress instead of leaving
+    /// its area for the next one: twice `lazy_max_pages` (ops::purge says why).
+    pub fn lazy_wait_pages(&self) -> u64 {
+        self.lazy_max_pages.saturating_mul(2)
+    }
+
     /// Whether allocations try the vmap nodes' pools first.
     pub fn pools_enabled(&self) -> bool {
         self.policy != Policy::Global

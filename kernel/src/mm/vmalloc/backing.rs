@@ -18,14 +18,21 @@ static PAGES_OUT: AtomicU64 = AtomicU64::new(0);
 /// node with memory when it has none free): its physical address and the node it came from.
 #[inline]
 pub fn alloc_page(node: NodeId, zero: bool) -> Option<(PhysAddr, NodeId)> {
-    let pages = frame::alloc_pages(0, frame::Policy::Preferred(node)).ok()?;
+    alloc_block(node, 0, zero)
+}
+
+/// A block of 2^`order` physically contiguous pages from NUMA node `node` (preferred), in one
+/// buddy call: its physical address and the node it came from.
+#[inline]
+pub fn alloc_block(node: NodeId, order: u8, zero: bool) -> Option<(PhysAddr, NodeId)> {
+    let pages = frame::alloc_pages(order, frame::Policy::Preferred(node)).ok()?;
     if zero {
-        // SAFETY: the page is ours (just allocated) and the direct map covers it.
-        unsafe { core::ptr::write_bytes(pages.virt_ptr(), 0, frame::PAGE_SIZE as usize) };
+        // SAFETY: the block is ours (just allocated) and the direct map covers it.
+        unsafe { core::ptr::write_bytes(pages.virt_ptr(), 0, pages.size_bytes()) };
     }
     let got = pages.node();
     let phys = pages.into_raw().0;
-    PAGES_OUT.fetch_add(1, Relaxed);
+    PAGES_OUT.fetch_add(1 << order, Relaxed);
     Some((phys, got))
 }
 
@@ -35,10 +42,21 @@ pub fn alloc_page(node: NodeId, zero: bool) -> Option<(PhysAddr, NodeId)> {
 /// `phys` came from `alloc_page`, is not given back twice, and nothing uses it any more.
 #[inline]
 pub unsafe fn free_page(phys: PhysAddr) {
-    PAGES_OUT.fetch_sub(1, Relaxed);
-    // SAFETY: per this function's contract, (phys, 0) came from Pages::into_raw in alloc_page
-    // and nothing uses the page any more; dropping the Pages frees it.
-    drop(unsafe { frame::Pages::from_raw(phys, 0) });
+    // SAFETY: the same contract, for an order-0 block.
+    unsafe { free_block(phys, 0) }
+}
+
+/// Gives back a block from `alloc_block` in one buddy call.
+///
+/// # Safety
+/// `(phys, order)` came from `alloc_block`, the block is not given back twice, and nothing
+/// uses any of its pages any more.
+#[inline]
+pub unsafe fn free_block(phys: PhysAddr, order: u8) {
+    PAGES_OUT.fetch_sub(1 << order, Relaxed);
+    // SAFETY: per this function's contract, (phys, order) came from Pages::into_raw in
+    // alloc_block and nothing uses the block any more; dropping the Pages frees it.
+    drop(unsafe { frame::Pages::from_raw(phys, order) });
 }
 
 /// Pages handed out and not given back.

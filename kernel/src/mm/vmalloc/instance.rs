@@ -19,6 +19,7 @@ use numalab_algo::vmalloc::{
     FreeSpace, Layout, NodeCounts, Policy, PurgeReport, Shards, VmError, VmapNode, VnId, PAGE_SIZE,
 };
 
+use super::blocks::{self, Backing};
 use super::{backing, map, probe};
 use crate::sync::{IrqSpinLock, LockStatsSnapshot};
 use crate::topology::NodeId;
@@ -38,6 +39,8 @@ pub struct AreaMeta {
     pub caller: &'static Location<'static>,
     pub nr_pages: u32,
     pub kind: AreaKind,
+    /// How its pages were allocated (vmap: none, order 0).
+    pub backing: Backing,
 }
 
 /// A counter split over 64 cache-line-padded shards picked by CPU id, so the hot path never
@@ -60,8 +63,15 @@ impl Sharded {
             .0
             .fetch_add(n, Relaxed);
     }
+    /// Subtracts `n` (a shard may go below zero; the sum does not).
+    #[inline]
+    pub fn sub(&self, n: u64) {
+        self.add(n.wrapping_neg());
+    }
     pub fn get(&self) -> u64 {
-        self.0.iter().map(|p| p.0.load(Relaxed)).sum()
+        self.0
+            .iter()
+            .fold(0u64, |a, p| a.wrapping_add(p.0.load(Relaxed)))
     }
 }
 
@@ -72,11 +82,19 @@ pub struct Counters {
     pub frees: Sharded,
     pub pool_allocs: Sharded,
     pub purges: Sharded,
+    /// Lazy purges that waited for another CPU's purge (past twice the threshold).
+    pub purge_waits: Sharded,
     pub pages_purged: Sharded,
     pub shootdowns: Sharded,
     pub bad_frees: Sharded,
     pub local_pages: Sharded,
     pub remote_pages: Sharded,
+    /// Buddy calls that allocated an area's pages (one per block).
+    pub buddy_allocs: Sharded,
+    /// Buddy calls that freed them (vfree and undone areas: one per block).
+    pub buddy_frees: Sharded,
+    /// Pages that came in blocks of 2^page_order (page_order > 0).
+    pub high_order_pages: Sharded,
 }
 
 /// A vmalloc allocator (one per policy; see mod.rs).
@@ -91,7 +109,10 @@ pub struct Vmalloc {
     /// that ran out meanwhile).
     full_purges: AtomicU64,
     lazy_pages: AtomicU64,
-    pub counters: Counters,
+    /// `vmalloc.page_order`: blocks of 2^page_order backing pages (blocks.rs).
+    pub page_order: u8,
+    /// On the heap: 4 KiB per counter, and the three designs are built on the boot stack.
+    pub counters: Box<Counters>,
 }
 
 impl Shards<AreaMeta> for Vmalloc {
@@ -135,6 +156,9 @@ impl Shards<AreaMeta> for Vmalloc {
         self.counters.purges.add(1);
         self.counters.pages_purged.add(report.pages);
     }
+    fn purge_waited(&self) {
+        self.counters.purge_waits.add(1);
+    }
     fn full_purges(&self) -> u64 {
         self.full_purges.load(Relaxed)
     }
@@ -177,8 +201,16 @@ impl Vmalloc {
             purge_lock: IrqSpinLock::new(()),
             full_purges: AtomicU64::new(0),
             lazy_pages: AtomicU64::new(0),
-            counters: Counters::default(),
+            page_order: 0,
+            counters: Box::default(),
         }
+    }
+
+    /// The same allocator with backing pages in blocks of 2^`order` (`vmalloc.page_order`;
+    /// clamped to the buddy's largest order).
+    pub fn with_page_order(mut self, order: u8) -> Vmalloc {
+        self.page_order = order.min(numalab_algo::frame::buddy::MAX_ORDER);
+        self
     }
 
     pub fn contains(&self, addr: VirtAddr) -> bool {
@@ -243,10 +275,12 @@ impl Vmalloc {
         let nr_pages = size_bytes.div_ceil(PAGE_SIZE);
         let cpu = backing::this_cpu();
         let numa = numa.unwrap_or_else(backing::this_mem_node);
+        let planned = Backing::planned(self.page_order, nr_pages);
         let meta = AreaMeta {
             caller,
             nr_pages: nr_pages as u32,
             kind: AreaKind::Vmalloc,
+            backing: planned,
         };
         let r = ops::reserve(
             self,
@@ -264,37 +298,41 @@ impl Vmalloc {
         let fail_at =
             crate::fault::should_fail(crate::fault::Point::Vmalloc).then_some(nr_pages / 2);
         let local = backing::this_mem_node();
-        let (mut n_local, mut n_remote) = (0, 0);
-        for i in 0..nr_pages {
-            let va = r.start + i * PAGE_SIZE;
-            let page = if fail_at == Some(i) {
-                None
-            } else {
-                backing::alloc_page(numa, zero)
-            };
-            let ok = match page {
-                Some((phys, got)) => {
-                    // SAFETY: the area [r.start, +nr_pages) was just reserved for us and is
-                    // unmapped (purged areas were unmapped before they reached the free space
-                    // or a pool); `phys` is a page we own from now until vfree.
-                    let mapped = unsafe { map::map_page(VirtAddr::new(va), phys) };
-                    if !mapped {
-                        // SAFETY: not mapped anywhere; we own it.
-                        unsafe { backing::free_page(phys) };
-                    } else if got == local {
-                        n_local += 1;
-                    } else {
-                        n_remote += 1;
-                    }
-                    mapped
-                }
-                None => false,
-            };
-            if !ok {
-                self.release(r, i, AreaKind::Vmalloc);
+        let p = match blocks::populate(
+            r.start,
+            nr_pages,
+            self.page_order,
+            numa,
+            zero,
+            fail_at,
+            local,
+        ) {
+            Ok(p) => p,
+            Err(stop) => {
+                self.counters.buddy_allocs.add(stop.buddy_calls);
+                self.release(r, stop.mapped, stop.backing, AreaKind::Vmalloc);
                 return Err(VmError::NoMemory);
             }
+        };
+        if p.backing != planned {
+            // The buddy refused a block: record how the pages really came (the free path
+            // frees by it).
+            let meta = AreaMeta {
+                backing: p.backing,
+                ..meta
+            };
+            ops::on_node(self, r.vn, |n| {
+                if let Some((size, mut busy)) = n.busy_remove(r.start) {
+                    busy.meta = meta;
+                    n.busy_insert(r.start, size, busy);
+                }
+            });
         }
+        self.counters.buddy_allocs.add(p.buddy_calls);
+        self.counters
+            .high_order_pages
+            .add(p.backing.high_blocks as u64 * (1 << p.backing.order));
+        let (n_local, n_remote) = (p.local_pages, p.remote_pages);
         self.counters.local_pages.add(n_local);
         self.counters.remote_pages.add(n_remote);
         Ok(VirtAddr::new(r.start))
@@ -315,6 +353,7 @@ impl Vmalloc {
             caller,
             nr_pages: nr_pages as u32,
             kind: AreaKind::Vmap,
+            backing: Backing::default(),
         };
         let cpu = backing::this_cpu();
         let r = ops::reserve(self, (nr_pages + 1) * PAGE_SIZE, PAGE_SIZE, cpu, numa, meta)?;
@@ -324,31 +363,27 @@ impl Vmalloc {
             crate::fault::should_fail(crate::fault::Point::Vmalloc).then_some(phys.len() / 2);
         for (i, &p) in phys.iter().enumerate() {
             if fail_at == Some(i) {
-                self.release(r, i as u64, AreaKind::Vmap);
+                self.release(r, i as u64, Backing::default(), AreaKind::Vmap);
                 return Err(VmError::NoMemory);
             }
             // SAFETY: the area was just reserved for us and is unmapped; the caller lends
             // its pages for as long as the mapping lives (vmap's contract).
             if !unsafe { map::map_page(VirtAddr::new(r.start + i as u64 * PAGE_SIZE), p) } {
-                self.release(r, i as u64, AreaKind::Vmap);
+                self.release(r, i as u64, Backing::default(), AreaKind::Vmap);
                 return Err(VmError::NoMemory);
             }
         }
         Ok(VirtAddr::new(r.start))
     }
 
-    /// Undoes a half-built area: unmaps its first `mapped` pages and frees the VA lazily.
-    fn release(&self, r: Reserved, mapped: u64, kind: AreaKind) {
+    /// Undoes a half-built area: unmaps its first `mapped` pages (allocated as `how` says)
+    /// and frees the VA lazily.
+    fn release(&self, r: Reserved, mapped: u64, how: Backing, kind: AreaKind) {
         let start = r.start;
-        for i in 0..mapped {
-            // SAFETY: we own the half-built area; nobody else has its address.
-            if let Some(phys) = unsafe { map::unmap_page(VirtAddr::new(start + i * PAGE_SIZE)) } {
-                if kind == AreaKind::Vmalloc {
-                    // SAFETY: the page was ours and is no longer mapped.
-                    unsafe { backing::free_page(phys) };
-                }
-            }
-        }
+        // SAFETY: we own the half-built area (nobody else has its address); its first
+        // `mapped` pages are mapped as `how` says, whole blocks first (blocks::populate).
+        let calls = unsafe { blocks::unmap_free(start, mapped, how, kind == AreaKind::Vmalloc) };
+        self.counters.buddy_frees.add(calls);
         let detached = ops::on_node(self, r.vn, |n| n.busy_remove(start));
         if let Some((size, _)) = detached {
             self.queue(r.lazy_vn, start, size);
@@ -391,16 +426,19 @@ impl Vmalloc {
                 wrong_kind: true,
             });
         }
-        for i in 0..meta.nr_pages as u64 {
-            // SAFETY: the area left its busy tree above, so we are its only owner; vfree's
-            // contract is that nobody accesses it any more.
-            let phys = unsafe { map::unmap_page(VirtAddr::new(addr + i * PAGE_SIZE)) };
-            if let (Some(phys), AreaKind::Vmalloc) = (phys, kind) {
-                // SAFETY: the page belonged to this area and is unmapped on this CPU; other
-                // CPUs may hold stale TLB entries until the purge (Linux's lazy vfree trade).
-                unsafe { backing::free_page(phys) };
-            }
-        }
+        // SAFETY: the area left its busy tree above, so we are its only owner; vfree's
+        // contract is that nobody accesses it any more; all its pages are mapped as its
+        // meta's backing says. Other CPUs may hold stale TLB entries until the purge (Linux's
+        // lazy vfree trade).
+        let calls = unsafe {
+            blocks::unmap_free(
+                addr,
+                meta.nr_pages as u64,
+                meta.backing,
+                kind == AreaKind::Vmalloc,
+            )
+        };
+        self.counters.buddy_frees.add(calls);
         probe::record_free(backing::this_cpu().index(), addr, addr + size, meta.caller);
         self.counters.frees.add(1);
         self.queue(d.lazy_vn, addr, size);

@@ -21,11 +21,17 @@
 //! Lock order (outermost first): purge lock > free-space ("global") lock > vmap node lock >
 //! page allocator; no printing under any of them (instance.rs).
 
+mod accounting;
 mod area;
 mod backing;
+mod blocks;
 mod info;
 mod instance;
 mod map;
+#[cfg(feature = "ktest")]
+mod nr_vmalloc_tests;
+#[cfg(feature = "ktest")]
+mod page_order_tests;
 mod probe;
 #[cfg(feature = "ktest")]
 mod tests;
@@ -85,12 +91,17 @@ pub fn init(opts: &Options) {
     };
     let topo = crate::topology::get();
     let lazy = opts.get(&crate::options::VMALLOC_LAZY_MAX_PAGES);
+    let order = opts.get(&crate::options::VMALLOC_PAGE_ORDER) as u8;
+    accounting::init(
+        opts.get(&crate::options::VMALLOC_NR_VMALLOC),
+        crate::topology::get().nr_nodes(),
+    );
     let default =
         Policy::from_name(opts.get(&crate::options::VMALLOC_NODES)).unwrap_or(Policy::Cpu);
     let sys = SYSTEM.call_once(|| {
         let make = |i: u64, p: Policy| {
             let layout = Layout::new(p, topo.nr_cpus(), topo.nr_nodes(), lazy);
-            Vmalloc::new(layout, base + i * QUARTER_BYTES, QUARTER_BYTES)
+            Vmalloc::new(layout, base + i * QUARTER_BYTES, QUARTER_BYTES).with_page_order(order)
         };
         System {
             designs: [
@@ -104,7 +115,7 @@ pub fn init(opts: &Options) {
     });
     let d = &sys.designs;
     crate::println!(
-        "vmalloc: range {:#x}-{:#x} (PML4 slot {}), vmap nodes: global 1, cpu {}, numa {}; lazy_max_pages {}/{}/{} (numa: per node); API uses vmalloc.nodes={}",
+        "vmalloc: range {:#x}-{:#x} (PML4 slot {}), vmap nodes: global 1, cpu {}, numa {}; lazy_max_pages {}/{}/{} (numa: per node); page_order {}; API uses vmalloc.nodes={}",
         base,
         base + 4 * QUARTER_BYTES,
         slot,
@@ -113,6 +124,7 @@ pub fn init(opts: &Options) {
         d[0].layout.lazy_max_pages,
         d[1].layout.lazy_max_pages,
         d[2].layout.lazy_max_pages,
+        d[0].page_order,
         sys.default.name()
     );
 }

@@ -25,7 +25,7 @@ use crate::ktest::{Ctx, KSuite, TestError, TestResult};
 use crate::{kassert, kassert_eq, ktest};
 
 /// vmalloc's tests (after frame: areas are backed by pages).
-static SUITE: KSuite = KSuite {
+pub(super) static SUITE: KSuite = KSuite {
     name: "vmalloc",
     order: 50,
     every_suite: false,
@@ -248,12 +248,12 @@ fn data_pages() -> u64 {
 /// What a test starts from: vmalloc's own count of data pages, and the frame allocator's
 /// free + held bytes per node (`frame::settled_bytes`: its per-CPU lists drained, vmalloc's
 /// page tables and SLUB's pages counted as held).
-struct Before {
+pub(super) struct Before {
     data_pages: u64,
     frame: Vec<u64>,
 }
 
-fn snapshot() -> Result<Before, String> {
+pub(super) fn snapshot() -> Result<Before, String> {
     Ok(Before {
         data_pages: data_pages(),
         frame: crate::mm::frame::settled_bytes()?,
@@ -263,7 +263,7 @@ fn snapshot() -> Result<Before, String> {
 /// Purges everything (pools too) and checks that every page and all virtual space are back:
 /// vmalloc's own count of pages out, and, what sees a leak below vmalloc (a free the frame
 /// allocator refused), every node's free pages in the frame allocator.
-fn conserved(v: &Vmalloc, before: &Before) -> Result<(), String> {
+pub(super) fn conserved(v: &Vmalloc, before: &Before) -> Result<(), String> {
     v.purge(Scope::All, true);
     for (i, c) in v.node_counts().iter().enumerate() {
         if c.busy_areas + c.lazy_areas + c.pool_areas != 0 {
@@ -306,6 +306,7 @@ type CaseFn = fn(&Vmalloc, u64, &mut Rng) -> Outcome;
 /// Counted events of one design, for the line after each Summary.
 struct Events {
     purges: u64,
+    purge_waits: u64,
     shootdowns: u64,
     free_lock: crate::sync::LockStatsSnapshot,
     purge_lock: crate::sync::LockStatsSnapshot,
@@ -315,6 +316,7 @@ impl Events {
     fn of(v: &Vmalloc) -> Events {
         Events {
             purges: v.counters.purges.get(),
+            purge_waits: v.counters.purge_waits.get(),
             shootdowns: v.counters.shootdowns.get(),
             free_lock: v.global_lock_stats(),
             purge_lock: v.purge_lock_stats(),
@@ -324,6 +326,7 @@ impl Events {
     fn since(&self, before: &Events) -> Events {
         Events {
             purges: self.purges - before.purges,
+            purge_waits: self.purge_waits - before.purge_waits,
             shootdowns: self.shootdowns - before.shootdowns,
             free_lock: self.free_lock.since(&before.free_lock),
             purge_lock: self.purge_lock.since(&before.purge_lock),
@@ -389,7 +392,7 @@ fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
         // What the case cost in counted events (robust under TCG, unlike its time).
         let e = Events::of(v).since(&events_before);
         crate::println!(
-            "# vmalloc[{}] {}: purges {} tlb_shootdowns {} free_space_lock acquisitions {} contended {} spins {} purge_lock contended {}",
+            "# vmalloc[{}] {}: purges {} tlb_shootdowns {} free_space_lock acquisitions {} contended {} spins {} purge_lock contended {} purge_waits {}",
             p.name(),
             name,
             e.purges,
@@ -397,7 +400,8 @@ fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
             e.free_lock.acquisitions,
             e.free_lock.contended,
             e.free_lock.spins,
-            e.purge_lock.contended
+            e.purge_lock.contended,
+            e.purge_waits
         );
         if let Some(e) = first_error.lock().take() {
             failures.push(format!("{}: {}", p.name(), e));

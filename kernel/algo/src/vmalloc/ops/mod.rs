@@ -51,6 +51,9 @@ pub trait Shards<M: Copy> {
     fn try_with_purge<R>(&self, f: impl FnOnce() -> R) -> Option<R>;
     /// Called after every purge with what it did (counters).
     fn purged(&self, _report: &PurgeReport) {}
+    /// Called when a lazy purge found another CPU purging with its scope past
+    /// [`Layout::lazy_wait_pages`], before it waits for the purge lock (a counter).
+    fn purge_waited(&self) {}
     /// Full purges finished so far (the exhaustion purge; read without the purge lock).
     fn full_purges(&self) -> u64;
     /// Counts one more finished full purge (called by [`purge`] with the purge lock held).

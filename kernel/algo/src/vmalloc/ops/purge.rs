@@ -36,18 +36,47 @@ pub struct PurgeReport {
 /// nothing is pooled, as when the range is exhausted). A purge that finds every lazy list of
 /// its scope empty (another CPU purged first) does nothing, decay included, and is not counted.
 ///
-/// A lazy purge (not `full`) only tries the purge lock, as Linux's try_purge_vmap_area_lazy
-/// does: when another CPU is purging, it returns at once and the area stays queued for the
-/// next purge. Waiting instead piles every freeing CPU up behind one purge, each then purging
-/// empty lists in turn: on 255 vCPUs, 920 of 1020 sampled CPUs were spinning on the purge lock
-/// in align_shift_alloc_test. A full purge (exhaustion, teardown) waits for the lock.
+/// A lazy purge (not `full`) first only tries the purge lock, as Linux's
+/// try_purge_vmap_area_lazy does: when another CPU is purging and the scope's lazy pages are
+/// at most [`Layout::lazy_wait_pages`] (twice the threshold), it returns at once and the area
+/// stays queued for the next purge. Waiting every time piles every freeing CPU up behind one
+/// purge, each then purging in turn: on 255 vCPUs, 920 of 1020 sampled CPUs were spinning on
+/// the purge lock in align_shift_alloc_test.
+///
+/// Past twice the threshold it waits for the purge in progress, and then purges only if the
+/// scope is still over the threshold (CPUs that waited together share the next purge). Never
+/// waiting let the lazy lists grow without bound while one purge's TLB shootdown waited for
+/// the other CPUs: in the det boot (vCPUs round-robin) that shootdown lasts until every other
+/// vCPU has run its slice, all their purges failed the trylock, the lazy lists reached 8000
+/// pages against a threshold of 256, and the pools, filled only by purges, ran dry
+/// (vmalloc_scaling's global-lock acquisitions per pair: cpu 0.2431 -> 0.7494, numa 0.0083 ->
+/// 0.827; docs/vmalloc.md). A full purge (exhaustion, teardown) waits for the lock.
 pub fn purge<M: Copy, S: Shards<M>>(s: &S, scope: Scope, full: bool) -> PurgeReport {
     let report = if full {
         s.with_purge(|| purge_locked(s, scope, true))
     } else {
-        s.try_with_purge(|| purge_locked(s, scope, false)).flatten()
+        match s.try_with_purge(|| purge_locked(s, scope, false)) {
+            Some(r) => r,
+            None if lazy_pages(s, scope) > s.layout().lazy_wait_pages() => {
+                s.purge_waited();
+                s.with_purge(|| {
+                    (lazy_pages(s, scope) > s.layout().lazy_max_pages)
+                        .then(|| purge_locked(s, scope, false))
+                        .flatten()
+                })
+            }
+            None => None,
+        }
     };
     counted(s, report)
+}
+
+/// The lazy pages of `scope`: of all nodes together, or of the one node.
+fn lazy_pages<M: Copy, S: Shards<M>>(s: &S, scope: Scope) -> u64 {
+    match scope {
+        Scope::All => s.lazy_add(0),
+        Scope::Node(vn) => on_node(s, vn, |n| n.lazy_pages()),
+    }
 }
 
 /// The exhaustion purge of a request whose first try began when [`Shards::full_purges`] read
