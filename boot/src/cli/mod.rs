@@ -272,13 +272,6 @@ pub struct RunOptions {
     pub verbose: bool,
 }
 
-/// What `--trace` records.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TraceWhat {
-    /// Memory accesses by node and a coherence directory of every 64-byte line.
-    Mem,
-}
-
 /// The options of `qemu-run.sh bench`.
 #[derive(Args, Clone, Debug)]
 pub struct BenchOptions {
@@ -323,7 +316,7 @@ pub struct BenchOptions {
     /// the remote-access fraction, cache-line transfers (perf c2c's HITM, local and remote),
     /// a modelled time, and perf c2c's table of the hottest lines (RUN/c2c-BOOT.txt)
     #[arg(long, value_enum, value_name = "WHAT")]
-    pub trace: Option<TraceWhat>,
+    pub trace: Option<crate::trace::TraceWhat>,
     /// With --trace: the latency table of the modelled time, `NAME CYCLES` lines (names:
     /// hit, local_dram, local_hitm, remote_hitm; docs/trace.md)
     #[arg(long, value_name = "FILE", requires = "trace")]

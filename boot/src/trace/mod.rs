@@ -26,6 +26,13 @@ pub const TOP_LINES: usize = 64;
 /// Lines of each region's table on the console (the run folder has all `TOP_LINES`).
 pub const CONSOLE_LINES: usize = 5;
 
+/// What `--trace` records.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceWhat {
+    /// Memory accesses by node and a coherence directory of every 64-byte line.
+    Mem,
+}
+
 /// The files of one traced boot.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceFiles {
