@@ -11,12 +11,17 @@ use super::{accounting, backing, map};
 use crate::topology::NodeId;
 
 /// How an area's pages were allocated: `high_blocks` blocks of 2^`order` pages, then single
-/// pages.
+/// pages. At most `MAX_BLOCKS` blocks per area (the rest are single pages), so that it fits
+/// in the padding of the busy tree's per-area record (`AreaMeta`) with no growth: a larger
+/// record made every 1-page vmalloc+vfree pair dearer (icount).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Backing {
     pub order: u8,
-    pub high_blocks: u32,
+    pub high_blocks: u16,
 }
+
+/// The most blocks of 2^order pages one area gets.
+pub const MAX_BLOCKS: u16 = u16::MAX;
 
 impl Backing {
     /// What an area of `nr_pages` gets when every block the buddy is asked for comes.
@@ -26,7 +31,7 @@ impl Backing {
             high_blocks: if order == 0 {
                 0
             } else {
-                (nr_pages >> order) as u32
+                (nr_pages >> order).min(MAX_BLOCKS as u64) as u16
             },
         }
     }
@@ -65,6 +70,9 @@ pub fn populate(
     fail_at: Option<u64>,
     local: NodeId,
 ) -> Result<Populated, Stopped> {
+    if order == 0 {
+        return populate_pages(start, nr_pages, numa, zero, fail_at, local);
+    }
     let mut backing = Backing {
         order,
         high_blocks: 0,
@@ -73,7 +81,7 @@ pub fn populate(
     let mut high = order > 0;
     let mut i = 0;
     while i < nr_pages {
-        let ord = if high && nr_pages - i >= 1 << order {
+        let ord = if high && backing.high_blocks < MAX_BLOCKS && nr_pages - i >= 1 << order {
             order
         } else {
             0
@@ -202,4 +210,50 @@ unsafe fn unmap_free_pages(start: u64, mapped: u64, owned: bool) -> u64 {
         }
     }
     calls
+}
+
+/// `populate` of single pages only (order 0: the loop every area took before
+/// `vmalloc.page_order`, kept as short).
+fn populate_pages(
+    start: u64,
+    nr_pages: u64,
+    numa: NodeId,
+    zero: bool,
+    fail_at: Option<u64>,
+    local: NodeId,
+) -> Result<Populated, Stopped> {
+    let (mut n_local, mut n_remote) = (0, 0);
+    for i in 0..nr_pages {
+        let page = if fail_at == Some(i) {
+            None
+        } else {
+            backing::alloc_page(numa, zero)
+        };
+        let stopped = |calls| Stopped {
+            backing: Backing::default(),
+            mapped: i,
+            buddy_calls: calls,
+        };
+        let Some((phys, got)) = page else {
+            return Err(stopped(i));
+        };
+        // SAFETY: as in `populate`: the area is ours and unmapped, the page is ours.
+        if !unsafe { map::map_page(VirtAddr::new(start + i * PAGE_SIZE), phys) } {
+            // SAFETY: the page is ours and not mapped.
+            unsafe { backing::free_page(phys) };
+            return Err(stopped(i + 1));
+        }
+        accounting::add(got, 1);
+        if got == local {
+            n_local += 1;
+        } else {
+            n_remote += 1;
+        }
+    }
+    Ok(Populated {
+        backing: Backing::default(),
+        local_pages: n_local,
+        remote_pages: n_remote,
+        buddy_calls: nr_pages,
+    })
 }

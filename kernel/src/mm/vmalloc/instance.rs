@@ -39,8 +39,20 @@ pub struct AreaMeta {
     pub caller: &'static Location<'static>,
     pub nr_pages: u32,
     pub kind: AreaKind,
-    /// How its pages were allocated (vmap: none, order 0).
-    pub backing: Backing,
+    /// How its pages were allocated (vmap: none, order 0): `Backing`'s fields, flat, so that
+    /// they fill the record's padding (16 bytes, as before `vmalloc.page_order`).
+    pub order: u8,
+    pub high_blocks: u16,
+}
+
+impl AreaMeta {
+    /// How the area's pages were allocated.
+    pub fn backing(&self) -> Backing {
+        Backing {
+            order: self.order,
+            high_blocks: self.high_blocks,
+        }
+    }
 }
 
 /// A counter split over 64 cache-line-padded shards picked by CPU id, so the hot path never
@@ -280,7 +292,8 @@ impl Vmalloc {
             caller,
             nr_pages: nr_pages as u32,
             kind: AreaKind::Vmalloc,
-            backing: planned,
+            order: planned.order,
+            high_blocks: planned.high_blocks,
         };
         let r = ops::reserve(
             self,
@@ -318,7 +331,8 @@ impl Vmalloc {
             // The buddy refused a block: record how the pages really came (the free path
             // frees by it).
             let meta = AreaMeta {
-                backing: p.backing,
+                order: p.backing.order,
+                high_blocks: p.backing.high_blocks,
                 ..meta
             };
             ops::on_node(self, r.vn, |n| {
@@ -353,7 +367,8 @@ impl Vmalloc {
             caller,
             nr_pages: nr_pages as u32,
             kind: AreaKind::Vmap,
-            backing: Backing::default(),
+            order: 0,
+            high_blocks: 0,
         };
         let cpu = backing::this_cpu();
         let r = ops::reserve(self, (nr_pages + 1) * PAGE_SIZE, PAGE_SIZE, cpu, numa, meta)?;
@@ -434,7 +449,7 @@ impl Vmalloc {
             blocks::unmap_free(
                 addr,
                 meta.nr_pages as u64,
-                meta.backing,
+                meta.backing(),
                 kind == AreaKind::Vmalloc,
             )
         };
@@ -497,3 +512,6 @@ impl Vmalloc {
         self.layout.policy
     }
 }
+
+// The busy tree's per-area record keeps its size (issue 39: 8 more bytes cost every pair).
+const _: () = assert!(core::mem::size_of::<AreaMeta>() == 16);
