@@ -249,7 +249,7 @@ impl Vmalloc {
             out.push((n, alloc::format!("vmap node {i} busy.lock")));
         }
         out.push((&self.purge_lock, "vmalloc purge lock".into()));
-        out.push((&self.counters, "vmalloc counters".into()));
+        out.push((&*self.counters, "vmalloc counters".into()));
         out
     }
 
