@@ -212,100 +212,47 @@ pub fn analyse(
             continue; // a region the plugin never saw (not traced, or no CPU marked into it)
         }
         let acc = c.accesses().max(1) as f64;
-        rep.records.push(record(
-            r,
-            boot,
-            nodes,
-            "remote_access_fraction",
-            c.get("remote") as f64 / acc,
-            "fraction",
-        ));
-        rep.records.push(record(
-            r,
-            boot,
-            nodes,
-            "mean_slit_distance",
-            c.get("dist_sum") as f64 / acc,
-            "slit_distance",
-        ));
-        rep.records.push(record(
-            r,
-            boot,
-            nodes,
-            "mean_turn_instructions",
-            c.get("insns") as f64 / c.get("turns").max(1) as f64,
-            "instructions_per_turn",
-        ));
-        match r.ops.filter(|&n| n > 0) {
-            Some(ops) => {
-                let kops = ops as f64 / 1000.0;
-                rep.records.push(record(
-                    r,
-                    boot,
-                    nodes,
-                    "hitm_local_per_kop",
-                    c.get("hitm_local") as f64 / kops,
-                    "transfers",
-                ));
-                rep.records.push(record(
-                    r,
-                    boot,
-                    nodes,
-                    "hitm_remote_per_kop",
-                    c.get("hitm_remote") as f64 / kops,
-                    "transfers",
-                ));
-                rep.records.push(record(
-                    r,
-                    boot,
-                    nodes,
-                    "invalidations_per_kop",
-                    c.get("inval") as f64 / kops,
-                    "transfers",
-                ));
-                rep.records.push(record(
-                    r,
-                    boot,
-                    nodes,
-                    "modelled_cycles_per_op",
-                    latency.cycles(&c) / ops as f64,
-                    "modelled_cycles",
-                ));
-            }
-            None => {
-                rep.records.push(record(
-                    r,
-                    boot,
-                    nodes,
-                    "hitm_local",
-                    c.get("hitm_local") as f64,
-                    "transfers",
-                ));
-                rep.records.push(record(
-                    r,
-                    boot,
-                    nodes,
-                    "hitm_remote",
-                    c.get("hitm_remote") as f64,
-                    "transfers",
-                ));
-                rep.records.push(record(
-                    r,
-                    boot,
-                    nodes,
-                    "invalidations",
-                    c.get("inval") as f64,
-                    "transfers",
-                ));
-                rep.records.push(record(
-                    r,
-                    boot,
-                    nodes,
-                    "modelled_cycles",
-                    latency.cycles(&c),
-                    "modelled_cycles",
-                ));
-            }
+        let turns = c.get("turns").max(1) as f64;
+        // (metric, value, unit): per operation when the experiment said how many it did,
+        // else the region's totals.
+        let mut figures: Vec<(&str, f64, &str)> = vec![
+            (
+                "remote_access_fraction",
+                c.get("remote") as f64 / acc,
+                "fraction",
+            ),
+            (
+                "mean_slit_distance",
+                c.get("dist_sum") as f64 / acc,
+                "slit_distance",
+            ),
+            (
+                "mean_turn_instructions",
+                c.get("insns") as f64 / turns,
+                "instructions_per_turn",
+            ),
+        ];
+        let (per, suffix, cycles) = match r.ops.filter(|&n| n > 0) {
+            Some(ops) => (ops as f64 / 1000.0, "_per_kop", "modelled_cycles_per_op"),
+            None => (1.0, "", "modelled_cycles"),
+        };
+        let per_op = if suffix.is_empty() { 1.0 } else { per * 1000.0 };
+        let names = [
+            ("hitm_local", "hitm_local"),
+            ("hitm_remote", "hitm_remote"),
+            ("invalidations", "inval"),
+        ];
+        let counted: Vec<(String, f64)> = names
+            .iter()
+            .map(|(metric, field)| (format!("{metric}{suffix}"), c.get(field) as f64 / per))
+            .collect();
+        for (metric, value) in &counted {
+            figures.push((metric, *value, "transfers"));
+        }
+        figures.push((cycles, latency.cycles(&c) / per_op, "modelled_cycles"));
+        for (metric, value, unit) in figures {
+            rep.records
+                .push(record(r, boot, nodes, metric, value, unit));
         }
         let lines: Vec<(usize, &output::Line)> =
             out.region_lines(r.key).into_iter().enumerate().collect();
@@ -341,5 +288,47 @@ pub fn kernel_symbols(elf_path: &Path) -> Vec<(u64, u64, String)> {
             );
             Vec::new()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OUT: &str = "numalab-trace 1\nvcpus 2\n\
+        region 0x20 vcpu 0 insns 1000 turns 4 loads 60 stores 30 atomics 10 io 0 unmapped 0 local 75 remote 25 dist_sum 1250 hits 80 miss_local 5 miss_remote 5 hitm_local 4 hitm_remote 6 inval 8\n\
+        region 0x21 vcpu 1 insns 500 turns 1 loads 10 stores 0 atomics 0 io 0 unmapped 0 local 10 remote 0 dist_sum 100 hits 10 miss_local 0 miss_remote 0 hitm_local 0 hitm_remote 0 inval 0\n\
+        total insns 1500 turns 5 loads 70 stores 30 atomics 10 io 0 unmapped 0 local 85 remote 25 dist_sum 1350 hits 90 miss_local 5 miss_remote 5 hitm_local 4 hitm_remote 6 inval 8\n";
+
+    #[test]
+    fn records_per_region_per_operation_or_in_total() {
+        let log = "# trace region 0x20: slub_list_lock linux_default cpus 2\n\
+                   # trace ops 0x20 2000\n\
+                   # trace region 0x21: slub_list_lock partial_64 cpus 2\n";
+        let rep = analyse(log, OUT, &[], &model::Latency::DEFAULT, Boot::Det, 4).unwrap();
+        let get = |case: &str, metric: &str| {
+            rep.records
+                .iter()
+                .find(|r| r.case == case && r.metric == metric)
+                .map(|r| r.value)
+                .unwrap_or_else(|| panic!("no {case} {metric}"))
+        };
+        assert_eq!(get("linux_default", "remote_access_fraction"), 0.25);
+        assert_eq!(get("linux_default", "mean_slit_distance"), 12.5);
+        assert_eq!(get("linux_default", "mean_turn_instructions"), 250.0);
+        assert_eq!(get("linux_default", "hitm_remote_per_kop"), 3.0);
+        assert_eq!(get("linux_default", "hitm_local_per_kop"), 2.0);
+        assert_eq!(get("linux_default", "invalidations_per_kop"), 4.0);
+        // 1000 + 5 x 262 + 5 x 262 x 2 + 4 x 46 + 6 x 262 x 2 (d = (1250 - 750) / 25 = 20).
+        let cycles = 1000.0 + 5.0 * 262.0 + 5.0 * 262.0 * 2.0 + 4.0 * 46.0 + 6.0 * 262.0 * 2.0;
+        assert!((get("linux_default", "modelled_cycles_per_op") - cycles / 2000.0).abs() < 1e-9);
+        // Without its operations, a region's totals.
+        assert_eq!(get("partial_64", "hitm_remote"), 0.0);
+        assert_eq!(get("partial_64", "modelled_cycles"), 500.0);
+        assert!(rep
+            .records
+            .iter()
+            .all(|r| r.nodes == 4 && r.boot == Boot::Det));
+        assert!(rep.summary.contains("1500 instructions"), "{}", rep.summary);
     }
 }
