@@ -12,7 +12,7 @@ use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use numalab_algo::page::PhysAddr;
 use spin::Once;
 
-use super::instance::Sharded;
+use super::sharded::Sharded;
 use crate::topology::NodeId;
 
 static ENABLED: AtomicBool = AtomicBool::new(false);

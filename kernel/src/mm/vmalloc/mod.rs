@@ -33,6 +33,7 @@ mod nr_vmalloc_tests;
 #[cfg(feature = "ktest")]
 mod page_order_tests;
 mod probe;
+mod sharded;
 #[cfg(feature = "ktest")]
 mod tests;
 
