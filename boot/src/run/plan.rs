@@ -175,17 +175,23 @@ pub fn numalab_boot(
     machine: u32,
     when: When,
 ) -> Result<PlannedBoot, String> {
+    let config = boot_config(args, boot, rep)?;
+    // The main job traces its det boot only (the modelled seed rows).
+    let trace = args.trace && boot.deterministic() && !(args.main_job && boot == Boot::Icount);
+    if trace {
+        // A machine whose node map cannot be derived is refused here, before any build.
+        crate::trace::map::NodeMap::of(&config.typed_machine(), &config.extra)?;
+    }
     Ok(PlannedBoot {
         guest: Guest::Numalab,
         boot,
         rep,
         reps: if boot.deterministic() { 1 } else { args.reps },
         smoke: args.smoke,
-        config: boot_config(args, boot, rep)?,
+        config,
         when,
         machine,
-        // The main job traces its det boot only (the modelled seed rows).
-        trace: args.trace && boot.deterministic() && !(args.main_job && boot == Boot::Icount),
+        trace,
         trace_latency: trace_latency(args)?,
     })
 }

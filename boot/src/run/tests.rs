@@ -332,6 +332,12 @@ fn trace_loads_the_plugin_into_the_deterministic_boots_only() {
     let p = plan::plan(&main).unwrap();
     assert!(p.boots.iter().any(|b| b.trace && b.boot == Boot::Det));
     assert!(p.boots.iter().all(|b| !b.trace || b.boot == Boot::Det));
+    // A machine whose layout the plugin's map cannot derive is refused before any build.
+    let q35 = parse(&args("--trace mem -- -M q35")).unwrap();
+    match plan::plan(&q35) {
+        Err(plan::PlanError::Numalab(e)) => assert!(e.contains("q35"), "{e}"),
+        other => panic!("expected a usage error, got {other:?}"),
+    }
     // --trace takes one word, and --trace-latency needs --trace.
     assert_eq!(parse(&args("--trace cache")).unwrap_err().exit_code(), 2);
     assert_eq!(
