@@ -16,7 +16,7 @@ const FRAME_TESTS: &[&str] = &[
     "frame.invalid_frees",
     "frame.pcp_lists",
     "frame.page_meta",
-    "frame.page_meta_index",
+    "frame.vmemmap",
     "frame.node_of_page",
     "frame.heap_large",
     "frame.drain_all_cpus",
@@ -326,4 +326,42 @@ fn s03_page_alloc_bench_lines() {
         "{}",
         out.log
     );
+}
+
+/// `frame.vmemmap` passed in `out`, and the boot printed its vmemmap line.
+fn vmemmap_passed(out: &Outcome) {
+    let r = out
+        .ktap
+        .result("frame.vmemmap")
+        .unwrap_or_else(|| panic!("frame.vmemmap did not run:\n{}", out.log));
+    assert!(r.ok && !r.skipped, "frame.vmemmap: {r:?}\n{}", out.log);
+    let line = lines_with(out, "numalab: frame: vmemmap at ");
+    assert_eq!(line.len(), 1, "{}", out.log);
+    let checked = lines_with(out, "# frame vmemmap: ");
+    assert_eq!(checked.len(), 1, "{}", out.log);
+    println!("{}\n{}", line[0], checked[0]);
+}
+
+/// The vmemmap on the 8x8 machine (8 nodes x 8 CPUs): every managed page's descriptor through
+/// it is the one found by range, each node's descriptors lie in its own memory, holes are
+/// refused and unmapped (vmemmap_tests.rs). The 4node, interleaved, memoryless and uma boots
+/// above run it with the other frame tests.
+#[test]
+fn s03_vmemmap_on_8node() {
+    let mut c = config("8node");
+    c.sets.push("filter=vmemmap".into());
+    vmemmap_passed(&boot_pass(&c));
+}
+
+/// The same on 255 vCPUs (the TCG limit; uma, 2 GiB). Slow to start its CPUs, so ignored by
+/// default like s02's 255-CPU boot: `cargo test --test qemu s03_vmemmap_on_255 -- --ignored`.
+#[test]
+#[ignore]
+fn s03_vmemmap_on_255_cpus() {
+    let mut c = config("uma");
+    c.timeout = std::time::Duration::from_secs(1500);
+    c.smp = Some(255);
+    c.mem_mib = Some(2048);
+    c.sets.push("filter=vmemmap".into());
+    vmemmap_passed(&boot_pass(&c));
 }

@@ -12,6 +12,10 @@
 //! as its own metric) is subtracted. numalab is also reported inlined into the loop
 //! (`numalab_inline`, `numalab_kmem_cache_inline`, minus the inlined harness) and with
 //! interrupts off (`*_irqoff`). Peers run unlocked on arenas of frame pages.
+//!
+//! numalab's rows run under the boot's `slub.checks` (default `full`); the `*_checks_linux`
+//! rows run the same entry points with every cache they use switched to `linux` for the
+//! run (docs/slub.md, "Checks").
 
 use super::pairs::{BURST, BURST_ROUNDS, FAST_PAIRS, RANDOM_STEPS, WORKLOADS};
 use crate::ktest::{Ctx, TestError, TestResult};
@@ -21,7 +25,7 @@ use crate::peers::heaps::{Buddy, LinkedList, Slabmalloc, Talc};
 use crate::peers::slub::{Cache, Kmalloc};
 use crate::peers::{run, Empty, Mark, OutOfLine, Profiled};
 use numalab_algo::bench::{Clock, Record};
-use numalab_algo::slub::{Stat, StatsSnapshot};
+use numalab_algo::slub::{Checks, Stat, StatsSnapshot};
 
 /// Arena order for the heap-style peers (4 MiB).
 const ARENA_ORDER: u8 = 10;
@@ -141,6 +145,13 @@ fn emit(allocator: &str, results: [Option<f64>; 3], harness: [Option<f64>; 3], c
     }
 }
 
+/// Sets the checks of every kmalloc cache.
+fn set_kmalloc_checks(checks: Checks) {
+    for c in crate::mm::slub::kmalloc::caches().into_iter().flatten() {
+        c.core().set_checks(checks);
+    }
+}
+
 /// The alloc_peers experiment.
 fn alloc_peers(_ctx: &Ctx) -> TestResult {
     let clock = super::clock();
@@ -226,6 +237,27 @@ fn alloc_peers_inner(clock: Clock) -> TestResult {
             };
             record(&case, "instructions_per_pair", value, clock);
         }
+    }
+    // Both checks modes: the same out-of-line entry points under `slub.checks=linux`.
+    let boot = crate::mm::slub::boot_checks();
+    set_kmalloc_checks(Checks::Linux);
+    emit(
+        "numalab_checks_linux",
+        run(&mut OutOfLine(Kmalloc)),
+        harness_call,
+        clock,
+    );
+    set_kmalloc_checks(boot);
+    for (cache, w) in [(&c64, 0), (&c256, 2)] {
+        cache.core().set_checks(Checks::Linux);
+        let r = run(&mut OutOfLine(Cache(cache)));
+        cache.core().set_checks(boot);
+        let case = alloc::format!("numalab_kmem_cache_checks_linux/{}", WORKLOADS[w]);
+        let value = match (r[w], harness_call[w]) {
+            (Some(v), Some(h)) => v - h,
+            _ => f64::NAN,
+        };
+        record(&case, "instructions_per_pair", value, clock);
     }
     // Where the kmem_cache variants' instructions went: their caches' SLUB events (Linux's
     // stat names), all three variants together.

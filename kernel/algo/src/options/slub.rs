@@ -73,6 +73,12 @@ super::declare! {
         default: "sheaves",
         help: "sheaves: Linux 7's per-CPU sheaves and per-node barns; partial: the per-CPU slab and partial slabs of Linux up to 6.17",
     };
+    SLUB_CHECKS: Word = Spec {
+        key: "slub.checks",
+        kind: Kind::Choice(&["full", "linux"]),
+        default: "full",
+        help: "checks of the sheaves free fast path: full (every invalid free reported, never cached) or linux (Linux 7 with SLAB_FREELIST_HARDENED: slab and cache only; docs/slub.md)",
+    };
     SLUB_SHEAF_CAPACITY: AutoOr<u64> = Spec {
         key: "slub.sheaf_capacity",
         kind: Kind::KeywordOr {

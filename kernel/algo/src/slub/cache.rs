@@ -228,6 +228,13 @@ pub struct Cache<P: Platform> {
     /// Object index without a division (see `object_index`).
     pub(crate) odd_inverse: usize,
     pub(crate) stride_shift: u32,
+    /// `slub.checks=linux` (checks.rs): the sheaves free fast path skips numalab's own checks.
+    pub(crate) checks_linux: AtomicBool,
+    /// The sheaves design with `slub.checks=full` (checks.rs): `free`'s first and, for the
+    /// default configuration, only test (linux checks and the partial design test
+    /// `sheaf_capacity` after it).
+    /// A word (0 or 1), not a bool: the test is then one compare with memory.
+    pub(crate) sheaves_full: AtomicUsize,
     pub(crate) errors: [AtomicU64; NR_ERROR_KINDS],
     pub(crate) dead: AtomicBool,
 }
@@ -347,6 +354,8 @@ impl<P: Platform> Cache<P> {
             sheaf_capacity,
             barns: barns.into_boxed_slice(),
             bootstrap_sheaf,
+            checks_linux: AtomicBool::new(false),
+            sheaves_full: AtomicUsize::new(usize::from(sheaf_capacity != 0)),
             errors: core::array::from_fn(|_| AtomicU64::new(0)),
             dead: AtomicBool::new(false),
             plat,
@@ -469,10 +478,15 @@ impl<P: Platform> Cache<P> {
     /// One multiply tells both bounds: for an offset that is a multiple of the stride,
     /// `(off * odd_inverse) ror shift` is the object index; for any other offset it is
     /// larger than any index. A failed compare hands the free to the slow path.
-    #[inline]
+    #[inline(always)]
     pub fn free(&self, obj: usize) {
+        // Two different words, so the compiler cannot fold the tests into one switch whose
+        // order it picks: the default (sheaves, full checks) is decided by the first.
+        if self.sheaves_full.load(Relaxed) != 0 {
+            return self.sheaf_free::<true>(obj);
+        }
         if self.sheaf_capacity != 0 {
-            return self.sheaf_free(obj);
+            return self.sheaf_free::<false>(obj);
         }
         let c = self.cpu_slab();
         let tid = c.tid.load(Relaxed);
@@ -498,12 +512,16 @@ impl<P: Platform> Cache<P> {
     /// `free` of an object whose page's owner word the caller read: `desc`, a slab
     /// descriptor of this cache (kfree finds the cache from it). The sheaves design then
     /// skips its own lookup; the partial design's fast path needs none.
-    #[inline]
+    #[inline(always)]
     pub fn free_in_slab(&self, obj: usize, desc: usize) {
-        if self.sheaf_capacity != 0 {
-            return self.sheaf_free_in(obj, super::slab::Slab(desc));
+        let slab = super::slab::Slab(desc);
+        if self.sheaves_full.load(Relaxed) != 0 {
+            self.sheaf_free_in::<true>(obj, slab)
+        } else if self.sheaf_capacity != 0 {
+            self.sheaf_free_in::<false>(obj, slab)
+        } else {
+            self.free(obj)
         }
-        self.free(obj)
     }
 
     /// The free slow path with interrupts off (the tid advanced before enabling them), then

@@ -51,7 +51,7 @@ pub struct FakeMachine {
     /// that takes the head and gives it back (ABA) goes unnoticed. The interrupt tests must
     /// catch it.
     pub cas_ignores_tid: std::sync::atomic::AtomicBool,
-    /// When set, `owner_fast` finds no page (as the kernel's section index for a section two
+    /// When set, `owner_fast` finds no page (as the kernel's vmemmap for a section two
     /// nodes share): every free fast path must hand the object to a full lookup.
     pub owner_fast_misses: std::sync::atomic::AtomicBool,
 }

@@ -16,6 +16,7 @@ pub mod alloc;
 mod barn;
 pub mod cache;
 mod cache_facts;
+pub mod checks;
 pub mod debug;
 pub mod free;
 pub mod freelist;
@@ -31,6 +32,8 @@ pub mod stats;
 pub mod sysfs;
 
 #[cfg(test)]
+mod checks_tests;
+#[cfg(test)]
 mod fake;
 #[cfg(test)]
 mod model;
@@ -44,6 +47,7 @@ mod tests;
 mod tid_model;
 
 pub use cache::{Cache, CreateError, Design, Tunables, CPU_SLAB_BYTES, HOT_LINE_BYTES};
+pub use checks::Checks;
 pub use geometry::DebugFlags;
 pub use info::{slabinfo_line, SlabInfo, SlabinfoMode, SLABINFO_HEADER};
 pub use platform::{Platform, Report, SlabPages, DESC_BYTES, OWNER_MARKS};

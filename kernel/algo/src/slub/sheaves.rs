@@ -63,25 +63,26 @@ impl<P: Platform> Cache<P> {
     /// the short owner lookup does not find (`owner_fast`: a section shared by two nodes)
     /// takes the slab path, which looks it up in full.
     #[inline(always)]
-    pub(crate) fn sheaf_free(&self, obj: usize) {
+    pub(crate) fn sheaf_free<const FULL: bool>(&self, obj: usize) {
         let desc = self.plat.owner_fast(obj);
         if desc < OWNER_MARKS || Slab(desc).cache_id(&self.plat) != self.id() {
             return self.free_slow_entry(obj, false);
         }
-        self.sheaf_free_in(obj, Slab(desc))
+        self.sheaf_free_in::<FULL>(obj, Slab(desc))
     }
 
     /// `sheaf_free` of an object whose slab the caller looked up (`slab` is a slab of this
-    /// cache holding `obj`'s page): the object-boundary check, the remote-node bypass, then
-    /// the push. Every miss tail-calls a slow path, so this saves no register.
+    /// cache holding `obj`'s page): the object-boundary check (`FULL`: `slub.checks=full`),
+    /// the remote-node bypass, then the push. Every miss tail-calls a slow path, so this saves no register.
     #[inline(always)]
-    pub(crate) fn sheaf_free_in(&self, obj: usize, slab: Slab) {
+    pub(crate) fn sheaf_free_in<const FULL: bool>(&self, obj: usize, slab: Slab) {
         let p = &self.plat;
         let c = self.cpu_slab();
         let (node, objects) = slab.node_objects(p);
         // The multiply-rotate gives the object index for an offset on a boundary and a huge
-        // number for any other offset (slab_of's check).
-        if self.object_index(obj.wrapping_sub(slab.base(p))) >= objects
+        // number for any other offset (slab_of's check); `slub.checks=linux` skips it, as
+        // Linux's fast path does (checks.rs).
+        if (FULL && self.object_index(obj.wrapping_sub(slab.base(p))) >= objects)
             || node.index() != c.home.load(Relaxed)
         {
             return self.free_slow_entry(obj, false);
@@ -91,7 +92,7 @@ impl<P: Platform> Cache<P> {
         }
         let main = Sheaf(c.main.load(Relaxed));
         let size = main.size(p);
-        if size == main.capacity(p) || main.last_pushed(p, size) == obj {
+        if size == main.capacity(p) || (FULL && main.last_pushed(p, size) == obj) {
             return self.sheaf_free_slow(obj);
         }
         p.store(main.slot(size), obj);
@@ -154,7 +155,7 @@ impl<P: Platform> Cache<P> {
         let c = self.cpu_slab();
         let main = Sheaf(c.main.load(Relaxed));
         let size = main.size(p);
-        if size != 0 && p.load(main.slot(size - 1)) == obj {
+        if self.full_checks() && size != 0 && p.load(main.slot(size - 1)) == obj {
             Self::sheaf_unlock(c);
             p.irq_restore(irq);
             return self.report_error(obj, ErrorKind::DoubleFree, None);
@@ -341,8 +342,12 @@ impl<P: Platform> Cache<P> {
         while s.size(p) != 0 {
             let obj = s.pop(p);
             let found = self.slab_of(obj);
-            let bad = self.free_slow_counted(c, obj, found, false);
-            debug_assert!(bad.is_none(), "a sheaf held a bad object {obj:#x}");
+            // Only `slub.checks=linux` caches what the slab path refuses (checks.rs); it is
+            // reported here, when it leaves the sheaf.
+            if let Some(kind) = self.free_slow_counted(c, obj, found, false) {
+                debug_assert!(!self.full_checks(), "a sheaf held a bad object {obj:#x}");
+                self.report_error(obj, kind, None);
+            }
         }
         c.stats.add(Stat::SheafFlush, n as u64);
     }

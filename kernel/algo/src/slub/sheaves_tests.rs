@@ -299,7 +299,7 @@ fn misuse_is_reported_not_cached() {
 
 #[test]
 fn pages_the_short_owner_lookup_misses_take_the_slab_path() {
-    // The kernel's section index has no entry for a 2 MiB section shared by two nodes;
+    // The kernel's vmemmap does not map a 2 MiB section shared by two nodes;
     // frees there must reach the slabs through the full lookup, lose nothing and still
     // report misuse.
     let m = machine(&[512], &[0]);

@@ -17,6 +17,17 @@ pub fn init() {
     crate::arch::paging::set_table_page_source(table_page);
     // And the pages of per-CPU stacks and areas of CPUs started from now on (their node).
     crate::smp::start::set_node_page_source(node_pages);
+    // The vmemmap's page tables come from the allocator just published.
+    match vmemmap::build(&fa.nodes) {
+        Ok(v) => println!(
+            "numalab: frame: vmemmap at {:#x}: {} sections, {} mapped onto their node's memmap",
+            v.base, v.sections, v.mapped
+        ),
+        Err(e) => crate::warn!(
+            "frame: vmemmap not built ({:?}): every page is looked up by range",
+            e
+        ),
+    }
     // A node the firmware gave memory that ends up with none to manage (all of it under the
     // bootstrap heap, the low megabyte or the kernel) is said, never left a silent memoryless
     // node (the host refuses preset machines that small before they boot).
@@ -98,7 +109,6 @@ fn build() -> FrameAllocator {
         })
         .collect();
     let mem_nodes = nodes.iter().flatten().map(|n| n.id).collect();
-    let sections = section_index::build(&nodes);
     let built = NodeMap::build(nodes.iter().flatten().flat_map(|n| {
         n.ranges
             .iter()
@@ -127,7 +137,6 @@ fn build() -> FrameAllocator {
         local_lists,
         cpus,
         mem_nodes,
-        sections,
         node_map: built.map,
         pcp_enabled,
         pcp_batch_pages: batch,

@@ -18,10 +18,12 @@ mod node;
 mod pages;
 mod pages_mem;
 mod pcp;
-mod section_index;
 mod stats;
 #[cfg(feature = "ktest")]
 mod tests;
+mod vmemmap;
+#[cfg(feature = "ktest")]
+mod vmemmap_tests;
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -103,9 +105,6 @@ struct FrameAllocator {
     local_lists: &'static [&'static PcpList],
     cpus: Vec<CpuCtx>,
     mem_nodes: Vec<NodeId>,
-    /// The page -> PageMeta index (section_index.rs), fixed at init and published as plain
-    /// statics for `page_meta`: sections indexed.
-    sections: usize,
     /// Which node manages a page: every node's managed ranges (not its span: another node's
     /// memory may lie between a node's ranges).
     node_map: NodeMap,
@@ -154,11 +153,17 @@ pub fn virt_to_phys(virt: VirtAddr) -> PhysAddr {
     PhysAddr::new(virt.as_u64() - crate::early::info().phys_offset)
 }
 
-/// The node whose managed pages include `phys`: looked up by the nodes' ranges, never by
-/// their spans (a node's span may hold another node's memory).
+/// The node whose managed pages include `phys`, never found by a node's span (a span may
+/// hold another node's memory): a page the frame allocator has a state for (free, allocated,
+/// cached) in a section the vmemmap maps is its section's node (page_to_nid); any other page
+/// is looked up by the nodes' ranges.
 #[inline]
 pub fn node_of_phys(phys: PhysAddr) -> Option<NodeId> {
-    FRAME.get()?.node_map.node_of(phys.pfn().as_u64())
+    let pfn = phys.pfn().as_u64();
+    match vmemmap::managed_node(pfn) {
+        Some(node) => Some(node),
+        None => FRAME.get()?.node_map.node_of(pfn),
+    }
 }
 
 /// First pfn of `node`'s memmap span (None without memory).
@@ -173,12 +178,12 @@ pub fn node_base_pfn(node: NodeId) -> Option<Pfn> {
 /// section, a reserved page) gets its entry there, not free and with no owner, as Linux's
 /// reserved struct pages (node.rs: spans cover whole sections). Managed
 /// pages (whatever the layout of the nodes' ranges) always get the same `PageMeta`: the one
-/// of the node whose managed ranges hold the page. Fast path: the section index (plain
-/// statics, one bounds check, one load of the section's biased base; section_index.rs);
-/// pages of sections the index leaves empty are looked up by range.
+/// of the node whose managed ranges hold the page. Fast path: the vmemmap (plain statics, one
+/// bounds check, one load of the section's word, then `VMEMMAP + pfn * 32`; vmemmap.rs);
+/// pages of sections it leaves unmapped are looked up by range.
 #[inline(always)]
 pub fn page_meta(phys: PhysAddr) -> Option<&'static PageMeta> {
-    match section_index::lookup(phys.pfn().as_u64()) {
+    match vmemmap::pfn_to_page(phys.pfn().as_u64()) {
         Some(meta) => Some(meta),
         None => page_meta_slow(phys),
     }
@@ -188,28 +193,28 @@ pub fn page_meta(phys: PhysAddr) -> Option<&'static PageMeta> {
 /// it: `page_meta(phys)?.owner` without a reference in between (kfree's lookup).
 #[inline(always)]
 pub fn page_owner(phys: PhysAddr) -> usize {
-    match section_index::owner(phys.pfn().as_u64()) {
+    match vmemmap::owner(phys.pfn().as_u64()) {
         Some(owner) => owner,
         None => page_owner_slow(phys),
     }
 }
 
-/// `page_owner` through the section index only: 0 for a page outside it (the caller then
+/// `page_owner` through the vmemmap only: 0 for a page it does not map (the caller then
 /// asks `page_owner`). The free fast paths' lookup: a bounds check and three loads, with
 /// no call inside.
 #[inline(always)]
 pub fn page_owner_fast(phys: PhysAddr) -> usize {
-    section_index::owner(phys.pfn().as_u64()).unwrap_or(0)
+    vmemmap::owner(phys.pfn().as_u64()).unwrap_or(0)
 }
 
-/// `page_owner` for pages outside the section index.
+/// `page_owner` for pages the vmemmap does not map.
 #[cold]
 #[inline(never)]
 fn page_owner_slow(phys: PhysAddr) -> usize {
     page_meta_slow(phys).map_or(0, |m| m.owner.load(core::sync::atomic::Ordering::Relaxed))
 }
 
-/// `page_meta` for pages outside the section index.
+/// `page_meta` for pages the vmemmap does not map.
 #[cold]
 #[inline(never)]
 fn page_meta_slow(phys: PhysAddr) -> Option<&'static PageMeta> {

@@ -48,8 +48,8 @@ impl Node {
             return Err(NodeSkip::NoMemory);
         };
         // The span, so the memmap, covers whole 2 MiB sections (SPARSEMEM's unit), so that
-        // every managed page is found through the section index (kfree's owner lookup, one
-        // load). A span starting or ending inside a section left that section to the lookup
+        // every section of the node is mapped whole into the vmemmap (vmemmap.rs; kfree's
+        // owner lookup, one load). A span starting or ending inside a section left that section to the lookup
         // by range: ~150 instructions more per kfree of an object on such a page (0-2 MiB
         // holds early slabs), so a fast path's instruction count moved with where its
         // object happened to lie (issue 23's unexplained fast64 changes). The pages added

@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 use numalab_algo::topology::CpuId;
 
 /// The page frame allocator's tests (after topology and smp: they use every CPU).
-static SUITE: KSuite = KSuite {
+pub(super) static SUITE: KSuite = KSuite {
     name: "frame",
     order: 30,
     every_suite: false,
@@ -345,71 +345,9 @@ fn page_meta_words(_ctx: &Ctx) -> TestResult {
     Ok(())
 }
 
-/// The page -> PageMeta index agrees with the lookup by range for every managed page (first,
-/// last and every 61st page of each range, which crosses every section boundary pattern):
-/// one PageMeta per page, whichever way it is found (issue 14 bug 6's one source of truth).
-fn page_meta_index(_ctx: &Ctx) -> TestResult {
-    let fa = FRAME.get().ok_or_else(|| String::from("frame not ready"))?;
-    let mut checked = 0u64;
-    let mut indexed = 0u64;
-    for node in fa.nodes.iter().flatten() {
-        for &(s, e) in &node.ranges {
-            let pages = (e - s) / PAGE_SIZE;
-            let mut i = 0;
-            while i < pages {
-                let phys = PhysAddr::new(s + i * PAGE_SIZE + (i % 7) * 8);
-                let fast = page_meta(phys).map(|m| m as *const PageMeta);
-                let slow = page_meta_by_range(fa, phys).map(|m| m as *const PageMeta);
-                let want = node.meta(phys.pfn()).map(|m| m as *const PageMeta);
-                kassert!(
-                    fast.is_some() && fast == slow && fast == want,
-                    "page_meta({:#x}) of node {}: index {:?}, by range {:?}, node {:?}",
-                    phys,
-                    node.id.0,
-                    fast,
-                    slow,
-                    want
-                );
-                let pfn = phys.pfn().as_u64();
-                let is_indexed = super::section_index::indexed(pfn);
-                // Every managed page is indexed unless another node's memory shares its 2 MiB
-                // section (then the lookup goes by range): a node's memmap covers whole
-                // sections, so no page of a section of one node takes the slow lookup (it
-                // cost kfree ~150 instructions on the first 2 MiB, issue 23).
-                let sec = pfn >> super::section_index::SECTION_PAGES_SHIFT;
-                let shared = fa.nodes.iter().flatten().any(|other| {
-                    other.id != node.id
-                        && other.ranges.iter().any(|&(os, oe)| {
-                            (os >> PAGE_SHIFT) >> super::section_index::SECTION_PAGES_SHIFT <= sec
-                                && sec
-                                    <= ((oe >> PAGE_SHIFT) - 1)
-                                        >> super::section_index::SECTION_PAGES_SHIFT
-                        })
-                });
-                kassert!(
-                    is_indexed || shared,
-                    "page {:#x} of node {} is not indexed though no other node shares its section",
-                    phys,
-                    node.id.0
-                );
-                indexed += u64::from(is_indexed);
-                checked += 1;
-                i = if i + 1 == pages || i + 61 < pages {
-                    i + 61
-                } else {
-                    pages - 1
-                };
-            }
-        }
-    }
-    crate::println!(
-        "# frame page_meta index: {} sections, {} pages checked, {} through the index",
-        fa.sections,
-        checked,
-        indexed
-    );
-    kassert!(indexed * 2 > checked, "most pages should be indexed");
-    Ok(())
+/// The physical address of a page descriptor, reached through the vmemmap or the direct map.
+fn meta_phys(m: &PageMeta) -> Option<u64> {
+    crate::arch::paging::translate(VirtAddr::new(m as *const PageMeta as u64)).map(|p| p.as_u64())
 }
 
 /// Pages are looked up by their node's ranges, never by its span (issue 14 bug 1: another
@@ -424,9 +362,11 @@ fn node_of_page(_ctx: &Ctx) -> TestResult {
         for (i, &(s, e)) in node.ranges.iter().enumerate() {
             for phys in [PhysAddr::new(s), PhysAddr::new(e - PAGE_SIZE)] {
                 kassert_eq!(node_of_phys(phys), Some(node.id), "page {:#x}", phys);
-                let own = node.meta(phys.pfn()).map(|m| m as *const PageMeta);
+                // The same words, whichever address reaches them (the vmemmap's or the
+                // direct map's): compared by the physical address behind each.
+                let own = node.meta(phys.pfn()).and_then(meta_phys);
                 kassert!(
-                    own.is_some() && page_meta(phys).map(|m| m as *const PageMeta) == own,
+                    own.is_some() && page_meta(phys).and_then(meta_phys) == own,
                     "page {:#x}: metadata not from node {}'s memmap",
                     phys,
                     node.id.0
@@ -714,7 +654,6 @@ ktest!(SUITE, Test, fallback_and_exhaustion);
 ktest!(SUITE, Test, invalid_frees);
 ktest!(SUITE, Test, pcp_lists);
 ktest!(SUITE, Test, "page_meta", page_meta_words);
-ktest!(SUITE, Test, page_meta_index);
 ktest!(SUITE, Test, node_of_page);
 ktest!(SUITE, Test, heap_large);
 ktest!(SUITE, Test, drain_all_cpus);

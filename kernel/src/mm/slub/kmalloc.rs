@@ -160,11 +160,11 @@ fn large_order(ptr: usize) -> u8 {
 
 /// Frees what kmalloc returned. A pointer SLUB does not own is reported and dropped.
 ///
-/// The slab case is the inlined path: the owner word through the frame section index (a
-/// bounds check, the section's base and the owner load; slabmap.rs), one compare, the cache
+/// The slab case is the inlined path: the owner word through the vmemmap (a
+/// bounds check, the section's word and the owner load at `VMEMMAP + pfn * 32`; slabmap.rs), one compare, the cache
 /// from the descriptor's first word, then the cache's free for an object whose slab is
 /// known (`free_in_slab`: no second lookup). Everything else (large blocks, foreign
-/// pointers, pages outside the index, the armed leak mutation) goes out of line, so the
+/// pointers, pages outside the vmemmap, the armed leak mutation) goes out of line, so the
 /// inlined path saves no register.
 ///
 /// # Safety

@@ -44,7 +44,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use numalab_algo::slub::geometry::MAX_SLAB_ORDER;
 use numalab_algo::slub::{
-    Cache, CreateError, DebugFlags, Design, SlabInfo, SlabinfoMode, StatsSnapshot, Tunables,
+    Cache, Checks, CreateError, DebugFlags, Design, SlabInfo, SlabinfoMode, StatsSnapshot, Tunables,
 };
 use numalab_algo::topology::NodeId;
 use platform::KernelPlatform;
@@ -66,6 +66,8 @@ struct BootTunables {
     tunables: Tunables,
     debug_caches: Vec<alloc::string::String>,
     slabinfo_scan: bool,
+    /// `slub.checks`: the sheaves free fast path's checks, set on every cache at creation.
+    checks: Checks,
 }
 
 /// Whether SLUB is up (the heap sends small allocations to kmalloc from then on).
@@ -110,6 +112,11 @@ fn boot_tunables() -> BootTunables {
         tunables: t,
         debug_caches: debug.caches,
         slabinfo_scan: opts.get(&crate::options::SLUB_SLABINFO) == "scan",
+        checks: if opts.get(&crate::options::SLUB_CHECKS) == "linux" {
+            Checks::Linux
+        } else {
+            Checks::Full
+        },
     }
 }
 
@@ -121,6 +128,11 @@ pub fn default_tunables(name: &str) -> Tunables {
         t.debug = DebugFlags::default();
     }
     t
+}
+
+/// The sheaves free fast path's checks chosen by `slub.checks` (every cache gets them).
+pub fn boot_checks() -> Checks {
+    DEFAULTS.call_once(boot_tunables).checks
 }
 
 /// The slabinfo counting mode chosen by `slub.slabinfo`.
@@ -143,7 +155,7 @@ pub fn init() {
     crate::mm::frame::register_holder(&SlubPages);
     let k64 = kmalloc::cache_for(64).map(|c| c.core());
     println!(
-        "numalab: slub: {} kmalloc caches (kmalloc-8 .. kmalloc-8k), max_order {}, min_objects {}; kmalloc-64: {} objects per slab, min_partial {}, cpu_partial {}, sheaf_capacity {}; prefer_local {}, memoryless_fix {}, debug {}; design {}",
+        "numalab: slub: {} kmalloc caches (kmalloc-8 .. kmalloc-8k), max_order {}, min_objects {}; kmalloc-64: {} objects per slab, min_partial {}, cpu_partial {}, sheaf_capacity {}; prefer_local {}, memoryless_fix {}, debug {}; design {}; checks {}",
         numalab_algo::slub::geometry::KMALLOC_SIZES.len(),
         t.max_order,
         if t.min_objects == 0 { 4 * (numalab_algo::slub::geometry::fls(crate::topology::get().nr_cpus()) as usize + 1) } else { t.min_objects },
@@ -157,6 +169,10 @@ pub fn init() {
         match t.design {
             Design::Sheaves => "sheaves",
             Design::Partial => "partial",
+        },
+        match boot_checks() {
+            Checks::Full => "full",
+            Checks::Linux => "linux",
         }
     );
 }
@@ -219,6 +235,7 @@ impl KmemCache {
             random,
             ctor,
         )?;
+        core.set_checks(boot_checks());
         let cache: &'static KmemCache = Box::leak(Box::new(KmemCache(core)));
         CACHES.lock().push(cache);
         Ok(cache)

@@ -1,7 +1,7 @@
 //! SLUB's page -> owner words (slab descriptor, the large-kmalloc mark, or 0), for kfree and
 //! the slow free path. The one place an owner lives is the page's frame metadata,
-//! `PageMeta::owner`, which every managed page has: a lookup is `frame::page_meta` (an index
-//! load and a slice) and one load of the owner word. There is no second map to fall out of
+//! `PageMeta::owner`, which every managed page has: a lookup is `frame::page_meta` (the vmemmap:
+//! a bound check, the section's word, `VMEMMAP + pfn * 32`) and one load of the owner word. There is no second map to fall out of
 //! step with it (issue 14 bug 6: a per-GiB owner map, allocated lazily, missed the owners
 //! written while its chunk could not be allocated, and kfree dropped those slabs' objects).
 
@@ -45,7 +45,7 @@ pub fn get(virt: usize) -> usize {
     ))
 }
 
-/// `get` through the frame section index only: 0 also for a page outside it (a section
+/// `get` through the vmemmap only: 0 also for a page it does not map (a section
 /// shared by two nodes), where the caller then asks `get`. The free fast paths' lookup.
 #[inline(always)]
 pub fn get_fast(virt: usize) -> usize {
