@@ -488,6 +488,12 @@ impl<P: Platform> Cache<P> {
         if self.sheaf_capacity != 0 {
             return self.sheaf_free::<false>(obj);
         }
+        self.partial_free(obj)
+    }
+
+    /// The partial design's free fast path (`free`'s third case).
+    #[inline(always)]
+    fn partial_free(&self, obj: usize) {
         let c = self.cpu_slab();
         let tid = c.tid.load(Relaxed);
         compiler_fence(Ordering::Acquire);
@@ -520,8 +526,15 @@ impl<P: Platform> Cache<P> {
         } else if self.sheaf_capacity != 0 {
             self.sheaf_free_in::<false>(obj, slab)
         } else {
-            self.free(obj)
+            self.partial_free_entry(obj)
         }
+    }
+
+    /// `partial_free` out of line, for `free_in_slab` (kfree): the partial design's kfree
+    /// pays a jump, and kfree stays small enough to inline into its callers.
+    #[inline(never)]
+    fn partial_free_entry(&self, obj: usize) {
+        self.partial_free(obj)
     }
 
     /// The free slow path with interrupts off (the tid advanced before enabling them), then

@@ -169,7 +169,7 @@ fn large_order(ptr: usize) -> u8 {
 ///
 /// # Safety
 /// `ptr` must not be used after this call.
-#[inline]
+#[inline(always)]
 pub unsafe fn kfree(ptr: NonNull<u8>) {
     let addr = ptr.as_ptr() as usize;
     let desc = super::slabmap::get_fast(addr);
