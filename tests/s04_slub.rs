@@ -240,3 +240,17 @@ fn s04_4node_both_designs() {
         assert_eq!(count_after(hammer[0], other), 0, "{design}: {}", hammer[0]);
     }
 }
+
+/// `slub.checks=linux` (docs/slub.md, "Checks"): the whole slub suite passes with every cache
+/// created under Linux's fast-path checks (the misuse tests set `full` on the caches they
+/// misuse; what `linux` lets through is shown on the host, kernel/algo/src/slub/checks_tests.rs),
+/// and the boot says which checks it runs. Before the misuse tests pinned `full`, this boot
+/// failed `slub.debug_reports` and `slub.owned_objects` (`DoubleFree ... 0 != 1`).
+#[test]
+fn s04_4node_linux_checks() {
+    let mut c = slub_config("4node");
+    c.sets.push("slub.checks=linux".into());
+    let out = boot_pass(&c);
+    all_passed(&out);
+    assert!(out.log.contains("; checks linux"), "{}", out.log);
+}

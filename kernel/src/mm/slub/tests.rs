@@ -668,6 +668,9 @@ fn debug_reports(_ctx: &Ctx) -> TestResult {
     // A plain cache: immediate double free and wrong cache.
     let p = KmemCache::create("slub-plain", 64, 0, default_tunables("slub-plain"))
         .map_err(|e| format!("{:?}", e))?;
+    // The reports asked for are `slub.checks=full`'s, whatever the boot chose (`linux`
+    // caches an immediate double free: checks_tests.rs).
+    p.core().set_checks(numalab_algo::slub::Checks::Full);
     let q = alloc(p)?;
     free(p, q);
     free(p, q);
@@ -827,6 +830,8 @@ fn shrink_and_destroy(_ctx: &Ctx) -> TestResult {
 fn owned_objects(_ctx: &Ctx) -> TestResult {
     let c = KmemCache::create("slub-owned", 64, 8, default_tunables("slub-owned"))
         .map_err(|e| format!("{:?}", e))?;
+    // Its deliberate double free must be reported: `slub.checks=full` whatever the boot chose.
+    c.core().set_checks(numalab_algo::slub::Checks::Full);
     let mut objs = Vec::new();
     for i in 0..100u64 {
         let mut o = c
