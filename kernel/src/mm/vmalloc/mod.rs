@@ -35,6 +35,8 @@ mod page_order_tests;
 mod probe;
 mod sharded;
 #[cfg(feature = "ktest")]
+pub mod test_cases;
+#[cfg(feature = "ktest")]
 mod tests;
 
 use core::panic::Location;

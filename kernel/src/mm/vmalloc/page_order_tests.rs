@@ -12,7 +12,8 @@ use numalab_algo::vmalloc::{Layout, Policy, PAGE_SIZE};
 
 use super::instance::{AreaKind, Vmalloc};
 use super::map;
-use super::tests::{conserved, snapshot, SUITE};
+use super::test_cases::{conserved, snapshot};
+use super::tests::SUITE;
 use crate::ktest::{Ctx, TestError, TestResult};
 use crate::{kassert, kassert_eq, ktest};
 
