@@ -1,9 +1,10 @@
-//! Catalog entry of the `test_vmalloc` experiment: Linux's lib/test_vmalloc.c with its
-//! parameter grid (the `test_vmalloc.*` kernel options), one case per test it can run, and
-//! `all_tests` for the counts of the whole run.
+//! Catalog entries of the vmalloc experiments of issue 39: `test_vmalloc` (Linux's
+//! lib/test_vmalloc.c with its parameter grid, the `test_vmalloc.*` kernel options: one case
+//! per test it can run, and `all_tests` for the counts of the whole run) and
+//! `vmalloc_page_order` (both backing orders in one boot).
 
 use super::{
-    sometimes, Baseline, Boot, Boots, Case, Cases, Designs, Experiment, Headline, Required,
+    case, sometimes, Baseline, Boot, Boots, Case, Cases, Designs, Experiment, Headline, Required,
 };
 use crate::vmalloc::test_grid::TESTS;
 
@@ -25,7 +26,7 @@ const CASES: [Case; 10] = {
         }
         i += 1;
     }
-    out[9] = super::case(ALL_TESTS, BOOTS);
+    out[9] = case(ALL_TESTS, BOOTS);
     out
 };
 
@@ -95,3 +96,42 @@ mod tests {
         assert!(TEST_VMALLOC.has_case(ALL_TESTS));
     }
 }
+
+/// What `vmalloc_page_order` prints per order.
+const PAGE_ORDER_METRICS: [&str; 6] = [
+    "order",
+    "pages_in_blocks_per_area",
+    "vmalloc_buddy_calls_per_area",
+    "vfree_buddy_calls_per_area",
+    "vmalloc_instructions_per_area",
+    "vfree_instructions_per_area",
+];
+
+/// kernel/src/bench/vmalloc_page_order.rs: `vmalloc.page_order` (Linux 6.19's large-order
+/// backing pages) at order 0 and order N in one boot, 64 areas of 16 pages each: pages in
+/// blocks, buddy calls and instructions of vmalloc and vfree per area (icount boot, exact),
+/// with a knob check on the buddy counters.
+pub const VMALLOC_PAGE_ORDER: Experiment = Experiment {
+    name: "vmalloc_page_order",
+    cases: &[
+        case("order_0", Boots::ICOUNT),
+        case("order_n", Boots::ICOUNT),
+    ],
+    baseline: Baseline::Case("order_0"),
+    boots: Boots::ICOUNT,
+    numa_only: false,
+    designs: Designs::NoSlab,
+    required: &[Required {
+        cases: Cases::Every,
+        metrics: &PAGE_ORDER_METRICS,
+        boot: Boot::Icount,
+    }],
+    seeds: &[],
+    headline: Headline::Ratio {
+        metric: "vfree_instructions_per_area",
+        case: "order_n",
+        base: "order_0",
+        boot: Boot::Icount,
+    },
+    twin: None,
+};
