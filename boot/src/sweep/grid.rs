@@ -10,77 +10,98 @@ use std::collections::BTreeMap;
 
 const BENCH: &str = catalog::TEST_VMALLOC.name;
 
-/// What each boot's avg is.
-fn avg_of(boot: Boot) -> (&'static str, &'static str, &'static str) {
+/// What each boot's avg is: its metric, Summary's unit and how to read it; None for the det
+/// boot, which keeps counts only (bench::det_keeps), so it prints the counts alone.
+fn avg_of(boot: Boot) -> Option<(&'static str, &'static str, &'static str)> {
     match boot {
-        Boot::Tsc | Boot::Uma => ("avg_usec", "usec", "avg: TCG wall time, a trend only"),
-        Boot::Det => (
-            "avg_instructions",
-            "instructions",
-            "avg: instructions of every vCPU while the worker ran, exact",
-        ),
-        Boot::Icount => (
+        Boot::Tsc | Boot::Uma => Some(("avg_usec", "usec", "avg: TCG wall time, a trend only")),
+        Boot::Icount => Some((
             "avg_instructions",
             "instructions",
             "avg: instructions, exact",
-        ),
+        )),
+        Boot::Det => None,
     }
 }
 
-/// The grid's text, empty when `records` hold no test_vmalloc record.
+/// The median of `v` (not empty).
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The grid's text, empty when `records` hold no test_vmalloc record: per variant and boot,
+/// the median over the repetitions of each figure.
 pub fn grid(records: &[BenchRecord]) -> String {
-    // (variant order, boot, rep) -> case -> metric -> value.
-    type Point = BTreeMap<String, BTreeMap<String, f64>>;
+    // (variant order, boot) -> case -> metric -> values over the repetitions.
+    type Point = BTreeMap<String, BTreeMap<String, Vec<f64>>>;
     let mut variants: Vec<String> = Vec::new();
-    let mut points: BTreeMap<(usize, Boot, u32), Point> = BTreeMap::new();
+    let mut points: BTreeMap<(usize, Boot), (Point, Vec<u32>)> = BTreeMap::new();
     for r in records.iter().filter(|r| r.bench == BENCH) {
         let v = r.variant.clone().unwrap_or_default();
         let i = variants.iter().position(|x| *x == v).unwrap_or_else(|| {
             variants.push(v);
             variants.len() - 1
         });
-        points
-            .entry((i, r.boot, r.rep))
-            .or_default()
+        let (point, reps) = points.entry((i, r.boot)).or_default();
+        if !reps.contains(&r.rep) {
+            reps.push(r.rep);
+        }
+        point
             .entry(r.case.clone())
             .or_default()
-            .insert(r.metric.clone(), r.value);
+            .entry(r.metric.clone())
+            .or_default()
+            .push(r.value);
     }
     if points.is_empty() {
         return String::new();
     }
     let mut out = String::from(
-        "\n== test_vmalloc grid (Linux's Summary lines; passed and failed summed over the workers, avg their mean run) ==\n",
+        "\n== test_vmalloc grid (Linux's Summary lines; passed and failed summed over the workers, avg their mean run; medians over repetitions) ==\n",
     );
-    for ((i, boot, rep), cases) in &points {
-        let (metric, unit, what) = avg_of(*boot);
+    for ((i, boot), (cases, reps)) in &points {
         let name = if variants[*i].is_empty() {
             String::from("(single run)")
         } else {
             variants[*i].clone()
         };
+        let what = avg_of(*boot).map_or("counts only: the det boot keeps no times", |a| a.2);
         out.push_str(&format!(
-            "-- {name}, {} boot, rep {rep} ({what}) --\n",
-            boot.name()
+            "-- {name}, {} boot, {} rep(s) ({what}) --\n",
+            boot.name(),
+            reps.len()
         ));
-        for test in TESTS {
-            let Some(m) = cases.get(test) else {
-                continue;
-            };
-            let get = |k: &str| m.get(k).copied().unwrap_or(f64::NAN);
-            let line = summary_line(
-                test,
-                get("passed") as u64,
-                get("failed") as u64,
-                get("repeat") as u64,
-                get("loops") as u64,
-                get(metric).round() as u64,
-                unit,
-            );
-            out.push_str(&format!("test_vmalloc: {line}\n"));
+        let get =
+            |m: &BTreeMap<String, Vec<f64>>, k: &str| m.get(k).map_or(f64::NAN, |v| median(v));
+        if let Some((metric, unit, _)) = avg_of(*boot) {
+            for test in TESTS {
+                let Some(m) = cases.get(test) else {
+                    continue;
+                };
+                let line = summary_line(
+                    test,
+                    get(m, "passed") as u64,
+                    get(m, "failed") as u64,
+                    get(m, "repeat") as u64,
+                    get(m, "loops") as u64,
+                    get(m, metric).round() as u64,
+                    unit,
+                );
+                out.push_str(&format!("test_vmalloc: {line}\n"));
+            }
         }
         if let Some(all) = cases.get(catalog::ALL_TESTS) {
-            let words: Vec<String> = all.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let words: Vec<String> = all
+                .iter()
+                .map(|(k, v)| format!("{k} {}", median(v)))
+                .collect();
             out.push_str(&format!(
                 "test_vmalloc: {}: {}\n",
                 catalog::ALL_TESTS,
@@ -135,6 +156,14 @@ mod tests {
             }
             r.push(rec("all_tests", "workers", Boot::Icount, threads, variant));
         }
+        // Two more tsc repetitions of one variant: the median is printed.
+        let four = "4node test_vmalloc.nr_threads=4";
+        for (rep, v) in [(1, 10.0), (2, 500.0)] {
+            let x = rec("fix_size_alloc_test", "avg_usec", Boot::Tsc, v, four);
+            r.push(BenchRecord { rep, ..x });
+        }
+        // The det boot keeps counts only: no Summary line.
+        r.push(rec("all_tests", "pool_allocs", Boot::Det, 2.0, four));
         r.push(BenchRecord::for_test(
             ["vmalloc_scaling", "cpu", "purges", "x"],
             1,
@@ -144,13 +173,17 @@ mod tests {
         ));
         let text = grid(&r);
         assert!(text.contains(
-            "-- 4node test_vmalloc.nr_threads=4, tsc boot, rep 0 (avg: TCG wall time, a trend only) --\n\
+            "-- 4node test_vmalloc.nr_threads=4, tsc boot, 3 rep(s) (avg: TCG wall time, a trend only) --\n\
              test_vmalloc: Summary: fix_size_alloc_test passed: 4 failed: 0 repeat: 1 loops: 100 avg: 74 usec\n"
         ), "{text}");
         assert!(text.contains(
-            "-- 4node test_vmalloc.nr_threads=1, icount boot, rep 0 (avg: instructions, exact) --\n\
+            "-- 4node test_vmalloc.nr_threads=1, icount boot, 1 rep(s) (avg: instructions, exact) --\n\
              test_vmalloc: Summary: align_shift_alloc_test passed: 0 failed: 1 repeat: 1 loops: 100 avg: 1092926 instructions\n\
              test_vmalloc: all_tests: workers 1\n"
+        ), "{text}");
+        assert!(text.contains(
+            "-- 4node test_vmalloc.nr_threads=4, det boot, 1 rep(s) (counts only: the det boot keeps no times) --\n\
+             test_vmalloc: all_tests: pool_allocs 2\n"
         ), "{text}");
         assert_eq!(text.matches("Summary:").count(), 4, "{text}");
         assert!(

@@ -33,8 +33,8 @@ const CASES: [Case; 10] = {
 /// kernel/src/bench/test_vmalloc.rs: the tests `test_vmalloc.run_test_mask` selects, run by
 /// `test_vmalloc.nr_threads` workers on the boot's vmalloc design, each test's `Summary:`
 /// line as Linux prints it; per test `passed`, `failed`, `loops`, `repeat` and its average run
-/// (`avg_usec` in the tsc boot, a TCG trend; `avg_instructions` in the det and icount boots,
-/// exact), and for `all_tests` the counts of the whole run (exact in the det and icount boots).
+/// (`avg_usec` in the tsc boot, a TCG trend; `avg_instructions` in the icount boot, exact),
+/// and for `all_tests` the counts of the whole run (exact in the det and icount boots).
 pub const TEST_VMALLOC: Experiment = Experiment {
     name: "test_vmalloc",
     cases: &CASES,
