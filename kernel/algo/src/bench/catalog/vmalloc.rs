@@ -83,20 +83,6 @@ pub const COUNTS: [&str; 5] = [
     "pool_allocs",
 ];
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::vmalloc::test_grid::applies;
-
-    #[test]
-    fn every_test_numalab_runs_is_a_case() {
-        for (i, name) in TESTS.iter().enumerate() {
-            assert_eq!(TEST_VMALLOC.has_case(name), applies(i), "{name}");
-        }
-        assert!(TEST_VMALLOC.has_case(ALL_TESTS));
-    }
-}
-
 /// What `vmalloc_page_order` prints per order.
 const PAGE_ORDER_METRICS: [&str; 6] = [
     "order",
@@ -135,3 +121,17 @@ pub const VMALLOC_PAGE_ORDER: Experiment = Experiment {
     },
     twin: None,
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vmalloc::test_grid::applies;
+
+    #[test]
+    fn every_test_numalab_runs_is_a_case() {
+        for (i, name) in TESTS.iter().enumerate() {
+            assert_eq!(TEST_VMALLOC.has_case(name), applies(i), "{name}");
+        }
+        assert!(TEST_VMALLOC.has_case(ALL_TESTS));
+    }
+}
