@@ -12,6 +12,7 @@ pub use numalab_algo::options::smp::*;
 pub use numalab_algo::options::soak::*;
 pub use numalab_algo::options::sync::*;
 pub use numalab_algo::options::test::*;
+pub use numalab_algo::options::test_vmalloc::*;
 pub use numalab_algo::options::vmalloc::*;
 use numalab_algo::options::{Options, GROUPS};
 use spin::Once;

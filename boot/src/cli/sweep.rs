@@ -9,7 +9,7 @@ pub const SWEEP_ABOUT: &str = "Runs `qemu-run.sh bench BENCH ARGS` once per topo
 of each --axis and repetition (the cross product), each job an independent run with its own \
 --out folder, up to --jobs at once through GNU parallel on this host; then merges the jobs into \
 one JSONL and run folder whose records carry their job's variant, and prints the tables grouped \
-by variant. --emit-jobs FILE only writes the job list, one shell command a line, for \
+by variant (and the test_vmalloc experiment's grid of Summary lines, when it ran). --emit-jobs FILE only writes the job list, one shell command a line, for \
 `parallel --sshlogin host1,host2 --jobs 1 < FILE` on several machines (docs/sweeps.md).";
 
 pub const SWEEP_USAGE: &str = "qemu-run.sh sweep [--topology A,B] [--axis KEY=V1,V2]... [--reps N] [--jobs N] [--out DIR] [--emit-jobs FILE [--repo DIR]] -- BENCH ARGS...";
@@ -18,7 +18,7 @@ pub const MERGE_ABOUT: &str = "Gathers the job folders of a sweep (each a `bench
 folder with one JSONL) into one run: OUT/<date>-<rev>.jsonl (a header naming it a merged \
 sweep with every job's header, then every record with its job's variant) and OUT/<date>-<rev>/ \
 with each job's logs and charts under a subfolder named after the job; prints the tables \
-grouped by variant. Jobs of different git revisions are refused unless --force.";
+grouped by variant, and the test_vmalloc grid of Summary lines when the jobs ran it. Jobs of different git revisions are refused unless --force.";
 
 /// The options of `qemu-run.sh sweep`.
 #[derive(Args, Clone, Debug)]

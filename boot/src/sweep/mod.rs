@@ -1,9 +1,10 @@
 //! `qemu-run.sh sweep` and `qemu-run.sh merge`: benchmarks over topologies x kernel options x
 //! repetitions as independent `qemu-run.sh bench` runs, handed to GNU parallel (on this host,
 //! or as a job list for several hosts), then merged into one run whose records carry their
-//! job's variant. The jobs are plan.rs, the merge merge.rs, GNU parallel parallel.rs;
-//! docs/sweeps.md.
+//! job's variant. The jobs are plan.rs, the merge merge.rs, GNU parallel parallel.rs, the
+//! test_vmalloc grid grid.rs; docs/sweeps.md.
 
+pub mod grid;
 pub mod merge;
 pub mod parallel;
 pub mod plan;
@@ -272,6 +273,7 @@ pub fn merge_dirs(dirs: &[PathBuf], out: &Path, force: bool) -> i32 {
     }
     let host_cpus = header["host_cpus"].as_u64().unwrap_or(1) as usize;
     print!("{}", bench::tables(&records, host_cpus));
+    print!("{}", grid::grid(&records));
     println!();
     println!(
         "numalab: merge: {} records of {} variants from {} jobs",

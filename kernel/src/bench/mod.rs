@@ -28,6 +28,8 @@ mod slabinfo_reader;
 mod slub_cache;
 mod slub_list_lock;
 mod smp_calls;
+mod test_vmalloc;
+mod vmalloc_page_order;
 mod vmalloc_scaling;
 mod workload;
 

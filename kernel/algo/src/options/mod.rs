@@ -24,6 +24,7 @@ pub mod smp;
 pub mod soak;
 pub mod sync;
 pub mod test;
+pub mod test_vmalloc;
 pub mod vmalloc;
 
 pub use design::{ignored_knobs, Needs, NEEDS};
@@ -122,6 +123,7 @@ pub const GROUPS: &[Group] = &[
     fault::FAULT,
     soak::SOAK,
     bench::BENCH_GROUP,
+    test_vmalloc::TEST_VMALLOC,
     test::TEST,
 ];
 

@@ -12,6 +12,7 @@ pub mod layout;
 mod model;
 pub mod node;
 pub mod ops;
+pub mod test_grid;
 pub mod test_scale;
 pub mod tree;
 

@@ -31,9 +31,13 @@ mod map;
 #[cfg(feature = "ktest")]
 mod nr_vmalloc_tests;
 #[cfg(feature = "ktest")]
+pub mod page_order_run;
+#[cfg(feature = "ktest")]
 mod page_order_tests;
 mod probe;
 mod sharded;
+#[cfg(feature = "ktest")]
+pub mod test_cases;
 #[cfg(feature = "ktest")]
 mod tests;
 

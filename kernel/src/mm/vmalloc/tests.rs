@@ -1,11 +1,12 @@
-//! KTAP tests of vmalloc: the cases of Linux's lib/test_vmalloc.c (same names), each run on
-//! every CPU at once under all three designs of one boot, with a `Summary:` line per design
-//! and a conservation check after each; plus bad input, lazy purge, exhaustion, the
+//! KTAP tests of vmalloc: the cases of Linux's lib/test_vmalloc.c (test_cases.rs), each run
+//! on every CPU at once under all three designs of one boot, with a `Summary:` line per
+//! design and a conservation check after each; plus bad input, lazy purge, exhaustion, the
 //! fault-on-freed-area probe and the vmallocinfo dump.
 //!
-//! Sizes are scaled down from test_vmalloc.c for QEMU (TCG): full_fit uses fls(CPUs)*64 junk
-//! areas instead of fls(CPUs)*8192, long_busy_list 500 busy areas instead of 15000, pcpu 200
-//! objects instead of 35000; `vmalloc.test_loops` replaces test_loop_count (1000000).
+//! `vmalloc.test_loops` replaces test_loop_count (1000000); fix_size_alloc_test maps 3 pages
+//! (test_vmalloc.c before its `nr_pages` parameter) and vm_map_ram_test 16 pages here; the
+//! `test_vmalloc` experiment runs the same cases with Linux's parameters
+//! (kernel/src/bench/test_vmalloc.rs).
 
 use alloc::format;
 use alloc::string::String;
@@ -16,10 +17,10 @@ use numalab_algo::vmalloc::test_scale::loops_per_cpu;
 
 use numalab_algo::options::Options;
 use numalab_algo::page::{PhysAddr, VirtAddr};
-use numalab_algo::rng::Rng;
 use numalab_algo::vmalloc::{FreeFault, Layout, Policy, Scope, VmError, PAGE_SIZE};
 
-use super::instance::{AreaKind, Vmalloc};
+use super::instance::Vmalloc;
+use super::test_cases::*;
 use super::{backing, map};
 use crate::ktest::{Ctx, KSuite, TestError, TestResult};
 use crate::{kassert, kassert_eq, ktest};
@@ -32,276 +33,6 @@ pub(super) static SUITE: KSuite = KSuite {
 };
 
 const P: u64 = PAGE_SIZE;
-
-/// The generator of a test_vmalloc.c case on `cpu` (seeded per CPU).
-fn cpu_rng(cpu: usize) -> Rng {
-    Rng::new(0x9e37_79b9_7f4a_7c15 ^ ((cpu as u64 + 1) << 17))
-}
-
-enum Outcome {
-    Pass,
-    Fail(String),
-    XFail,
-}
-
-/// Writes `val` at `addr`.
-///
-/// # Safety
-/// `addr` is inside a live vmalloc/vmap area owned by the caller.
-unsafe fn poke(addr: u64, val: u8) {
-    // SAFETY: per the contract the byte is mapped, writable and ours.
-    unsafe { core::ptr::write_volatile(addr as *mut u8, val) }
-}
-
-#[track_caller]
-fn va(v: &Vmalloc, size: u64, align: u64) -> Result<u64, VmError> {
-    v.alloc(size, align, None, false, Location::caller())
-        .map(VirtAddr::as_u64)
-}
-
-fn free(v: &Vmalloc, addr: u64) -> Result<(), String> {
-    v.free(VirtAddr::new(addr), AreaKind::Vmalloc)
-        .map_err(|b| format!("vfree({:#x}): {}", b.addr, b.reason()))
-}
-
-macro_rules! tryo {
-    ($e:expr) => {
-        match $e {
-            Ok(x) => x,
-            Err(e) => return Outcome::Fail(format!("{}:{}: {:?}", file!(), line!(), e)),
-        }
-    };
-}
-
-fn fix_size_alloc_test(v: &Vmalloc, loops: u64, _: &mut Rng) -> Outcome {
-    for _ in 0..loops {
-        let p = tryo!(va(v, 3 * P, P));
-        // SAFETY: p is a live 3-page area we own.
-        unsafe { poke(p, 0) };
-        tryo!(free(v, p));
-    }
-    Outcome::Pass
-}
-
-fn full_fit_alloc_test(v: &Vmalloc, loops: u64, _: &mut Rng) -> Outcome {
-    // test_vmalloc.c's junk list, fls(CPUs) * 64 areas per CPU, spread like the loops
-    // beyond 8 CPUs (test_scale.rs).
-    let cpus = backing::nr_cpus();
-    let fls = u64::from(usize::BITS - cpus.leading_zeros());
-    let junk_length = loops_per_cpu(fls * 64, cpus as u64) as usize;
-    let mut ptr = Vec::with_capacity(junk_length);
-    let mut junk = Vec::with_capacity(junk_length);
-    for _ in 0..junk_length {
-        ptr.push(tryo!(va(v, P, P)));
-        junk.push(tryo!(va(v, P, P)));
-    }
-    for j in junk {
-        tryo!(free(v, j));
-    }
-    for _ in 0..loops {
-        let t = tryo!(va(v, P, P));
-        // SAFETY: t is a live area we own.
-        unsafe { poke(t, 0) };
-        tryo!(free(v, t));
-    }
-    for p in ptr {
-        tryo!(free(v, p));
-    }
-    Outcome::Pass
-}
-
-fn long_busy_list_alloc_test(v: &Vmalloc, loops: u64, _: &mut Rng) -> Outcome {
-    // 500 busy areas per CPU, spread like the loops beyond 8 CPUs (test_scale.rs).
-    let busy_areas = loops_per_cpu(500, backing::nr_cpus() as u64);
-    let mut busy = Vec::with_capacity(busy_areas as usize);
-    for _ in 0..busy_areas {
-        busy.push(tryo!(va(v, P, P)));
-    }
-    for _ in 0..loops {
-        let t = tryo!(va(v, P, P));
-        // SAFETY: t is a live area we own.
-        unsafe { poke(t, 0) };
-        tryo!(free(v, t));
-    }
-    for p in busy {
-        tryo!(free(v, p));
-    }
-    Outcome::Pass
-}
-
-fn random_size_alloc_test(v: &Vmalloc, loops: u64, rng: &mut Rng) -> Outcome {
-    for _ in 0..loops {
-        let n = rng.next_u64() % 100 + 1;
-        let p = tryo!(va(v, n * P, P));
-        // SAFETY: p is a live n-page area we own; we touch its first and last byte.
-        unsafe {
-            poke(p, 1);
-            poke(p + n * P - 1, 1);
-        }
-        tryo!(free(v, p));
-    }
-    Outcome::Pass
-}
-
-fn fix_align_alloc_test(v: &Vmalloc, loops: u64, _: &mut Rng) -> Outcome {
-    // THREAD_ALIGN << 1 on x86_64 (16 KiB stacks).
-    let align = 32 * 1024;
-    for _ in 0..loops {
-        let p = tryo!(va(v, 5 * P, align));
-        if p % align != 0 {
-            return Outcome::Fail(format!("{:#x} not aligned to {:#x}", p, align));
-        }
-        tryo!(free(v, p));
-    }
-    Outcome::Pass
-}
-
-fn random_size_align_alloc_test(v: &Vmalloc, loops: u64, rng: &mut Rng) -> Outcome {
-    for _ in 0..loops {
-        let rnd = rng.next_u64();
-        let align = 1u64 << (rnd % 20);
-        let size = ((rnd >> 8) % 10 + 1) * P;
-        let p = tryo!(va(v, size, align));
-        if p % align != 0 {
-            return Outcome::Fail(format!("{:#x} not aligned to {:#x}", p, align));
-        }
-        tryo!(free(v, p));
-    }
-    Outcome::Pass
-}
-
-/// As in Linux, alignments up to 2^63 are asked for; the first one the range cannot satisfy
-/// fails, which is the expected failure (xfail). Any other error is a real failure.
-fn align_shift_alloc_test(v: &Vmalloc, _: u64, _: &mut Rng) -> Outcome {
-    for i in 0..64 {
-        let align = 1u64 << i;
-        match va(v, P, align) {
-            Ok(p) => tryo!(free(v, p)),
-            Err(VmError::TooLarge(_)) | Err(VmError::Exhausted) => return Outcome::XFail,
-            Err(e) => return Outcome::Fail(format!("align {:#x}: {:?}", align, e)),
-        }
-    }
-    Outcome::Pass
-}
-
-fn pcpu_alloc_test(v: &Vmalloc, _: u64, rng: &mut Rng) -> Outcome {
-    // 200 areas per CPU, spread like the loops beyond 8 CPUs (test_scale.rs).
-    let areas = loops_per_cpu(200, backing::nr_cpus() as u64);
-    let mut objs = Vec::with_capacity(areas as usize);
-    for _ in 0..areas {
-        let rnd = rng.next_u64();
-        let size = rnd % P + 1;
-        let align = 1u64 << ((rnd >> 16) % 11 + 1);
-        let p = tryo!(va(v, size, align));
-        // SAFETY: p is a live area of at least `size` bytes we own.
-        unsafe { poke(p + size - 1, 0xa5) };
-        objs.push(p);
-    }
-    for p in objs {
-        tryo!(free(v, p));
-    }
-    Outcome::Pass
-}
-
-fn vm_map_ram_test(v: &Vmalloc, loops: u64, _: &mut Rng) -> Outcome {
-    const NR: usize = 16;
-    let mut pages = Vec::with_capacity(NR);
-    for _ in 0..NR {
-        match backing::alloc_page(backing::this_mem_node(), true) {
-            Some((phys, _)) => pages.push(phys),
-            None => break,
-        }
-    }
-    let mut out = Outcome::Pass;
-    if pages.len() == NR {
-        for _ in 0..loops {
-            match v.vmap(&pages, Location::caller()) {
-                Ok(p) => {
-                    // SAFETY: p maps NR of our pages.
-                    unsafe { poke((p + (NR as u64 - 1) * P).as_u64(), b'a') };
-                    if let Err(b) = v.free(p, AreaKind::Vmap) {
-                        out = Outcome::Fail(format!("vunmap({:#x}): {}", p, b.reason()));
-                        break;
-                    }
-                }
-                Err(e) => {
-                    out = Outcome::Fail(format!("vmap: {:?}", e));
-                    break;
-                }
-            }
-        }
-    } else {
-        out = Outcome::Fail(String::from("no pages for vm_map_ram_test"));
-    }
-    for phys in pages {
-        // SAFETY: the page came from alloc_page above and is no longer mapped.
-        unsafe { backing::free_page(phys) };
-    }
-    out
-}
-
-/// Data pages vmalloc holds (pages out of the page allocator minus its page tables).
-fn data_pages() -> u64 {
-    backing::pages_out() - map::table_pages()
-}
-
-/// What a test starts from: vmalloc's own count of data pages, and the frame allocator's
-/// free + held bytes per node (`frame::settled_bytes`: its per-CPU lists drained, vmalloc's
-/// page tables and SLUB's pages counted as held).
-pub(super) struct Before {
-    data_pages: u64,
-    frame: Vec<u64>,
-}
-
-pub(super) fn snapshot() -> Result<Before, String> {
-    Ok(Before {
-        data_pages: data_pages(),
-        frame: crate::mm::frame::settled_bytes()?,
-    })
-}
-
-/// Purges everything (pools too) and checks that every page and all virtual space are back:
-/// vmalloc's own count of pages out, and, what sees a leak below vmalloc (a free the frame
-/// allocator refused), every node's free pages in the frame allocator.
-pub(super) fn conserved(v: &Vmalloc, before: &Before) -> Result<(), String> {
-    v.purge(Scope::All, true);
-    for (i, c) in v.node_counts().iter().enumerate() {
-        if c.busy_areas + c.lazy_areas + c.pool_areas != 0 {
-            return Err(format!("vmap node {} not empty after purge: {:?}", i, c));
-        }
-    }
-    let (free_bytes, blocks, all_free) = v.free_space_state();
-    if !all_free {
-        return Err(format!(
-            "virtual space not all free after purge: {} bytes in {} blocks",
-            free_bytes, blocks
-        ));
-    }
-    if v.lazy_pages() != 0 {
-        return Err(format!("lazy pages {} after purge", v.lazy_pages()));
-    }
-    if data_pages() != before.data_pages {
-        return Err(format!(
-            "pages not conserved: {} data pages held before the case, {} after",
-            before.data_pages,
-            data_pages()
-        ));
-    }
-    let after = crate::mm::frame::settled_bytes()?;
-    for (node, (b, a)) in before.frame.iter().zip(&after).enumerate() {
-        if a != b {
-            return Err(format!(
-                "frame pages not conserved on node {}: {} pages free or held before, {} after",
-                node,
-                b / P,
-                a / P
-            ));
-        }
-    }
-    Ok(())
-}
-
-type CaseFn = fn(&Vmalloc, u64, &mut Rng) -> Outcome;
 
 /// Counted events of one design, for the line after each Summary.
 struct Events {
@@ -358,7 +89,12 @@ fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
         backing::on_each_cpu(&|cpu| {
             let mut rng = cpu_rng(cpu.index());
             let t0 = crate::arch::rdtsc();
-            let out = case(v, loops, &mut rng);
+            let params = Params {
+                loops,
+                fix_size_pages: 3,
+                map_pages: 16,
+            };
+            let out = case(v, &params, &mut rng);
             ticks.fetch_add(crate::arch::rdtsc() - t0, Relaxed);
             match out {
                 Outcome::Pass => passed.fetch_add(1, Relaxed),

@@ -2,8 +2,8 @@
 //! the cases `record` accepts) and by the host (boot plan, output contract, baselines, seeds
 //! table, the Linux twin's list).
 //!
-//! One `const` per experiment (in `slab.rs` and `system.rs`), listed in [`CATALOG`] in the
-//! order the host names them in `bench=`. Adding an experiment is its kernel file
+//! One `const` per experiment (in `slab.rs`, `sheaves.rs`, `system.rs` and `vmalloc.rs`),
+//! listed in [`CATALOG`] in the order the host names them in `bench=`. Adding an experiment is its kernel file
 //! (kernel/src/bench/NAME.rs), its entry here, its section in docs/benchmarks.md and, when
 //! Linux mirrors it, linux/twin/numalab_twin.c (docs/architecture.md, "Adding an
 //! experiment"). The tests below check the table against itself; the kernel's `bench.plan`
@@ -14,10 +14,12 @@
 mod sheaves;
 mod slab;
 mod system;
+mod vmalloc;
 
 pub use sheaves::{MEMORYLESS_SHEAVES, SHEAVES_VS_PARTIAL};
 pub use slab::{ALLOC_PEERS, MEMORYLESS_NODE, NUMA_LOCALITY, SLABINFO_READER, SLUB_LIST_LOCK};
 pub use system::{CLOCK_OVERHEAD, PAGE_ALLOC, SMP_CALLS, VMALLOC_SCALING};
+pub use vmalloc::{ALL_TESTS, TEST_VMALLOC, VMALLOC_PAGE_ORDER};
 
 /// Every experiment, in the order the host lists them in a det boot's `bench=`.
 pub const CATALOG: &[&Experiment] = &[
@@ -29,6 +31,8 @@ pub const CATALOG: &[&Experiment] = &[
     &SLABINFO_READER,
     &NUMA_LOCALITY,
     &VMALLOC_SCALING,
+    &TEST_VMALLOC,
+    &VMALLOC_PAGE_ORDER,
     &MEMORYLESS_NODE,
     &SHEAVES_VS_PARTIAL,
     &MEMORYLESS_SHEAVES,
