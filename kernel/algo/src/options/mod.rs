@@ -11,6 +11,8 @@
 //! the closest known key; the kernel parses the same table again ([`Options::parse`]) and its
 //! `options.valid` test fails on anything the host let through (raw `-fw_cfg` arguments).
 
+mod choice;
+mod cmdline;
 mod design;
 mod parse;
 mod value;
@@ -28,7 +30,11 @@ pub mod vmalloc;
 
 pub use design::{ignored_knobs, Needs, NEEDS};
 pub use parse::{parse_value, Options, Value};
-pub use value::{AutoOr, Opt, OptType, ParsedValue, SlubDebug, Word};
+pub use choice::Choice;
+pub(crate) use choice::{accepts_choice, choice, read_choice};
+pub use cmdline::{Cmdline, Setting};
+pub use run::Suite;
+pub use value::{AutoOr, Opt, OptType, ParsedValue, Render, SlubDebug, Word};
 
 use alloc::format;
 use alloc::string::String;
@@ -95,8 +101,9 @@ pub struct Group {
 }
 
 /// Declares a component's options once: a typed handle `NAME: TYPE = Spec {..};` per option
-/// (TYPE is what the value reads as: bool, u64, Word, AutoOr<u64>, Option<u64> for `none`, or
-/// a [`ParsedValue`] type) and the component's [`Group`] named `$group`.
+/// (TYPE is what the value reads as: bool, u64, Word (free text), a [`choice!`] enum,
+/// AutoOr<u64>, Option<u64> for `none`, or a [`ParsedValue`] type) and the component's
+/// [`Group`] named `$group`.
 macro_rules! declare {
     ($group:ident = $name:literal; $($handle:ident: $type:ty = $spec:expr;)*) => {
         $(pub const $handle: $crate::options::Opt<$type> = $crate::options::Opt::new($spec);)*
@@ -235,6 +242,14 @@ mod tests {
             }
         }
         assert_eq!(keys.len(), all_specs().len());
+        // A choice handle whose spec default is not its enum's #[default] is caught.
+        let mut spec = slub::SLUB_DESIGN.spec;
+        spec.default = "partial";
+        let e = Opt::<crate::slub::Design>::new(spec).check().unwrap_err();
+        assert!(e.contains("#[default]"), "{e}");
+        let mut spec = slub::SLUB_DESIGN.spec;
+        spec.kind = Kind::Choice(&["partial", "sheaves"]);
+        assert!(Opt::<crate::slub::Design>::new(spec).check().is_err());
     }
 
     #[test]
