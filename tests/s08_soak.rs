@@ -7,7 +7,7 @@
 //! in 64) the soak fails, naming the cache and the objects lost.
 
 use numalab::*;
-use numalab_algo::numactl::{Numactl, NumactlNode};
+use numalab_algo::formats::numactl::{Numactl, NumactlNode};
 use numalab_boot::cli::{parse, Job};
 use numalab_boot::machine::replay;
 

@@ -2,12 +2,6 @@
 #![no_std]
 #![no_main]
 #![feature(abi_x86_interrupt)]
-// Without the `ktest` feature the subsystems' API that only tests, stress and benchmarks call
-// (counter dumps, test hooks, scratch mappings) has no caller; it stays, unlinted as unused.
-#![cfg_attr(
-    not(feature = "ktest"),
-    allow(dead_code, unused_imports, unused_macros)
-)]
 
 extern crate alloc;
 
@@ -52,7 +46,7 @@ entry_point!(kernel_main, config = &BOOTLOADER_CONFIG);
 /// Runs the suite the options select (tests, stress, benchmarks, soak): whether it passed.
 #[cfg(feature = "ktest")]
 fn run_suite(opts: &'static numalab_algo::options::Options) -> bool {
-    let suite = ktest::Suite::from_name(opts.get(&crate::options::SUITE));
+    let suite = opts.get(&crate::options::SUITE);
     ktest::set_after_bench(bench::lock_stat::print);
     let ctx = ktest::Ctx {
         opts,

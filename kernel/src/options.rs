@@ -11,6 +11,7 @@ pub use numalab_algo::options::slub::*;
 pub use numalab_algo::options::smp::*;
 pub use numalab_algo::options::soak::*;
 pub use numalab_algo::options::sync::*;
+#[cfg(feature = "ktest")]
 pub use numalab_algo::options::test::*;
 pub use numalab_algo::options::vmalloc::*;
 use numalab_algo::options::{Options, GROUPS};

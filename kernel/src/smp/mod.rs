@@ -211,15 +211,27 @@ pub fn init() {
     if !arch::clock_phase::align() {
         crate::warn!("smp: LAPIC timer not calibrated; timer phase left as the firmware set it");
     }
-    let hold_apic = opts
-        .get(&crate::options::SMP_HOLD_APIC)
-        .and_then(|id| u32::try_from(id).ok());
+    let hold_apic = held_apic(opts);
     start_all(
         opts.get(&crate::options::SMP_TIMEOUT_MS),
         hold_apic,
         verbose,
     );
     x86_64::instructions::interrupts::enable();
+}
+
+/// The `smp.hold_apic` test hook: an AP prepared but sent no IPI, so the did-not-answer path
+/// runs. Only ktest images have the option.
+#[cfg(feature = "ktest")]
+fn held_apic(opts: &numalab_algo::options::Options) -> Option<u32> {
+    opts.get(&crate::options::SMP_HOLD_APIC)
+        .and_then(|id| u32::try_from(id).ok())
+}
+
+/// A production image holds no AP back.
+#[cfg(not(feature = "ktest"))]
+fn held_apic(_opts: &numalab_algo::options::Options) -> Option<u32> {
+    None
 }
 
 fn start_all(timeout_ms: u64, hold_apic: Option<u32>, verbose: bool) {

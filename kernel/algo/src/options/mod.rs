@@ -25,6 +25,7 @@ pub mod slub;
 pub mod smp;
 pub mod soak;
 pub mod sync;
+#[cfg(feature = "ktest")]
 pub mod test;
 pub mod vmalloc;
 
@@ -118,7 +119,9 @@ macro_rules! declare {
 }
 pub(crate) use declare;
 
-/// Every component's options, in the order the boot log describes them.
+/// Every component's options, in the order the boot log describes them; the `test` group
+/// (test hooks) only with the `ktest` feature (the host, the kernel's ktest images).
+#[cfg(feature = "ktest")]
 pub const GROUPS: &[Group] = &[
     run::RUN,
     smp::SMP,
@@ -131,6 +134,27 @@ pub const GROUPS: &[Group] = &[
     bench::BENCH_GROUP,
     test::TEST,
 ];
+
+/// Every component's options of a production kernel: no test hooks.
+#[cfg(not(feature = "ktest"))]
+pub const GROUPS: &[Group] = &[
+    run::RUN,
+    smp::SMP,
+    sync::SYNC,
+    frame::FRAME,
+    slub::SLUB,
+    vmalloc::VMALLOC,
+    fault::FAULT,
+    soak::SOAK,
+    bench::BENCH_GROUP,
+];
+
+/// What an unknown key's message adds in a production kernel: the test hooks are not there.
+#[cfg(not(feature = "ktest"))]
+const NO_TEST_HOOKS: &str =
+    "; this kernel was built without the ktest feature, so it has no test hooks (group test)";
+#[cfg(feature = "ktest")]
+const NO_TEST_HOOKS: &str = "";
 
 /// Every spec of every group, in [`GROUPS`] order (the table the command line is parsed
 /// against).
@@ -182,10 +206,11 @@ pub fn closest_key(key: &str) -> Option<&'static str> {
 pub fn unknown_key_message(key: &str) -> String {
     match closest_key(key).and_then(find) {
         Some(spec) => format!(
-            "unknown kernel option '{}': did you mean '{}' ({})?",
+            "unknown kernel option '{}': did you mean '{}' ({})?{}",
             key,
             spec.key,
-            spec.kind.accepted()
+            spec.kind.accepted(),
+            NO_TEST_HOOKS
         ),
         None => {
             let known: Vec<&str> = GROUPS
@@ -193,9 +218,10 @@ pub fn unknown_key_message(key: &str) -> String {
                 .flat_map(|g| g.specs.iter().map(|s| s.key))
                 .collect();
             format!(
-                "unknown kernel option '{}' (valid keys: {})",
+                "unknown kernel option '{}' (valid keys: {}){}",
                 key,
-                known.join(", ")
+                known.join(", "),
+                NO_TEST_HOOKS
             )
         }
     }
