@@ -96,6 +96,12 @@ macro_rules! choice {
             }
         }
 
+        impl core::fmt::Display for $name {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
         impl $crate::options::Render for $name {
             type In<'a> = $name;
             fn render(value: $name) -> alloc::string::String {

@@ -4,7 +4,9 @@
 //! A `--set KEY=VALUE` word is parsed once into a [`Setting`] against the same table the
 //! kernel parses; a bad one is refused there with the message [`check_word`] gives.
 
-use super::{all_specs, check_word, find, parse_value, Opt, OptType, Options, Render, Value};
+use super::{
+    all_specs, check_word, find, parse_value, Choice, Opt, OptType, Options, Render, Value,
+};
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -77,6 +79,26 @@ impl Cmdline {
         let word = format!("{}={}", opt.spec.key, T::render(value));
         self.push(Setting::parse(&word)?);
         Ok(())
+    }
+
+    /// Sets a choice option: every variant is a valid value, so this cannot fail.
+    pub fn set_choice<T: Choice>(&mut self, opt: &Opt<T>, value: T) {
+        let index = T::all().iter().position(|v| *v == value).unwrap_or(0);
+        self.push(Setting {
+            key: opt.spec.key,
+            value: Value::Choice {
+                index,
+                name: value.name(),
+            },
+        });
+    }
+
+    /// Sets a bool option (cannot fail).
+    pub fn set_bool(&mut self, opt: &Opt<bool>, value: bool) {
+        self.push(Setting {
+            key: opt.spec.key,
+            value: Value::Bool(value),
+        });
     }
 
     /// Sets `opt` to `value` unless it is set already (the user's `--set` wins).
@@ -181,9 +203,9 @@ mod tests {
     #[test]
     fn typed_settings_render_once_and_replace_earlier_values() {
         let mut c = Cmdline::new();
-        c.set(&run::SUITE, Suite::Bench).unwrap();
+        c.set_choice(&run::SUITE, Suite::Bench);
         c.set(&slub::SLUB_DESIGN, Design::Partial).unwrap();
-        c.set(&bench::BENCH_SMOKE, true).unwrap();
+        c.set_bool(&bench::BENCH_SMOKE, true);
         c.set(&slub::SLUB_MIN_PARTIAL, AutoOr::Set(7)).unwrap();
         c.set(&smp::SMP_TIMEOUT_MS, 3000).unwrap();
         c.set(&slub::SLUB_DESIGN, Design::Sheaves).unwrap();
