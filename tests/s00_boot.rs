@@ -72,10 +72,10 @@ fn s00_uefi_boots_and_passes() {
 #[test]
 fn s00_deliberate_failure_fails_the_run() {
     let mut c = config("uma");
-    c.sets.push("test.fail=1".into());
+    c.options.set_word("test.fail=1").unwrap();
     // Only the failing test (and the options test, which always runs): the other tests'
     // results are checked in the shared boots.
-    c.sets.push("filter=deliberate_failure".into());
+    c.options.set_word("filter=deliberate_failure").unwrap();
     let out = boot(&c);
     assert_eq!(out.verdict, Verdict::Fail, "{}", out.failure_report());
     let failed = out

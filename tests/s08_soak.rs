@@ -13,7 +13,7 @@ use numalab_boot::machine::replay;
 
 fn soak_config(args: &str) -> RunConfig {
     match parse(args.split_whitespace()) {
-        Ok(Job::Soak(o)) => numalab_boot::soak::config(&o),
+        Ok(Job::Soak(o)) => numalab_boot::soak::config(&o).unwrap(),
         other => panic!("{args}: {other:?}"),
     }
 }

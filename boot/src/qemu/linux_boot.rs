@@ -37,14 +37,14 @@ impl LinuxBoot {
             Clock::Tsc
         };
         words.push(format!("numalab_twin.clock={clock}"));
+        if let Some(smoke) = config.options.get(&BENCH_SMOKE) {
+            words.push(format!("numalab_twin.smoke={}", u8::from(smoke)));
+        }
         if let Some(selection) = config.options.get(&BENCH) {
             words.push(format!(
                 "numalab_twin.bench={}",
                 selection.names().join(",")
             ));
-        }
-        if let Some(smoke) = config.options.get(&BENCH_SMOKE) {
-            words.push(format!("numalab_twin.smoke={}", u8::from(smoke)));
         }
         words.extend(
             self.append

@@ -17,7 +17,9 @@ fn args(s: &str) -> BenchArgs {
 
 /// The mirrored experiments of `a`'s selection, and the others.
 fn plan(a: &BenchArgs) -> (Vec<&'static str>, Vec<String>) {
-    mirrored_selection(&a.selected())
+    let selected = a.selected();
+    let names: Vec<&str> = selected.names().iter().map(String::as_str).collect();
+    mirrored_selection(&names)
 }
 
 /// A Linux boot of `experiments` as the executor makes it: the plan's configuration with
