@@ -20,12 +20,26 @@ mod options;
 mod panic;
 #[cfg(feature = "ktest")]
 mod peers;
+#[cfg_attr(
+    not(feature = "ktest"),
+    expect(
+        dead_code,
+        reason = "per-CPU queries (node, online count) whose callers are the tests and benchmarks, not built in a production image"
+    )
+)]
 mod percpu;
 mod smp;
 #[cfg(feature = "ktest")]
 mod soak;
 #[cfg(feature = "ktest")]
 mod stress;
+#[cfg_attr(
+    not(feature = "ktest"),
+    expect(
+        dead_code,
+        reason = "lock statistics readers (snapshots, resets) whose callers are the benchmarks, not built in a production image"
+    )
+)]
 mod sync;
 mod topology;
 

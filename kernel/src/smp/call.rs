@@ -149,12 +149,14 @@ pub fn on_each_cpu(f: &(dyn Fn(CpuId) + Sync)) {
 
 /// Why a call could not be made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg(feature = "ktest")]
 pub enum CallError {
     /// The CPU is not online (never existed, did not answer at boot).
     NotOnline(CpuId),
 }
 
 /// Runs `f` on `cpu` (an IPI unless it is the caller) and waits for it to finish.
+#[cfg(feature = "ktest")]
 pub fn call_on_cpu(cpu: CpuId, f: &(dyn Fn(CpuId) + Sync)) -> Result<(), CallError> {
     if percpu::of(cpu).is_none() || cpu.index() >= MAX_CPUS {
         return Err(CallError::NotOnline(cpu));

@@ -18,10 +18,15 @@ pub mod stats;
 mod tests;
 mod tlb;
 
+#[cfg(feature = "ktest")]
 #[allow(unused_imports)] // callers name it when they match on call_on_cpu's error
 pub use call::CallError;
-pub use call::{call_on_cpu, on_each_cpu, run_on_cpus, run_pending_calls};
-pub use stats::{dump_stats, CpuStats};
+pub use call::{on_each_cpu, run_on_cpus};
+#[cfg(feature = "ktest")]
+pub use call::{call_on_cpu, run_pending_calls};
+pub use stats::CpuStats;
+#[cfg(feature = "ktest")]
+pub use stats::dump_stats;
 pub use tlb::tlb_shootdown;
 
 use alloc::vec::Vec;
@@ -112,6 +117,7 @@ pub fn handle_call_ipi() {
 static TIMER_HOOK: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
 
 /// Installs (Some) or removes (None) the timer tick hook.
+#[cfg(feature = "ktest")]
 pub fn set_timer_hook(hook: Option<fn()>) {
     TIMER_HOOK.store(hook.map_or(0, |f| f as usize), Ordering::Release);
 }
