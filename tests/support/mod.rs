@@ -10,6 +10,7 @@
 //!   first and the short ones fill the gaps. Run with many test threads (qemu-run.sh sets
 //!   `RUST_TEST_THREADS`) so that every selected test's boot is waiting from the start.
 
+pub mod elf;
 pub mod shapes;
 
 pub use numalab_boot::{Firmware, Outcome, RunConfig, Verdict};
