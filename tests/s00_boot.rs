@@ -137,16 +137,15 @@ fn s00_bogus_runner_option_exits_2_with_usage() {
 #[test]
 fn s00_the_production_kernel_carries_no_tests() {
     // A plain build (no `ktest` feature) has no `ktests` section; the images' kernel has one.
-    let plain = std::fs::read(numalab_boot::image::build_kernel_plain().expect("plain build"))
-        .unwrap();
+    let plain =
+        std::fs::read(numalab_boot::image::build_kernel_plain().expect("plain build")).unwrap();
     let names = elf::section_names(&plain);
     assert!(names.iter().any(|n| n == ".text"), "{names:?}");
     assert!(
         !names.iter().any(|n| n == "ktests"),
         "plain kernel has a ktests section: {names:?}"
     );
-    let tested =
-        std::fs::read(numalab_boot::image::build_kernel().expect("kernel build")).unwrap();
+    let tested = std::fs::read(numalab_boot::image::build_kernel().expect("kernel build")).unwrap();
     let names = elf::section_names(&tested);
     assert!(
         names.iter().any(|n| n == "ktests"),
@@ -159,7 +158,10 @@ fn s00_the_production_kernel_carries_no_tests() {
     assert!(symbols.len() > 100, "plain kernel has no symbol table");
     for hook in ["corrupt_for_test", "held_apic", "ktest"] {
         let found: Vec<&String> = symbols.iter().filter(|s| s.contains(hook)).collect();
-        assert!(found.is_empty(), "plain kernel links test hook {hook}: {found:?}");
+        assert!(
+            found.is_empty(),
+            "plain kernel links test hook {hook}: {found:?}"
+        );
     }
     for spec in numalab_algo::options::test::TEST.specs {
         assert!(

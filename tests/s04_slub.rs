@@ -221,7 +221,9 @@ fn s04_4node_both_designs() {
         ("partial", "cmpxchg_double_cpu_fail", "sheaf_trylock_fail"),
     ] {
         let mut c = slub_config("4node");
-        c.options.set_word(&format!("slub.design={design}")).unwrap();
+        c.options
+            .set_word(&format!("slub.design={design}"))
+            .unwrap();
         let out = boot_pass(&c);
         all_passed(&out);
         assert!(

@@ -174,7 +174,8 @@ fn option_keys_are_written_only_where_options_are_declared() {
     // `opts.get(&SLUB_DESIGN)`): no production file writes `"slub.design=partial"`,
     // `starts_with("bench=")` or compares a key's text.
     let keys = declared_keys();
-    let found = key_text_outside_declarations(&["boot/src", "kernel/src", "kernel/algo/src"], &keys);
+    let found =
+        key_text_outside_declarations(&["boot/src", "kernel/src", "kernel/algo/src"], &keys);
     assert!(
         found.is_empty(),
         "kernel option keys written by hand (use the Opt handles of kernel/algo/src/options):\n{}",
@@ -197,7 +198,8 @@ fn the_key_check_finds_key_text() {
     ] {
         assert_eq!(key_text_in(literal, &keys).is_some(), hit, "{literal}");
     }
-    let lits = string_literals("let a = \"x=1\"; // \"no\"\nlet b = r#\"y \"q\"\"#; let c = '\"';\n\"z\"");
+    let lits =
+        string_literals("let a = \"x=1\"; // \"no\"\nlet b = r#\"y \"q\"\"#; let c = '\"';\n\"z\"");
     let texts: Vec<(usize, &str)> = lits.iter().map(|(l, t)| (*l, t.as_str())).collect();
     assert_eq!(texts, [(1, "x=1"), (2, "y \"q\""), (3, "z")]);
 }
@@ -257,7 +259,12 @@ fn the_production_kernel_has_no_test_hooks_or_crate_wide_allows() {
     let mut found = Vec::new();
     for p in rust_files(&src) {
         let rel = p.strip_prefix(&src).unwrap();
-        let top = rel.components().next().unwrap().as_os_str().to_string_lossy();
+        let top = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
         if is_test_file(&p) || ktest_only.contains(&top.trim_end_matches(".rs")) {
             continue;
         }
@@ -266,10 +273,16 @@ fn the_production_kernel_has_no_test_hooks_or_crate_wide_allows() {
             found.push(rel.display().to_string());
         }
     }
-    assert!(found.is_empty(), "production files naming a tests module: {found:?}");
+    assert!(
+        found.is_empty(),
+        "production files naming a tests module: {found:?}"
+    );
     // Every `tests::` path in the ktest-only subsystems is gone too (stress used slub's).
     for dir in ktest_only {
-        for p in rust_files(&src.join(dir)).into_iter().filter(|p| !is_test_file(p)) {
+        for p in rust_files(&src.join(dir))
+            .into_iter()
+            .filter(|p| !is_test_file(p))
+        {
             let text = super::strip(&fs::read_to_string(&p).unwrap());
             assert!(
                 !text.contains("::tests::"),

@@ -132,9 +132,7 @@ fn vcpus(config: &RunConfig) -> u64 {
 /// A rough relative estimate of a boot's cost, used only to start the longest boots first:
 /// whole-suite boots and many vCPUs first (BIOS and UEFI boots now take about as long).
 pub fn cost(config: &RunConfig) -> u64 {
-    let filtered = config
-        .options
-        .is_set(&numalab_algo::options::run::FILTER);
+    let filtered = config.options.is_set(&numalab_algo::options::run::FILTER);
     let whole_suite = !filtered && config.suite != numalab_algo::options::Suite::Bench;
     let firmware = if config.firmware == Firmware::Uefi {
         20

@@ -7,10 +7,10 @@ use crate::machine::scale::Plan;
 use crate::presets::{self, Preset};
 use crate::qemu::{parse_mem_mib, RunConfig};
 use crate::qemu_machine;
-use numalab_algo::options::{Cmdline, Setting, Suite};
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, Parser, Subcommand};
+use numalab_algo::options::{Cmdline, Setting, Suite};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -551,8 +551,13 @@ impl RunOptions {
 
 /// `--suite`: a value of the kernel's `suite=` option except `none` (parsed by its enum).
 fn suite_parser() -> impl TypedValueParser<Value = Suite> {
-    PossibleValuesParser::new(Suite::ALL.iter().filter(|s| **s != Suite::None).map(|s| s.name()))
-        .try_map(|name| Suite::from_name(&name).ok_or_else(|| format!("unknown suite '{name}'")))
+    PossibleValuesParser::new(
+        Suite::ALL
+            .iter()
+            .filter(|s| **s != Suite::None)
+            .map(|s| s.name()),
+    )
+    .try_map(|name| Suite::from_name(&name).ok_or_else(|| format!("unknown suite '{name}'")))
 }
 
 /// `--topology`: a preset name; the help lists every preset with what it is.

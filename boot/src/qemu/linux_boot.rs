@@ -1,9 +1,9 @@
 //! The Linux twin's boot (run/twin/): the image, initramfs and command line one Linux boot
 //! uses, which qemu.rs turns into `-kernel`, `-initrd` and `-append`.
 
+use super::RunConfig;
 use numalab_algo::bench::Clock;
 use numalab_algo::options::bench::{BENCH, BENCH_SMOKE};
-use super::RunConfig;
 use std::path::PathBuf;
 
 /// The Linux image and initramfs one boot uses (qemu.rs turns it into -kernel/-initrd/-append).

@@ -302,9 +302,8 @@ fn multi_cpu_only(name: &str) -> bool {
 /// multi-CPU experiments.
 pub fn planned_boots(args: &BenchArgs) -> Vec<(Boot, u32)> {
     let selected = args.selected();
-    let icount_useless = !args.main_job
-        && !selected.is_all()
-        && selected.names().iter().all(|n| multi_cpu_only(n));
+    let icount_useless =
+        !args.main_job && !selected.is_all() && selected.names().iter().all(|n| multi_cpu_only(n));
     let tsc_reps = if args.icount_only {
         0
     } else {
@@ -429,14 +428,12 @@ pub fn linux_config(
 fn memoryless_shape(args: &BenchArgs) -> bool {
     let t = &args.base.topology;
     if let Some(m) = &args.base.machine {
-        return m
-            .has_memoryless_cpu_node()
-            .unwrap_or_else(|| {
-                args.selected()
-                    .names()
-                    .iter()
-                    .any(|n| n == catalog::MEMORYLESS_NODE.name)
-            });
+        return m.has_memoryless_cpu_node().unwrap_or_else(|| {
+            args.selected()
+                .names()
+                .iter()
+                .any(|n| n == catalog::MEMORYLESS_NODE.name)
+        });
     }
     t.nodes.len() <= 1
         || t.nodes

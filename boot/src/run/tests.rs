@@ -328,7 +328,10 @@ fn trace_loads_the_plugin_into_the_deterministic_boots_only() {
     let plain = parse(&args(&format!("--smoke --set bench={}", SLL.name))).unwrap();
     assert!(plan::plan(&plain).unwrap().boots.iter().all(|b| !b.trace));
     // The main job traces its det boot, not its one-CPU icount boot.
-    let main = BenchArgs::main_job(crate::qemu::RunConfig::new("4node", numalab_algo::options::Suite::All));
+    let main = BenchArgs::main_job(crate::qemu::RunConfig::new(
+        "4node",
+        numalab_algo::options::Suite::All,
+    ));
     let p = plan::plan(&main).unwrap();
     assert!(p.boots.iter().any(|b| b.trace && b.boot == Boot::Det));
     assert!(p.boots.iter().all(|b| !b.trace || b.boot == Boot::Det));

@@ -17,21 +17,36 @@
 
 #[cfg_attr(
     not(feature = "ktest"),
-    expect(dead_code, unused_imports, reason = "the allocator API: in a production image (no ktest feature) its callers, the tests, stress runs and benchmarks, are not built; the ktest build lints it in full")
+    expect(
+        dead_code,
+        unused_imports,
+        reason = "the allocator API: in a production image (no ktest feature) its callers, the tests, stress runs and benchmarks, are not built; the ktest build lints it in full"
+    )
 )]
 pub mod frame;
 #[cfg_attr(
     not(feature = "ktest"),
-    expect(dead_code, reason = "the allocator API: in a production image (no ktest feature) its callers, the tests, stress runs and benchmarks, are not built; the ktest build lints it in full")
+    expect(
+        dead_code,
+        reason = "the allocator API: in a production image (no ktest feature) its callers, the tests, stress runs and benchmarks, are not built; the ktest build lints it in full"
+    )
 )]
 pub mod heap;
 #[cfg_attr(
     not(feature = "ktest"),
-    expect(dead_code, unused_imports, reason = "the allocator API: in a production image (no ktest feature) its callers, the tests, stress runs and benchmarks, are not built; the ktest build lints it in full")
+    expect(
+        dead_code,
+        unused_imports,
+        reason = "the allocator API: in a production image (no ktest feature) its callers, the tests, stress runs and benchmarks, are not built; the ktest build lints it in full"
+    )
 )]
 pub mod slub;
 #[cfg_attr(
     not(feature = "ktest"),
-    expect(dead_code, unused_imports, reason = "the allocator API: in a production image (no ktest feature) its callers, the tests, stress runs and benchmarks, are not built; the ktest build lints it in full")
+    expect(
+        dead_code,
+        unused_imports,
+        reason = "the allocator API: in a production image (no ktest feature) its callers, the tests, stress runs and benchmarks, are not built; the ktest build lints it in full"
+    )
 )]
 pub mod vmalloc;

@@ -21,12 +21,12 @@ mod tlb;
 #[cfg(feature = "ktest")]
 #[allow(unused_imports)] // callers name it when they match on call_on_cpu's error
 pub use call::CallError;
-pub use call::{on_each_cpu, run_on_cpus};
 #[cfg(feature = "ktest")]
 pub use call::{call_on_cpu, run_pending_calls};
-pub use stats::CpuStats;
+pub use call::{on_each_cpu, run_on_cpus};
 #[cfg(feature = "ktest")]
 pub use stats::dump_stats;
+pub use stats::CpuStats;
 pub use tlb::tlb_shootdown;
 
 use alloc::vec::Vec;

@@ -3,10 +3,10 @@
 //! ratios numalab/Linux of the same SLUB design (partial/6.1, sheaves/7), as text (terminal),
 //! as JSON (the JSONL header's `side_by_side`) and as rows for the HTML report.
 
-use numalab_algo::options::{slub::SLUB_DESIGN, Cmdline};
 use super::{LinuxKernel, COUNTERPARTS};
 use crate::bench::catalog::{self, Designs};
 use crate::bench::{self, fmt_value, BenchRecord, Boot};
+use numalab_algo::options::{slub::SLUB_DESIGN, Cmdline};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;

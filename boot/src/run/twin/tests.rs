@@ -1,13 +1,13 @@
 //! Host tests of the twin: its selection, its boots' configuration and command line, the
 //! side-by-side table and the `kernel` field.
 
-use numalab_algo::options::{slub::SLUB_DESIGN, Cmdline};
-use numalab_algo::slub::Design;
 use super::*;
 use crate::bench::{self, Boot};
 use crate::cli::Kernel;
 use crate::run::plan::{boot_config, linux_config};
 use crate::run::{self, BenchArgs};
+use numalab_algo::options::{slub::SLUB_DESIGN, Cmdline};
+use numalab_algo::slub::Design;
 use std::path::Path;
 
 fn args(s: &str) -> BenchArgs {

@@ -102,11 +102,7 @@ impl Cmdline {
     }
 
     /// Sets `opt` to `value` unless it is set already (the user's `--set` wins).
-    pub fn set_default<T: Render>(
-        &mut self,
-        opt: &Opt<T>,
-        value: T::In<'_>,
-    ) -> Result<(), String> {
+    pub fn set_default<T: Render>(&mut self, opt: &Opt<T>, value: T::In<'_>) -> Result<(), String> {
         if self.is_set(opt) {
             return Ok(());
         }
@@ -216,7 +212,8 @@ mod tests {
         assert_eq!(c.get(&slub::SLUB_DESIGN), Some(Design::Sheaves));
         assert!(c.is_set(&bench::BENCH_SMOKE) && !c.is_set(&vmalloc::VMALLOC_NODES));
         c.set_default(&bench::BENCH_SMOKE, false).unwrap();
-        c.set_default(&vmalloc::VMALLOC_NODES, Policy::Numa).unwrap();
+        c.set_default(&vmalloc::VMALLOC_NODES, Policy::Numa)
+            .unwrap();
         assert_eq!(c.get(&bench::BENCH_SMOKE), Some(true));
         assert_eq!(c.options().get(&vmalloc::VMALLOC_NODES), Policy::Numa);
         c.remove(&vmalloc::VMALLOC_NODES);
@@ -227,7 +224,10 @@ mod tests {
     fn out_of_range_and_unknown_words_are_refused_in_one_line() {
         let mut c = Cmdline::new();
         let e = c.set(&smp::SMP_TIMEOUT_MS, 0).unwrap_err();
-        assert!(e.contains("smp.timeout_ms") && e.contains("1..=600000"), "{e}");
+        assert!(
+            e.contains("smp.timeout_ms") && e.contains("1..=600000"),
+            "{e}"
+        );
         let e = c.set_word("slub.design=hybird").unwrap_err();
         assert!(e.contains("valid: sheaves, partial"), "{e}");
         let e = c.set_word("filter=a b").unwrap_err();

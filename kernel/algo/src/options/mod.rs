@@ -29,11 +29,11 @@ pub mod sync;
 pub mod test;
 pub mod vmalloc;
 
-pub use design::{ignored_knobs, Needs, NEEDS};
-pub use parse::{parse_value, Options, Value};
 pub use choice::Choice;
 pub(crate) use choice::{accepts_choice, choice, read_choice};
 pub use cmdline::{Cmdline, Setting};
+pub use design::{ignored_knobs, Needs, NEEDS};
+pub use parse::{parse_value, Options, Value};
 pub use run::Suite;
 pub use value::{AutoOr, Opt, OptType, ParsedValue, Render, SlubDebug, Word};
 

@@ -15,11 +15,11 @@
 use core::alloc::Layout;
 use numalab_algo::page::{PhysAddr, VirtAddr};
 use x86_64::registers::control::Cr3;
+#[cfg(feature = "ktest")]
+use x86_64::structures::paging::Translate;
 use x86_64::structures::paging::{
     FrameAllocator, Mapper, OffsetPageTable, Page, PageTable, PageTableFlags, PhysFrame, Size4KiB,
 };
-#[cfg(feature = "ktest")]
-use x86_64::structures::paging::Translate;
 use x86_64::{PhysAddr as HwPhysAddr, VirtAddr as HwVirtAddr};
 
 use crate::sync::IrqSpinLock;
