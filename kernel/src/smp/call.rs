@@ -148,8 +148,8 @@ pub fn on_each_cpu(f: &(dyn Fn(CpuId) + Sync)) {
 }
 
 /// Why a call could not be made.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg(feature = "ktest")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CallError {
     /// The CPU is not online (never existed, did not answer at boot).
     NotOnline(CpuId),

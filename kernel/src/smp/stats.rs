@@ -26,8 +26,8 @@ pub struct CpuStats {
 }
 
 /// A copy of one CPU's counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg(feature = "ktest")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CpuStatsSnapshot {
     pub ipis_sent: u64,
     pub ipis_received: u64,
