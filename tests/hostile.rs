@@ -239,7 +239,7 @@ fn replay_of_domain_300_boots_with_every_distance() {
     .unwrap();
     let (plan, args) = replay::prepare(&f, None, Some(512), &[], &replay::tables_dir()).unwrap();
     let mut c = numalab::config("4node");
-    c.sets.push("filter=topology".into());
+    c.options.set_word("filter=topology").unwrap();
     c.prepend_qemu_args(&args).unwrap();
     let out = numalab::boot_pass(&c);
     if let Err(bad) = replay::check(&plan, &out.log, replay::Slack::for_firmware(c.firmware)) {

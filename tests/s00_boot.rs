@@ -72,10 +72,10 @@ fn s00_uefi_boots_and_passes() {
 #[test]
 fn s00_deliberate_failure_fails_the_run() {
     let mut c = config("uma");
-    c.sets.push("test.fail=1".into());
+    c.options.set_word("test.fail=1").unwrap();
     // Only the failing test (and the options test, which always runs): the other tests'
     // results are checked in the shared boots.
-    c.sets.push("filter=deliberate_failure".into());
+    c.options.set_word("filter=deliberate_failure").unwrap();
     let out = boot(&c);
     assert_eq!(out.verdict, Verdict::Fail, "{}", out.failure_report());
     let failed = out
@@ -134,40 +134,47 @@ fn s00_bogus_runner_option_exits_2_with_usage() {
     );
 }
 
-/// The names of an ELF64 file's sections (little endian, as x86_64 builds are).
-fn elf_section_names(elf: &[u8]) -> Vec<String> {
-    let u16_at = |o: usize| u16::from_le_bytes([elf[o], elf[o + 1]]) as usize;
-    let u32_at = |o: usize| u32::from_le_bytes(elf[o..o + 4].try_into().unwrap()) as usize;
-    let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap()) as usize;
-    assert_eq!(&elf[..4], b"\x7fELF", "not an ELF file");
-    let (shoff, shentsize, shnum, shstrndx) =
-        (u64_at(0x28), u16_at(0x3a), u16_at(0x3c), u16_at(0x3e));
-    let strtab = u64_at(shoff + shstrndx * shentsize + 0x18);
-    (0..shnum)
-        .map(|i| {
-            let name = strtab + u32_at(shoff + i * shentsize);
-            let end = elf[name..].iter().position(|&b| b == 0).unwrap();
-            String::from_utf8_lossy(&elf[name..name + end]).into_owned()
-        })
-        .collect()
-}
-
 #[test]
 fn s00_the_production_kernel_carries_no_tests() {
     // A plain build (no `ktest` feature) has no `ktests` section; the images' kernel has one.
-    let plain = numalab_boot::image::build_kernel_plain().expect("plain kernel build");
-    let names = elf_section_names(&std::fs::read(&plain).unwrap());
+    let plain =
+        std::fs::read(numalab_boot::image::build_kernel_plain().expect("plain build")).unwrap();
+    let names = elf::section_names(&plain);
     assert!(names.iter().any(|n| n == ".text"), "{names:?}");
     assert!(
         !names.iter().any(|n| n == "ktests"),
         "plain kernel has a ktests section: {names:?}"
     );
-    let tested = numalab_boot::image::build_kernel().expect("kernel build");
-    let names = elf_section_names(&std::fs::read(&tested).unwrap());
+    let tested = std::fs::read(numalab_boot::image::build_kernel().expect("kernel build")).unwrap();
+    let names = elf::section_names(&tested);
     assert!(
         names.iter().any(|n| n == "ktests"),
         "test kernel lacks ktests: {names:?}"
     );
+    // No test hook either (issue 38): the `test` option group (acpi.corrupt, smp.hold_apic,
+    // test.fail, ...) is neither in the option table of the plain kernel nor parsed by it, and
+    // no hook function is linked in. The ktest kernel has the keys: the check can fail.
+    let symbols = elf::symbol_names(&plain);
+    assert!(symbols.len() > 100, "plain kernel has no symbol table");
+    for hook in ["corrupt_for_test", "held_apic", "ktest"] {
+        let found: Vec<&String> = symbols.iter().filter(|s| s.contains(hook)).collect();
+        assert!(
+            found.is_empty(),
+            "plain kernel links test hook {hook}: {found:?}"
+        );
+    }
+    for spec in numalab_algo::options::test::TEST.specs {
+        assert!(
+            !elf::contains(&plain, spec.key),
+            "plain kernel carries the test option {}",
+            spec.key
+        );
+        assert!(
+            elf::contains(&tested, spec.key),
+            "ktest kernel lacks the test option {}",
+            spec.key
+        );
+    }
 }
 
 #[test]

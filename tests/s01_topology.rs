@@ -159,7 +159,7 @@ fn lines_with_prefix<'a>(log: &'a str, prefix: &str) -> Vec<&'a str> {
 /// A short run: only the options test, so the boot and the topology print are what is timed.
 fn cfg(topology: &str, extra: &[&str]) -> RunConfig {
     let mut c = config(topology);
-    c.sets.push("filter=options".into());
+    c.options.set_word("filter=options").unwrap();
     let qemu_args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
     c.prepend_qemu_args(&qemu_args).unwrap();
     c
@@ -534,7 +534,7 @@ fn raw_args(tables: &[(&str, Vec<u8>)]) -> Vec<String> {
 /// test hook, and the boot must warn once about the SRAT and fall back to one node.
 fn boot_with_corrupt_srat(how: &str, warning: &str) {
     let mut c = cfg("2node", &[]);
-    c.sets.push(format!("acpi.corrupt={how}"));
+    c.options.set_word(&format!("acpi.corrupt={how}")).unwrap();
     let out = boot_pass(&c);
     let warnings = lines_with_prefix(&out.log, "numalab: warning: SRAT");
     assert!(
@@ -600,7 +600,8 @@ fn s01_injected_1024_nodes() {
         acpi_table_file("1024-node-srat", &srat(&entries)).display()
     ));
     let mut c = cfg_owned("uma", args);
-    c.sets = vec!["filter=node_counters".into()];
+    c.options = numalab_algo::options::Cmdline::new();
+    c.options.set_word("filter=node_counters").unwrap();
     c.timeout = std::time::Duration::from_secs(300);
     let out = boot_pass(&c);
     let want = Expect {

@@ -107,7 +107,7 @@ fn s02_8node_64_cpus_online() {
 fn s02_one_cpu_boots_cleanly() {
     let mut c = config("uma");
     c.smp = Some(1);
-    c.sets.push("filter=smp".into());
+    c.options.set_word("filter=smp").unwrap();
     let out = boot_pass(&c);
     smp_tests_passed(&out);
     assert!(
@@ -121,7 +121,7 @@ fn s02_one_cpu_boots_cleanly() {
 #[test]
 fn s02_maxcpus_skips_absent_cpus_silently() {
     let mut c = config("uma");
-    c.sets.push("filter=smp".into());
+    c.options.set_word("filter=smp").unwrap();
     let qemu_args: Vec<String> = ["-smp", "4,maxcpus=8", "-m", "1G"]
         .iter()
         .map(|s| s.to_string())
@@ -136,10 +136,10 @@ fn s02_maxcpus_skips_absent_cpus_silently() {
 #[test]
 fn s02_silent_cpu_is_reported_and_left_out() {
     let mut c = config("uma");
-    c.sets.push("filter=smp".into());
-    c.sets.push("smp.hold_apic=2".into());
+    c.options.set_word("filter=smp").unwrap();
+    c.options.set_word("smp.hold_apic=2").unwrap();
     // Long enough that a loaded 2-core host never makes a live CPU look silent.
-    c.sets.push("smp.timeout_ms=3000".into());
+    c.options.set_word("smp.timeout_ms=3000").unwrap();
     let out = boot_pass(&c);
     assert_eq!(
         lines_with(&out, "numalab: warning: smp"),

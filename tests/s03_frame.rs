@@ -192,7 +192,7 @@ fn s03_interleaved_node_ranges_keep_their_frees() {
         mem(0, 512 * MIB, 512 * MIB, FLAG_ENABLED),
     ]);
     let mut c = config("uma");
-    c.sets.push("vmalloc.test_loops=50".into());
+    c.options.set_word("vmalloc.test_loops=50").unwrap();
     let qemu_args: Vec<String> = ["-smp", "4", "-m", "1024M", "-acpitable"]
         .iter()
         .map(|s| s.to_string())
@@ -268,8 +268,8 @@ fn s03_uma_one_node() {
 #[test]
 fn s03_without_per_cpu_lists() {
     let mut c = config("4node");
-    c.sets.push("filter=frame".into());
-    c.sets.push("frame.pcp=0".into());
+    c.options.set_word("filter=frame").unwrap();
+    c.options.set_word("frame.pcp=0").unwrap();
     let out = boot_pass(&c);
     let r = out.ktap.result("frame.pcp_lists").expect("ran");
     assert!(r.skipped && r.reason.contains("frame.pcp=0"), "{r:?}");
@@ -292,10 +292,10 @@ fn s03_stress_on_every_cpu() {
 #[test]
 fn s03_page_alloc_bench_lines() {
     let mut c = config("4node");
-    c.suite = "bench".into();
+    c.suite = numalab_algo::options::Suite::Bench;
     c.icount = true;
     c.smp = Some(1);
-    c.sets.push("bench=page_alloc".into());
+    c.options.set_word("bench=page_alloc").unwrap();
     let out = boot_pass(&c);
     let bench = lines_with(&out, "BENCH ");
     for case in ["numalab", "buddy_system_allocator"] {

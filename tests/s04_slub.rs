@@ -27,7 +27,7 @@ const SLUB_TESTS: [&str; 14] = [
 
 fn slub_config(topology: &str) -> RunConfig {
     let mut c = config(topology);
-    c.sets.push("filter=slub".into());
+    c.options.set_word("filter=slub").unwrap();
     c
 }
 
@@ -154,8 +154,8 @@ fn s04_memoryless_fix_and_bloat() {
     // The boot default can be switched off; the kernel then says so and the tests still pass
     // (they compare both settings on their own caches).
     let mut c = slub_config("memoryless");
-    c.sets.push("slub.memoryless_fix=0".into());
-    c.sets.push("slub.debug=FZPU,kmalloc-64".into());
+    c.options.set_word("slub.memoryless_fix=0").unwrap();
+    c.options.set_word("slub.debug=FZPU,kmalloc-64").unwrap();
     let out = boot_pass(&c);
     all_passed(&out);
     assert!(out.log.contains("memoryless_fix 0"), "{}", out.log);
@@ -170,7 +170,7 @@ fn s04_memoryless_fix_and_bloat() {
 #[test]
 fn s04_4node_every_debug_flag() {
     let mut c = slub_config("4node");
-    c.sets.push("slub.debug=FZPU".into());
+    c.options.set_word("slub.debug=FZPU").unwrap();
     let out = boot_pass(&c);
     all_passed(&out);
     let hammer = out.ktap.result("slub.irq_hammer").expect("irq_hammer ran");
@@ -221,7 +221,9 @@ fn s04_4node_both_designs() {
         ("partial", "cmpxchg_double_cpu_fail", "sheaf_trylock_fail"),
     ] {
         let mut c = slub_config("4node");
-        c.sets.push(format!("slub.design={design}"));
+        c.options
+            .set_word(&format!("slub.design={design}"))
+            .unwrap();
         let out = boot_pass(&c);
         all_passed(&out);
         assert!(

@@ -7,13 +7,13 @@
 //! in 64) the soak fails, naming the cache and the objects lost.
 
 use numalab::*;
-use numalab_algo::numactl::{Numactl, NumactlNode};
+use numalab_algo::formats::numactl::{Numactl, NumactlNode};
 use numalab_boot::cli::{parse, Job};
 use numalab_boot::machine::replay;
 
 fn soak_config(args: &str) -> RunConfig {
     match parse(args.split_whitespace()) {
-        Ok(Job::Soak(o)) => numalab_boot::soak::config(&o),
+        Ok(Job::Soak(o)) => numalab_boot::soak::config(&o).unwrap(),
         other => panic!("{args}: {other:?}"),
     }
 }

@@ -260,9 +260,9 @@ fn s09_det_counts_repeat_exactly() {
 #[test]
 fn s09_unknown_experiment_fails_naming_the_valid_ones() {
     let mut c = numalab::config("uma");
-    c.suite = "bench".into();
-    c.sets.push("bench=no_such_bench".into());
-    c.sets.push("bench.smoke=1".into());
+    c.suite = numalab_algo::options::Suite::Bench;
+    c.options.set_word("bench=no_such_bench").unwrap();
+    c.options.set_word("bench.smoke=1").unwrap();
     let out = numalab::boot(&c);
     assert_eq!(
         out.verdict,

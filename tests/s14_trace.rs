@@ -35,8 +35,8 @@ fn traced_boot(name: &str) -> (String, String) {
     let mut c = numalab::config("2node");
     c.icount = true;
     c.timeout = Duration::from_secs(300);
-    c.sets.push("filter=trace".into());
-    c.sets.push("acpi.dump=1".into());
+    c.options.set_word("filter=trace").unwrap();
+    c.options.set_word("acpi.dump=1").unwrap();
     let files = trace::prepare(&c.typed_machine(), &c.extra, &trace_dir(), name);
     c.trace = Some(files.expect("trace plugin and config"));
     let out = numalab::boot(&c);
@@ -174,8 +174,8 @@ fn map_machines() -> Vec<(String, RunConfig)> {
 #[test]
 fn s14_plugin_node_map_equals_the_kernels_srat() {
     for (preset, mut c) in map_machines() {
-        c.sets.push("filter=options".into());
-        c.sets.push("acpi.dump=1".into());
+        c.options.set_word("filter=options").unwrap();
+        c.options.set_word("acpi.dump=1").unwrap();
         let out = numalab::shared_pass(&c);
         let (mut mem, cpus) = dumped_srat(&out.log);
         // The kernel's nodes are the proximity domains in increasing order.
@@ -267,7 +267,7 @@ fn s14_slow_a_255_vcpu_boot_with_the_plugin_completes() {
     c.smp = Some(255);
     c.icount = true;
     c.timeout = Duration::from_secs(1200);
-    c.sets.push("filter=options".into());
+    c.options.set_word("filter=options").unwrap();
     let files = trace::prepare(&c.typed_machine(), &c.extra, &trace_dir(), "vcpus-255");
     c.trace = Some(files.expect("trace plugin and config"));
     let out = numalab::boot(&c);

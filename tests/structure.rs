@@ -12,6 +12,9 @@
 //!
 //! Run: `cargo test --test structure` (prints every circle it finds).
 
+#[path = "structure/seams.rs"]
+mod seams;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};

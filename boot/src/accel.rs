@@ -223,7 +223,7 @@ mod tests {
         )
         .unwrap();
         std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let mut c = crate::qemu::RunConfig::new("2node", "test");
+        let mut c = crate::qemu::RunConfig::new("2node", numalab_algo::options::Suite::Test);
         c.accel = Accel::Kvm;
         c.placement.oversubscribe = true;
         c.qemu = Some(fake);

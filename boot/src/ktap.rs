@@ -209,7 +209,7 @@ pub struct WarningWatch {
 impl WarningWatch {
     /// Sorts the next line of the log.
     pub fn feed(&mut self, line: &str) -> WarningLine {
-        use numalab_algo::ktap::{parse_expect_warnings, WATCHED_WARNINGS};
+        use numalab_algo::formats::ktap::{parse_expect_warnings, WATCHED_WARNINGS};
         let line = line.trim_end_matches(['\r', '\n']);
         if let Some(text) = line.strip_prefix(WARNING_PREFIX) {
             let declared = self
@@ -248,7 +248,7 @@ pub fn warnings_of(log: &str, kind: WarningLine) -> Vec<String> {
 }
 
 /// The warning lines of `log` that contain a watched text
-/// (`numalab_algo::ktap::WATCHED_WARNINGS`, e.g. `invalid free`) and that no test declared
+/// (`numalab_algo::formats::ktap::WATCHED_WARNINGS`, e.g. `invalid free`) and that no test declared
 /// beforehand ([`WarningWatch`]). Anything else, including a watched warning at boot before
 /// any test, is unexpected: the runner fails the run.
 pub fn unexpected_warnings(log: &str) -> Vec<String> {

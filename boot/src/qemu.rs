@@ -8,6 +8,8 @@ use crate::qemu_machine::{self, QemuMachine};
 use crate::qemu_stderr::StderrWatch;
 use crate::serial_capture;
 use crate::time_limit::{self, Limit};
+use numalab_algo::bench::Clock;
+use numalab_algo::options::{bench::BENCH_CLOCK, run::SUITE, Cmdline, Suite};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -30,9 +32,10 @@ pub struct RunConfig {
     pub topology: Preset,
     pub smp: Option<u32>,
     pub mem_mib: Option<u64>,
-    /// Kernel options, `key=value` each.
-    pub sets: Vec<String>,
-    pub suite: String,
+    /// Kernel options, typed (`options.set(&SLUB_DESIGN, Design::Partial)`), rendered into
+    /// the fw_cfg command line by `kernel_cmdline`.
+    pub options: Cmdline,
+    pub suite: Suite,
     pub timeout: Duration,
     pub icount: bool,
     /// `--accel` (resolved by `resolve`: tcg or kvm); an icount boot runs under TCG anyway.
@@ -62,15 +65,15 @@ pub struct RunConfig {
 
 impl RunConfig {
     /// A quiet run of `suite` on the preset `topology` (for host tests).
-    pub fn new(topology: &str, suite: &str) -> RunConfig {
+    pub fn new(topology: &str, suite: Suite) -> RunConfig {
         RunConfig {
             firmware: Firmware::Bios,
             topology: crate::presets::find(topology)
                 .unwrap_or_else(|| panic!("no topology preset named {topology}")),
             smp: None,
             mem_mib: None,
-            sets: Vec::new(),
-            suite: suite.to_string(),
+            options: Cmdline::new(),
+            suite,
             timeout: Duration::from_secs(300),
             icount: false,
             accel: crate::accel::Accel::Tcg,
@@ -118,21 +121,28 @@ impl RunConfig {
         Ok(())
     }
 
-    /// The kernel command line handed over fw_cfg.
+    /// The suite and the options, in that order (what a run record shows).
+    fn typed_cmdline(&self) -> Cmdline {
+        let mut line = Cmdline::new();
+        line.set_choice(&SUITE, self.suite);
+        line.extend(&self.options);
+        line
+    }
+
+    /// The kernel command line handed over fw_cfg, without what the boot kind adds.
     pub fn cmdline(&self) -> String {
-        let mut words = vec![format!("suite={}", self.suite)];
-        words.extend(self.sets.iter().cloned());
-        words.join(" ")
+        self.typed_cmdline().render()
     }
 
     /// The command line the kernel gets: `cmdline()`, plus `bench.clock=icount` under
     /// `--icount` (unless set explicitly), so BENCH lines say how their ticks were counted.
+    /// The one place the typed options become text.
     pub fn kernel_cmdline(&self) -> String {
-        let mut line = self.cmdline();
-        if self.icount && !self.sets.iter().any(|s| s.starts_with("bench.clock=")) {
-            line.push_str(" bench.clock=icount");
+        let mut line = self.typed_cmdline();
+        if self.icount && !self.options.is_set(&BENCH_CLOCK) {
+            line.set_choice(&BENCH_CLOCK, Clock::Icount);
         }
-        line
+        line.render()
     }
 
     /// The QEMU binary to run.

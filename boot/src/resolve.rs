@@ -45,8 +45,8 @@ pub fn resolve(job: Job) -> Job {
 fn placement_problem(job: &Job) -> Option<String> {
     let config = match job {
         Job::Main(c, _) | Job::Run(c) | Job::Replay(c, _) => c.clone(),
-        Job::Bench(b) => b.machine.config("bench"),
-        Job::Soak(s) => s.machine.config("soak"),
+        Job::Bench(b) => b.machine.config(numalab_algo::options::Suite::Bench),
+        Job::Soak(s) => s.machine.config(numalab_algo::options::Suite::Soak),
         _ => return None,
     };
     if config.accel == crate::accel::Accel::Tcg {

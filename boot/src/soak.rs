@@ -4,6 +4,9 @@
 
 use crate::cli::{exit, SoakOptions};
 use crate::qemu::{Outcome, RunConfig, Verdict};
+use numalab_algo::options::soak::{SOAK_OPS, SOAK_SECONDS, SOAK_SEED};
+use numalab_algo::options::vmalloc::VMALLOC_LAZY_MAX_PAGES;
+use numalab_algo::options::{Cmdline, Suite};
 use std::time::Duration;
 
 /// Operations of `soak` without `--minutes` or `--ops` (issue 14: at least 10^7 on 4node).
@@ -13,69 +16,70 @@ pub const SHORT_OPS: u64 = 1_000_000;
 /// vmalloc's lazy-purge threshold during a soak (pages): low, so purges happen often.
 pub const LAZY_MAX_PAGES: u64 = 8192;
 
-/// The kernel options and boot a soak with `o` runs.
-pub fn config(o: &SoakOptions) -> RunConfig {
-    let mut c = o.machine.config("soak");
-    let mut sets = vec![format!("soak.seed={}", o.seed)];
+/// The kernel options and boot a soak with `o` runs; Err: a value outside the kernel
+/// option's range (one line, exit 2).
+pub fn config(o: &SoakOptions) -> Result<RunConfig, String> {
+    let mut c = o.machine.config(Suite::Soak);
+    let mut options = Cmdline::new();
+    options.set(&SOAK_SEED, o.seed)?;
     let timeout_s = match (o.minutes, o.ops) {
         (Some(m), _) => {
-            sets.push(format!("soak.seconds={}", m * 60));
+            options.set(&SOAK_SECONDS, m * 60)?;
             m * 60 + 600
         }
         (None, ops) => {
             let ops = ops.unwrap_or(if o.short { SHORT_OPS } else { DEFAULT_OPS });
-            sets.push(format!("soak.ops={ops}"));
+            options.set(&SOAK_OPS, ops)?;
             // Generous: 10^7 operations take minutes on a 2-core host (docs/testing.md).
             600 + ops / 2_000
         }
     };
-    if !o
-        .machine
-        .sets
-        .iter()
-        .any(|s| s.starts_with("vmalloc.lazy_max_pages="))
-    {
-        sets.push(format!("vmalloc.lazy_max_pages={LAZY_MAX_PAGES}"));
+    if !c.options.is_set(&VMALLOC_LAZY_MAX_PAGES) {
+        options.set(&VMALLOC_LAZY_MAX_PAGES, LAZY_MAX_PAGES)?;
     }
     // The user's --set come last: they win.
-    sets.append(&mut c.sets);
-    c.sets = sets;
+    options.extend(&c.options);
+    c.options = options;
     // --timeout left at its default: sized by the soak's length.
     if o.machine.timeout == crate::cli::DEFAULT_TIMEOUT_S {
         c.timeout = Duration::from_secs(timeout_s);
     }
     c.log = o.log.clone();
     c.echo = !o.quiet;
-    c
+    Ok(c)
 }
 
 /// The main job's short soak (issue 14: the main job and CI run at least 10^6 operations): the
 /// main job's machine and `--set` options, `suite=soak`, SHORT_OPS operations with seed 1,
 /// console not echoed (a failure prints the whole log).
-pub fn main_job_config(base: &RunConfig) -> RunConfig {
+pub fn main_job_config(base: &RunConfig) -> Result<RunConfig, String> {
     let mut c = base.clone();
-    c.suite = "soak".into();
-    let mut sets = vec!["soak.seed=1".to_string(), format!("soak.ops={SHORT_OPS}")];
-    if !base
-        .sets
-        .iter()
-        .any(|s| s.starts_with("vmalloc.lazy_max_pages="))
-    {
-        sets.push(format!("vmalloc.lazy_max_pages={LAZY_MAX_PAGES}"));
+    c.suite = Suite::Soak;
+    let mut options = Cmdline::new();
+    options.set(&SOAK_SEED, 1)?;
+    options.set(&SOAK_OPS, SHORT_OPS)?;
+    if !base.options.is_set(&VMALLOC_LAZY_MAX_PAGES) {
+        options.set(&VMALLOC_LAZY_MAX_PAGES, LAZY_MAX_PAGES)?;
     }
     // The user's --set come last: they win (a `bench=` or `filter=` is ignored by the soak).
-    sets.extend(base.sets.iter().cloned());
-    c.sets = sets;
+    options.extend(&base.options);
+    c.options = options;
     c.timeout = Duration::from_secs(600 + SHORT_OPS / 2_000);
     c.log = None;
     c.echo = false;
-    c
+    Ok(c)
 }
 
 /// Runs the main job's short soak and prints its summary; returns the exit status.
 pub fn main_job(base: &RunConfig) -> i32 {
     println!("numalab: main job: short soak ({SHORT_OPS} operations, seed 1; `./qemu-run.sh soak` for 10^7)");
-    let c = main_job_config(base);
+    let c = match main_job_config(base) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("numalab: {e}");
+            return exit::USAGE;
+        }
+    };
     match crate::build_and_run(&c) {
         Ok(out) => report(&out),
         Err(e) => {
@@ -95,7 +99,13 @@ pub fn soak_lines(log: &str) -> Vec<&str> {
 
 /// Builds, boots, prints the summary; returns the exit status.
 pub fn run(o: &SoakOptions) -> i32 {
-    let c = config(o);
+    let c = match config(o) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("numalab: soak: {e}");
+            return exit::USAGE;
+        }
+    };
     let outcome = match crate::build_and_run(&c) {
         Ok(out) => out,
         Err(e) => {
@@ -131,6 +141,10 @@ mod tests {
     use super::*;
     use crate::cli::{parse, Job};
 
+    fn words(c: &RunConfig) -> Vec<String> {
+        c.options.words()
+    }
+
     fn soak(args: &str) -> SoakOptions {
         match parse(args.split_whitespace()) {
             Ok(Job::Soak(o)) => o,
@@ -140,31 +154,32 @@ mod tests {
 
     #[test]
     fn options_become_kernel_options() {
-        let c = config(&soak("soak"));
-        assert_eq!(c.suite, "soak");
+        let c = config(&soak("soak")).unwrap();
+        assert_eq!(c.suite, Suite::Soak);
         assert!(
-            c.sets.contains(&"soak.ops=10000000".to_string()),
+            words(&c).contains(&"soak.ops=10000000".to_string()),
             "{:?}",
-            c.sets
+            words(&c)
         );
-        assert!(c.sets.contains(&"soak.seed=1".to_string()));
-        assert!(c.sets.contains(&"vmalloc.lazy_max_pages=8192".to_string()));
+        assert!(words(&c).contains(&"soak.seed=1".to_string()));
+        assert!(words(&c).contains(&"vmalloc.lazy_max_pages=8192".to_string()));
         let c = config(&soak(
             "soak --minutes 3 --seed 77 --topology 2node --set fault.slab=1",
-        ));
+        ))
+        .unwrap();
         assert!(
-            c.sets.contains(&"soak.seconds=180".to_string()),
+            words(&c).contains(&"soak.seconds=180".to_string()),
             "{:?}",
-            c.sets
+            words(&c)
         );
-        assert!(c.sets.contains(&"soak.seed=77".to_string()));
-        assert_eq!(c.sets.last().map(String::as_str), Some("fault.slab=1"));
+        assert!(words(&c).contains(&"soak.seed=77".to_string()));
+        assert_eq!(words(&c).last().map(String::as_str), Some("fault.slab=1"));
         assert_eq!(c.timeout, Duration::from_secs(780));
-        let c = config(&soak("soak --short"));
-        assert!(c.sets.contains(&"soak.ops=1000000".to_string()));
-        let c = config(&soak("soak --ops 5000 --set vmalloc.lazy_max_pages=7"));
-        assert!(c.sets.contains(&"soak.ops=5000".to_string()));
-        assert!(!c.sets.contains(&"vmalloc.lazy_max_pages=8192".to_string()));
+        let c = config(&soak("soak --short")).unwrap();
+        assert!(words(&c).contains(&"soak.ops=1000000".to_string()));
+        let c = config(&soak("soak --ops 5000 --set vmalloc.lazy_max_pages=7")).unwrap();
+        assert!(words(&c).contains(&"soak.ops=5000".to_string()));
+        assert!(!words(&c).contains(&"vmalloc.lazy_max_pages=8192".to_string()));
     }
 
     #[test]
@@ -173,16 +188,16 @@ mod tests {
             Ok(Job::Run(c)) | Ok(Job::Main(c, _)) => c,
             other => panic!("{other:?}"),
         };
-        let c = main_job_config(&base);
-        assert_eq!(c.suite, "soak");
+        let c = main_job_config(&base).unwrap();
+        assert_eq!(c.suite, Suite::Soak);
         assert_eq!(c.topology.name, base.topology.name);
         assert!(
-            c.sets.contains(&format!("soak.ops={SHORT_OPS}")),
+            words(&c).contains(&format!("soak.ops={SHORT_OPS}")),
             "{:?}",
-            c.sets
+            words(&c)
         );
-        assert!(c.sets.contains(&"vmalloc.lazy_max_pages=8192".to_string()));
-        assert_eq!(c.sets.last().map(String::as_str), Some("slub.debug=F"));
+        assert!(words(&c).contains(&"vmalloc.lazy_max_pages=8192".to_string()));
+        assert_eq!(words(&c).last().map(String::as_str), Some("slub.debug=F"));
         assert!(!c.echo);
     }
 
@@ -195,6 +210,7 @@ mod tests {
             "soak --ops 0",
             "soak --minutes 1 --ops 5",
             "soak --suite test",
+            "soak --ops 2000000000000",
         ] {
             assert!(parse(bad.split_whitespace()).is_err(), "{bad} accepted");
         }

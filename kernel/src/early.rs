@@ -83,6 +83,7 @@ pub fn in_bootstrap_heap(virt: VirtAddr) -> bool {
 }
 
 /// Bytes used and free in the bootstrap heap.
+#[cfg(feature = "ktest")]
 pub fn heap_usage() -> (usize, usize) {
     let heap = HEAP.lock();
     (heap.used(), heap.free())

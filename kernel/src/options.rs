@@ -3,18 +3,21 @@
 //! component, shared with the host, which checks `--set` against it before it boots); this
 //! module re-exports its typed handles and reads the command line once.
 
+#[cfg(feature = "ktest")]
 pub use numalab_algo::options::bench::*;
 pub use numalab_algo::options::fault::*;
 pub use numalab_algo::options::frame::*;
 pub use numalab_algo::options::run::*;
 pub use numalab_algo::options::slub::*;
 pub use numalab_algo::options::smp::*;
+#[cfg(feature = "ktest")]
 pub use numalab_algo::options::soak::*;
 pub use numalab_algo::options::sync::*;
+#[cfg(feature = "ktest")]
 pub use numalab_algo::options::test::*;
 pub use numalab_algo::options::test_vmalloc::*;
 pub use numalab_algo::options::vmalloc::*;
-use numalab_algo::options::{Options, GROUPS};
+use numalab_algo::options::Options;
 use spin::Once;
 
 static OPTIONS: Once<Options> = Once::new();
@@ -29,6 +32,9 @@ pub fn load() -> &'static Options {
 
 /// Every handle's check (its type matches its kind, its default parses), for the `options`
 /// test.
+#[cfg(feature = "ktest")]
 pub fn checks() -> impl Iterator<Item = &'static fn() -> Result<(), alloc::string::String>> {
-    GROUPS.iter().flat_map(|g| g.checks.iter())
+    numalab_algo::options::GROUPS
+        .iter()
+        .flat_map(|g| g.checks.iter())
 }

@@ -16,7 +16,9 @@ use spin::Once;
 
 use crate::topology::{self, CpuId, NodeId};
 
-/// Most CPUs the kernel runs (QEMU TCG allows 255).
+/// Most CPUs the kernel runs (QEMU TCG allows 255): the one bound of every per-CPU array and
+/// of smp bring-up (the topology may list more, up to the ACPI parse limit
+/// `numalab_algo::acpi::numa::MAX_ACPI_CPUS`; the CPUs above this one stay offline).
 pub const MAX_CPUS: usize = 256;
 
 /// One CPU's private area (cache-line aligned so neighbours do not share lines).

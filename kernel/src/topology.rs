@@ -60,11 +60,7 @@ pub fn current_apic_id() -> u32 {
 /// with `acpi.dump=1`, every table found and every MADT/SRAT/SLIT entry as parsed.
 pub fn init() -> &'static Topology {
     TOPOLOGY.call_once(|| {
-        let mut raw = crate::acpi::find_tables();
-        corrupt_for_test(
-            &mut raw.srats,
-            crate::options::load().get(&crate::options::ACPI_CORRUPT),
-        );
+        let raw = tables();
         let (madts, srats, slits) = (
             as_slices(&raw.madts),
             as_slices(&raw.srats),
@@ -94,22 +90,43 @@ pub fn init() -> &'static Topology {
     })
 }
 
+/// The ACPI tables as found (a production image).
+#[cfg(not(feature = "ktest"))]
+fn tables() -> crate::acpi::RawTables {
+    crate::acpi::find_tables()
+}
+
+/// The ACPI tables as found, then damaged as `acpi.corrupt=` asks (ktest images only).
+#[cfg(feature = "ktest")]
+fn tables() -> crate::acpi::RawTables {
+    let mut raw = crate::acpi::find_tables();
+    corrupt_for_test(
+        &mut raw.srats,
+        crate::options::load().get(&crate::options::ACPI_CORRUPT),
+    );
+    raw
+}
+
 /// The `acpi.corrupt=` test hook: QEMU recomputes the checksum and length of tables given with
 /// `-acpitable`, so the host tests damage the kernel's own copy of the first SRAT instead, and
 /// the whole boot path (parse, warn, fall back) runs as it would on a bad firmware table.
-fn corrupt_for_test(srats: &mut [Vec<u8>], how: &str) {
+#[cfg(feature = "ktest")]
+fn corrupt_for_test(srats: &mut [Vec<u8>], how: crate::options::AcpiCorrupt) {
+    use crate::options::AcpiCorrupt;
     const CHECKSUM_OFFSET: usize = 9;
     const LENGTH_OFFSET: usize = 4;
     let Some(table) = srats.first_mut().filter(|t| t.len() > CHECKSUM_OFFSET) else {
         return;
     };
     match how {
-        "srat_checksum" => table[CHECKSUM_OFFSET] = table[CHECKSUM_OFFSET].wrapping_add(1),
-        "srat_length" => {
+        AcpiCorrupt::SratChecksum => {
+            table[CHECKSUM_OFFSET] = table[CHECKSUM_OFFSET].wrapping_add(1)
+        }
+        AcpiCorrupt::SratLength => {
             let claimed = (table.len() as u32 + 64).to_le_bytes();
             table[LENGTH_OFFSET..LENGTH_OFFSET + 4].copy_from_slice(&claimed);
         }
-        _ => {}
+        AcpiCorrupt::None => {}
     }
 }
 

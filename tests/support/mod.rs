@@ -10,6 +10,7 @@
 //!   first and the short ones fill the gaps. Run with many test threads (qemu-run.sh sets
 //!   `RUST_TEST_THREADS`) so that every selected test's boot is waiting from the start.
 
+pub mod elf;
 pub mod shapes;
 
 pub use numalab_boot::{Firmware, Outcome, RunConfig, Verdict};
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant};
 
 /// A quiet run of the `test` suite on `topology` with a timeout suitable for 2 host cores.
 pub fn config(topology: &str) -> RunConfig {
-    let mut c = RunConfig::new(topology, "test");
+    let mut c = RunConfig::new(topology, numalab_algo::options::Suite::Test);
     c.timeout = Duration::from_secs(240);
     c
 }
@@ -131,8 +132,8 @@ fn vcpus(config: &RunConfig) -> u64 {
 /// A rough relative estimate of a boot's cost, used only to start the longest boots first:
 /// whole-suite boots and many vCPUs first (BIOS and UEFI boots now take about as long).
 pub fn cost(config: &RunConfig) -> u64 {
-    let filtered = config.sets.iter().any(|s| s.starts_with("filter="));
-    let whole_suite = !filtered && config.suite != "bench";
+    let filtered = config.options.is_set(&numalab_algo::options::run::FILTER);
+    let whole_suite = !filtered && config.suite != numalab_algo::options::Suite::Bench;
     let firmware = if config.firmware == Firmware::Uefi {
         20
     } else {

@@ -10,6 +10,7 @@ use crate::qemu_machine;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, Parser, Subcommand};
+use numalab_algo::options::{Cmdline, Setting, Suite};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -158,8 +159,8 @@ pub struct SoakOptions {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000),
           conflicts_with = "ops")]
     pub minutes: Option<u64>,
-    /// Operations over all CPUs (default 10000000)
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    /// Operations over all CPUs (default 10000000, at most 2^40: the kernel's soak.ops)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1 << 40))]
     pub ops: Option<u64>,
     /// The short soak of the main job and CI (1000000 operations)
     #[arg(long)]
@@ -213,7 +214,7 @@ pub struct MachineOptions {
     pub uefi: bool,
     /// Kernel option, repeatable (docs/running.md: kernel options)
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = one_line::OneLine(parse_set))]
-    pub sets: Vec<String>,
+    pub sets: Vec<Setting>,
     /// Kill QEMU after this long and report a timeout
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT_S)]
     pub timeout: u64,
@@ -254,9 +255,8 @@ pub struct RunOptions {
     #[command(flatten)]
     pub machine: MachineOptions,
     /// In-kernel suite to run
-    #[arg(long, value_name = "NAME", default_value = "all",
-          value_parser = ["test", "stress", "bench", "all", "soak"])]
-    pub suite: String,
+    #[arg(long, value_name = "NAME", default_value = "all", value_parser = suite_parser())]
+    pub suite: Suite,
     /// Add -icount shift=0,sleep=off: guest rdtsc counts instructions exactly
     #[arg(long)]
     pub icount: bool,
@@ -449,7 +449,8 @@ fn check_design_knobs(cli: &Cli) -> Result<(), clap::Error> {
         Some(Command::Soak(s)) => &s.machine,
         _ => &cli.run.machine,
     };
-    let words: Vec<&str> = machine.sets.iter().map(String::as_str).collect();
+    let words: Vec<String> = machine.sets.iter().map(Setting::word).collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
     match numalab_algo::options::ignored_knobs(&words)
         .into_iter()
         .next()
@@ -491,7 +492,7 @@ fn bench_error(message: &str) -> clap::Error {
 
 impl MachineOptions {
     /// A run of `suite` on the machine these options describe (echoing the console).
-    pub fn config(&self, suite: &str) -> RunConfig {
+    pub fn config(&self, suite: Suite) -> RunConfig {
         // parse() refused arguments that do not split (check_qemu_args); were one to get
         // here, QEMU would get it as written and say what is wrong with it.
         let (machine, extra) =
@@ -505,8 +506,14 @@ impl MachineOptions {
             topology: self.topology.clone(),
             smp: self.smp,
             mem_mib: self.mem,
-            sets: self.sets.clone(),
-            suite: suite.to_string(),
+            options: {
+                let mut options = Cmdline::new();
+                for s in &self.sets {
+                    options.push(s.clone());
+                }
+                options
+            },
+            suite,
             timeout: Duration::from_secs(self.timeout.max(1)),
             icount: false,
             accel: self.accel,
@@ -534,12 +541,23 @@ impl MachineOptions {
 impl RunOptions {
     /// The boot these options describe.
     pub fn config(&self) -> RunConfig {
-        let mut c = self.machine.config(&self.suite);
+        let mut c = self.machine.config(self.suite);
         c.icount = self.icount;
         c.log = self.log.clone();
         c.echo = !self.quiet;
         c
     }
+}
+
+/// `--suite`: a value of the kernel's `suite=` option except `none` (parsed by its enum).
+fn suite_parser() -> impl TypedValueParser<Value = Suite> {
+    PossibleValuesParser::new(
+        Suite::ALL
+            .iter()
+            .filter(|s| **s != Suite::None)
+            .map(|s| s.name()),
+    )
+    .try_map(|name| Suite::from_name(&name).ok_or_else(|| format!("unknown suite '{name}'")))
 }
 
 /// `--topology`: a preset name; the help lists every preset with what it is.
@@ -588,9 +606,8 @@ fn parse_mem(text: &str) -> Result<u64, String> {
 /// `--set KEY=VALUE`: checked against the kernel's own option table (numalab_algo::options)
 /// before anything is built or booted, so a misspelt key or a bad value is a usage error that
 /// names the closest key and what it accepts.
-fn parse_set(text: &str) -> Result<String, String> {
-    numalab_algo::options::check_word(text)?;
-    Ok(text.to_string())
+fn parse_set(text: &str) -> Result<Setting, String> {
+    Setting::parse(text)
 }
 
 #[cfg(test)]

@@ -58,7 +58,7 @@ fn defaults_and_the_main_job() {
         panic!("no arguments is not the main job");
     };
     assert_eq!(
-        (c.topology.name, c.suite.as_str(), c.firmware),
+        (c.topology.name, c.suite.name(), c.firmware),
         ("4node", "all", Firmware::Bios)
     );
     assert_eq!(c.timeout, Duration::from_secs(600));

@@ -20,7 +20,7 @@ mod tests;
 pub mod text;
 
 use numalab_algo::acpi::dump_text;
-use numalab_algo::numactl::{self, Numactl, NumactlNode};
+use numalab_algo::formats::numactl::{self, Numactl, NumactlNode};
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};

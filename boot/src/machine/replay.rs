@@ -16,7 +16,7 @@ use super::scale::{self, Plan};
 use numalab_algo::acpi::slit::build::slit;
 use numalab_algo::acpi::srat::build::{cpu, mem, srat};
 use numalab_algo::acpi::srat::FLAG_ENABLED;
-use numalab_algo::numactl::{self, Numactl, NumactlNode};
+use numalab_algo::formats::numactl::{self, Numactl, NumactlNode};
 use std::path::{Path, PathBuf};
 
 const MIB: u64 = 1 << 20;

@@ -17,7 +17,7 @@ use numalab_algo::acpi::madt::build::{local_apic, local_x2apic, madt};
 use numalab_algo::acpi::slit::build::slit;
 use numalab_algo::acpi::srat::build::{cpu, mem, srat, x2cpu};
 use numalab_algo::acpi::srat::FLAG_ENABLED;
-use numalab_algo::numactl::{Numactl, NumactlNode};
+use numalab_algo::formats::numactl::{Numactl, NumactlNode};
 use std::path::Path;
 
 const GIB: u64 = 1 << 30;

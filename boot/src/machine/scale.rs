@@ -170,7 +170,7 @@ fn fit_slit(
         "replay: proximity domains {} renumbered 0-{} in the injected SRAT and SLIT: a SLIT up \
          to PXM {max_pxm} has {cut} localities ({} bytes), more than the {limit} bytes QEMU's \
          -acpitable takes; every node's distances are kept, {} phantom localities left out",
-        numalab_algo::numactl::id_ranges(&old),
+        numalab_algo::formats::numactl::id_ranges(&old),
         n - 1,
         slit_len(cut),
         cut - n
@@ -298,7 +298,7 @@ pub fn plan(
     if total <= limit && all.iter().enumerate().any(|(i, &c)| c != i as u32) {
         notes.push(format!(
             "replay: CPU ids {} renumbered 0-{} (the booted kernel numbers CPUs densely)",
-            numalab_algo::numactl::id_ranges(&all),
+            numalab_algo::formats::numactl::id_ranges(&all),
             all.len().saturating_sub(1)
         ));
     }

@@ -271,7 +271,7 @@ fn machine_within_limit(
             notes.push(format!(
                 "replay: SLIT localities {} have no CPU or memory (phantom domains): their rows \
                  and columns are skipped; the replayed SLIT keeps those below PXM {}",
-                numalab_algo::numactl::id_ranges(&phantoms),
+                numalab_algo::formats::numactl::id_ranges(&phantoms),
                 pxms.iter().max().copied().unwrap_or(0)
             ));
         }

@@ -3,7 +3,7 @@
 //! CRLF or CR. Decoded to UTF-8 with LF line ends, or refused naming the encoding. Also the
 //! one-machine rule of a numactl text and the bound on what an error quotes (issue 37).
 
-use numalab_algo::numactl::{self, Numactl};
+use numalab_algo::formats::numactl::{self, Numactl};
 
 /// The most characters of a quoted line an error message shows.
 pub const QUOTE_CHARS: usize = 200;

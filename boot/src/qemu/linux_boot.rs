@@ -2,6 +2,8 @@
 //! uses, which qemu.rs turns into `-kernel`, `-initrd` and `-append`.
 
 use super::RunConfig;
+use numalab_algo::bench::Clock;
+use numalab_algo::options::bench::{BENCH, BENCH_SMOKE};
 use std::path::PathBuf;
 
 /// The Linux image and initramfs one boot uses (qemu.rs turns it into -kernel/-initrd/-append).
@@ -29,16 +31,20 @@ impl LinuxBoot {
             "printk.time=0".into(),
             "panic=-1".into(),
         ];
-        words.push(format!(
-            "numalab_twin.clock={}",
-            if config.icount { "icount" } else { "tsc" }
-        ));
-        for set in &config.sets {
-            if let Some(v) = set.strip_prefix("bench=") {
-                words.push(format!("numalab_twin.bench={v}"));
-            } else if let Some(v) = set.strip_prefix("bench.smoke=") {
-                words.push(format!("numalab_twin.smoke={v}"));
-            }
+        let clock = if config.icount {
+            Clock::Icount
+        } else {
+            Clock::Tsc
+        };
+        words.push(format!("numalab_twin.clock={clock}"));
+        if let Some(smoke) = config.options.get(&BENCH_SMOKE) {
+            words.push(format!("numalab_twin.smoke={}", u8::from(smoke)));
+        }
+        if let Some(selection) = config.options.get(&BENCH) {
+            words.push(format!(
+                "numalab_twin.bench={}",
+                selection.names().join(",")
+            ));
         }
         words.extend(
             self.append

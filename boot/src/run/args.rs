@@ -5,6 +5,9 @@ use super::compare::CompareArgs;
 use crate::bench::catalog;
 use crate::cli::{self, BenchOptions, Job, Kernel};
 use crate::qemu::RunConfig;
+use numalab_algo::bench::plan::Selection;
+use numalab_algo::options::bench::BENCH;
+use numalab_algo::options::Suite;
 use std::path::PathBuf;
 
 /// What `qemu-run.sh bench` was asked to do.
@@ -44,7 +47,7 @@ impl BenchArgs {
     /// What the `bench` command line asks for.
     pub fn from_options(o: BenchOptions) -> BenchArgs {
         BenchArgs {
-            base: o.machine.config("bench"),
+            base: o.machine.config(Suite::Bench),
             smoke: o.smoke,
             verbose: o.verbose,
             main_job: false,
@@ -71,7 +74,7 @@ impl BenchArgs {
     /// The no-argument main job on `base` (the default topology): every suite in the multi-CPU
     /// boot, smoke benchmarks, then the tables.
     pub fn main_job(mut base: RunConfig) -> BenchArgs {
-        base.suite = "all".into();
+        base.suite = Suite::All;
         BenchArgs {
             base,
             smoke: true,
@@ -100,10 +103,10 @@ impl BenchArgs {
         base.topology = crate::presets::find("memoryless")?;
         base.smp = None;
         base.mem_mib = None;
-        base.suite = "bench".into();
-        base.sets.retain(|s| !s.starts_with("bench="));
-        base.sets
-            .push(format!("bench={}", catalog::MEMORYLESS_NODE.name));
+        base.suite = Suite::Bench;
+        base.options
+            .set(&BENCH, &Selection::of([catalog::MEMORYLESS_NODE.name]))
+            .ok()?;
         Some(BenchArgs {
             base,
             main_job: false,
@@ -113,14 +116,9 @@ impl BenchArgs {
         })
     }
 
-    /// The experiments `bench=` selects (empty: all).
-    pub fn selected(&self) -> Vec<&str> {
-        self.base
-            .sets
-            .iter()
-            .filter_map(|s| s.strip_prefix("bench="))
-            .flat_map(|v| v.split(',').map(str::trim).filter(|w| !w.is_empty()))
-            .collect()
+    /// The experiments `bench=` selects (none named: all).
+    pub fn selected(&self) -> Selection {
+        self.base.options.get(&BENCH).unwrap_or_default()
     }
 }
 

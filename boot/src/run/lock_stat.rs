@@ -147,7 +147,10 @@ mod tests {
             super::super::parse(&words).unwrap()
         };
         let sets = |a: &super::super::BenchArgs, boot| {
-            super::super::plan::boot_config(a, boot, 0).unwrap().sets
+            super::super::plan::boot_config(a, boot, 0)
+                .unwrap()
+                .options
+                .words()
         };
         let smoke = args(&["--smoke"]);
         for (boot, on) in [(Boot::Tsc, true), (Boot::Det, true), (Boot::Icount, false)] {

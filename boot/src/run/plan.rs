@@ -24,6 +24,10 @@ use crate::bench::{BenchRecord, Boot};
 use crate::cli::Kernel;
 use crate::image::Firmware;
 use crate::qemu::RunConfig;
+use numalab_algo::bench::plan::Selection;
+use numalab_algo::options::bench::{BENCH, BENCH_REP, BENCH_SMOKE};
+use numalab_algo::options::sync::LOCK_STAT;
+use numalab_algo::options::Suite;
 
 /// Which kernel a planned boot boots.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -221,26 +225,26 @@ pub fn count_experiments() -> Vec<&'static str> {
 
 /// The det boot's `bench=`: the selected count experiments (all of them when `bench=` selects
 /// everything), or None when no selected experiment prints counts.
-fn det_selection(args: &BenchArgs) -> Option<String> {
+fn det_selection(args: &BenchArgs) -> Option<Selection> {
     let sel = args.selected();
     let names: Vec<&str> = count_experiments()
         .into_iter()
-        .filter(|n| sel.is_empty() || sel.contains(n))
+        .filter(|n| sel.includes(n))
         .collect();
-    (!names.is_empty()).then(|| names.join(","))
+    (!names.is_empty()).then(|| Selection::of(names))
 }
 
 /// The configuration of one boot (`rep`: its repetition, 0-based).
 pub fn boot_config(args: &BenchArgs, boot: Boot, rep: u32) -> Result<RunConfig, String> {
     let mut c = args.base.clone();
     if boot != Boot::Tsc || !args.main_job || rep > 0 {
-        c.suite = "bench".into();
+        c.suite = Suite::Bench;
     }
     if args.smoke {
-        c.sets.push("bench.smoke=1".into());
+        c.options.set_bool(&BENCH_SMOKE, true);
     }
     if rep > 0 {
-        c.sets.push(format!("bench.rep={rep}"));
+        c.options.set(&BENCH_REP, u64::from(rep))?;
     }
     c.echo = args.verbose;
     c.echo_prefixes = [
@@ -255,8 +259,8 @@ pub fn boot_config(args: &BenchArgs, boot: Boot, rep: u32) -> Result<RunConfig, 
     .collect();
     // Hold times cost two clock reads per lock acquisition: on where the boot counts events or
     // host time, never in the instruction boot (docs/benchmarks.md, "Lock statistics").
-    if boot != Boot::Icount && !c.sets.iter().any(|s| s.starts_with("lock_stat=")) {
-        c.sets.push("lock_stat=1".into());
+    if boot != Boot::Icount && !c.options.is_set(&LOCK_STAT) {
+        c.options.set_bool(&LOCK_STAT, true);
     }
     match boot {
         Boot::Tsc => {}
@@ -272,8 +276,7 @@ pub fn boot_config(args: &BenchArgs, boot: Boot, rep: u32) -> Result<RunConfig, 
             c.icount = true;
             c.accel = Accel::Tcg;
             let only = det_selection(args).ok_or("bench: no count experiment selected for det")?;
-            c.sets.retain(|s| !s.starts_with("bench="));
-            c.sets.push(format!("bench={only}"));
+            c.options.set(&BENCH, &only)?;
         }
         Boot::Uma => {
             let (cpus, mem) = args.base.machine_size();
@@ -282,9 +285,7 @@ pub fn boot_config(args: &BenchArgs, boot: Boot, rep: u32) -> Result<RunConfig, 
             c.mem_mib = Some(mem);
             c.machine = None;
             c.extra.clear();
-            c.sets.retain(|s| !s.starts_with("bench="));
-            c.sets
-                .push(format!("bench={}", uma_experiments().join(",")));
+            c.options.set(&BENCH, &Selection::of(uma_experiments()))?;
         }
     }
     Ok(c)
@@ -302,7 +303,7 @@ fn multi_cpu_only(name: &str) -> bool {
 pub fn planned_boots(args: &BenchArgs) -> Vec<(Boot, u32)> {
     let selected = args.selected();
     let icount_useless =
-        !args.main_job && !selected.is_empty() && selected.iter().all(|n| multi_cpu_only(n));
+        !args.main_job && !selected.is_all() && selected.names().iter().all(|n| multi_cpu_only(n));
     let tsc_reps = if args.icount_only {
         0
     } else {
@@ -350,7 +351,9 @@ pub fn linux_kernel_boots(
     args: &BenchArgs,
     kernel: twin::LinuxKernel,
 ) -> Result<(Vec<PlannedBoot>, Vec<String>), String> {
-    let (mirrored, unmirrored) = twin::mirrored_selection(&args.selected());
+    let selected = args.selected();
+    let names: Vec<&str> = selected.names().iter().map(String::as_str).collect();
+    let (mirrored, unmirrored) = twin::mirrored_selection(&names);
     let notes = unmirrored
         .iter()
         .map(|name| {
@@ -415,8 +418,7 @@ pub fn linux_config(
     experiments: &[&str],
 ) -> Result<RunConfig, String> {
     let mut c = boot_config(args, boot, 0)?;
-    c.sets.retain(|s| !s.starts_with("bench="));
-    c.sets.push(format!("bench={}", experiments.join(",")));
+    c.options.set(&BENCH, &Selection::of(experiments))?;
     Ok(c)
 }
 
@@ -426,9 +428,12 @@ pub fn linux_config(
 fn memoryless_shape(args: &BenchArgs) -> bool {
     let t = &args.base.topology;
     if let Some(m) = &args.base.machine {
-        return m
-            .has_memoryless_cpu_node()
-            .unwrap_or_else(|| args.selected().contains(&catalog::MEMORYLESS_NODE.name));
+        return m.has_memoryless_cpu_node().unwrap_or_else(|| {
+            args.selected()
+                .names()
+                .iter()
+                .any(|n| n == catalog::MEMORYLESS_NODE.name)
+        });
     }
     t.nodes.len() <= 1
         || t.nodes

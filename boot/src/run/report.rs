@@ -112,7 +112,7 @@ pub fn report(args: &BenchArgs, runs: &Runs, start: Instant) -> Reported {
         print!("{}", bench::tables(&numalab, host_cpus()));
         if twin {
             println!();
-            print!("{}", twin::side_by_side(&all, &args.base.sets));
+            print!("{}", twin::side_by_side(&all, &args.base.options));
         } else {
             print!("{}", bench::seeds_table(&all));
         }

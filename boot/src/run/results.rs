@@ -122,7 +122,7 @@ pub fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &s
             "smoke": args.smoke,
             "main_job": args.main_job,
             "reps": args.reps,
-            "sets": args.base.sets,
+            "sets": args.base.options.words(),
             "smp": args.base.smp,
             "mem_mib": args.base.mem_mib,
             "firmware": args.base.firmware.name(),
@@ -218,7 +218,7 @@ pub fn write_results(
             .collect();
     }
     if twin {
-        let t = super::twin::table::table(all, &args.base.sets);
+        let t = super::twin::table::table(all, &args.base.options);
         head["side_by_side"] = super::twin::table::to_json(&t);
     }
     let mut text = head.to_string();

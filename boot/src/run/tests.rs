@@ -24,7 +24,7 @@ fn parses_bench_options() {
     .unwrap();
     assert!(a.smoke && !a.main_job);
     assert_eq!(a.base.topology.name, "snc");
-    assert_eq!(a.base.suite, "bench");
+    assert_eq!(a.base.suite, numalab_algo::options::Suite::Bench);
     let c = parse(&args("--compare a.jsonl b.jsonl")).unwrap();
     let c = c.compare.unwrap();
     assert_eq!(
@@ -328,7 +328,10 @@ fn trace_loads_the_plugin_into_the_deterministic_boots_only() {
     let plain = parse(&args(&format!("--smoke --set bench={}", SLL.name))).unwrap();
     assert!(plan::plan(&plain).unwrap().boots.iter().all(|b| !b.trace));
     // The main job traces its det boot, not its one-CPU icount boot.
-    let main = BenchArgs::main_job(crate::qemu::RunConfig::new("4node", "all"));
+    let main = BenchArgs::main_job(crate::qemu::RunConfig::new(
+        "4node",
+        numalab_algo::options::Suite::All,
+    ));
     let p = plan::plan(&main).unwrap();
     assert!(p.boots.iter().any(|b| b.trace && b.boot == Boot::Det));
     assert!(p.boots.iter().all(|b| !b.trace || b.boot == Boot::Det));

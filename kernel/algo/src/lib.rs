@@ -23,6 +23,3 @@ pub mod slub;
 pub mod smp;
 pub mod topology;
 pub mod vmalloc;
-
-// The formats' old paths (boot/ and the host tests use them).
-pub use formats::{ktap, numactl};

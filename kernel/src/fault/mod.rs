@@ -107,6 +107,7 @@ pub fn arm(p: Point, attr: FaultAttr) {
 }
 
 /// Disarms `p`.
+#[cfg(feature = "ktest")]
 pub fn disarm(p: Point) {
     STATES[p as usize].armed.store(false, Relaxed);
     ANY_ARMED.store(STATES.iter().any(|s| s.armed.load(Relaxed)), Relaxed);
@@ -123,6 +124,7 @@ pub fn armed(p: Point) -> Option<FaultAttr> {
 }
 
 /// Failures injected at `p` since boot.
+#[cfg(feature = "ktest")]
 pub fn injected(p: Point) -> u64 {
     STATES[p as usize].injected.load(Relaxed)
 }

@@ -66,10 +66,7 @@ pub fn selected(name: &str) -> bool {
 
 /// How this boot's tick counts are to be read (`bench.clock`, set by the host).
 pub fn clock() -> Clock {
-    match crate::options::load().get(&crate::options::BENCH_CLOCK) {
-        "icount" => Clock::Icount,
-        _ => Clock::Tsc,
-    }
+    crate::options::load().get(&crate::options::BENCH_CLOCK)
 }
 
 /// True in the host's one-CPU `--icount` boot: instruction metrics run, contention ones skip.

@@ -44,38 +44,18 @@ pub enum Kind {
     Soak,
 }
 
-/// What the kernel runs after boot (`suite=` option).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Suite {
-    Test,
-    Stress,
-    Bench,
-    All,
-    Soak,
-    None,
-}
+/// What the kernel runs after boot (`suite=` option, declared in kernel/algo's options).
+pub use crate::options::Suite;
 
-impl Suite {
-    pub fn from_name(name: &str) -> Suite {
-        match name {
-            "stress" => Suite::Stress,
-            "bench" => Suite::Bench,
-            "all" => Suite::All,
-            "soak" => Suite::Soak,
-            "none" => Suite::None,
-            _ => Suite::Test,
-        }
-    }
-
-    fn includes(self, kind: Kind) -> bool {
-        match self {
-            Suite::All => kind != Kind::Soak,
-            Suite::Soak => kind == Kind::Soak,
-            Suite::None => false,
-            Suite::Test => kind == Kind::Test,
-            Suite::Stress => kind == Kind::Stress,
-            Suite::Bench => matches!(kind, Kind::Bench | Kind::BenchPlan | Kind::BenchEnd),
-        }
+/// Whether `suite` runs tests of `kind`.
+fn includes(suite: Suite, kind: Kind) -> bool {
+    match suite {
+        Suite::All => kind != Kind::Soak,
+        Suite::Soak => kind == Kind::Soak,
+        Suite::None => false,
+        Suite::Test => kind == Kind::Test,
+        Suite::Stress => kind == Kind::Stress,
+        Suite::Bench => matches!(kind, Kind::Bench | Kind::BenchPlan | Kind::BenchEnd),
     }
 }
 
@@ -229,7 +209,7 @@ fn selected(suite: Suite, opts: &Options) -> Vec<&'static KTest> {
         .filter(|t| {
             (t.suite.every_suite && any_kind)
                 || (!options_only
-                    && suite.includes(t.kind)
+                    && includes(suite, t.kind)
                     && (filter.is_empty()
                         || t.suite.name.contains(filter)
                         || t.name.contains(filter)))

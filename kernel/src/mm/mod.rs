@@ -15,7 +15,38 @@
 //! the bootstrap heap, one buddy per NUMA node, each node's memmap (struct page array) at the
 //! top of that node's own memory; heap.rs is the `#[global_allocator]` glue.
 
+#[cfg_attr(
+    not(feature = "ktest"),
+    expect(
+        dead_code,
+        unused_imports,
+        reason = "the allocator API: in a production image (no ktest feature) its callers, the tests, stress runs and benchmarks, are not built; the ktest build lints it in full"
+    )
+)]
 pub mod frame;
+#[cfg_attr(
+    not(feature = "ktest"),
+    expect(
+        dead_code,
+        reason = "the allocator API: in a production image (no ktest feature) its callers, the tests, stress runs and benchmarks, are not built; the ktest build lints it in full"
+    )
+)]
 pub mod heap;
+#[cfg_attr(
+    not(feature = "ktest"),
+    expect(
+        dead_code,
+        unused_imports,
+        reason = "the allocator API: in a production image (no ktest feature) its callers, the tests, stress runs and benchmarks, are not built; the ktest build lints it in full"
+    )
+)]
 pub mod slub;
+#[cfg_attr(
+    not(feature = "ktest"),
+    expect(
+        dead_code,
+        unused_imports,
+        reason = "the allocator API: in a production image (no ktest feature) its callers, the tests, stress runs and benchmarks, are not built; the ktest build lints it in full"
+    )
+)]
 pub mod vmalloc;

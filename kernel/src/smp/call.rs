@@ -148,6 +148,7 @@ pub fn on_each_cpu(f: &(dyn Fn(CpuId) + Sync)) {
 }
 
 /// Why a call could not be made.
+#[cfg(feature = "ktest")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CallError {
     /// The CPU is not online (never existed, did not answer at boot).
@@ -155,6 +156,7 @@ pub enum CallError {
 }
 
 /// Runs `f` on `cpu` (an IPI unless it is the caller) and waits for it to finish.
+#[cfg(feature = "ktest")]
 pub fn call_on_cpu(cpu: CpuId, f: &(dyn Fn(CpuId) + Sync)) -> Result<(), CallError> {
     if percpu::of(cpu).is_none() || cpu.index() >= MAX_CPUS {
         return Err(CallError::NotOnline(cpu));

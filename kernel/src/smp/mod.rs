@@ -18,10 +18,15 @@ pub mod stats;
 mod tests;
 mod tlb;
 
+#[cfg(feature = "ktest")]
 #[allow(unused_imports)] // callers name it when they match on call_on_cpu's error
 pub use call::CallError;
-pub use call::{call_on_cpu, on_each_cpu, run_on_cpus, run_pending_calls};
-pub use stats::{dump_stats, CpuStats};
+#[cfg(feature = "ktest")]
+pub use call::{call_on_cpu, run_pending_calls};
+pub use call::{on_each_cpu, run_on_cpus};
+#[cfg(feature = "ktest")]
+pub use stats::dump_stats;
+pub use stats::CpuStats;
 pub use tlb::tlb_shootdown;
 
 use alloc::vec::Vec;
@@ -112,6 +117,7 @@ pub fn handle_call_ipi() {
 static TIMER_HOOK: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
 
 /// Installs (Some) or removes (None) the timer tick hook.
+#[cfg(feature = "ktest")]
 pub fn set_timer_hook(hook: Option<fn()>) {
     TIMER_HOOK.store(hook.map_or(0, |f| f as usize), Ordering::Release);
 }
@@ -211,15 +217,27 @@ pub fn init() {
     if !arch::clock_phase::align() {
         crate::warn!("smp: LAPIC timer not calibrated; timer phase left as the firmware set it");
     }
-    let hold_apic = opts
-        .get(&crate::options::SMP_HOLD_APIC)
-        .and_then(|id| u32::try_from(id).ok());
+    let hold_apic = held_apic(opts);
     start_all(
         opts.get(&crate::options::SMP_TIMEOUT_MS),
         hold_apic,
         verbose,
     );
     x86_64::instructions::interrupts::enable();
+}
+
+/// The `smp.hold_apic` test hook: an AP prepared but sent no IPI, so the did-not-answer path
+/// runs. Only ktest images have the option.
+#[cfg(feature = "ktest")]
+fn held_apic(opts: &numalab_algo::options::Options) -> Option<u32> {
+    opts.get(&crate::options::SMP_HOLD_APIC)
+        .and_then(|id| u32::try_from(id).ok())
+}
+
+/// A production image holds no AP back.
+#[cfg(not(feature = "ktest"))]
+fn held_apic(_opts: &numalab_algo::options::Options) -> Option<u32> {
+    None
 }
 
 fn start_all(timeout_ms: u64, hold_apic: Option<u32>, verbose: bool) {

@@ -1,7 +1,10 @@
 //! Per-CPU SMP counters (IPIs, calls, shootdowns, timer ticks) and their dump.
 
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::AtomicU64;
+#[cfg(feature = "ktest")]
+use core::sync::atomic::Ordering::Relaxed;
 
+#[cfg(feature = "ktest")]
 use crate::percpu;
 
 /// One CPU's counters; each is written by its own CPU only (Relaxed), read by anyone.
@@ -23,6 +26,7 @@ pub struct CpuStats {
 }
 
 /// A copy of one CPU's counters.
+#[cfg(feature = "ktest")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CpuStatsSnapshot {
     pub ipis_sent: u64,
@@ -47,6 +51,7 @@ impl CpuStats {
         }
     }
 
+    #[cfg(feature = "ktest")]
     pub fn snapshot(&self) -> CpuStatsSnapshot {
         CpuStatsSnapshot {
             ipis_sent: self.ipis_sent.load(Relaxed),
@@ -68,6 +73,7 @@ impl Default for CpuStats {
 
 /// Prints one line per online CPU (a per-CPU /proc/interrupts):
 /// `smp: cpu 3 apic 3 node 1: ipi_sent 0 ipi_recv 12 calls_sent 0 calls_run 10 tlb_sent 0 tlb_recv 2 timer 0`.
+#[cfg(feature = "ktest")]
 pub fn dump_stats() {
     for &cpu in super::online_cpus() {
         let Some(area) = percpu::of(cpu) else {

@@ -6,6 +6,7 @@
 use super::{LinuxKernel, COUNTERPARTS};
 use crate::bench::catalog::{self, Designs};
 use crate::bench::{self, fmt_value, BenchRecord, Boot};
+use numalab_algo::options::{slub::SLUB_DESIGN, Cmdline};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -75,17 +76,10 @@ const NOT_ON_LINUX: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// numalab's SLUB design in a run with these `--set` words (`slub.design=partial`, else the
-/// default, sheaves).
-pub fn numalab_design(sets: &[String]) -> &'static str {
-    match sets
-        .iter()
-        .rev()
-        .find_map(|s| s.strip_prefix("slub.design="))
-    {
-        Some("partial") => "partial",
-        _ => "sheaves",
-    }
+/// numalab's SLUB design in a run with these kernel options: the `slub.design` the kernel
+/// reads (the one set, else the option's default).
+pub fn numalab_design(options: &Cmdline) -> &'static str {
+    options.options().get(&SLUB_DESIGN).name()
 }
 
 /// The design of numalab's `case` of `bench` in a run of `design`, or None for an experiment
@@ -186,9 +180,9 @@ impl Table {
     }
 }
 
-/// The table of `records` (numalab's run with `--set` words `sets`).
-pub fn table(records: &[BenchRecord], sets: &[String]) -> Table {
-    let design = numalab_design(sets);
+/// The table of `records` (numalab's run with kernel options `options`).
+pub fn table(records: &[BenchRecord], options: &Cmdline) -> Table {
+    let design = numalab_design(options);
     let mut t = Table {
         design,
         ..Table::default()
@@ -265,8 +259,8 @@ pub fn table(records: &[BenchRecord], sets: &[String]) -> Table {
 }
 
 /// The side-by-side table as text: one section per experiment (empty without rows).
-pub fn side_by_side(records: &[BenchRecord], sets: &[String]) -> String {
-    render(&table(records, sets))
+pub fn side_by_side(records: &[BenchRecord], options: &Cmdline) -> String {
+    render(&table(records, options))
 }
 
 /// The text of `t`.

@@ -6,6 +6,8 @@ use crate::bench::{self, Boot};
 use crate::cli::Kernel;
 use crate::run::plan::{boot_config, linux_config};
 use crate::run::{self, BenchArgs};
+use numalab_algo::options::{slub::SLUB_DESIGN, Cmdline};
+use numalab_algo::slub::Design;
 use std::path::Path;
 
 fn args(s: &str) -> BenchArgs {
@@ -15,7 +17,9 @@ fn args(s: &str) -> BenchArgs {
 
 /// The mirrored experiments of `a`'s selection, and the others.
 fn plan(a: &BenchArgs) -> (Vec<&'static str>, Vec<String>) {
-    mirrored_selection(&a.selected())
+    let selected = a.selected();
+    let names: Vec<&str> = selected.names().iter().map(String::as_str).collect();
+    mirrored_selection(&names)
 }
 
 /// A Linux boot of `experiments` as the executor makes it: the plan's configuration with
@@ -132,7 +136,7 @@ fn side_by_side_pairs_counterparts() {
     let (_, back) = bench::read_jsonl(&text).unwrap();
     assert_eq!(back, records);
     assert!(text.contains("\"kernel\":\"numalab\""), "{text}");
-    let t = side_by_side(&records, &[]);
+    let t = side_by_side(&records, &Cmdline::new());
     assert!(t.contains("linux-6.1.192"), "{t}");
     let last3 = |prefix: &str| -> Vec<String> {
         let line = t.lines().find(|l| l.starts_with(prefix)).unwrap();
@@ -153,7 +157,7 @@ fn side_by_side_pairs_counterparts() {
     .join("\n");
     let (records, bad) = bench::parse_log(&tsc, Boot::Tsc);
     assert!(bad.is_empty(), "{bad:?}");
-    let t = side_by_side(&records, &[]);
+    let t = side_by_side(&records, &Cmdline::new());
     let rows: Vec<Vec<&str>> = t
         .lines()
         .filter(|l| l.starts_with("slub_list_lock"))
@@ -179,7 +183,7 @@ fn side_by_side_pairs_counterparts() {
     let linux = "BENCH {\"bench\":\"numa_locality\",\"case\":\"linux\",\"metric\":\"slab_kib\",\"value\":40,\"unit\":\"kib\",\"cpus\":8,\"nodes\":4,\"clock\":\"tsc\",\"kernel\":\"linux-6.1.192\"}";
     let (records, bad) = bench::parse_log(&format!("{reps}\n{linux}"), Boot::Tsc);
     assert!(bad.is_empty(), "{bad:?}");
-    let t = side_by_side(&records, &[]);
+    let t = side_by_side(&records, &Cmdline::new());
     let row = t
         .lines()
         .find(|l| l.contains("default | linux") && l.contains("slab_kib"))
@@ -194,7 +198,7 @@ fn side_by_side_pairs_counterparts() {
     .join("\n");
     let (records, bad) = bench::parse_log(&harness, Boot::Icount);
     assert!(bad.is_empty(), "{bad:?}");
-    let t = side_by_side(&records, &[]);
+    let t = side_by_side(&records, &Cmdline::new());
     let row = t
         .lines()
         .find(|l| l.contains("harness/fast64 | harness/fast64"))
@@ -253,7 +257,7 @@ fn four_columns_and_ratios_of_the_same_design() {
     .join("\n");
     let (records, bad) = bench::parse_log(&log, Boot::Icount);
     assert!(bad.is_empty(), "{bad:?}");
-    let t = table::table(&records, &[]);
+    let t = table::table(&records, &Cmdline::new());
     let titles: Vec<String> = t.columns().into_iter().map(|(h, _)| h).collect();
     assert_eq!(
         titles,
@@ -312,11 +316,13 @@ fn four_columns_and_ratios_of_the_same_design() {
     ]
     .join("\n");
     let (records, _) = bench::parse_log(&ap, Boot::Icount);
-    let partial = table::table(&records, &["slub.design=partial".to_string()]);
+    let mut options = Cmdline::new();
+    options.set_choice(&SLUB_DESIGN, Design::Partial);
+    let partial = table::table(&records, &options);
     let row = &partial.rows[0];
     assert_eq!(row.values, [Some(100.0), None, Some(200.0), None]);
     assert_eq!(row.ratios(), [Some(0.5), None]);
-    let sheaves = table::table(&records, &[]);
+    let sheaves = table::table(&records, &Cmdline::new());
     assert_eq!(
         sheaves.rows[0].values,
         [None, Some(100.0), Some(200.0), None]

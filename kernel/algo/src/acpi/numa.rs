@@ -47,8 +47,10 @@ use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 
-/// Most CPUs the topology holds (CpuId is 16 bits; far above QEMU's 255 under TCG).
-pub const MAX_CPUS: usize = 4096;
+/// Most CPUs the MADT parse keeps in the topology (an ACPI parse limit, bounding what bad
+/// tables cost; CpuId is 16 bits). The kernel runs at most `percpu::MAX_CPUS` (256) of them:
+/// smp bring-up leaves the CPUs above that offline with a warning.
+pub const MAX_ACPI_CPUS: usize = 4096;
 /// Most nodes (Linux's usual MAX_NUMNODES).
 pub const MAX_NODES: usize = 1024;
 
@@ -161,9 +163,9 @@ fn cpu_list(
         .filter(|&id| id > max && id != boot)
         .collect();
     for (id, index) in others {
-        if apic_ids.len() == MAX_CPUS {
+        if apic_ids.len() == MAX_ACPI_CPUS {
             warnings.push(format!(
-                "MADT entry {index}: more than {MAX_CPUS} CPUs: this and later processors dropped"
+                "MADT entry {index}: more than {MAX_ACPI_CPUS} CPUs: this and later processors dropped"
             ));
             break;
         }

@@ -11,21 +11,15 @@ pub mod plan;
 use alloc::format;
 use alloc::string::String;
 
-/// How a measurement's time was taken.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Clock {
-    /// rdtsc under `-icount shift=0`: counts executed guest instructions, exact and repeatable.
-    Icount,
-    /// rdtsc under plain TCG: host time, a trend only.
-    Tsc,
-}
-
-impl Clock {
-    pub fn name(self) -> &'static str {
-        match self {
-            Clock::Icount => "icount",
-            Clock::Tsc => "tsc",
-        }
+crate::options::choice! {
+    /// How a measurement's time was taken (`bench.clock`).
+    pub enum Clock {
+        /// rdtsc under plain TCG: host time, a trend only.
+        #[default]
+        Tsc = "tsc",
+        /// rdtsc under `-icount shift=0`: counts executed guest instructions, exact and
+        /// repeatable.
+        Icount = "icount",
     }
 }
 

@@ -42,6 +42,16 @@ impl Selection {
         Selection { names }
     }
 
+    /// The selection of these experiments (none: every experiment).
+    pub fn of<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Selection {
+        Selection {
+            names: names
+                .into_iter()
+                .map(|n| String::from(n.as_ref()))
+                .collect(),
+        }
+    }
+
     /// True when nothing was named (run every experiment).
     pub fn is_all(&self) -> bool {
         self.names.is_empty()

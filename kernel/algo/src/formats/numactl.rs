@@ -16,8 +16,9 @@ use alloc::vec::Vec;
 
 /// Most nodes a text may describe, and the bound on a node id (Linux's largest MAX_NUMNODES).
 pub const MAX_NODES: usize = 1024;
-/// Most CPUs a text may list, and the bound on a CPU id (Linux's largest NR_CPUS).
-pub const MAX_CPUS: u32 = 8192;
+/// Most CPUs a host's `numactl -H` text may list, and the bound on a CPU id (Linux's largest
+/// NR_CPUS, CONFIG_NR_CPUS_RANGE_END): a limit of the host's text, not of numalab's kernel.
+pub const LINUX_MAX_NR_CPUS: u32 = 8192;
 /// Largest node size accepted, in MiB (1 EiB: more is not a real machine).
 pub const MAX_SIZE_MIB: u64 = 1 << 40;
 
@@ -238,8 +239,8 @@ pub fn parse(text: &str) -> Result<Numactl, String> {
                 let c: u32 = w
                     .parse()
                     .ok()
-                    .filter(|&c| c < MAX_CPUS)
-                    .ok_or_else(|| err(i, &format!("bad CPU id {w:?} (0..{MAX_CPUS})")))?;
+                    .filter(|&c| c < LINUX_MAX_NR_CPUS)
+                    .ok_or_else(|| err(i, &format!("bad CPU id {w:?} (0..{LINUX_MAX_NR_CPUS})")))?;
                 if !seen_cpus.insert(c) {
                     return Err(err(i, &format!("CPU {c} is listed on two nodes")));
                 }

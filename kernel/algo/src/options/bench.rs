@@ -1,8 +1,9 @@
 //! Kernel options of the `bench` group. Benchmarks: which experiments run, how, and the
 //! experiments' own knobs.
 
-use super::{Kind, ParsedValue, Spec, Word};
+use super::{Choice, Kind, ParsedValue, Spec};
 use crate::bench::plan::Selection;
+use crate::bench::Clock;
 
 super::declare! {
     BENCH_GROUP = "bench";
@@ -18,9 +19,9 @@ super::declare! {
         default: "0",
         help: "short variants of the experiments (the main job and CI)",
     };
-    BENCH_CLOCK: Word = Spec {
+    BENCH_CLOCK: Clock = Spec {
         key: "bench.clock",
-        kind: Kind::Choice(&["tsc", "icount"]),
+        kind: Clock::KIND,
         default: "tsc",
         help: "how rdtsc is read: set to icount by the host's --icount",
     };

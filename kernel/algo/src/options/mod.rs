@@ -11,6 +11,8 @@
 //! the closest known key; the kernel parses the same table again ([`Options::parse`]) and its
 //! `options.valid` test fails on anything the host let through (raw `-fw_cfg` arguments).
 
+mod choice;
+mod cmdline;
 mod design;
 mod parse;
 mod value;
@@ -23,13 +25,18 @@ pub mod slub;
 pub mod smp;
 pub mod soak;
 pub mod sync;
+#[cfg(feature = "ktest")]
 pub mod test;
 pub mod test_vmalloc;
 pub mod vmalloc;
 
+pub use choice::Choice;
+pub(crate) use choice::{accepts_choice, choice, read_choice};
+pub use cmdline::{Cmdline, Setting};
 pub use design::{ignored_knobs, Needs, NEEDS};
 pub use parse::{parse_value, Options, Value};
-pub use value::{AutoOr, Opt, OptType, ParsedValue, SlubDebug, Word};
+pub use run::Suite;
+pub use value::{AutoOr, Opt, OptType, ParsedValue, Render, SlubDebug, Word};
 
 use alloc::format;
 use alloc::string::String;
@@ -96,8 +103,9 @@ pub struct Group {
 }
 
 /// Declares a component's options once: a typed handle `NAME: TYPE = Spec {..};` per option
-/// (TYPE is what the value reads as: bool, u64, Word, AutoOr<u64>, Option<u64> for `none`, or
-/// a [`ParsedValue`] type) and the component's [`Group`] named `$group`.
+/// (TYPE is what the value reads as: bool, u64, Word (free text), a [`choice!`] enum,
+/// AutoOr<u64>, Option<u64> for `none`, or a [`ParsedValue`] type) and the component's
+/// [`Group`] named `$group`.
 macro_rules! declare {
     ($group:ident = $name:literal; $($handle:ident: $type:ty = $spec:expr;)*) => {
         $(pub const $handle: $crate::options::Opt<$type> = $crate::options::Opt::new($spec);)*
@@ -112,7 +120,9 @@ macro_rules! declare {
 }
 pub(crate) use declare;
 
-/// Every component's options, in the order the boot log describes them.
+/// Every component's options, in the order the boot log describes them; the `test` group
+/// (test hooks) only with the `ktest` feature (the host, the kernel's ktest images).
+#[cfg(feature = "ktest")]
 pub const GROUPS: &[Group] = &[
     run::RUN,
     smp::SMP,
@@ -126,6 +136,27 @@ pub const GROUPS: &[Group] = &[
     test_vmalloc::TEST_VMALLOC,
     test::TEST,
 ];
+
+/// Every component's options of a production kernel: no test hooks.
+#[cfg(not(feature = "ktest"))]
+pub const GROUPS: &[Group] = &[
+    run::RUN,
+    smp::SMP,
+    sync::SYNC,
+    frame::FRAME,
+    slub::SLUB,
+    vmalloc::VMALLOC,
+    fault::FAULT,
+    soak::SOAK,
+    bench::BENCH_GROUP,
+];
+
+/// What an unknown key's message adds in a production kernel: the test hooks are not there.
+#[cfg(not(feature = "ktest"))]
+const NO_TEST_HOOKS: &str =
+    "; this kernel was built without the ktest feature, so it has no test hooks (group test)";
+#[cfg(feature = "ktest")]
+const NO_TEST_HOOKS: &str = "";
 
 /// Every spec of every group, in [`GROUPS`] order (the table the command line is parsed
 /// against).
@@ -177,10 +208,11 @@ pub fn closest_key(key: &str) -> Option<&'static str> {
 pub fn unknown_key_message(key: &str) -> String {
     match closest_key(key).and_then(find) {
         Some(spec) => format!(
-            "unknown kernel option '{}': did you mean '{}' ({})?",
+            "unknown kernel option '{}': did you mean '{}' ({})?{}",
             key,
             spec.key,
-            spec.kind.accepted()
+            spec.kind.accepted(),
+            NO_TEST_HOOKS
         ),
         None => {
             let known: Vec<&str> = GROUPS
@@ -188,9 +220,10 @@ pub fn unknown_key_message(key: &str) -> String {
                 .flat_map(|g| g.specs.iter().map(|s| s.key))
                 .collect();
             format!(
-                "unknown kernel option '{}' (valid keys: {})",
+                "unknown kernel option '{}' (valid keys: {}){}",
                 key,
-                known.join(", ")
+                known.join(", "),
+                NO_TEST_HOOKS
             )
         }
     }
@@ -237,6 +270,14 @@ mod tests {
             }
         }
         assert_eq!(keys.len(), all_specs().len());
+        // A choice handle whose spec default is not its enum's #[default] is caught.
+        let mut spec = slub::SLUB_DESIGN.spec;
+        spec.default = "partial";
+        let e = Opt::<crate::slub::Design>::new(spec).check().unwrap_err();
+        assert!(e.contains("#[default]"), "{e}");
+        let mut spec = slub::SLUB_DESIGN.spec;
+        spec.kind = Kind::Choice(&["partial", "sheaves"]);
+        assert!(Opt::<crate::slub::Design>::new(spec).check().is_err());
     }
 
     #[test]

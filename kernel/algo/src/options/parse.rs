@@ -14,6 +14,12 @@ pub enum Value {
     U64(u64),
     /// The keyword of a `KeywordOr` option (`auto`, `none`).
     Keyword(&'static str),
+    /// A word of a `Choice` option: its place in the list (what a typed read uses) and the
+    /// word itself (what the boot log shows).
+    Choice {
+        index: usize,
+        name: &'static str,
+    },
     Text(String),
 }
 
@@ -52,8 +58,11 @@ pub fn parse_value(spec: &Spec, text: &str) -> Result<Value, String> {
             )),
         },
         Kind::Choice(choices) => {
-            if choices.contains(&text) {
-                Ok(Value::Text(text.to_string()))
+            if let Some(index) = choices.iter().position(|c| *c == text) {
+                Ok(Value::Choice {
+                    index,
+                    name: choices[index],
+                })
             } else {
                 Err(format!(
                     "option {}: bad value '{}' (valid: {})",
@@ -155,6 +164,7 @@ impl Options {
                 Value::Bool(b) => (*b as u8).to_string(),
                 Value::U64(v) => v.to_string(),
                 Value::Keyword(k) => k.to_string(),
+                Value::Choice { name, .. } => name.to_string(),
                 Value::Text(t) => t.clone(),
             };
             out.push_str(key);
@@ -168,12 +178,12 @@ impl Options {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::Word;
+    use crate::options::{Choice, Suite};
 
     const SPECS: &[Spec] = &[
         Spec {
             key: "suite",
-            kind: Kind::Choice(&["test", "stress"]),
+            kind: Suite::KIND,
             default: "test",
             help: "",
         },
@@ -193,13 +203,13 @@ mod tests {
 
     const DUMP: Opt<bool> = Opt::new(SPECS[1]);
     const MAX_ORDER: Opt<u64> = Opt::new(SPECS[2]);
-    const SUITE: Opt<Word> = Opt::new(SPECS[0]);
+    const SUITE: Opt<Suite> = Opt::new(SPECS[0]);
 
     #[test]
     fn defaults_and_values() {
         let o = Options::parse("acpi.dump=1 slub.max_order=0x4", SPECS);
         assert!(o.errors.is_empty(), "{:?}", o.errors);
-        assert_eq!(o.get(&SUITE), "test");
+        assert_eq!(o.get(&SUITE), Suite::Test);
         assert!(o.get(&DUMP));
         assert!(o.is_set(&DUMP));
         assert!(!o.is_set(&SUITE));
@@ -212,7 +222,7 @@ mod tests {
         let o = Options::parse("acpi.dump=1 slub.max_order=7", SPECS);
         assert!(o.get(&DUMP));
         assert_eq!(o.get(&MAX_ORDER), 7);
-        assert_eq!(o.get(&SUITE), "test");
+        assert_eq!(o.get(&SUITE), Suite::Test);
         assert!(DUMP.check().is_ok() && MAX_ORDER.check().is_ok() && SUITE.check().is_ok());
         let wrong: Opt<u64> = Opt::new(SPECS[1]);
         assert!(wrong.check().unwrap_err().contains("acpi.dump"));
@@ -231,6 +241,6 @@ mod tests {
         assert!(o.errors[1].contains("valid: test, stress"));
         assert!(o.errors[2].contains("0..=10"));
         assert!(o.errors[3].contains("expected key=value"));
-        assert_eq!(o.get(&SUITE), "test");
+        assert_eq!(o.get(&SUITE), Suite::Test);
     }
 }

@@ -1,13 +1,32 @@
 //! Kernel options of the `run` group: which suite the kernel runs after boot, which tests, and
 //! whether it dumps the ACPI tables.
 
-use super::{Kind, Spec, Word};
+use super::{Choice, Kind, Spec, Word};
+
+super::choice! {
+    /// What the kernel runs after boot (`suite=`).
+    pub enum Suite {
+        /// The kernel's tests (KTAP).
+        #[default]
+        Test = "test",
+        /// The stress runs.
+        Stress = "stress",
+        /// The experiments (BENCH lines).
+        Bench = "bench",
+        /// Tests, stress and experiments.
+        All = "all",
+        /// The soak (docs/soak.md).
+        Soak = "soak",
+        /// Nothing: boot, describe the machine, exit.
+        None = "none",
+    }
+}
 
 super::declare! {
     RUN = "run";
-    SUITE: Word = Spec {
+    SUITE: Suite = Spec {
         key: "suite",
-        kind: Kind::Choice(&["test", "stress", "bench", "all", "soak", "none"]),
+        kind: Suite::KIND,
         default: "test",
         help: "what the kernel runs after boot",
     };

@@ -1,7 +1,41 @@
 //! Kernel options of the `slub` group. SLUB's boot tunables, Linux's slub_* parameters and
 //! numalab's seed fixes.
 
-use super::{AutoOr, Kind, ParsedValue, SlubDebug, Spec, Word};
+use super::{AutoOr, Choice, Kind, ParsedValue, SlubDebug, Spec};
+use crate::slub::{Checks, Design};
+
+super::choice! {
+    /// `slub.sheaves_memoryless`: whether memoryless nodes get barns.
+    pub enum MemorylessSheaves {
+        /// A barn on every node (the fix series, Linux 7.1).
+        #[default]
+        Barn = "barn",
+        /// No barn on memoryless nodes (Linux 7.0 as shipped).
+        None = "none",
+    }
+}
+
+super::choice! {
+    /// `slub.sheaves_any_node`: how a sheaf refill takes other nodes' list_locks.
+    pub enum AnyNodeLock {
+        /// Trylock (Linux commit 40fd0acc45d0).
+        #[default]
+        Trylock = "trylock",
+        /// Spin (before it).
+        Spin = "spin",
+    }
+}
+
+super::choice! {
+    /// `slub.slabinfo`: how slabinfo counts active objects.
+    pub enum Slabinfo {
+        /// Exact counters, no list_lock.
+        #[default]
+        Counters = "counters",
+        /// Linux's count_partial under list_lock.
+        Scan = "scan",
+    }
+}
 
 super::declare! {
     SLUB = "slub";
@@ -67,15 +101,15 @@ super::declare! {
         default: "",
         help: "debug flags F (sanity) Z (red zone) P (poison) U (user), 1 = all, optionally ,CACHE,... to limit them",
     };
-    SLUB_DESIGN: Word = Spec {
+    SLUB_DESIGN: Design = Spec {
         key: "slub.design",
-        kind: Kind::Choice(&["sheaves", "partial"]),
+        kind: Design::KIND,
         default: "sheaves",
         help: "sheaves: Linux 7's per-CPU sheaves and per-node barns; partial: the per-CPU slab and partial slabs of Linux up to 6.17",
     };
-    SLUB_CHECKS: Word = Spec {
+    SLUB_CHECKS: Checks = Spec {
         key: "slub.checks",
-        kind: Kind::Choice(&["full", "linux"]),
+        kind: Checks::KIND,
         default: "full",
         help: "checks of the sheaves free fast path: full (every invalid free reported, never cached) or linux (Linux 7 with SLAB_FREELIST_HARDENED: slab and cache only; docs/slub.md)",
     };
@@ -89,21 +123,21 @@ super::declare! {
         default: "auto",
         help: "objects per sheaf, rounded up to fill a kmalloc bucket; auto: Linux's calculate_sheaf_capacity (60 for kmalloc-64)",
     };
-    SLUB_SHEAVES_MEMORYLESS: Word = Spec {
+    SLUB_SHEAVES_MEMORYLESS: MemorylessSheaves = Spec {
         key: "slub.sheaves_memoryless",
-        kind: Kind::Choice(&["barn", "none"]),
+        kind: MemorylessSheaves::KIND,
         default: "barn",
         help: "barns on memoryless nodes: barn (the fix series, Linux 7.1) or none (7.0 as shipped: their CPUs fall to the slab path)",
     };
-    SLUB_SHEAVES_ANY_NODE: Word = Spec {
+    SLUB_SHEAVES_ANY_NODE: AnyNodeLock = Spec {
         key: "slub.sheaves_any_node",
-        kind: Kind::Choice(&["trylock", "spin"]),
+        kind: AnyNodeLock::KIND,
         default: "trylock",
         help: "how a refill takes other nodes' list_locks: trylock (Linux commit 40fd0acc45d0) or spin (before it)",
     };
-    SLUB_SLABINFO: Word = Spec {
+    SLUB_SLABINFO: Slabinfo = Spec {
         key: "slub.slabinfo",
-        kind: Kind::Choice(&["counters", "scan"]),
+        kind: Slabinfo::KIND,
         default: "counters",
         help: "how slabinfo counts active objects: counters (exact, no list_lock) or scan (Linux's count_partial under list_lock)",
     };

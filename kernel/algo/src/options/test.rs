@@ -1,7 +1,20 @@
 //! Kernel options of the `test` group. Test hooks: options that exist to make a test provoke a
 //! failure path.
 
-use super::{Kind, Spec, Word};
+use super::{Choice, Kind, Spec};
+
+super::choice! {
+    /// `acpi.corrupt`: how the kernel's copy of the SRAT is damaged before it is read.
+    pub enum AcpiCorrupt {
+        /// Not at all.
+        #[default]
+        None = "none",
+        /// A bad checksum.
+        SratChecksum = "srat_checksum",
+        /// A length field that runs past the table.
+        SratLength = "srat_length",
+    }
+}
 
 super::declare! {
     TEST = "test";
@@ -21,9 +34,9 @@ super::declare! {
         default: "none",
         help: "debug: never start the CPU with this APIC id (exercises the did-not-answer path)",
     };
-    ACPI_CORRUPT: Word = Spec {
+    ACPI_CORRUPT: AcpiCorrupt = Spec {
         key: "acpi.corrupt",
-        kind: Kind::Choice(&["none", "srat_checksum", "srat_length"]),
+        kind: AcpiCorrupt::KIND,
         default: "none",
         help: "test hook: damages the kernel's copy of the SRAT before it is read (bad checksum, or a length field that runs past the table), the bad-table cases QEMU's -acpitable cannot produce",
     };

@@ -11,7 +11,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::marker::PhantomData;
 
-/// The value type of a `Choice` or `Text` option (a word).
+/// The value type of a `Text` option (a word). A `Choice` option's type is its enum
+/// (`choice!`).
 pub struct Word;
 
 /// A tunable that is `auto` (the kernel computes it) or a number the user gave.
@@ -113,6 +114,68 @@ pub trait OptType {
     fn accepts(kind: &Kind) -> bool;
     /// The value as this type (None when the stored value has another type).
     fn read(value: &Value) -> Option<Self::Out<'_>>;
+    /// Whether the spec's default is this type's own default (choice enums mark theirs with
+    /// `#[default]`; other types have none of their own).
+    fn default_matches(_spec_default: &str) -> bool {
+        true
+    }
+}
+
+/// How a typed value is written on the kernel command line (the host's `Cmdline::set`).
+pub trait Render: OptType {
+    /// What `set` takes.
+    type In<'a>;
+    /// The value as the command line word after `KEY=`.
+    fn render(value: Self::In<'_>) -> String;
+}
+
+impl Render for bool {
+    type In<'a> = bool;
+    fn render(value: bool) -> String {
+        String::from(if value { "1" } else { "0" })
+    }
+}
+
+impl Render for u64 {
+    type In<'a> = u64;
+    fn render(value: u64) -> String {
+        format!("{}", value)
+    }
+}
+
+impl Render for Word {
+    type In<'a> = &'a str;
+    fn render(value: &str) -> String {
+        String::from(value)
+    }
+}
+
+impl Render for AutoOr<u64> {
+    type In<'a> = AutoOr<u64>;
+    fn render(value: AutoOr<u64>) -> String {
+        match value {
+            AutoOr::Auto => String::from("auto"),
+            AutoOr::Set(v) => format!("{}", v),
+        }
+    }
+}
+
+impl Render for Option<u64> {
+    type In<'a> = Option<u64>;
+    fn render(value: Option<u64>) -> String {
+        match value {
+            None => String::from("none"),
+            Some(v) => format!("{}", v),
+        }
+    }
+}
+
+/// `bench=`: the selected names, comma-separated (empty: all).
+impl Render for Selection {
+    type In<'a> = &'a Selection;
+    fn render(value: &Selection) -> String {
+        value.names().join(",")
+    }
 }
 
 impl OptType for bool {
@@ -144,7 +207,7 @@ impl OptType for u64 {
 impl OptType for Word {
     type Out<'a> = &'a str;
     fn accepts(kind: &Kind) -> bool {
-        matches!(kind, Kind::Choice(_) | Kind::Text)
+        matches!(kind, Kind::Text)
     }
     fn read(value: &Value) -> Option<&str> {
         match value {
@@ -240,6 +303,12 @@ impl<T: OptType> Opt<T> {
             return Err(format!(
                 "option {}: handle type does not match its kind {:?}",
                 self.spec.key, self.spec.kind
+            ));
+        }
+        if !T::default_matches(self.spec.default) {
+            return Err(format!(
+                "option {}: its default '{}' is not the #[default] variant of its enum",
+                self.spec.key, self.spec.default
             ));
         }
         super::parse_value(&self.spec, self.spec.default).map(|_| ())

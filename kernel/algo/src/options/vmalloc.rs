@@ -1,12 +1,13 @@
 //! Kernel options of the `vmalloc` group. vmalloc: the vmap node design and lazy purging.
 
-use super::{Kind, Spec, Word};
+use super::{Choice, Kind, Spec};
+use crate::vmalloc::Policy;
 
 super::declare! {
     VMALLOC = "vmalloc";
-    VMALLOC_NODES: Word = Spec {
+    VMALLOC_NODES: Policy = Spec {
         key: "vmalloc.nodes",
-        kind: Kind::Choice(&["global", "cpu", "numa"]),
+        kind: Policy::KIND,
         default: "cpu",
         help: "vmap node design behind vmalloc(): global lock, CPU-count shards (Linux 6.9), one per NUMA node",
     };

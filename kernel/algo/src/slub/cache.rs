@@ -63,13 +63,15 @@ pub struct Tunables {
     pub any_node_trylock: bool,
 }
 
-/// The two SLUB designs one kernel holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Design {
-    /// Per-CPU slab, tid + cmpxchg16b fast path, per-CPU partial slabs (Linux up to 6.17).
-    Partial,
-    /// Per-CPU main and spare sheaves under a local trylock, per-node barns (Linux 7.0).
-    Sheaves,
+crate::options::choice! {
+    /// The SLUB designs one kernel holds (`slub.design`).
+    pub enum Design {
+        /// Per-CPU main and spare sheaves under a local trylock, per-node barns (Linux 7.0).
+        #[default]
+        Sheaves = "sheaves",
+        /// Per-CPU slab, tid + cmpxchg16b fast path, per-CPU partial slabs (Linux up to 6.17).
+        Partial = "partial",
+    }
 }
 
 impl Default for Tunables {

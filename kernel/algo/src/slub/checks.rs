@@ -10,13 +10,15 @@ use super::cache::Cache;
 use super::platform::Platform;
 use core::sync::atomic::Ordering::Relaxed;
 
-/// The checks of the sheaves free fast path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Checks {
-    /// Every invalid free the slab path would find is found on the fast path too.
-    Full,
-    /// Linux 7's fast path with hardening and without slub_debug.
-    Linux,
+crate::options::choice! {
+    /// The checks of the sheaves free fast path (`slub.checks`).
+    pub enum Checks {
+        /// Every invalid free the slab path would find is found on the fast path too.
+        #[default]
+        Full = "full",
+        /// Linux 7's fast path with hardening and without slub_debug.
+        Linux = "linux",
+    }
 }
 
 impl<P: Platform> Cache<P> {

@@ -16,33 +16,19 @@ impl VnId {
     }
 }
 
-/// The three designs of seed 002, chosen with `vmalloc.nodes=`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Policy {
-    /// One vmap node whose busy tree and lazy list sit under the global free-space lock; no
-    /// pools (vmalloc before the 6.9 series).
-    Global,
-    /// Linux 6.9: clamp(possible CPUs, 1, 128) vmap nodes; an area's busy/lazy node is picked by
-    /// its address in zones of 16 pages, pools by the allocating CPU's id.
-    Cpu,
-    /// Chinner's counter-proposal: one vmap node per NUMA node; busy, lazy and pools all on
-    /// the NUMA node the area's pages come from; purges per node.
-    Numa,
-}
-
-impl Policy {
-    pub const ALL: [Policy; 3] = [Policy::Global, Policy::Cpu, Policy::Numa];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Policy::Global => "global",
-            Policy::Cpu => "cpu",
-            Policy::Numa => "numa",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Policy> {
-        Policy::ALL.into_iter().find(|p| p.name() == name)
+crate::options::choice! {
+    /// The three designs of seed 002, chosen with `vmalloc.nodes=`.
+    pub enum Policy {
+        /// One vmap node whose busy tree and lazy list sit under the global free-space lock;
+        /// no pools (vmalloc before the 6.9 series).
+        Global = "global",
+        /// Linux 6.9: clamp(possible CPUs, 1, 128) vmap nodes; an area's busy/lazy node is
+        /// picked by its address in zones of 16 pages, pools by the allocating CPU's id.
+        #[default]
+        Cpu = "cpu",
+        /// Chinner's counter-proposal: one vmap node per NUMA node; busy, lazy and pools all
+        /// on the NUMA node the area's pages come from; purges per node.
+        Numa = "numa",
     }
 }
 

@@ -39,6 +39,7 @@ const ICR_FIXED: u32 = 0b000 << 8;
 const ICR_INIT: u32 = 0b101 << 8;
 const ICR_STARTUP: u32 = 0b110 << 8;
 const LVT_MASKED: u32 = 1 << 16;
+#[cfg(feature = "ktest")]
 const LVT_TIMER_PERIODIC: u32 = 1 << 17;
 /// Divide configuration value for "divide by 16".
 const TIMER_DIVIDE_BY_16: u32 = 0b0011;
@@ -260,6 +261,7 @@ pub fn timer_current() -> u32 {
 
 /// Starts the calling CPU's timer firing `TIMER_VECTOR` `per_second` times a second
 /// (0 stops it). Returns false when the timer was not calibrated.
+#[cfg(feature = "ktest")]
 pub fn timer_periodic(per_second: u64) -> bool {
     let hz = timer_hz();
     if hz == 0 {

@@ -40,6 +40,7 @@ pub fn search(rip: u64) -> Option<u64> {
 }
 
 /// How many faults were fixed up since boot.
+#[cfg(feature = "ktest")]
 pub fn fixed_count() -> u64 {
     FIXED.load(Ordering::Relaxed)
 }

@@ -28,6 +28,7 @@ pub fn tsc_hz() -> u64 {
 }
 
 /// Busy-waits at least `us` microseconds on the TSC.
+#[cfg(feature = "ktest")]
 pub fn delay_us(us: u64) {
     tsc::delay_us(us)
 }

@@ -15,9 +15,10 @@
 use core::alloc::Layout;
 use numalab_algo::page::{PhysAddr, VirtAddr};
 use x86_64::registers::control::Cr3;
+#[cfg(feature = "ktest")]
+use x86_64::structures::paging::Translate;
 use x86_64::structures::paging::{
     FrameAllocator, Mapper, OffsetPageTable, Page, PageTable, PageTableFlags, PhysFrame, Size4KiB,
-    Translate,
 };
 use x86_64::{PhysAddr as HwPhysAddr, VirtAddr as HwVirtAddr};
 
@@ -119,6 +120,7 @@ fn with_tables<R>(f: impl FnOnce(&mut OffsetPageTable<'static>, &mut TablePageSo
 }
 
 /// The physical address `virt` translates to, if mapped.
+#[cfg(feature = "ktest")]
 pub fn translate(virt: VirtAddr) -> Option<PhysAddr> {
     let virt = HwVirtAddr::try_new(virt.as_u64()).ok()?;
     with_tables(|m, _| m.translate_addr(virt).map(|p| PhysAddr::new(p.as_u64())))
@@ -175,6 +177,7 @@ pub unsafe fn unmap_4k(virt: VirtAddr) -> Result<PhysAddr, PagingError> {
 ///
 /// # Safety
 /// As for `map_4k`; and users of the old frame through `virt` must tolerate the switch.
+#[cfg(feature = "ktest")]
 pub unsafe fn remap_4k(virt: VirtAddr, phys: PhysAddr) -> Result<PhysAddr, PagingError> {
     let page = Page::<Size4KiB>::containing_address(HwVirtAddr::new(virt.as_u64()));
     let frame = PhysFrame::<Size4KiB>::containing_address(HwPhysAddr::new(phys.as_u64()));

@@ -19,6 +19,7 @@ pub static KERNEL: u8 = 0;
 
 /// The watch marker's bytes ("NUMW" as the displacement): the next access's line is one the
 /// kernel named, which the plugin keeps in its tables whatever its rank.
+#[cfg(feature = "ktest")]
 macro_rules! watch_marker {
     () => {
         ".byte 0x0f, 0x1f, 0x84, 0x00, 0x4e, 0x55, 0x4d, 0x57"
@@ -28,6 +29,7 @@ macro_rules! watch_marker {
 /// Tells the plugin to keep every line `obj` covers in every region's table (a named lock):
 /// a watch marker and a one-byte load per 64-byte line, with interrupts off between the two,
 /// as `mark`.
+#[cfg(feature = "ktest")]
 pub fn watch_object<T: ?Sized>(obj: &T) {
     let start = obj as *const T as *const u8 as usize;
     let end = start + core::mem::size_of_val(obj);

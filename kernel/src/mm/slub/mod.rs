@@ -31,12 +31,22 @@ mod private;
 mod sheaf_tests;
 pub mod slabmap;
 #[cfg(feature = "ktest")]
-pub(crate) mod tests;
+mod tests;
+
+/// The slub KTAP suite: SLUB's own tests (tests.rs) and the stress runs that drive it from
+/// outside (kernel/src/stress) register in it.
+#[cfg(feature = "ktest")]
+pub(crate) static KTEST_SUITE: crate::ktest::KSuite = crate::ktest::KSuite {
+    name: "slub",
+    order: 40,
+    every_suite: false,
+};
 
 pub use kobject::KmallocObject;
 pub use object::Object;
 pub use private::PrivateCache;
 
+use crate::options::{AnyNodeLock, MemorylessSheaves, Slabinfo};
 use crate::sync::{IrqSpinLock, LockStatsSnapshot};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -44,7 +54,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use numalab_algo::slub::geometry::MAX_SLAB_ORDER;
 use numalab_algo::slub::{
-    Cache, Checks, CreateError, DebugFlags, Design, SlabInfo, SlabinfoMode, StatsSnapshot, Tunables,
+    Cache, Checks, CreateError, DebugFlags, SlabInfo, SlabinfoMode, StatsSnapshot, Tunables,
 };
 use numalab_algo::topology::NodeId;
 use platform::KernelPlatform;
@@ -94,29 +104,30 @@ fn boot_tunables() -> BootTunables {
         memoryless_fix: opts.get(&crate::options::SLUB_MEMORYLESS_FIX),
         remote_node_defrag_ratio: opts.get(&crate::options::SLUB_REMOTE_NODE_DEFRAG_RATIO) as u32,
         debug: DebugFlags::default(),
-        design: if opts.get(&crate::options::SLUB_DESIGN) == "partial" {
-            Design::Partial
-        } else {
-            Design::Sheaves
-        },
+        design: opts.get(&crate::options::SLUB_DESIGN),
         sheaf_capacity: opts
             .get(&crate::options::SLUB_SHEAF_CAPACITY)
             .set()
             .map(|v| v as usize),
-        memoryless_barns: opts.get(&crate::options::SLUB_SHEAVES_MEMORYLESS) == "barn",
-        any_node_trylock: opts.get(&crate::options::SLUB_SHEAVES_ANY_NODE) == "trylock",
+        memoryless_barns: match opts.get(&crate::options::SLUB_SHEAVES_MEMORYLESS) {
+            MemorylessSheaves::Barn => true,
+            MemorylessSheaves::None => false,
+        },
+        any_node_trylock: match opts.get(&crate::options::SLUB_SHEAVES_ANY_NODE) {
+            AnyNodeLock::Trylock => true,
+            AnyNodeLock::Spin => false,
+        },
     };
     let debug = opts.get(&crate::options::SLUB_DEBUG);
     t.debug = debug.flags;
     BootTunables {
         tunables: t,
         debug_caches: debug.caches,
-        slabinfo_scan: opts.get(&crate::options::SLUB_SLABINFO) == "scan",
-        checks: if opts.get(&crate::options::SLUB_CHECKS) == "linux" {
-            Checks::Linux
-        } else {
-            Checks::Full
+        slabinfo_scan: match opts.get(&crate::options::SLUB_SLABINFO) {
+            Slabinfo::Scan => true,
+            Slabinfo::Counters => false,
         },
+        checks: opts.get(&crate::options::SLUB_CHECKS),
     }
 }
 
@@ -166,14 +177,8 @@ pub fn init() {
         t.prefer_local as u8,
         t.memoryless_fix as u8,
         t.debug.letters(),
-        match t.design {
-            Design::Sheaves => "sheaves",
-            Design::Partial => "partial",
-        },
-        match boot_checks() {
-            Checks::Full => "full",
-            Checks::Linux => "linux",
-        }
+        t.design.name(),
+        boot_checks().name()
     );
 }
 
@@ -333,7 +338,7 @@ impl KmemCache {
                     "slub: destroy {}: {} {}; cache kept",
                     self.name(),
                     live,
-                    numalab_algo::ktap::OBJECTS_REMAINING
+                    numalab_algo::formats::ktap::OBJECTS_REMAINING
                 );
                 Err(live)
             }

@@ -7,7 +7,7 @@ use super::kmalloc::{
     kfree, kmalloc, kmalloc_aligned, kmalloc_node, kmalloc_node_strict, krealloc, ksize,
 };
 use super::{default_tunables, KmemCache, Object};
-use crate::ktest::{Ctx, KSuite, TestError, TestResult};
+use crate::ktest::{Ctx, TestError, TestResult};
 use crate::mm::frame;
 use crate::{kassert, kassert_eq, ktest};
 use alloc::format;
@@ -19,12 +19,7 @@ use numalab_algo::slub::geometry::{fls, natural_align, KMALLOC_NAMES, KMALLOC_SI
 use numalab_algo::slub::{slabinfo_line, DebugFlags, ErrorKind, SlabinfoMode, Stat, Tunables};
 use numalab_algo::topology::{CpuId, NodeId};
 
-/// SLUB's tests (after frame: slabs are pages); kernel/src/stress registers two more.
-pub(crate) static SUITE: KSuite = KSuite {
-    name: "slub",
-    order: 40,
-    every_suite: false,
-};
+use super::KTEST_SUITE as SUITE;
 
 /// Expected slab orders of the kmalloc classes (8 .. 8k) for Linux's default max_order 3, by
 /// min_objects = 4 * (fls(nr_cpus) + 1), worked out by hand from calculate_order, for caches
@@ -642,7 +637,7 @@ fn debug_reports(_ctx: &Ctx) -> TestResult {
         free(c, v);
     }
     // The next three bad frees are reported as `invalid free: ...` (the runner's watch).
-    crate::ktest::expect_warnings(3, numalab_algo::ktap::INVALID_FREE);
+    crate::ktest::expect_warnings(3, numalab_algo::formats::ktap::INVALID_FREE);
     free(c, z + 8); // not an object start
     let o = alloc(other)?;
     free(c, o); // wrong cache
@@ -675,7 +670,7 @@ fn debug_reports(_ctx: &Ctx) -> TestResult {
     free(p, q);
     free(p, q);
     let r = alloc(other)?;
-    crate::ktest::expect_warnings(1, numalab_algo::ktap::INVALID_FREE);
+    crate::ktest::expect_warnings(1, numalab_algo::formats::ktap::INVALID_FREE);
     free(p, r);
     free(other, r);
     kassert_eq!(p.core().error_count(ErrorKind::DoubleFree), 1);
@@ -763,7 +758,7 @@ fn kmalloc_api(_ctx: &Ctx) -> TestResult {
     }
     let bad0 = super::kmalloc::bad_kfrees();
     let local = 5u64;
-    crate::ktest::expect_warnings(1, numalab_algo::ktap::INVALID_FREE);
+    crate::ktest::expect_warnings(1, numalab_algo::formats::ktap::INVALID_FREE);
     // SAFETY: a deliberate bad kfree of a stack address: SLUB finds no owner and drops it
     // without touching the memory.
     unsafe { kfree(NonNull::from(&local).cast()) };
@@ -813,7 +808,7 @@ fn shrink_and_destroy(_ctx: &Ctx) -> TestResult {
     );
     // Destroying a cache with a live object is refused with a warning (watched: it is how a
     // leak shows at destroy).
-    crate::ktest::expect_warnings(1, numalab_algo::ktap::OBJECTS_REMAINING);
+    crate::ktest::expect_warnings(1, numalab_algo::formats::ktap::OBJECTS_REMAINING);
     // SAFETY: one object is live, so destroy refuses (Err) and the cache stays valid.
     kassert_eq!(unsafe { c.destroy() }, Err(1));
     free(c, objs[0]);

@@ -101,8 +101,7 @@ pub fn init(opts: &Options) {
         opts.get(&crate::options::VMALLOC_NR_VMALLOC),
         crate::topology::get().nr_nodes(),
     );
-    let default =
-        Policy::from_name(opts.get(&crate::options::VMALLOC_NODES)).unwrap_or(Policy::Cpu);
+    let default = opts.get(&crate::options::VMALLOC_NODES);
     let sys = SYSTEM.call_once(|| {
         let make = |i: u64, p: Policy| {
             let layout = Layout::new(p, topo.nr_cpus(), topo.nr_nodes(), lazy);

@@ -55,7 +55,7 @@ pub fn read_u64(addr: u64) -> Result<u64, ()> {
     }
 }
 
-const MAX_CPUS: usize = 256;
+use crate::percpu::MAX_CPUS;
 const PER_CPU: usize = 8;
 
 struct Freed {

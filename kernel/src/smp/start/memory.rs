@@ -2,6 +2,7 @@
 //! and descriptor tables placed on the CPU's memory node, and the trampoline's low page.
 
 use core::alloc::Layout;
+#[cfg(feature = "ktest")]
 use core::sync::atomic::{AtomicU64, Ordering};
 use numalab_algo::page::{PhysAddr, VirtAddr};
 use spin::Once;
@@ -19,9 +20,11 @@ const STACKS_OFFSET: u64 = GIB;
 /// Virtual bytes per CPU stack block.
 const STACK_STRIDE: u64 = 128 * 1024;
 /// Offset of the test scratch pages.
+#[cfg(feature = "ktest")]
 const SCRATCH_OFFSET: u64 = 256 * GIB;
 
 static REGION: Once<Result<u64, paging::PagingError>> = Once::new();
+#[cfg(feature = "ktest")]
 static SCRATCH_NEXT: AtomicU64 = AtomicU64::new(0);
 
 /// Base of the SMP region (claimed on first use).
@@ -78,6 +81,7 @@ fn node_pages_phys_from(
 }
 
 /// `nr_pages` fresh, unmapped virtual pages in the SMP region for tests (never reused).
+#[cfg(feature = "ktest")]
 pub fn alloc_scratch_virt(nr_pages: u64) -> Option<VirtAddr> {
     let base = region_base()?;
     let off = SCRATCH_NEXT.fetch_add((nr_pages + 1) * PAGE_SIZE, Ordering::Relaxed);

@@ -27,7 +27,9 @@ use crate::percpu::PerCpu;
 use crate::topology::{CpuId, NodeId};
 use numalab_algo::page::PhysAddr;
 
-pub use memory::{alloc_scratch_virt, apic_mmio_virt, node_pages_phys, set_node_page_source};
+#[cfg(feature = "ktest")]
+pub use memory::{alloc_scratch_virt, node_pages_phys};
+pub use memory::{apic_mmio_virt, set_node_page_source};
 
 /// Kernel stack of each AP.
 pub const KERNEL_STACK_BYTES: u64 = 64 * 1024;
