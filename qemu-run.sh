@@ -177,6 +177,31 @@ build_runner() {
     return 0
 }
 
+# The whole test suite (`test` or `test --slow` with no other argument): what
+# `cargo test --workspace` runs, in two parts side by side once everything is built: the QEMU
+# tests (tests/qemu.rs, waiting on boots most of their time), shown as they run, and every
+# other test binary (host unit tests, docs_options, structure, hostile), whose output is kept
+# and printed after the QEMU tests' (docs/testing.md, "Where the time goes"). The exit status
+# is the first failing part's (cargo test's 101 when a test failed).
+run_all_tests() {
+    local host_log rc=0 qemu_pid
+    cargo test --workspace --no-run
+    host_log=$(mktemp)
+    # shellcheck disable=SC2064
+    trap "rm -f '$host_log'" EXIT
+    {
+        cargo test --workspace --exclude numalab -- "$@" &&
+            cargo test -p numalab --test docs_options --test structure --test hostile -- "$@"
+    } >"$host_log" 2>&1 &
+    local host_pid=$!
+    cargo test -p numalab --test qemu -- "$@" &
+    qemu_pid=$!
+    wait "$qemu_pid" || rc=$?
+    wait "$host_pid" || { [ $rc != 0 ] || rc=$?; }
+    cat "$host_log"
+    exit "$rc"
+}
+
 setup() {
     setup_packages
     setup_llvm_links
@@ -203,6 +228,9 @@ case "${1:-}" in
         # start: tests/support then runs the longest waiting boot first (QEMUs are limited
         # separately, by NUMALAB_QEMU_JOBS).
         export RUST_TEST_THREADS="${RUST_TEST_THREADS:-64}"
+        if [ $# -eq 0 ]; then
+            run_all_tests "${slow[@]}"
+        fi
         if [ ${#slow[@]} -gt 0 ]; then
             # Arguments after the caller's own `--` (if any) go to every test binary.
             if printf '%s\n' "$@" | grep -qx -- --; then
