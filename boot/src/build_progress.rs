@@ -54,9 +54,10 @@ impl BuildProgress {
 
     fn line(&self) -> String {
         format!(
-            "numalab: building {}: {} crates compiled, the last {} ({} elapsed)",
+            "numalab: building {}: {} crate{} compiled, the last {} ({} elapsed)",
             self.what,
             self.compiled,
+            if self.compiled == 1 { "" } else { "s" },
             self.last,
             crate::progress::clock(self.started.elapsed())
         )
@@ -104,9 +105,10 @@ impl BuildProgress {
     pub fn finish(&mut self) {
         if self.compiled > 0 {
             let line = format!(
-                "numalab: built {}: {} crates in {}",
+                "numalab: built {}: {} crate{} in {}",
                 self.what,
                 self.compiled,
+                if self.compiled == 1 { "" } else { "s" },
                 crate::progress::clock(self.started.elapsed())
             );
             self.write(&line, true);
