@@ -148,7 +148,7 @@ setup_linux7() {
 # the bootloader's build script: it builds the BIOS stages and the UEFI loader, five no_std
 # programs for five targets, each with its own core (docs/testing.md, "Where the time goes").
 build_runner() {
-    local line name n=0 t0=$SECONDS drawn=0 tty=0 failed=0
+    local line name n=0 t0=$SECONDS drawn=0 tty=0 failed=0 crates=crates
     [ -t 2 ] && tty=1
     show() {
         if [ $tty = 1 ]; then
@@ -164,16 +164,18 @@ build_runner() {
         [[ $line =~ \"target\":\{[^}]*\"name\":\"([^\"]*)\" ]] || continue
         name=${BASH_REMATCH[1]}
         n=$((n + 1))
+        crates=crates
+        [ $n = 1 ] && crates=crate
         if [[ $line == *'#bootloader@'*'"custom-build"'* ]]; then
-            show "qemu-run.sh: building the runner: $n crates compiled; now the bootloader's BIOS and UEFI stages (five targets, minutes the first time)"
+            show "qemu-run.sh: building the runner: $n $crates compiled; now the bootloader's BIOS and UEFI stages (five targets, minutes the first time)"
         else
-            show "qemu-run.sh: building the runner: $n crates compiled, the last $name ($((SECONDS - t0)) s)"
+            show "qemu-run.sh: building the runner: $n $crates compiled, the last $name ($((SECONDS - t0)) s)"
         fi
     done < <(cargo build --quiet -p numalab-boot --bin numalab-boot --message-format=json-render-diagnostics || echo '"build failed"')
     [ $drawn = 1 ] && printf '\r\033[2K' >&2
     # cargo printed the compiler's errors; the exit status of a failed build is 1.
     [ $failed = 0 ] || exit 1
-    [ $n -gt 0 ] && say "built the runner: $n crates in $((SECONDS - t0)) s"
+    [ $n -gt 0 ] && say "built the runner: $n $crates in $((SECONDS - t0)) s"
     return 0
 }
 

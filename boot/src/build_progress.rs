@@ -53,6 +53,13 @@ impl BuildProgress {
     }
 
     fn line(&self) -> String {
+        if self.compiled == 0 {
+            return format!(
+                "numalab: building {} ({} elapsed)",
+                self.what,
+                crate::progress::clock(self.started.elapsed())
+            );
+        }
         format!(
             "numalab: building {}: {} crate{} compiled, the last {} ({} elapsed)",
             self.what,
@@ -91,10 +98,10 @@ impl BuildProgress {
         }
     }
 
-    /// On a terminal, redraws the line (its elapsed time) once something was compiled, so a
-    /// long last crate does not look like a hang; nothing when piped.
+    /// On a terminal, redraws the line with its elapsed time (every second while cargo
+    /// works), so a long crate does not look like a hang; nothing when piped.
     pub fn tick(&mut self) {
-        if self.tty && self.compiled > 0 {
+        if self.tty {
             let line = self.line();
             self.write(&line, false);
         }
@@ -112,6 +119,12 @@ impl BuildProgress {
                 crate::progress::clock(self.started.elapsed())
             );
             self.write(&line, true);
+        } else if self.drawn {
+            // Only ticks were drawn (nothing to compile): the line goes.
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(b"\r\x1b[2K");
+            let _ = err.flush();
+            self.drawn = false;
         }
     }
 }
