@@ -142,6 +142,73 @@ setup_linux7() {
     fi
 }
 
+# Builds the host runner (numalab-boot) before it runs: silent when it is up to date, else one
+# line per crate compiled, redrawn in place on a terminal (as the boots' progress line), so a
+# fresh clone's first run is never silent for minutes. The longest step of a fresh build is
+# the bootloader's build script: it builds the BIOS stages and the UEFI loader, five no_std
+# programs for five targets, each with its own core (docs/testing.md, "Where the time goes").
+build_runner() {
+    local line name n=0 t0=$SECONDS drawn=0 tty=0 failed=0 crates=crates
+    [ -t 2 ] && tty=1
+    show() {
+        if [ $tty = 1 ]; then
+            printf '\r\033[2K%s' "$1" >&2
+            drawn=1
+        else
+            printf '%s\n' "$1" >&2
+        fi
+    }
+    while IFS= read -r line; do
+        [[ $line == '"build failed"' ]] && failed=1
+        [[ $line == *'"reason":"compiler-artifact"'*'"fresh":false'* ]] || continue
+        [[ $line =~ \"target\":\{[^}]*\"name\":\"([^\"]*)\" ]] || continue
+        name=${BASH_REMATCH[1]}
+        n=$((n + 1))
+        crates=crates
+        [ $n = 1 ] && crates=crate
+        if [[ $line == *'#bootloader@'*'"custom-build"'* ]]; then
+            show "qemu-run.sh: building the runner: $n $crates compiled; now the bootloader's BIOS and UEFI stages (five targets, minutes the first time)"
+        else
+            show "qemu-run.sh: building the runner: $n $crates compiled, the last $name ($((SECONDS - t0)) s)"
+        fi
+    done < <(cargo build --quiet -p numalab-boot --bin numalab-boot --message-format=json-render-diagnostics || echo '"build failed"')
+    [ $drawn = 1 ] && printf '\r\033[2K' >&2
+    # cargo printed the compiler's errors; the exit status of a failed build is 1.
+    [ $failed = 0 ] || exit 1
+    [ $n -gt 0 ] && say "built the runner: $n $crates in $((SECONDS - t0)) s"
+    return 0
+}
+
+# The whole test suite (`test` or `test --slow` with no other argument): what
+# `cargo test --workspace` runs, in two parts side by side once everything is built: the QEMU
+# tests (tests/qemu.rs, waiting on boots most of their time), shown as they run, and every
+# other test binary (host unit tests, docs_options, structure, hostile), whose output is kept
+# and printed after the QEMU tests' (docs/testing.md, "Where the time goes"). The exit status
+# is the first failing part's (cargo test's 101 when a test failed).
+run_all_tests() {
+    local host_log rc=0 qemu_pid
+    cargo test --workspace --no-run
+    host_log=$(mktemp)
+    # shellcheck disable=SC2064
+    trap "rm -f '$host_log'" EXIT
+    # `--workspace` with target filters (not `-p numalab`) keeps cargo's feature resolution of
+    # the build above, so nothing is compiled again.
+    (
+        hrc=0
+        cargo test --workspace --exclude numalab -- "$@" || hrc=$?
+        cargo test --workspace --test docs_options --test structure --test hostile -- "$@" ||
+            { [ $hrc != 0 ] || hrc=$?; }
+        exit $hrc
+    ) >"$host_log" 2>&1 &
+    local host_pid=$!
+    cargo test --workspace --test qemu -- "$@" &
+    qemu_pid=$!
+    wait "$qemu_pid" || rc=$?
+    wait "$host_pid" || { [ $rc != 0 ] || rc=$?; }
+    cat "$host_log"
+    exit "$rc"
+}
+
 setup() {
     setup_packages
     setup_llvm_links
@@ -161,10 +228,16 @@ case "${1:-}" in
         setup
         setup_test_packages
         setup_linux7
+        # The runner binary first, with its progress: the tests' nested qemu-run.sh runs then
+        # find it built (and print only what they are asked).
+        build_runner
         # Enough test threads that every selected QEMU test is waiting for its boot from the
         # start: tests/support then runs the longest waiting boot first (QEMUs are limited
         # separately, by NUMALAB_QEMU_JOBS).
         export RUST_TEST_THREADS="${RUST_TEST_THREADS:-64}"
+        if [ $# -eq 0 ]; then
+            run_all_tests "${slow[@]}"
+        fi
         if [ ${#slow[@]} -gt 0 ]; then
             # Arguments after the caller's own `--` (if any) go to every test binary.
             if printf '%s\n' "$@" | grep -qx -- --; then
@@ -177,6 +250,7 @@ case "${1:-}" in
     bench)
         shift
         setup
+        build_runner
         exec cargo run --quiet -p numalab-boot -- bench "$@"
         ;;
     setup)
@@ -202,6 +276,7 @@ case "${1:-}" in
         ;;
     *)
         setup
+        build_runner
         exec cargo run --quiet -p numalab-boot -- "$@"
         ;;
 esac

@@ -125,13 +125,14 @@ setup() {
 # Builds (or takes from the cache) numalab_twin.ko for the pinned kernel; caller holds the lock.
 module_locked() {
     local out=$1 sha
-    sha=$(cat "$here/twin/Makefile" "$here/twin/numalab_twin.c" | sha256sum | cut -c1-16)
+    # Every file of linux/twin (Kbuild, the harness, one file per experiment), names included.
+    sha=$(cd "$here/twin" && for f in *; do printf '%s\n' "$f" && cat "$f"; done | sha256sum | cut -c1-16)
     local ko="$dir/module/$sha.ko"
     if [ ! -f "$ko" ]; then
         need_root "building numalab_twin.ko for Linux $ABI"
         local b="$root/build/numalab_twin"
         rm -rf "$b" && mkdir -p "$b" "$dir/module"
-        cp "$here/twin/Makefile" "$here/twin/numalab_twin.c" "$b/"
+        cp "$here"/twin/* "$b/"
         in_root make -s -C "/usr/src/linux-headers-$ABI-amd64" M=/build/numalab_twin modules >&2 ||
             die "make numalab_twin.ko against linux-headers-$ABI-amd64 failed"
         cp "$b/numalab_twin.ko" "$ko.new" && mv "$ko.new" "$ko"

@@ -282,7 +282,11 @@ fn s01_preset_asym_keeps_both_directions() {
     boot_and_check(&cfg("asym", &[]), &w);
 }
 
+/// Slow, so `./qemu-run.sh test --slow` (and CI) run it, not the default test command: the 8node
+/// whole-suite boot (64 vCPUs), 40.6 s of both cores on the loaded host (docs/testing.md, "Where
+/// the time goes"). By hand: `cargo test --test qemu s01_preset_8node_64_cpus -- --ignored`.
 #[test]
+#[ignore]
 fn s01_preset_8node_64_cpus() {
     check_block(&shapes::eight_node().log, &expect_preset("8node"));
 }

@@ -206,10 +206,14 @@ fn s07_linux_twin_mirrors_numa_locality() {
 /// as the 6.1 test above, plus what only 7.x has. Checks the contract, that every mirrored
 /// icount experiment printed its records with a `linux-7.` kernel field, that sysfs shows
 /// the cache's sheaf capacity, and that both boots printed exactly the same figures and
-/// virtual times (docs/linux-twin.md, "Linux 7"). Not ignored: one smoke boot took 20-30 s on
-/// the loaded 2-core host. Needs `./qemu-run.sh setup` (`./qemu-run.sh test` runs it);
-/// without it the test fails with the installer's one line.
+/// virtual times (docs/linux-twin.md, "Linux 7"). Needs `./qemu-run.sh setup`
+/// (`./qemu-run.sh test` runs it); without it the test fails with the installer's one line.
+/// Slow, so `./qemu-run.sh test --slow` (and CI) run it, not the default test command: two Linux 7
+/// boots side by side, 29.1 s and 30.8 s on the loaded host (docs/testing.md, "Where the time
+/// goes"). By hand: `cargo test --test qemu s07_linux7_twin_keeps_the_contract_and_repeats --
+/// --ignored`.
 #[test]
+#[ignore]
 fn s07_linux7_twin_keeps_the_contract_and_repeats() {
     let root = numalab_boot::image::repo_root();
     twin::linux7::installed(&root).unwrap_or_else(|e| panic!("{e}"));

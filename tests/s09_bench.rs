@@ -195,7 +195,11 @@ const FIRMWARE_WAIT_MS: u32 = 700;
 /// firmware first waits `FIRMWARE_WAIT_MS` at a boot menu, as a loaded host makes the
 /// firmware's disk reads take longer (docs/benchmarks.md, "Why det counts repeat"). Before
 /// arch::clock_phase, a 300 ms wait changed 8 of the 108 records (seen failing).
+/// Slow, so `./qemu-run.sh test --slow` (and CI) run it, not the default test command: two det
+/// boots of the smoke benchmarks side by side (docs/testing.md, "Where the time goes"). By hand:
+/// `cargo test --test qemu s09_det_counts_repeat_exactly -- --ignored`.
 #[test]
+#[ignore]
 fn s09_det_counts_repeat_exactly() {
     let args = smoke_args(&format!(
         "--topology 4node --set bench={}",
@@ -358,7 +362,11 @@ fn s09_memoryless_node_runs_on_the_seed_topology_with_a_uma_comparison() {
 /// tried the purge lock (c0c4ad6) the lazy lists grew while one purge's shootdown waited for
 /// the other vCPUs' turns, and it read 0.7494 and 0.827 (seen failing). The counts are exact
 /// in the det boot, so the bound does not depend on the host.
+/// Slow, so `./qemu-run.sh test --slow` (and CI) run it, not the default test command:
+/// vmalloc_scaling's full-size det boot (docs/testing.md, "Where the time goes"). By hand: `cargo
+/// test --test qemu s09_vmalloc_det_pools_hold_at_full_size -- --ignored`.
 #[test]
+#[ignore]
 fn s09_vmalloc_det_pools_hold_at_full_size() {
     let words: Vec<String> = ["--topology", "4node", "--set"]
         .iter()

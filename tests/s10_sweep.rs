@@ -18,7 +18,12 @@ fn with_slots<T>(n: usize, cost: u64, f: impl FnOnce() -> T) -> T {
     }
 }
 
+/// Slow, so `./qemu-run.sh test --slow` (and CI) run it, not the default test command: four bench
+/// jobs through GNU parallel, then a merge (docs/testing.md, "Where the time goes"). By hand:
+/// `cargo test --test qemu s10_sweep_runs_through_gnu_parallel_and_merges_four_variants --
+/// --ignored`.
 #[test]
+#[ignore]
 fn s10_sweep_runs_through_gnu_parallel_and_merges_four_variants() {
     // Built here first, under this process's build lock: the jobs find the kernel and image up
     // to date and only boot them.

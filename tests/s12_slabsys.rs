@@ -314,12 +314,22 @@ fn slab_tools_agree(design: &str) {
     );
 }
 
+/// Slow, so `./qemu-run.sh test --slow` (and CI) run it, not the default test command: a tsc smoke
+/// bench boot and Linux's slabinfo built from linux-source (docs/testing.md, "Where the time
+/// goes"). By hand: `cargo test --test qemu s12_linux_slabinfo_and_slabtop_read_the_sheaves_design
+/// -- --ignored`.
 #[test]
+#[ignore]
 fn s12_linux_slabinfo_and_slabtop_read_the_sheaves_design() {
     slab_tools_agree("sheaves");
 }
 
+/// Slow, so `./qemu-run.sh test --slow` (and CI) run it, not the default test command: a tsc smoke
+/// bench boot and Linux's slabinfo built from linux-source (docs/testing.md, "Where the time
+/// goes"). By hand: `cargo test --test qemu s12_linux_slabinfo_and_slabtop_read_the_partial_design
+/// -- --ignored`.
 #[test]
+#[ignore]
 fn s12_linux_slabinfo_and_slabtop_read_the_partial_design() {
     slab_tools_agree("partial");
 }

@@ -212,7 +212,11 @@ fn s14_plugin_node_map_equals_the_kernels_srat() {
     }
 }
 
+/// Slow, so `./qemu-run.sh test --slow` (and CI) run it, not the default test command: a bench run
+/// under the trace plugin (docs/testing.md, "Where the time goes"). By hand: `cargo test --test
+/// qemu s14_bench_trace_prints_c2c_tables_naming_the_list_locks -- --ignored`.
 #[test]
+#[ignore]
 fn s14_bench_trace_prints_c2c_tables_naming_the_list_locks() {
     let words: Vec<String> = "--icount --smoke --trace mem --set bench=slub_list_lock"
         .split_whitespace()

@@ -1,8 +1,11 @@
 //! Builds the kernel ELF (cargo in kernel/, for x86_64-unknown-none with -Zbuild-std) and the
 //! BIOS and UEFI disk images around it (bootloader 0.11.14).
 
+use crate::build_progress::{self, BuildProgress};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
@@ -51,46 +54,152 @@ fn mtime(path: &Path) -> Option<SystemTime> {
     std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
+/// The two kernels boot/ builds. Both are built in one target folder (target/kernel) with the
+/// same profile, target and flags, so core, alloc, compiler_builtins and every dependency are
+/// compiled once and shared; only numalab-kernel itself is compiled per variant. Cargo
+/// leaves either variant's ELF at the same path, so each is copied to its own
+/// (`numalab-kernel.ktest`, `numalab-kernel.plain`) before the lock is released.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Variant {
+    /// With the `ktest` feature: tests, stress, benchmarks and the soak (every image).
+    Ktest,
+    /// No features: the production kernel, with no test code.
+    Plain,
+}
+
+impl Variant {
+    fn name(self) -> &'static str {
+        match self {
+            Variant::Ktest => "ktest",
+            Variant::Plain => "plain",
+        }
+    }
+
+    fn features(self) -> &'static [&'static str] {
+        match self {
+            Variant::Ktest => &["--features", "ktest"],
+            Variant::Plain => &[],
+        }
+    }
+
+    fn elf(self) -> PathBuf {
+        kernel_target_dir().join(format!("numalab-kernel.{}", self.name()))
+    }
+}
+
 /// Builds the kernel (release profile, with the `ktest` feature: tests, stress, benchmarks)
 /// and returns the ELF's path.
 pub fn build_kernel() -> Result<PathBuf, String> {
-    build_kernel_in(&kernel_target_dir(), &["--features", "ktest"])
+    build_kernel_variant(Variant::Ktest)
 }
 
 /// Where `build_kernel` leaves the kernel ELF (with its symbols; the trace's c2c table reads
 /// them).
 pub fn kernel_elf() -> PathBuf {
-    kernel_target_dir().join("x86_64-unknown-none/release/numalab-kernel")
+    Variant::Ktest.elf()
 }
 
 /// Builds the production kernel: no `ktest` feature, so no tests, stress, benchmarks or soak
-/// in the image (its own target folder, target/kernel-plain).
+/// in the image (the same target folder: only numalab-kernel is compiled again).
 pub fn build_kernel_plain() -> Result<PathBuf, String> {
-    build_kernel_in(&repo_root().join("target").join("kernel-plain"), &[])
+    build_kernel_variant(Variant::Plain)
 }
 
-fn build_kernel_in(target_dir: &Path, features: &[&str]) -> Result<PathBuf, String> {
+/// Holds target/kernel/build.lock: another process (a test's nested qemu-run.sh, a sweep's
+/// job) may build the other variant, and cargo's own lock ends before the copy.
+struct TargetLock(std::fs::File);
+
+impl TargetLock {
+    fn take(dir: &Path) -> Result<Self, String> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let path = dir.join("build.lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        file.lock()
+            .map_err(|e| format!("cannot lock {}: {e}", path.display()))?;
+        Ok(TargetLock(file))
+    }
+}
+
+impl Drop for TargetLock {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
+
+fn build_kernel_variant(variant: Variant) -> Result<PathBuf, String> {
     let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let target_dir = kernel_target_dir();
+    let _lock = TargetLock::take(&target_dir)?;
     let kernel_dir = repo_root().join("kernel");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
+    let mut child = Command::new(cargo)
         .current_dir(&kernel_dir)
-        .args(["build", "--release", "--quiet"])
-        .args(features)
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "--message-format=json-render-diagnostics",
+        ])
+        .args(variant.features())
         .env("RUSTC_BOOTSTRAP", "1")
-        .env("CARGO_TARGET_DIR", target_dir)
+        .env("CARGO_TARGET_DIR", &target_dir)
         // Settings of an outer cargo (cargo test, cargo run) must not leak into the kernel.
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("CARGO_BUILD_TARGET")
-        .status()
+        .stdout(Stdio::piped())
+        .spawn()
         .map_err(|e| format!("cannot run cargo to build the kernel: {e}"))?;
+    let mut progress = BuildProgress::new(&format!("the kernel ({})", variant.name()));
+    if let Some(stdout) = child.stdout.take() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        loop {
+            match rx.recv_timeout(std::time::Duration::from_secs(1)) {
+                Ok(line) => progress.message(&line),
+                Err(RecvTimeoutError::Timeout) => progress.tick(),
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| format!("cannot wait for cargo building the kernel: {e}"))?;
+    progress.finish();
     if !status.success() {
         return Err(format!(
             "kernel build failed ({status}); see the compiler output above"
         ));
     }
-    Ok(target_dir.join("x86_64-unknown-none/release/numalab-kernel"))
+    let built = target_dir.join("x86_64-unknown-none/release/numalab-kernel");
+    let elf = variant.elf();
+    copy_if_changed(&built, &elf)?;
+    Ok(elf)
+}
+
+/// Copies `from` to `to` (through a temporary file and a rename) unless `to` has the same
+/// bytes: an unchanged kernel keeps its time stamp, so its images are not rebuilt.
+fn copy_if_changed(from: &Path, to: &Path) -> Result<(), String> {
+    let bytes = std::fs::read(from).map_err(|e| format!("cannot read {}: {e}", from.display()))?;
+    if std::fs::read(to).ok().as_deref() == Some(bytes.as_slice()) {
+        return Ok(());
+    }
+    let tmp = to.with_extension(format!("{}.tmp", std::process::id()));
+    std::fs::write(&tmp, &bytes).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, to)
+        .map_err(|e| format!("cannot move {} to {}: {e}", tmp.display(), to.display()))
 }
 
 /// llvm-objcopy: the one rustc's sysroot links (qemu-run.sh setup), Debian's, or on PATH.
@@ -157,6 +266,7 @@ pub fn build_image(kernel: &Path, firmware: Firmware) -> Result<PathBuf, String>
     let mut boot_config = bootloader::BootConfig::default();
     boot_config.log_level = bootloader_boot_config::LevelFilter::Warn;
     boot_config.frame_buffer_logging = false;
+    build_progress::step(&format!("building the {} image", firmware.name()));
     let kernel = &stripped(kernel, &dir);
     // Written beside it, then renamed over it: another process (a sweep's jobs, a test's
     // nested qemu-run.sh) may be booting the old image, and keeps reading the file it opened.

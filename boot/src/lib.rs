@@ -5,6 +5,7 @@
 pub mod accel;
 pub mod bench;
 pub mod bench_svg;
+pub mod build_progress;
 pub mod cli;
 pub mod exit;
 pub mod host_numa;

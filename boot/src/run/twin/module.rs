@@ -54,14 +54,39 @@ fn sync_file(from: &Path, to: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// The files of the checkout's linux/twin (Kbuild, Makefile, the harness, one file per
+/// experiment, headers), sorted: what a module build copies.
+pub fn twin_files(root: &Path) -> Result<Vec<String>, String> {
+    let dir = root.join("linux/twin");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("Linux twin: cannot read {}: {e}", dir.display()))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| e.file_name().to_str().map(String::from))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// The experiments linux/twin/experiments.h lists (`TWIN_EXPERIMENT(NAME, ...)` lines), in
+/// its order: the module's one list (its table, its registered line, its Kbuild objects).
+pub fn module_experiments(experiments_h: &str) -> Vec<String> {
+    experiments_h
+        .lines()
+        .filter_map(|l| l.strip_prefix("TWIN_EXPERIMENT("))
+        .filter_map(|rest| rest.split(',').next())
+        .map(|name| name.trim().to_string())
+        .collect()
+}
+
 /// Builds numalab_twin.ko from the checkout's linux/twin (copied to `out`/module) against the
 /// headers of `release`; returns the module's path.
 pub fn build(root: &Path, out: &Path, release: &str) -> Result<PathBuf, String> {
     let module_dir = out.join("module");
     std::fs::create_dir_all(&module_dir)
         .map_err(|e| format!("cannot create {}: {e}", module_dir.display()))?;
-    for f in ["Makefile", "numalab_twin.c"] {
-        sync_file(&root.join("linux/twin").join(f), &module_dir.join(f))?;
+    for f in twin_files(root)? {
+        sync_file(&root.join("linux/twin").join(&f), &module_dir.join(&f))?;
     }
     let kdir = Path::new("/lib/modules").join(release).join("build");
     run_cmd(

@@ -414,3 +414,41 @@ fn sheaf_capacity_from_the_module_line() {
     assert_eq!(sheaf_capacity(l61), None);
     assert_eq!(sheaf_capacity("no such line"), None);
 }
+
+/// linux/twin/experiments.h, the module's one list of experiments, names exactly the
+/// catalog's mirrored experiments (`twin: Some`), and each has its NAME.c, which Kbuild builds
+/// from that list; no other C file but the harness.
+#[test]
+fn the_module_lists_the_catalogs_mirrored_experiments() {
+    let root = image::repo_root();
+    let header = std::fs::read_to_string(root.join("linux/twin/experiments.h"))
+        .expect("linux/twin/experiments.h");
+    let listed = module::module_experiments(&header);
+    let mut sorted: Vec<&str> = listed.iter().map(String::as_str).collect();
+    sorted.sort_unstable();
+    let mut mirrored: Vec<&str> = MIRRORED.iter().map(|(n, _)| *n).collect();
+    mirrored.sort_unstable();
+    assert_eq!(
+        sorted, mirrored,
+        "linux/twin/experiments.h and the catalog's twins (kernel/algo/src/bench/catalog) differ"
+    );
+    let files = module::twin_files(&root).expect("linux/twin");
+    for name in &listed {
+        assert!(
+            files.contains(&format!("{name}.c")),
+            "linux/twin/{name}.c is missing"
+        );
+    }
+    for f in files.iter().filter_map(|f| f.strip_suffix(".c")) {
+        assert!(
+            f == "harness" || listed.iter().any(|n| n == f),
+            "linux/twin/{f}.c is neither the harness nor an experiment of experiments.h"
+        );
+    }
+}
+
+#[test]
+fn module_experiments_reads_every_entry() {
+    let h = "/* TWIN_EXPERIMENT(NAME, WHY) */\nTWIN_EXPERIMENT(a_b, \"\")\nTWIN_EXPERIMENT(c,\n\t\t\"why\")\n";
+    assert_eq!(module::module_experiments(h), vec!["a_b", "c"]);
+}

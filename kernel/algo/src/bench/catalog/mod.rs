@@ -5,7 +5,8 @@
 //! One `const` per experiment (in `slab.rs`, `sheaves.rs`, `system.rs` and `vmalloc.rs`),
 //! listed in [`CATALOG`] in the order the host names them in `bench=`. Adding an experiment is its kernel file
 //! (kernel/src/bench/NAME.rs), its entry here, its section in docs/benchmarks.md and, when
-//! Linux mirrors it, linux/twin/numalab_twin.c (docs/architecture.md, "Adding an
+//! Linux mirrors it, linux/twin/NAME.c and its line in linux/twin/experiments.h (checked
+//! against this table by boot/src/run/twin/tests.rs; docs/architecture.md, "Adding an
 //! experiment"). The tests below check the table against itself; the kernel's `bench.plan`
 //! and `record` check it against the registered experiments and every BENCH line; the host's
 //! smoke benchmark test (tests/s09_bench.rs) checks that every case and required metric of
@@ -286,7 +287,7 @@ pub struct Counterpart {
     pub boot: Boot,
 }
 
-/// The experiment's mirror in linux/twin/numalab_twin.c (docs/linux-twin.md).
+/// The experiment's mirror in linux/twin/NAME.c (docs/linux-twin.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Twin {
     /// The boot it measures in on Linux.

@@ -122,7 +122,7 @@ pub const SHEAVES_VS_PARTIAL: Experiment = Experiment {
         base: "partial/random",
         boot: Boot::Icount,
     },
-    // linux/twin/numalab_twin.c: the three workloads on one design per Linux kernel (6.1
+    // linux/twin/sheaves_vs_partial.c: the three workloads on one design per Linux kernel (6.1
     // partial, 7.x sheaves): fast64 and burst256 on private caches, random on kmalloc's.
     twin: Some(Twin {
         boot: Boot::Icount,
@@ -190,7 +190,7 @@ pub const MEMORYLESS_SHEAVES: Experiment = Experiment {
         base: "sheaves_fixed",
         boot: Boot::Icount,
     },
-    // linux/twin/numalab_twin.c: the burst on a private 64-byte cache on the boot CPU (a
+    // linux/twin/memoryless_sheaves.c: the burst on a private 64-byte cache on the boot CPU (a
     // memoryless node's on 8node-2mem); the sheaf counters need SLUB_STATS (not in Debian's).
     twin: Some(Twin {
         boot: Boot::Icount,
