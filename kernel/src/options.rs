@@ -15,6 +15,7 @@ pub use numalab_algo::options::soak::*;
 pub use numalab_algo::options::sync::*;
 #[cfg(feature = "ktest")]
 pub use numalab_algo::options::test::*;
+#[cfg(feature = "ktest")]
 pub use numalab_algo::options::test_vmalloc::*;
 pub use numalab_algo::options::vmalloc::*;
 use numalab_algo::options::Options;
