@@ -20,6 +20,7 @@ pub mod debug;
 pub mod free;
 pub mod freelist;
 pub mod geometry;
+mod hybrid;
 pub mod info;
 pub mod platform;
 pub mod sheaf;
@@ -32,6 +33,8 @@ pub mod sysfs;
 
 #[cfg(test)]
 mod fake;
+#[cfg(test)]
+mod hybrid_tests;
 #[cfg(test)]
 mod model;
 #[cfg(test)]

@@ -157,6 +157,7 @@ pub fn init() {
         match t.design {
             Design::Sheaves => "sheaves",
             Design::Partial => "partial",
+            Design::Hybrid => "hybrid",
         }
     );
 }
