@@ -28,7 +28,7 @@ pub mod vmalloc;
 
 pub use design::{ignored_knobs, Needs, NEEDS};
 pub use parse::{parse_value, Options, Value};
-pub use value::{AutoOr, Opt, OptType, ParsedValue, SlubDebug, Word};
+pub use value::{AutoOr, CacheNames, Opt, OptType, ParsedValue, SlubDebug, Word};
 
 use alloc::format;
 use alloc::string::String;

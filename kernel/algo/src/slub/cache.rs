@@ -312,6 +312,9 @@ impl<P: Platform> Cache<P> {
             .collect();
         let cpus: Vec<CpuSlab> = (0..nr_cpus).map(|_| CpuSlab::default()).collect();
         let (sheaf_capacity, bootstrap_sheaf) = match sheaves.then(|| plat.alloc_desc()) {
+            Some(Some(b)) if t.design == Design::Hybrid => {
+                (super::sheaf::hybrid_sheaf_capacity(t.sheaf_capacity), b)
+            }
             Some(Some(b)) => (
                 super::sheaf::sheaf_capacity(layout.size, t.sheaf_capacity),
                 b,

@@ -3,7 +3,6 @@
 //! cache.rs.
 
 use super::cache::{Cache, Tunables};
-use super::freelist::decode;
 use super::geometry::{DebugFlags, ObjLayout, OrderObjects, PAGE_SIZE};
 use super::platform::{Platform, Report};
 use super::stats::{ErrorKind, Stat, StatsSnapshot};

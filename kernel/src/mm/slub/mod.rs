@@ -64,6 +64,8 @@ static CREATED: AtomicUsize = AtomicUsize::new(0);
 /// The tunables of the boot command line, and which caches `slub.debug` names.
 struct BootTunables {
     tunables: Tunables,
+    /// `slub.sheaves_caches`: the caches that opt in to sheaves under the hybrid design.
+    sheaves_caches: Vec<alloc::string::String>,
     debug_caches: Vec<alloc::string::String>,
     slabinfo_scan: bool,
 }
@@ -92,11 +94,12 @@ fn boot_tunables() -> BootTunables {
         memoryless_fix: opts.get(&crate::options::SLUB_MEMORYLESS_FIX),
         remote_node_defrag_ratio: opts.get(&crate::options::SLUB_REMOTE_NODE_DEFRAG_RATIO) as u32,
         debug: DebugFlags::default(),
-        design: if opts.get(&crate::options::SLUB_DESIGN) == "partial" {
-            Design::Partial
-        } else {
-            Design::Sheaves
+        design: match opts.get(&crate::options::SLUB_DESIGN) {
+            "partial" => Design::Partial,
+            "hybrid" => Design::Hybrid,
+            _ => Design::Sheaves,
         },
+        sheaves_opt_in: false,
         sheaf_capacity: opts
             .get(&crate::options::SLUB_SHEAF_CAPACITY)
             .set()
@@ -108,15 +111,18 @@ fn boot_tunables() -> BootTunables {
     t.debug = debug.flags;
     BootTunables {
         tunables: t,
+        sheaves_caches: opts.get(&crate::options::SLUB_SHEAVES_CACHES).names,
         debug_caches: debug.caches,
         slabinfo_scan: opts.get(&crate::options::SLUB_SLABINFO) == "scan",
     }
 }
 
-/// The boot defaults (from `slub.*` options) a new cache named `name` gets.
+/// The boot defaults (from `slub.*` options) a new cache named `name` gets; under
+/// `slub.design=hybrid` it opts in to sheaves when `slub.sheaves_caches` names it.
 pub fn default_tunables(name: &str) -> Tunables {
     let b = DEFAULTS.call_once(boot_tunables);
     let mut t = b.tunables;
+    t.sheaves_opt_in = b.sheaves_caches.iter().any(|c| c == name);
     if !b.debug_caches.is_empty() && !b.debug_caches.iter().any(|c| c == name) {
         t.debug = DebugFlags::default();
     }
