@@ -113,6 +113,31 @@ impl BenchArgs {
         })
     }
 
+    /// The main job's third machine: seed 006's experiment on the `8node-2mem` preset (the
+    /// 7.0 regression's shape), its icount boot only: the seed's row compares instruction
+    /// counts, and its one-CPU boot on a memoryless node is the cheapest boot that prints it.
+    pub fn memoryless_sheaves_job(&self) -> Option<BenchArgs> {
+        if !self.main_job || self.base.user_describes_machine() {
+            return None;
+        }
+        let mut base = self.base.clone();
+        base.topology = crate::presets::find("8node-2mem")?;
+        base.smp = None;
+        base.mem_mib = None;
+        base.suite = "bench".into();
+        base.sets.retain(|s| !s.starts_with("bench="));
+        base.sets
+            .push(format!("bench={}", catalog::MEMORYLESS_SHEAVES.name));
+        Some(BenchArgs {
+            base,
+            main_job: false,
+            no_det: true,
+            icount_only: true,
+            trace: false,
+            ..self.clone()
+        })
+    }
+
     /// The experiments `bench=` selects (empty: all).
     pub fn selected(&self) -> Vec<&str> {
         self.base
