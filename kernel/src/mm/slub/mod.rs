@@ -240,7 +240,7 @@ impl KmemCache {
         self.0.name()
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn alloc(&self) -> Option<NonNull<u8>> {
         // Null (out of memory) becomes None with no tag to test, and the slow path's result
         // is returned as it is (a tail jump).
