@@ -353,7 +353,7 @@ fn vmemmap_passed(out: &Outcome) {
 #[test]
 fn s03_vmemmap_on_8node() {
     let mut c = config("8node");
-    c.sets.push("filter=vmemmap".into());
+    c.options.set_word("filter=vmemmap").unwrap();
     vmemmap_passed(&boot_pass(&c));
 }
 
@@ -369,6 +369,6 @@ fn s03_vmemmap_on_255_cpus() {
     c.timeout = std::time::Duration::from_secs(1500);
     c.smp = Some(255);
     c.mem_mib = Some(2048);
-    c.sets.push("filter=vmemmap".into());
+    c.options.set_word("filter=vmemmap").unwrap();
     vmemmap_passed(&boot_pass(&c));
 }

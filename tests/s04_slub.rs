@@ -203,6 +203,40 @@ fn s04_4node_every_debug_flag() {
     );
 }
 
+/// The hybrid design (Linux 6.18/6.19) passes the whole slub suite; the irq hammer's plain
+/// cache shows the partial design's race resolved and its opted-in cache the sheaves' one,
+/// and `hybrid_paths` ran (it checks that the boot defaults opt `maple_node` in).
+#[test]
+fn s04_4node_hybrid_design() {
+    let mut c = slub_config("4node");
+    c.options.set_word("slub.design=hybrid").unwrap();
+    let out = boot_pass(&c);
+    all_passed(&out);
+    assert!(out.log.contains("; design hybrid"), "{}", out.log);
+    let hybrid = out
+        .ktap
+        .result("slub.hybrid_paths")
+        .expect("hybrid_paths ran");
+    assert!(hybrid.ok && !hybrid.skipped, "{}", hybrid.reason);
+    for (cache, split, other) in [
+        (
+            "irq-hammer (",
+            "cmpxchg_double_cpu_fail",
+            "sheaf_trylock_fail",
+        ),
+        (
+            "irq-hammer-sheaves (",
+            "sheaf_trylock_fail",
+            "cmpxchg_double_cpu_fail",
+        ),
+    ] {
+        let hammer = lines_with(&out, &format!("# slub irq_hammer: {cache}"));
+        assert_eq!(hammer.len(), 1, "{cache}: {}", out.log);
+        assert!(count_after(hammer[0], split) > 0, "{}", hammer[0]);
+        assert_eq!(count_after(hammer[0], other), 0, "{}", hammer[0]);
+    }
+}
+
 /// The number after `key ` in `line`.
 fn count_after(line: &str, key: &str) -> u64 {
     let at = line
@@ -255,7 +289,7 @@ fn s04_4node_both_designs() {
 #[test]
 fn s04_4node_linux_checks() {
     let mut c = slub_config("4node");
-    c.sets.push("slub.checks=linux".into());
+    c.options.set_word("slub.checks=linux").unwrap();
     let out = boot_pass(&c);
     all_passed(&out);
     assert!(out.log.contains("; checks linux"), "{}", out.log);

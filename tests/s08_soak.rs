@@ -115,6 +115,22 @@ fn s08_short_soak_on_4node_partial_design() {
     println!("{done}");
 }
 
+/// A soak under the hybrid design (its 192-byte shared cache opted in to sheaves, the others
+/// on the partial design) and fault injection at all three points: conservation and tags
+/// hold with sheaves stacked over the per-CPU slabs.
+#[test]
+fn s08_soak_hybrid_under_fault_injection() {
+    let mut c = soak_config(
+        "soak --ops 300000 --quiet --set slub.design=hybrid --set fault.page_alloc=2,1,5 \
+         --set fault.slab=5,1,6 --set fault.vmalloc=5,1,7",
+    );
+    c.timeout = std::time::Duration::from_secs(900);
+    let out = boot_pass(&c);
+    assert!(out.log.contains("; design hybrid"), "{}", out.log);
+    let done = check_soak(&out, 300_000, 10);
+    println!("{done}");
+}
+
 #[test]
 fn s08_soak_under_fault_injection() {
     let mut c = soak_config(

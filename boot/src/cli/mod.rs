@@ -32,7 +32,8 @@ const USAGE: &str = "qemu-run.sh [OPTIONS] [-- QEMU ARGS...]
 
 const ABOUT: &str = "Builds the kernel, boots it under QEMU on a NUMA topology and runs an \
 in-kernel suite. Without arguments: the main job (tests, stress and smoke benchmarks on 4node, \
-the memoryless-node experiment on the memoryless preset, then the benchmark and seeds tables).";
+the memoryless-node experiment on the memoryless preset, memoryless_sheaves' icount boot on \
+8node-2mem, then the benchmark and seeds tables).";
 
 const AFTER_HELP: &str = "\
 Exit status: 0 all tests passed; 1 a test failed, the kernel panicked or no test ran;

@@ -116,6 +116,31 @@ impl BenchArgs {
         })
     }
 
+    /// The main job's third machine: seed 006's experiment on the `8node-2mem` preset (the
+    /// 7.0 regression's shape), its icount boot only: the seed's row compares instruction
+    /// counts, and its one-CPU boot on a memoryless node is the cheapest boot that prints it.
+    pub fn memoryless_sheaves_job(&self) -> Option<BenchArgs> {
+        if !self.main_job || self.base.user_describes_machine() {
+            return None;
+        }
+        let mut base = self.base.clone();
+        base.topology = crate::presets::find("8node-2mem")?;
+        base.smp = None;
+        base.mem_mib = None;
+        base.suite = Suite::Bench;
+        base.options
+            .set(&BENCH, &Selection::of([catalog::MEMORYLESS_SHEAVES.name]))
+            .ok()?;
+        Some(BenchArgs {
+            base,
+            main_job: false,
+            no_det: true,
+            icount_only: true,
+            trace: false,
+            ..self.clone()
+        })
+    }
+
     /// The experiments `bench=` selects (none named: all).
     pub fn selected(&self) -> Selection {
         self.base.options.get(&BENCH).unwrap_or_default()

@@ -10,7 +10,8 @@
 //! with one CPU online, `-smp 1,maxcpus=N`, under `--icount`: instruction counts), and `uma`
 //! (only when an experiment with a one-node comparison printed results: the `uma` preset with
 //! the same CPUs and memory, for its uma cases; repeated like tsc). The main job adds a boot of
-//! the `memoryless` preset for seed 003's experiment. Which experiment needs which boot is the
+//! the `memoryless` preset for seed 003's experiment and an icount boot of `8node-2mem` for
+//! seed 006's. Which experiment needs which boot is the
 //! catalog's (kernel/algo/src/bench/catalog). The twin's boots (`--kernel linux|both`): icount
 //! for its instruction experiments, tsc for the host-timed ones, uma for the memoryless-node
 //! experiment when its tsc boot printed, and the list_lock experiment's second (order-4) tsc
@@ -87,7 +88,8 @@ pub struct PlannedBoot {
     /// Everything QEMU gets (for a Linux boot, the executor adds the built image).
     pub config: RunConfig,
     pub when: When,
-    /// The machine it boots: 0 the run's, 1 the main job's memoryless machine. `when` looks
+    /// The machine it boots: 0 the run's, 1 the main job's memoryless machine, 2 its
+    /// 8node-2mem machine. `when` looks
     /// at the earlier boots of the same machine and kernel.
     pub machine: u32,
     /// Load the trace plugin (`--trace mem`: numalab's det and icount boots).
@@ -167,6 +169,9 @@ pub fn numalab_boots(args: &BenchArgs, machine: u32) -> Result<Vec<PlannedBoot>,
     }
     if let Some(m) = args.memoryless_job() {
         out.extend(numalab_boots(&m, machine + 1)?);
+    }
+    if let Some(m) = args.memoryless_sheaves_job() {
+        out.extend(numalab_boots(&m, machine + 2)?);
     }
     Ok(out)
 }

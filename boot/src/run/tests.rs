@@ -264,6 +264,20 @@ fn main_job_runs_every_suite_with_smoke_benchmarks() {
         format!("suite=bench bench={} bench.smoke=1 lock_stat=1", ML.name)
     );
     assert!(m.memoryless_job().is_none());
+    // Seed 006's experiment joins it on 8node-2mem, its icount boot only.
+    let s = a
+        .memoryless_sheaves_job()
+        .expect("the main job has an 8node-2mem boot");
+    assert_eq!(s.base.topology.name, "8node-2mem");
+    assert_eq!(planned_boots(&s), vec![(Boot::Icount, 0)]);
+    assert_eq!(
+        boot_config(&s, Boot::Icount, 0).unwrap().cmdline(),
+        "suite=bench bench=memoryless_sheaves bench.smoke=1"
+    );
+    assert!(s.memoryless_sheaves_job().is_none() && s.memoryless_job().is_none());
+    let p = plan::plan(&a).unwrap();
+    let last = p.boots.last().unwrap();
+    assert_eq!((last.machine, last.boot), (2, Boot::Icount));
 }
 
 #[test]

@@ -23,6 +23,7 @@ mod page_alloc;
 mod pairs;
 pub mod region;
 mod region_tests;
+mod sheaves_opt_in;
 mod sheaves_vs_partial;
 mod slabinfo_reader;
 mod slub_cache;

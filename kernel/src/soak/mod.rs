@@ -305,8 +305,12 @@ fn soak(ctx: &Ctx) -> TestResult {
     let mut caches = Vec::new();
     for &size in &SHARED_SIZES {
         let name = format!("soak_shared-{}", size);
+        // Under slub.design=hybrid the 192-byte cache opts in to sheaves as its creator
+        // (like Linux 6.18's vm_area_struct) and the others run the partial design.
+        let mut t = crate::mm::slub::default_tunables(&name);
+        t.sheaves_opt_in |= size == 192;
         caches.push(
-            PrivateCache::create(&name, size, 0, crate::mm::slub::default_tunables(&name))
+            PrivateCache::create(&name, size, 0, t)
                 .map_err(|e| format!("create {}: {:?}", name, e))?,
         );
     }

@@ -98,6 +98,16 @@ pub(super) fn irq_hammer(_ctx: &Ctx) -> TestResult {
     }
     let t = crate::mm::slub::default_tunables("irq-hammer");
     hammer("irq-hammer", t)?;
+    if t.design == numalab_algo::slub::Design::Hybrid && !t.debug.any() {
+        // The hybrid design's other kind of cache: sheaves over the CPU slab.
+        hammer(
+            "irq-hammer-sheaves",
+            numalab_algo::slub::Tunables {
+                sheaves_opt_in: true,
+                ..t
+            },
+        )?;
+    }
     if !t.debug.any() {
         return Ok(());
     }

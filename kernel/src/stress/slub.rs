@@ -115,9 +115,12 @@ pub fn stress(_ctx: &Ctx) -> TestResult {
         let name = format!("stress-{}", size);
         // The constructor clears the tag word of every new object, so a tag found at
         // allocation can only be a live object's (pages may hold old data).
-        let c =
-            KmemCache::create_with_ctor(&name, size, 0, default_tunables(&name), Some(clear_tag))
-                .map_err(|e| format!("{:?}", e))?;
+        // Under slub.design=hybrid the 256-byte cache opts in to sheaves as its creator
+        // (Linux 6.18's maple_node, also 256 bytes) does; the others run the partial design.
+        let mut t = default_tunables(&name);
+        t.sheaves_opt_in |= size == 256;
+        let c = KmemCache::create_with_ctor(&name, size, 0, t, Some(clear_tag))
+            .map_err(|e| format!("{:?}", e))?;
         caches.push(c);
     }
     let shared = Shared {

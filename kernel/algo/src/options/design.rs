@@ -1,5 +1,6 @@
-//! Knobs that only one design reads: `slub.cpu_partial` is the partial design's, the sheaf
-//! knobs are the sheaves design's, `frame.pcp_high`/`frame.pcp_batch` need `frame.pcp=1`. A
+//! Knobs that only some designs read: `slub.cpu_partial` is the partial and hybrid designs',
+//! the sheaf knobs are the sheaves and hybrid designs' (`slub.sheaves_caches` hybrid's alone,
+//! `slub.sheaves_any_node` the sheaves design's alone), `frame.pcp_high`/`frame.pcp_batch` need `frame.pcp=1`. A
 //! knob given while the chosen design (given or default) ignores it is an error naming both,
 //! never a value silently read as nothing (issue 37). Host (`--set`, sweep axes) and kernel
 //! (its `options` test) check the same table.
@@ -24,19 +25,25 @@ pub const NEEDS: &[Needs] = &[
     Needs {
         knob: "slub.cpu_partial",
         design: "slub.design",
-        read_under: &["partial"],
+        read_under: &["partial", "hybrid"],
         what: "per-CPU partial slabs",
     },
     Needs {
         knob: "slub.sheaf_capacity",
         design: "slub.design",
-        read_under: &["sheaves"],
+        read_under: &["sheaves", "hybrid"],
         what: "sheaves",
+    },
+    Needs {
+        knob: "slub.sheaves_caches",
+        design: "slub.design",
+        read_under: &["hybrid"],
+        what: "opt-in sheaves",
     },
     Needs {
         knob: "slub.sheaves_memoryless",
         design: "slub.design",
-        read_under: &["sheaves"],
+        read_under: &["sheaves", "hybrid"],
         what: "barns",
     },
     Needs {

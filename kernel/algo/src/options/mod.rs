@@ -36,7 +36,7 @@ pub use cmdline::{Cmdline, Setting};
 pub use design::{ignored_knobs, Needs, NEEDS};
 pub use parse::{parse_value, Options, Value};
 pub use run::Suite;
-pub use value::{AutoOr, Opt, OptType, ParsedValue, Render, SlubDebug, Word};
+pub use value::{AutoOr, CacheNames, Opt, OptType, ParsedValue, Render, SlubDebug, Word};
 
 use alloc::format;
 use alloc::string::String;

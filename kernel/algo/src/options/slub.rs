@@ -1,7 +1,7 @@
 //! Kernel options of the `slub` group. SLUB's boot tunables, Linux's slub_* parameters and
 //! numalab's seed fixes.
 
-use super::{AutoOr, Choice, Kind, ParsedValue, SlubDebug, Spec};
+use super::{AutoOr, CacheNames, Choice, Kind, ParsedValue, SlubDebug, Spec};
 use crate::slub::{Checks, Design};
 
 super::choice! {
@@ -105,7 +105,13 @@ super::declare! {
         key: "slub.design",
         kind: Design::KIND,
         default: "sheaves",
-        help: "sheaves: Linux 7's per-CPU sheaves and per-node barns; partial: the per-CPU slab and partial slabs of Linux up to 6.17",
+        help: "sheaves: Linux 7's per-CPU sheaves and per-node barns; partial: the per-CPU slab and partial slabs of Linux up to 6.17; hybrid: Linux 6.18/6.19, sheaves over the partial design for the caches of slub.sheaves_caches",
+    };
+    SLUB_SHEAVES_CACHES: CacheNames = Spec {
+        key: "slub.sheaves_caches",
+        kind: CacheNames::KIND,
+        default: "maple_node,vm_area_struct",
+        help: "caches that opt in to sheaves under slub.design=hybrid (Linux 6.18's users: maple_node, vm_area_struct), or none",
     };
     SLUB_CHECKS: Checks = Spec {
         key: "slub.checks",
@@ -121,7 +127,7 @@ super::declare! {
             max: 1020,
         },
         default: "auto",
-        help: "objects per sheaf, rounded up to fill a kmalloc bucket; auto: Linux's calculate_sheaf_capacity (60 for kmalloc-64)",
+        help: "objects per sheaf, rounded up to fill a kmalloc bucket (hybrid: exactly); auto: Linux's calculate_sheaf_capacity (60 for kmalloc-64; hybrid: 32, 6.18's maple_node and vm_area_struct)",
     };
     SLUB_SHEAVES_MEMORYLESS: MemorylessSheaves = Spec {
         key: "slub.sheaves_memoryless",

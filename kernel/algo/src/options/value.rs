@@ -78,6 +78,38 @@ impl ParsedValue for SlubDebug {
     }
 }
 
+/// `slub.sheaves_caches`: the caches that opt in to sheaves under `slub.design=hybrid`
+/// (Linux 6.18's `kmem_cache_args.sheaf_capacity`), by name; `none`: no cache.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CacheNames {
+    pub names: Vec<String>,
+}
+
+impl CacheNames {
+    /// Whether `name` is one of the names.
+    pub fn contains(&self, name: &str) -> bool {
+        self.names.iter().any(|n| n == name)
+    }
+}
+
+impl ParsedValue for CacheNames {
+    const SYNTAX: &'static str = "NAME[,NAME...] of caches, or none";
+    type Parsed = CacheNames;
+    fn parse_value(text: &str) -> Result<CacheNames, String> {
+        if text == "none" {
+            return Ok(CacheNames::default());
+        }
+        let mut names = Vec::new();
+        for name in text.split(',') {
+            if !crate::slub::sysfs::name_ok(name) {
+                return Err(format!("'{}' in '{}' is not a cache name", name, text));
+            }
+            names.push(String::from(name));
+        }
+        Ok(CacheNames { names })
+    }
+}
+
 /// `bench=`: experiments of the catalog (kernel/algo/src/bench/catalog), comma-separated;
 /// empty: every experiment. A name the catalog lacks is refused with the closest one.
 impl ParsedValue for Selection {
@@ -275,7 +307,7 @@ macro_rules! parsed_opt_type {
         }
     )*};
 }
-parsed_opt_type!(FaultAttr, SlubDebug, Selection);
+parsed_opt_type!(FaultAttr, SlubDebug, Selection, CacheNames);
 
 /// A typed handle on one option: its spec and the type its value reads as. Code reads options
 /// only through handles declared in the component tables (`opts.get(&slub::SLUB_MAX_ORDER)`),

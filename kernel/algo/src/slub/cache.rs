@@ -51,8 +51,12 @@ pub struct Tunables {
     /// (Linux's remote_node_defrag_ratio, default 1000 ~ 98%; 1024: always).
     pub remote_node_defrag_ratio: u32,
     pub debug: DebugFlags,
-    /// Which SLUB: Linux 7's sheaves or the per-CPU partial slabs of Linux up to 6.17.
+    /// Which SLUB: Linux 7's sheaves, the per-CPU partial slabs of Linux up to 6.17, or
+    /// 6.18/6.19's hybrid (sheaves for the caches that opt in, over the partial design).
     pub design: Design,
+    /// Under `Design::Hybrid`: this cache opts in to sheaves (Linux 6.18's
+    /// `kmem_cache_args.sheaf_capacity`); ignored by the other designs.
+    pub sheaves_opt_in: bool,
     /// Objects per sheaf; None: Linux's calculate_sheaf_capacity.
     pub sheaf_capacity: Option<usize>,
     /// Barns on memoryless nodes: none (7.0 as shipped) or one per node with CPUs (the fix
@@ -71,6 +75,10 @@ crate::options::choice! {
         Sheaves = "sheaves",
         /// Per-CPU slab, tid + cmpxchg16b fast path, per-CPU partial slabs (Linux up to 6.17).
         Partial = "partial",
+        /// Linux 6.18 and 6.19: caches that opt in (`Tunables::sheaves_opt_in`) put sheaves and
+        /// barns on top of the partial design, which refills and takes back their sheaves; all
+        /// other caches run the partial design (hybrid.rs).
+        Hybrid = "hybrid",
     }
 }
 
@@ -87,6 +95,7 @@ impl Default for Tunables {
             remote_node_defrag_ratio: 1000,
             debug: DebugFlags::default(),
             design: Design::Partial,
+            sheaves_opt_in: false,
             sheaf_capacity: None,
             memoryless_barns: true,
             any_node_trylock: true,
@@ -225,6 +234,9 @@ pub struct Cache<P: Platform> {
     pub(crate) sheaf_capacity: usize,
     /// Per node: its barn (empty for the partial design).
     pub(crate) barns: Box<[Barn<P::Lock>]>,
+    /// Sheaves stacked over the per-CPU slab (`Design::Hybrid`, opted in): refills and
+    /// bypasses go through the partial design's paths (hybrid.rs).
+    pub(crate) hybrid: bool,
     /// The bootstrap sheaf (a zeroed descriptor block: size 0, capacity 0), 0 when none.
     pub(crate) bootstrap_sheaf: usize,
     /// Object index without a division (see `object_index`).
@@ -271,8 +283,14 @@ impl<P: Platform> Cache<P> {
         let oo = OrderObjects::new(order, layout.size);
         let min = OrderObjects::new(super::geometry::get_order(layout.size), layout.size);
         let debug_any = t.debug.any();
-        // Linux 7: no sheaves for debug caches (they keep the partial design's paths here).
-        let sheaves = t.design == Design::Sheaves && !debug_any;
+        // Linux 7: no sheaves for debug caches (they keep the partial design's paths here);
+        // Linux 6.18: sheaves only for caches that ask for them, never for debug caches.
+        let sheaves = !debug_any
+            && match t.design {
+                Design::Sheaves => true,
+                Design::Hybrid => t.sheaves_opt_in,
+                Design::Partial => false,
+            };
         // Linux: no CPU partial lists for debug caches; none at all with sheaves.
         let cpu_partial_objects = if debug_any || t.design == Design::Sheaves {
             0
@@ -303,6 +321,9 @@ impl<P: Platform> Cache<P> {
             .collect();
         let cpus: Vec<CpuSlab> = (0..nr_cpus).map(|_| CpuSlab::default()).collect();
         let (sheaf_capacity, bootstrap_sheaf) = match sheaves.then(|| plat.alloc_desc()) {
+            Some(Some(b)) if t.design == Design::Hybrid => {
+                (super::sheaf::hybrid_sheaf_capacity(t.sheaf_capacity), b)
+            }
             Some(Some(b)) => (
                 super::sheaf::sheaf_capacity(layout.size, t.sheaf_capacity),
                 b,
@@ -353,6 +374,7 @@ impl<P: Platform> Cache<P> {
             ctor,
             cpus: cpus.into_boxed_slice(),
             nodes: nodes.into_boxed_slice(),
+            hybrid: t.design == Design::Hybrid && sheaf_capacity != 0,
             sheaf_capacity,
             barns: barns.into_boxed_slice(),
             bootstrap_sheaf,
@@ -430,6 +452,13 @@ impl<P: Platform> Cache<P> {
         if self.sheaf_capacity != 0 {
             return self.sheaf_alloc(node, strict);
         }
+        self.cpu_slab_alloc(node, strict)
+    }
+
+    /// The partial design's fast path (the per-CPU slab's freelist), also the slab path of
+    /// a hybrid cache's sheaves.
+    #[inline(always)]
+    pub(crate) fn cpu_slab_alloc(&self, node: Option<NodeId>, strict: bool) -> *mut u8 {
         let node = node.map(|n| self.effective_node(n));
         let c = self.cpu_slab();
         let tid = c.tid.load(Relaxed);

@@ -3,7 +3,6 @@
 //! cache.rs.
 
 use super::cache::{Cache, Tunables};
-use super::freelist::decode;
 use super::geometry::{DebugFlags, ObjLayout, OrderObjects, PAGE_SIZE};
 use super::platform::{Platform, Report};
 use super::stats::{ErrorKind, Stat, StatsSnapshot};
@@ -81,24 +80,14 @@ impl<P: Platform> Cache<P> {
         }
         let irq = self.plat.irq_save();
         let c = self.cpu_slab();
-        let mut n = 0;
-        for slot in out.iter_mut() {
-            let obj = c.freelist.load(Relaxed);
-            let got = if obj != 0 {
-                let fp = obj + self.layout.fp_offset;
-                c.freelist
-                    .store(decode(self.plat.load(fp), self.random, fp), Relaxed);
-                c.stats.inc(Stat::AllocFastpath);
-                Some(obj)
-            } else {
-                self.alloc_slow(c, None, false)
-            };
-            let Some(obj) = got else { break };
-            *slot = obj;
-            n += 1;
-        }
+        let want = out.len();
+        let mut slots = out.iter_mut();
+        let n = self.cpu_slab_take(c, want, &mut |obj| {
+            if let Some(slot) = slots.next() {
+                *slot = obj;
+            }
+        });
         c.stats.add(Stat::AllocBulk, n as u64);
-        c.bump_tid();
         self.plat.irq_restore(irq);
         n
     }

@@ -119,6 +119,11 @@ impl<P: Platform> Cache<P> {
     pub fn shrink(&self) -> usize {
         self.flush_all();
         self.shrink_barns();
+        if self.hybrid {
+            // 6.18: the barns' objects went back through __slab_free, which may have frozen
+            // full slabs onto the running CPU's partial list; unfreeze them too.
+            self.flush_local();
+        }
         let p = &self.plat;
         let mut freed = 0;
         for n in self.nodes.iter() {

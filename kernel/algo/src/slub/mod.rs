@@ -21,6 +21,7 @@ pub mod debug;
 pub mod free;
 pub mod freelist;
 pub mod geometry;
+mod hybrid;
 pub mod info;
 pub mod platform;
 pub mod sheaf;
@@ -35,6 +36,8 @@ pub mod sysfs;
 mod checks_tests;
 #[cfg(test)]
 mod fake;
+#[cfg(test)]
+mod hybrid_tests;
 #[cfg(test)]
 mod model;
 #[cfg(test)]

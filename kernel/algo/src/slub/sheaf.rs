@@ -22,6 +22,18 @@ const W_BEFORE_SLOTS: usize = 24;
 /// The largest capacity numalab accepts: a sheaf that fits kmalloc-8k.
 pub const MAX_SHEAF_CAPACITY: usize = (8192 - SHEAF_HEADER_BYTES) / 8;
 
+/// Linux 6.18's sheaf capacity for its two opted-in caches: maple_node and vm_area_struct
+/// both pass `.sheaf_capacity = 32` in their kmem_cache_args (commit b38c6352 and
+/// mm/vma_init.c); 6.18 takes the caller's number as it is (no rounding to a bucket).
+pub const HYBRID_SHEAF_CAPACITY: usize = 32;
+
+/// A hybrid cache's capacity: `requested` (the `slub.sheaf_capacity` knob) or 32, as given.
+pub fn hybrid_sheaf_capacity(requested: Option<usize>) -> usize {
+    requested
+        .unwrap_or(HYBRID_SHEAF_CAPACITY)
+        .clamp(1, MAX_SHEAF_CAPACITY)
+}
+
 /// Linux's calculate_sheaf_capacity (mm/slub.c, 7.0): 4 objects for caches of a page or
 /// more, 12 from 1 KiB, 26 from 256 B, else 60; then grown to fill the kmalloc bucket the
 /// sheaf lands in. `requested`: the `slub.sheaf_capacity` knob, rounded the same way.

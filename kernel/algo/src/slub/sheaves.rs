@@ -246,8 +246,13 @@ impl<P: Platform> Cache<P> {
         c.stats.inc(Stat::BarnGetFail);
         let home = NodeId(c.home.load(Relaxed) as u16);
         let want = self.sheaf_capacity - main.size(p);
-        let got = self.take_objects(c, home, want, &mut |obj| main.push(p, obj));
-        c.stats.add(Stat::SheafRefill, got as u64);
+        let got = if self.hybrid {
+            self.hybrid_refill(c, want, &mut |obj| main.push(p, obj))
+        } else {
+            let got = self.take_objects(c, home, want, &mut |obj| main.push(p, obj));
+            c.stats.add(Stat::SheafRefill, got as u64);
+            got
+        };
         got != 0
     }
 

@@ -374,7 +374,7 @@ fn out_of_memory_returns_none_and_loses_nothing() {
 
 /// What the test's interrupt does, on the same CPU, nested inside the word load that armed it.
 #[derive(Clone, Copy, Debug)]
-enum Irq {
+pub(super) enum Irq {
     Alloc,
     Free,
     Both,
@@ -389,7 +389,7 @@ fn interrupt_case(load: usize, irq: Irq, mutated: bool) -> Result<(), std::strin
 
 /// `interrupt_case` for either design; `mutated`: the sheaves' trylock is ignored, or the
 /// partial design's compare ignores the tid.
-fn interrupt_case_in(
+pub(super) fn interrupt_case_in(
     design: Design,
     load: usize,
     irq: Irq,
@@ -402,6 +402,7 @@ fn interrupt_case_in(
         64,
         Tunables {
             design,
+            sheaves_opt_in: true,
             ..Tunables::default()
         },
     );
@@ -433,7 +434,7 @@ fn interrupt_case_in(
     }));
     m.irq_after_loads.store(load, SeqCst);
     match design {
-        Design::Sheaves => MUTATION_NO_TRYLOCK.store(mutated, SeqCst),
+        Design::Sheaves | Design::Hybrid => MUTATION_NO_TRYLOCK.store(mutated, SeqCst),
         Design::Partial => m.cas_ignores_tid.store(mutated, SeqCst),
     }
     // The owner: one allocation and one free, the interrupt lands at word load `load`.

@@ -20,6 +20,10 @@ impl<P: Platform> Cache<P> {
     #[cold]
     #[inline(never)]
     pub(crate) fn slab_alloc_entry(&self, node: Option<NodeId>, strict: bool) -> *mut u8 {
+        if self.hybrid {
+            // 6.18: what the sheaves cannot serve goes to the per-CPU slab (hybrid.rs).
+            return self.cpu_slab_alloc(node, strict);
+        }
         let p = &self.plat;
         let irq = p.irq_save();
         let c = self.cpu_slab();

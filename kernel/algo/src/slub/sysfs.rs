@@ -128,7 +128,7 @@ pub fn cache_attrs(s: &CacheSnapshot) -> Vec<(&'static str, String)> {
             format!("{}", s.remote_node_defrag_ratio / 10),
         ),
     ];
-    if s.design == Design::Sheaves {
+    if s.design == Design::Sheaves || s.sheaf_capacity != 0 {
         a.push(("sheaf_capacity", format!("{}", s.sheaf_capacity)));
     }
     for (stat, name) in STAT_NAMES.iter() {

@@ -117,7 +117,7 @@ fn figures_match(design: Design) {
     }
     // The partial design has CPU slabs and CPU partial slabs; the sheaves design a capacity.
     match design {
-        Design::Partial => {
+        Design::Partial | Design::Hybrid => {
             let cpu: usize = s.nodes.iter().map(|n| n.cpu_slabs).sum();
             assert!(cpu >= 8, "{}", a["cpu_slabs"]);
             assert!(!a.contains_key("sheaf_capacity"));

@@ -74,6 +74,8 @@ static CREATED: AtomicUsize = AtomicUsize::new(0);
 /// The tunables of the boot command line, and which caches `slub.debug` names.
 struct BootTunables {
     tunables: Tunables,
+    /// `slub.sheaves_caches`: the caches that opt in to sheaves under the hybrid design.
+    sheaves_caches: Vec<alloc::string::String>,
     debug_caches: Vec<alloc::string::String>,
     slabinfo_scan: bool,
     /// `slub.checks`: the sheaves free fast path's checks, set on every cache at creation.
@@ -105,6 +107,7 @@ fn boot_tunables() -> BootTunables {
         remote_node_defrag_ratio: opts.get(&crate::options::SLUB_REMOTE_NODE_DEFRAG_RATIO) as u32,
         debug: DebugFlags::default(),
         design: opts.get(&crate::options::SLUB_DESIGN),
+        sheaves_opt_in: false,
         sheaf_capacity: opts
             .get(&crate::options::SLUB_SHEAF_CAPACITY)
             .set()
@@ -122,6 +125,7 @@ fn boot_tunables() -> BootTunables {
     t.debug = debug.flags;
     BootTunables {
         tunables: t,
+        sheaves_caches: opts.get(&crate::options::SLUB_SHEAVES_CACHES).names,
         debug_caches: debug.caches,
         slabinfo_scan: match opts.get(&crate::options::SLUB_SLABINFO) {
             Slabinfo::Scan => true,
@@ -131,10 +135,12 @@ fn boot_tunables() -> BootTunables {
     }
 }
 
-/// The boot defaults (from `slub.*` options) a new cache named `name` gets.
+/// The boot defaults (from `slub.*` options) a new cache named `name` gets; under
+/// `slub.design=hybrid` it opts in to sheaves when `slub.sheaves_caches` names it.
 pub fn default_tunables(name: &str) -> Tunables {
     let b = DEFAULTS.call_once(boot_tunables);
     let mut t = b.tunables;
+    t.sheaves_opt_in = b.sheaves_caches.iter().any(|c| c == name);
     if !b.debug_caches.is_empty() && !b.debug_caches.iter().any(|c| c == name) {
         t.debug = DebugFlags::default();
     }
@@ -255,7 +261,7 @@ impl KmemCache {
         self.0.name()
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn alloc(&self) -> Option<NonNull<u8>> {
         // Null (out of memory) becomes None with no tag to test, and the slow path's result
         // is returned as it is (a tail jump).

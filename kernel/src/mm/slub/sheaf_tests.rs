@@ -1,6 +1,8 @@
-//! KTAP test of the sheaves design in the kernel: every sheaf and barn path reached and
+//! KTAP tests of the sheaves design in the kernel: every sheaf and barn path reached and
 //! counted on real pages (refill, main and spare, barn put and get, flush when the barn is
-//! full), a remote free bypassing the sheaves, and every page back after destroy.
+//! full), a remote free bypassing the sheaves, and every page back after destroy; and of
+//! the hybrid design (Linux 6.18): an opted-in cache's sheaves over the CPU slab beside a
+//! cache of the same kernel that runs the partial design.
 
 use super::tests::{alloc, destroy, free};
 use super::{default_tunables, KmemCache};
@@ -94,4 +96,75 @@ pub(super) fn sheaf_paths(_ctx: &crate::ktest::Ctx) -> TestResult {
         "only the CPU's empty main is left"
     );
     destroy(c)
+}
+
+/// The hybrid design: a `maple_node`-like cache that opts in and one that does not, driven
+/// alike. The opted-in one counts sheaf events and refills through the CPU slab; the other
+/// counts none. Under `slub.design=hybrid` the boot defaults opt `maple_node` in (the
+/// `slub.sheaves_caches` default) and a cache it does not name out.
+pub(super) fn hybrid_paths(_ctx: &crate::ktest::Ctx) -> TestResult {
+    let base = default_tunables("maple_node");
+    if base.debug.any() {
+        return Err(TestError::Skip("debug caches have no sheaves".into()));
+    }
+    if base.design == Design::Hybrid {
+        let named = crate::options::load()
+            .get(&crate::options::SLUB_SHEAVES_CACHES)
+            .contains("maple_node");
+        kassert_eq!(base.sheaves_opt_in, named);
+        kassert!(!default_tunables("slub-hybrid-plain").sheaves_opt_in);
+    }
+    let mut events = [0u64; 2];
+    for (i, opt_in) in [true, false].into_iter().enumerate() {
+        let t = Tunables {
+            design: Design::Hybrid,
+            sheaves_opt_in: opt_in,
+            ..base
+        };
+        let name = if opt_in {
+            "maple_node-test"
+        } else {
+            "slub-hybrid-plain"
+        };
+        let c = KmemCache::create(name, 256, 256, t).map_err(|e| format!("{:?}", e))?;
+        kassert_eq!(c.core().sheaf_capacity(), if opt_in { 32 } else { 0 });
+        kassert!(c.core().cpu_partial().0 > 0, "6.18 keeps CPU partial lists");
+        let objs: Vec<usize> = (0..32 * 14).map(|_| alloc(c)).collect::<Result<_, _>>()?;
+        for &o in &objs {
+            free(c, o);
+        }
+        let s = c.stats();
+        events[i] = [
+            Stat::AllocCpuSheaf,
+            Stat::FreeCpuSheaf,
+            Stat::SheafRefill,
+            Stat::BarnPut,
+            Stat::SheafFlush,
+        ]
+        .iter()
+        .map(|&st| s.get(st))
+        .sum();
+        if opt_in {
+            kassert_eq!(s.get(Stat::AllocCpuSheaf), 32 * 14);
+            kassert!(s.get(Stat::SheafFlush) > 0, "the barn never filled");
+            kassert!(s.get(Stat::AllocSlab) > 0);
+        } else {
+            kassert_eq!(
+                s.get(Stat::AllocFastpath) + s.get(Stat::AllocSlowpath),
+                32 * 14
+            );
+        }
+        crate::println!(
+            "# slub hybrid: {} sheaf_capacity {}: sheaf events {}, alloc_slab {}, cpu_partial_free {}",
+            name,
+            c.core().sheaf_capacity(),
+            events[i],
+            s.get(Stat::AllocSlab),
+            s.get(Stat::CpuPartialFree)
+        );
+        kassert_eq!(s.live_objects(), 0);
+        destroy(c)?;
+    }
+    kassert!(events[0] > 0 && events[1] == 0, "sheaf events {:?}", events);
+    Ok(())
 }

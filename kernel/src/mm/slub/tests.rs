@@ -1147,6 +1147,12 @@ ktest!(SUITE, Test, geometry);
 ktest!(SUITE, Test, cmpxchg16b_flags);
 ktest!(SUITE, Test, paths);
 ktest!(SUITE, Test, "sheaf_paths", super::sheaf_tests::sheaf_paths);
+ktest!(
+    SUITE,
+    Test,
+    "hybrid_paths",
+    super::sheaf_tests::hybrid_paths
+);
 ktest!(SUITE, Test, remote_frees);
 ktest!(SUITE, Test, slabinfo_exact);
 ktest!(SUITE, Test, memoryless);

@@ -17,7 +17,7 @@ mod slab;
 mod system;
 mod vmalloc;
 
-pub use sheaves::{MEMORYLESS_SHEAVES, SHEAVES_VS_PARTIAL};
+pub use sheaves::{MEMORYLESS_SHEAVES, SHEAVES_OPT_IN, SHEAVES_VS_PARTIAL};
 pub use slab::{ALLOC_PEERS, MEMORYLESS_NODE, NUMA_LOCALITY, SLABINFO_READER, SLUB_LIST_LOCK};
 pub use system::{CLOCK_OVERHEAD, PAGE_ALLOC, SMP_CALLS, VMALLOC_SCALING};
 pub use vmalloc::{ALL_TESTS, TEST_VMALLOC, VMALLOC_PAGE_ORDER};
@@ -37,6 +37,7 @@ pub const CATALOG: &[&Experiment] = &[
     &MEMORYLESS_NODE,
     &SHEAVES_VS_PARTIAL,
     &MEMORYLESS_SHEAVES,
+    &SHEAVES_OPT_IN,
 ];
 
 /// The experiment called `name`, if the catalog has it.

@@ -1,7 +1,7 @@
 //! Catalog entries of the sheaves experiments: the two SLUB designs side by side on
 //! alloc_peers' and slub_list_lock's workloads (Linux 7.0's "slab: replace cpu (partial)
-//! slabs with sheaves"), and CPUs of memoryless nodes under sheaves as 7.0 shipped and as
-//! the fix series has it.
+//! slabs with sheaves"), CPUs of memoryless nodes under sheaves as 7.0 shipped and as
+//! the fix series has it, and 6.18/6.19's opt-in sheaves on the maple tree's pattern.
 
 use super::{
     case, Baseline, Boot, Boots, Case, Cases, Counterpart, Designs, Experiment, Headline, Required,
@@ -208,4 +208,89 @@ pub const MEMORYLESS_SHEAVES: Experiment = Experiment {
             facing("sheaves_fixed", "linux", "pairs_per_kinstruction"),
         ],
     }),
+};
+
+/// sheaves_opt_in's counted metrics (tsc and det).
+const OPT_IN_COUNTS: &[&str] = &[
+    "list_lock_acquisitions_per_kop",
+    "barn_lock_acquisitions_per_kop",
+    "slabs_allocated_per_kop",
+    "slab_kib_live",
+];
+
+/// Hao Li's figures (LKML 2602.0/06001), will-it-scale at 64/128/192 processes against the
+/// kernel before sheaves.
+const HAO_LI_MAPLE: &str =
+    "+31.5% to +35.4% will-it-scale at 64/128/192 processes, 6.19-rc5 sheaves on maple nodes only vs before sheaves";
+const HAO_LI_ALL: &str =
+    "-1.2% to -4.2% will-it-scale at 64/128/192 processes, sheaves for all caches vs before sheaves";
+
+/// kernel/src/bench/sheaves_opt_in.rs: the maple tree's pattern under mmap/munmap (bursts of
+/// 256-byte node allocations, the replaced nodes freed a grace period later, the unused at
+/// once) on every CPU: before sheaves (`partial`), 6.18/6.19's opt-in sheaves for the
+/// maple_node cache (`hybrid`) and 7.0's sheaves for all (`sheaves`).
+pub const SHEAVES_OPT_IN: Experiment = Experiment {
+    name: "sheaves_opt_in",
+    cases: &[
+        case("partial", ALL),
+        case("hybrid", ALL),
+        case("sheaves", ALL),
+    ],
+    baseline: Baseline::Case("partial"),
+    boots: ALL,
+    numa_only: false,
+    designs: Designs::Both,
+    required: &[
+        Required {
+            cases: Cases::Every,
+            metrics: OPT_IN_COUNTS,
+            boot: Boot::Det,
+        },
+        Required {
+            cases: Cases::Every,
+            metrics: OPT_IN_COUNTS,
+            boot: Boot::Tsc,
+        },
+        Required {
+            cases: Cases::Every,
+            metrics: &[OPS],
+            boot: Boot::Tsc,
+        },
+        Required {
+            cases: Cases::Every,
+            metrics: &["instructions_per_op"],
+            boot: Boot::Icount,
+        },
+    ],
+    seeds: &[
+        Seed {
+            seed: "007",
+            metric: OPS,
+            case: "hybrid",
+            boot: Boot::Tsc,
+            base: "partial",
+            base_boot: Boot::Tsc,
+            thread_figure: HAO_LI_MAPLE,
+            // The middle of +31.5%..+35.4%.
+            thread_ratio: 1.3345,
+        },
+        Seed {
+            seed: "007",
+            metric: OPS,
+            case: "sheaves",
+            boot: Boot::Tsc,
+            base: "partial",
+            base_boot: Boot::Tsc,
+            thread_figure: HAO_LI_ALL,
+            // The middle of -1.2%..-4.2%.
+            thread_ratio: 0.973,
+        },
+    ],
+    headline: Headline::Ratio {
+        metric: "instructions_per_op",
+        case: "hybrid",
+        base: "partial",
+        boot: Boot::Icount,
+    },
+    twin: None,
 };
