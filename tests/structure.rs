@@ -557,10 +557,6 @@ fn the_checker_finds_a_circle_and_resolves_paths() {
     assert!(found[0].contains("{a, b}"), "{found:?}");
 }
 
-/// Production files over 600 lines that another branch splits; each entry is removed when
-/// that branch is merged (kernel/src/mm/frame/mod.rs: the vmemmap work, issue 38).
-const LONG_FILES_BEING_SPLIT: &[&str] = &["kernel/src/mm/frame/mod.rs"];
-
 /// Whether `path` (relative to the repository) is test code: tests/, a `tests.rs` or
 /// `*_tests.rs`, or a module its parent declares under `#[cfg(test)]`.
 fn is_test_file(path: &str) -> bool {
@@ -599,7 +595,7 @@ fn no_production_file_is_over_600_lines() {
         let lines = fs::read_to_string(repo().join(path))
             .map(|t| t.lines().count())
             .unwrap_or(0);
-        if lines > 600 && !LONG_FILES_BEING_SPLIT.contains(&path) {
+        if lines > 600 {
             long.push(format!("{path}: {lines} lines"));
         }
     }

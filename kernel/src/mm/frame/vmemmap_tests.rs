@@ -29,7 +29,7 @@ fn vmemmap(_ctx: &Ctx) -> TestResult {
         for &(s, e) in &node.ranges {
             for pfn in s >> PAGE_SHIFT..e >> PAGE_SHIFT {
                 let phys = PhysAddr::new(pfn << PAGE_SHIFT);
-                let old = page_meta_by_range(fa, phys)
+                let old = super::lookup::page_meta_by_range(fa, phys)
                     .ok_or_else(|| alloc::format!("pfn {pfn:#x}: no descriptor by range"))?;
                 let old_phys = virt_to_phys(VirtAddr::new(old as *const PageMeta as u64));
                 checked += 1;
