@@ -11,15 +11,14 @@ use spin::Once;
 
 /// Upper bound of the bootstrap heap.
 const BOOTSTRAP_HEAP_MAX_BYTES: u64 = 32 * 1024 * 1024;
-use numalab_algo::page::{VirtAddr, PAGE_SIZE};
+use crate::arch::direct_map::phys_to_ptr;
+use numalab_algo::page::{PhysAddr, VirtAddr, PAGE_SIZE};
 
 /// The bootstrap heap (served through mm::heap's global allocator).
 pub(super) static HEAP: LockedHeap = LockedHeap::empty();
 
 /// What early boot learned about memory, for the subsystems that start later.
 pub struct EarlyMemory {
-    /// Virtual address of physical address 0 in the direct map.
-    pub phys_offset: u64,
     /// The bootloader's memory map.
     pub regions: &'static MemoryRegions,
     /// Physical range [start, end) of the bootstrap heap (reserved: not free memory).
@@ -33,11 +32,11 @@ static EARLY: Once<EarlyMemory> = Once::new();
 /// Sets up the bootstrap heap. Halts with a clear message if the boot memory map has no
 /// usable region or the bootloader did not map physical memory (both are boot/ bugs).
 pub fn init(boot_info: &'static mut BootInfo) {
-    let Some(phys_offset) = boot_info.physical_memory_offset.into_option() else {
+    let Some(direct_map_offset) = boot_info.physical_memory_offset.into_option() else {
         crate::println!("numalab: fatal: bootloader did not map physical memory");
         crate::arch::qemu_exit::exit(crate::arch::qemu_exit::ExitCode::Failure);
     };
-    crate::arch::paging::set_phys_offset(phys_offset);
+    crate::arch::direct_map::init(direct_map_offset);
     let rsdp_phys = boot_info.rsdp_addr.into_option();
     let regions: &'static MemoryRegions = &boot_info.memory_regions;
     let best = regions
@@ -54,14 +53,13 @@ pub fn init(boot_info: &'static mut BootInfo) {
     };
     let size = (end - start).min(BOOTSTRAP_HEAP_MAX_BYTES) / PAGE_SIZE * PAGE_SIZE;
     // SAFETY: [start, start+size) is usable RAM per the bootloader's map, mapped at
-    // phys_offset; it is handed to the heap exactly once and recorded in `heap_phys` so no
+    // the direct map; it is handed to the heap exactly once and recorded in `heap_phys` so no
     // other allocator hands it out.
     unsafe {
         HEAP.lock()
-            .init((phys_offset + start) as *mut u8, size as usize);
+            .init(phys_to_ptr(PhysAddr::new(start)), size as usize);
     }
     EARLY.call_once(|| EarlyMemory {
-        phys_offset,
         regions,
         heap_phys: (start, start + size),
         rsdp_phys,
@@ -75,10 +73,12 @@ pub fn info() -> &'static EarlyMemory {
 
 /// Whether `virt` lies in the bootstrap heap (false before `init`).
 pub fn in_bootstrap_heap(virt: VirtAddr) -> bool {
-    let virt = virt.as_u64();
+    let Some(phys) = crate::arch::direct_map::virt_to_phys(virt) else {
+        return false;
+    };
     EARLY.get().is_some_and(|e| {
         let (start, end) = e.heap_phys;
-        virt >= e.phys_offset + start && virt < e.phys_offset + end
+        (start..end).contains(&phys.as_u64())
     })
 }
 

@@ -1,6 +1,8 @@
 //! Host tests of the command line: options, defaults, errors and their messages, help.
 
 use super::*;
+use crate::presets;
+use crate::qemu::parse_mem_mib;
 use crate::resolve::resolve;
 
 fn words(s: &str) -> Vec<String> {

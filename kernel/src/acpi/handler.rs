@@ -1,7 +1,7 @@
 //! The `acpi` crate's `Handler` over numalab's direct map.
 //!
 //! numalab uses the crate only to find tables (RSDP -> RSDT/XSDT -> table headers), so only
-//! mapping matters: every physical address is already mapped at `phys_offset + phys` by the
+//! mapping matters: every physical address is already mapped in the direct map (arch/x86_64/direct_map.rs) by the
 //! bootloader (all of the memory map and at least the first 4 GiB), and unmapping is a no-op.
 //! The AML interpreter, PCI configuration and port I/O hooks are never called by that path;
 //! they are implemented as harmless stubs (reads return all-ones like an absent device,
@@ -14,8 +14,6 @@ use numalab_algo::page::{PhysAddr, VirtAddr};
 /// Maps physical memory through the direct map.
 #[derive(Clone, Copy, Debug)]
 pub struct DirectMap {
-    /// Virtual address of physical address 0.
-    pub phys_offset: u64,
     /// End of what the direct map covers (exclusive).
     pub mapped_end: u64,
 }
@@ -30,7 +28,7 @@ impl DirectMap {
 
     /// The direct-map address of `phys`.
     pub fn virt(&self, phys: PhysAddr) -> VirtAddr {
-        VirtAddr::new(self.phys_offset + phys.as_u64())
+        crate::arch::direct_map::phys_to_virt(phys)
     }
 }
 
@@ -48,7 +46,7 @@ impl Handler for DirectMap {
             .as_mut_ptr::<T>();
         PhysicalMapping {
             physical_start: physical_address,
-            // The direct map starts far above 0, so phys_offset + phys is never null.
+            // The direct map starts far above 0, so a direct-map address is never null.
             virtual_start: NonNull::new(virt).unwrap_or(NonNull::dangling()),
             region_length: size,
             mapped_length: size,

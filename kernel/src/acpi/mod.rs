@@ -36,7 +36,6 @@ fn direct_map() -> DirectMap {
     let early = crate::early::info();
     let map_end = early.regions.iter().map(|r| r.end).max().unwrap_or(0);
     DirectMap {
-        phys_offset: early.phys_offset,
         mapped_end: map_end.max(MIN_MAPPED_BYTES),
     }
 }

@@ -4,8 +4,8 @@
 //!
 //! ```text
 //!   kernel image        where bootloader 0.11 loads the ELF
-//!   direct map          all physical memory at `phys_offset` (Mapping::Dynamic), like
-//!                       Linux's page_offset_base: phys P is at virt phys_offset + P
+//!   direct map          all physical memory at one offset (Mapping::Dynamic), like
+//!                       Linux's page_offset_base (arch/x86_64/direct_map.rs owns it)
 //!   bootstrap heap      a slice of the direct map (kernel/src/early.rs, below mm: ACPI and topology read
 //!                       through it before any allocator exists), early boot only
 //!   vmalloc range       one free higher-half PML4 slot (512 GiB), see vmalloc/mod.rs

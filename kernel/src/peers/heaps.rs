@@ -124,13 +124,10 @@ pub struct Slabmalloc {
 impl Slabmalloc {
     /// None when the direct map is not 2 MiB aligned (slabmalloc's large pages need it).
     pub fn new() -> Option<Slabmalloc> {
-        crate::early::info()
-            .phys_offset
-            .is_multiple_of(2 << 20)
-            .then(|| Slabmalloc {
-                zone: slabmalloc::ZoneAllocator::new(),
-                pages: Vec::with_capacity(256),
-            })
+        crate::arch::direct_map::is_aligned_to(2 << 20).then(|| Slabmalloc {
+            zone: slabmalloc::ZoneAllocator::new(),
+            pages: Vec::with_capacity(256),
+        })
     }
 }
 

@@ -206,11 +206,10 @@ fn shootdown_flushes(_ctx: &Ctx) -> TestResult {
         return Err(TestError::Fail("out of memory".into()));
     };
     let (frame_a, frame_b) = (PhysAddr::new(frame_a), PhysAddr::new(frame_b));
-    let phys_offset = crate::early::info().phys_offset;
     // SAFETY: both frames were just allocated for this test; writing them via the direct map.
     unsafe {
-        ((phys_offset + frame_a.as_u64()) as *mut u64).write_volatile(0xaaaa);
-        ((phys_offset + frame_b.as_u64()) as *mut u64).write_volatile(0xbbbb);
+        crate::arch::direct_map::phys_to_ptr::<u64>(frame_a).write_volatile(0xaaaa);
+        crate::arch::direct_map::phys_to_ptr::<u64>(frame_b).write_volatile(0xbbbb);
     }
     let flags = x86_64::structures::paging::PageTableFlags::WRITABLE
         | x86_64::structures::paging::PageTableFlags::NO_EXECUTE;

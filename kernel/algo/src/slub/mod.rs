@@ -31,6 +31,7 @@ mod slab_path;
 pub mod snapshot;
 pub mod stats;
 pub mod sysfs;
+mod tunables;
 
 #[cfg(test)]
 mod checks_tests;

@@ -5,6 +5,7 @@
 
 pub mod apic;
 pub mod clock_phase;
+pub mod direct_map;
 pub mod fixup;
 pub mod fw_cfg;
 pub mod gdt;

@@ -1,9 +1,7 @@
 //! Kernel page-table access: map, remap and unmap 4 KiB pages in the live page tables (the
 //! ones the bootloader built, shared by every CPU), and hand out unused top-level regions.
 //!
-//! The tables are reached through the direct map (its offset handed over by early memory,
-//! `set_phys_offset`) with the
-//! `x86_64` crate's `OffsetPageTable`. Every CPU runs on the same PML4, so a new mapping is
+//! The tables are reached through the direct map (direct_map.rs) with the `x86_64` crate's `OffsetPageTable`. Every CPU runs on the same PML4, so a new mapping is
 //! visible everywhere at once; a changed or removed mapping is flushed only on the calling
 //! CPU here, and the caller shoots it down on the others (`crate::smp::tlb_shootdown`).
 //!
@@ -45,25 +43,9 @@ pub enum PagingError {
 /// Serializes every change to the shared page tables.
 static LOCK: IrqSpinLock<()> = IrqSpinLock::new(());
 
-/// The direct map's offset: physical address P is mapped at virtual P + offset.
-static PHYS_OFFSET: Once<u64> = Once::new();
-
 /// Where page-table pages come from once the frame allocator is up: a function returning the
 /// physical address of a page nobody else uses.
 static TABLE_PAGE_SOURCE: Once<fn() -> Option<u64>> = Once::new();
-
-/// Records the direct map's offset (early memory, once, before any page-table access).
-pub fn set_phys_offset(offset: u64) {
-    PHYS_OFFSET.call_once(|| offset);
-}
-
-/// The direct map's offset. Panics only when called before `set_phys_offset` (a boot-order
-/// bug).
-pub fn phys_offset() -> u64 {
-    *PHYS_OFFSET
-        .get()
-        .expect("paging used before early memory recorded the direct map offset")
-}
 
 /// Registers the page source for new page tables (the frame allocator, once it is up): each
 /// call returns an unused page's physical address, or None when there is no memory.
@@ -74,9 +56,7 @@ pub fn set_table_page_source(source: fn() -> Option<u64>) {
 /// Hands out zeroed 4 KiB pages for new page tables: from the registered source once there is
 /// one (the frame allocator, the calling CPU's node), from the heap before. Page-table pages
 /// are never freed.
-struct TablePageSource {
-    phys_offset: u64,
-}
+struct TablePageSource;
 
 // SAFETY: every frame returned is freshly allocated, zeroed and leaked (never freed or
 // reused), so nothing else uses it.
@@ -88,15 +68,19 @@ unsafe impl FrameAllocator<Size4KiB> for TablePageSource {
             let layout = Layout::from_size_align(PAGE_SIZE as usize, PAGE_SIZE as usize).ok()?;
             // SAFETY: the layout has a non-zero size.
             let ptr = unsafe { alloc::alloc::alloc(layout) };
-            if ptr.is_null() || (ptr as u64) < self.phys_offset {
+            if ptr.is_null() {
                 return None;
             }
-            ptr as u64 - self.phys_offset
+            super::direct_map::ptr_to_phys(ptr)?.as_u64()
         };
         // SAFETY: the page was just allocated (and leaked) for this table; it is mapped in
-        // the direct map at phys_offset.
+        // the direct map.
         unsafe {
-            core::ptr::write_bytes((self.phys_offset + phys) as *mut u8, 0, PAGE_SIZE as usize)
+            core::ptr::write_bytes(
+                super::direct_map::phys_to_ptr::<u8>(PhysAddr::new(phys)),
+                0,
+                PAGE_SIZE as usize,
+            )
         };
         PhysFrame::from_start_address(HwPhysAddr::new(phys)).ok()
     }
@@ -105,18 +89,15 @@ unsafe impl FrameAllocator<Size4KiB> for TablePageSource {
 /// Runs `f` with the live page tables, under the page-table lock.
 fn with_tables<R>(f: impl FnOnce(&mut OffsetPageTable<'static>, &mut TablePageSource) -> R) -> R {
     let _guard = LOCK.lock();
-    let phys_offset = phys_offset();
     let (pml4_frame, _) = Cr3::read();
-    let pml4_virt = phys_offset + pml4_frame.start_address().as_u64();
-    // SAFETY: CR3 names the live PML4, which the direct map covers at phys_offset; the lock
+    let pml4 = super::direct_map::phys_to_ptr::<PageTable>(PhysAddr::new(
+        pml4_frame.start_address().as_u64(),
+    ));
+    // SAFETY: CR3 names the live PML4, which the direct map covers; the lock
     // makes this the only mutable view of the tables for the duration of `f`.
-    let mut mapper = unsafe {
-        OffsetPageTable::new(
-            &mut *(pml4_virt as *mut PageTable),
-            HwVirtAddr::new(phys_offset),
-        )
-    };
-    f(&mut mapper, &mut TablePageSource { phys_offset })
+    let mut mapper =
+        unsafe { OffsetPageTable::new(&mut *pml4, HwVirtAddr::new(super::direct_map::base())) };
+    f(&mut mapper, &mut TablePageSource)
 }
 
 /// The physical address `virt` translates to, if mapped.

@@ -65,7 +65,7 @@ fn build() -> FrameAllocator {
         let ranges = numalab_algo::memrange::intersect(&info.mem_ranges, &usable);
         let ranges = numalab_algo::memrange::subtract(&ranges, &reserved);
         let ranges = numalab_algo::memrange::page_align_inward(&ranges, PAGE_SIZE);
-        match Node::build(info.id, &ranges, early.phys_offset) {
+        match Node::build(info.id, &ranges) {
             Ok(node) => nodes.push(Some(node)),
             Err(NodeSkip::NoMemory) => nodes.push(None),
             Err(NodeSkip::NoRoomForMemmap(bytes)) => {

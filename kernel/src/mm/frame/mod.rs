@@ -143,16 +143,14 @@ fn report_unaligned(phys: PhysAddr, order: u8) {
     );
 }
 
-/// Virtual address of `phys` in the direct map.
-#[inline]
-pub fn phys_to_virt(phys: PhysAddr) -> VirtAddr {
-    VirtAddr::new(crate::early::info().phys_offset + phys.as_u64())
-}
+/// Virtual address of `phys` in the direct map (arch/x86_64/direct_map.rs).
+pub use crate::arch::direct_map::phys_to_virt;
 
-/// Physical address of a direct-map address.
+/// Physical address of a direct-map address of a page this allocator handed out (its
+/// `Pages`, a memmap entry): such an address is never below the direct map.
 #[inline]
 pub fn virt_to_phys(virt: VirtAddr) -> PhysAddr {
-    PhysAddr::new(virt.as_u64() - crate::early::info().phys_offset)
+    crate::arch::direct_map::virt_to_phys_unchecked(virt)
 }
 
 /// Allocates 2^order pages under `policy`. The fast path (Local, orders 0..=3, a block on

@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use numalab_algo::frame::buddy::Buddy;
 use numalab_algo::memrange;
-use numalab_algo::page::{Pfn, PhysAddr, VirtAddr};
+use numalab_algo::page::{Pfn, PhysAddr};
 use numalab_algo::topology::NodeId;
 
 pub use numalab_algo::page::{PAGE_SHIFT, PAGE_SIZE};
@@ -42,8 +42,8 @@ pub enum NodeSkip {
 impl Node {
     /// Builds node `id` over `usable` (page-aligned physical ranges, reservations already
     /// removed): carves the memmap off the top of its highest range that holds it, and frees
-    /// the rest into the buddy. `phys_offset` is the direct map's base.
-    pub fn build(id: NodeId, usable: &[(u64, u64)], phys_offset: u64) -> Result<Node, NodeSkip> {
+    /// the rest into the buddy.
+    pub fn build(id: NodeId, usable: &[(u64, u64)]) -> Result<Node, NodeSkip> {
         let (Some(first), Some(last)) = (usable.first(), usable.last()) else {
             return Err(NodeSkip::NoMemory);
         };
@@ -68,11 +68,15 @@ impl Node {
             return Err(NodeSkip::NoMemory);
         }
         // SAFETY: memmap_phys is usable RAM of this node (from the bootloader's Usable map,
-        // minus every reservation), mapped in the direct map at phys_offset, page aligned;
+        // minus every reservation), mapped in the direct map, page aligned;
         // it is removed from `ranges`, so the buddy never hands it out, and nothing else owns
         // it: the frame allocator is built once.
-        let memmap =
-            unsafe { MemMap::init_at(VirtAddr::new(phys_offset + memmap_phys.0), span_pages) };
+        let memmap = unsafe {
+            MemMap::init_at(
+                super::phys_to_virt(PhysAddr::new(memmap_phys.0)),
+                span_pages,
+            )
+        };
         let mut buddy = Buddy::new(memmap, base_pfn);
         let mut managed_pages = 0;
         for &(s, e) in &ranges {

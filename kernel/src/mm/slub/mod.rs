@@ -165,7 +165,6 @@ pub fn boot_slabinfo_mode() -> SlabinfoMode {
 /// allocator.
 pub fn init() {
     let t = default_tunables("");
-    slabmap::init();
     platform::init();
     kmalloc::init();
     READY.store(true, Relaxed);

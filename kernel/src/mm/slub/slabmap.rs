@@ -5,23 +5,15 @@
 //! step with it (issue 14 bug 6: a per-GiB owner map, allocated lazily, missed the owners
 //! written while its chunk could not be allocated, and kfree dropped those slabs' objects).
 
+use crate::arch::direct_map;
 use crate::mm::frame;
-use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use core::sync::atomic::Ordering::Relaxed;
 
-use numalab_algo::page::{PhysAddr, PAGE_SHIFT};
-
-/// The direct map's offset, copied from the boot information by `init` so that kfree reads
-/// a plain static instead of checking a `Once` (usize::MAX before: every lookup misses).
-static PHYS_OFFSET: AtomicUsize = AtomicUsize::new(usize::MAX);
-
-/// Copies the direct-map offset (SLUB init, before the first slab).
-pub fn init() {
-    PHYS_OFFSET.store(crate::early::info().phys_offset as usize, Relaxed);
-}
+use numalab_algo::page::{PhysAddr, VirtAddr, PAGE_SHIFT};
 
 #[inline(always)]
 fn phys_of(virt: usize) -> Option<usize> {
-    virt.checked_sub(PHYS_OFFSET.load(Relaxed))
+    direct_map::virt_to_phys(VirtAddr::new(virt as u64)).map(|p| p.as_u64() as usize)
 }
 
 /// Records `owner` in the PageMeta of each of the `nr_pages` pages at direct-map address
@@ -40,16 +32,16 @@ pub fn set(virt: usize, nr_pages: usize, owner: usize) {
 /// allocator's slow lookup answers with 0, so the fast path tests nothing for it.
 #[inline(always)]
 pub fn get(virt: usize) -> usize {
-    frame::page_owner(PhysAddr::new(
-        virt.wrapping_sub(PHYS_OFFSET.load(Relaxed)) as u64
-    ))
+    frame::page_owner(direct_map::virt_to_phys_unchecked(VirtAddr::new(
+        virt as u64,
+    )))
 }
 
 /// `get` through the vmemmap only: 0 also for a page it does not map (a section
 /// shared by two nodes), where the caller then asks `get`. The free fast paths' lookup.
 #[inline(always)]
 pub fn get_fast(virt: usize) -> usize {
-    frame::page_owner_fast(PhysAddr::new(
-        virt.wrapping_sub(PHYS_OFFSET.load(Relaxed)) as u64
-    ))
+    frame::page_owner_fast(direct_map::virt_to_phys_unchecked(VirtAddr::new(
+        virt as u64,
+    )))
 }

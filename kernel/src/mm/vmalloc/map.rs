@@ -68,13 +68,9 @@ pub fn init_holder(nr_nodes: usize) {
     }
 }
 
-fn phys_offset() -> u64 {
-    crate::early::info().phys_offset
-}
-
 /// The entry `index` of the table at physical address `table`.
 fn entry(table: PhysAddr, index: usize) -> &'static AtomicU64 {
-    let ptr = (phys_offset() + table.as_u64()) as *const AtomicU64;
+    let ptr = crate::arch::direct_map::phys_to_ptr::<AtomicU64>(table) as *const AtomicU64;
     // SAFETY: `table` is a page-table page (from CR3 or a present non-huge entry), which
     // the direct map covers; index < 512 keeps the pointer inside that page; page-table
     // entries are naturally aligned u64 words that the CPU also accesses atomically.

@@ -9,6 +9,7 @@ use spin::Once;
 use x86_64::structures::paging::PageTableFlags;
 
 use super::{ApRequest, IST_BYTES, KERNEL_STACK_BYTES};
+use crate::arch::direct_map;
 use crate::arch::gdt::CpuTables;
 use crate::arch::paging::{self, PAGE_SIZE};
 use crate::percpu::PerCpu;
@@ -60,7 +61,6 @@ fn node_pages_phys_from(
     nr_pages: usize,
     node: NodeId,
 ) -> Option<u64> {
-    let phys_offset = crate::early::info().phys_offset;
     let bytes = nr_pages.next_power_of_two() * PAGE_SIZE as usize;
     let phys = if let Some(source) = source {
         let order = nr_pages.next_power_of_two().trailing_zeros() as u8;
@@ -69,14 +69,14 @@ fn node_pages_phys_from(
         let layout = Layout::from_size_align(bytes, PAGE_SIZE as usize).ok()?;
         // SAFETY: non-zero size.
         let ptr = unsafe { alloc::alloc::alloc(layout) };
-        if ptr.is_null() || (ptr as u64) < phys_offset {
+        if ptr.is_null() {
             return None;
         }
-        ptr as u64 - phys_offset
+        direct_map::ptr_to_phys(ptr)?.as_u64()
     };
     // SAFETY: the block was just allocated for the caller (leaked) and is mapped in the
-    // direct map at phys_offset.
-    unsafe { core::ptr::write_bytes((phys_offset + phys) as *mut u8, 0, bytes) };
+    // direct map.
+    unsafe { core::ptr::write_bytes(direct_map::phys_to_ptr::<u8>(PhysAddr::new(phys)), 0, bytes) };
     Some(phys)
 }
 
@@ -138,7 +138,7 @@ pub fn alloc_cpu_area(
         assert!(TABLES_OFFSET + core::mem::size_of::<Option<CpuTables>>() <= PAGE_SIZE as usize);
     const _: () = assert!(TABLES_OFFSET.is_multiple_of(core::mem::align_of::<Option<CpuTables>>()));
     let phys = node_pages_phys(1, req.mem_node)?;
-    let page = (crate::early::info().phys_offset + phys) as *mut u8;
+    let page = direct_map::phys_to_ptr::<u8>(PhysAddr::new(phys));
     // SAFETY: `page` is a fresh, zeroed, page-aligned page owned by this CPU forever; PerCpu
     // fits at offset 0 and Option<CpuTables> at TABLES_OFFSET (asserted above), both aligned.
     unsafe {

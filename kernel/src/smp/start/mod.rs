@@ -166,7 +166,6 @@ pub fn start_aps(
         entry_hook,
     });
     // The trampoline page, identity mapped so paging can turn on while running it.
-    let phys_offset = crate::early::info().phys_offset;
     let params = trampoline::Params {
         cr3: cr3 as u32,
         efer_bits: boot_efer_bits(),
@@ -179,7 +178,7 @@ pub fn start_aps(
     // direct map; the trampoline is smaller than a page (checked in trampoline_page).
     unsafe {
         trampoline::install(
-            (phys_offset + tramp_phys) as *mut u8,
+            crate::arch::direct_map::phys_to_ptr(PhysAddr::new(tramp_phys)),
             tramp_phys as u32,
             &params,
         )
