@@ -486,15 +486,8 @@ impl<P: Platform> Cache<P> {
         } else if self.sheaf_capacity != 0 {
             self.sheaf_free_in::<false>(obj, slab)
         } else {
-            self.partial_free_entry(obj)
+            self.partial_free(obj)
         }
-    }
-
-    /// `partial_free` out of line, for `free_in_slab` (kfree): the partial design's kfree
-    /// pays a jump, and kfree stays small enough to inline into its callers.
-    #[inline(never)]
-    fn partial_free_entry(&self, obj: usize) {
-        self.partial_free(obj)
     }
 
     /// The free slow path with interrupts off (the tid advanced before enabling them), then
