@@ -121,8 +121,8 @@ macro_rules! declare {
 pub(crate) use declare;
 
 /// Every component's options, in the order the boot log describes them; the `test` group
-/// (test hooks) only with the `ktest` feature (the host, the kernel's ktest images).
-#[cfg(feature = "ktest")]
+/// (test hooks) only with the `ktest` feature (the host, the kernel's ktest images): a
+/// production kernel has no test hooks.
 pub const GROUPS: &[Group] = &[
     run::RUN,
     smp::SMP,
@@ -134,21 +134,8 @@ pub const GROUPS: &[Group] = &[
     soak::SOAK,
     bench::BENCH_GROUP,
     test_vmalloc::TEST_VMALLOC,
+    #[cfg(feature = "ktest")]
     test::TEST,
-];
-
-/// Every component's options of a production kernel: no test hooks.
-#[cfg(not(feature = "ktest"))]
-pub const GROUPS: &[Group] = &[
-    run::RUN,
-    smp::SMP,
-    sync::SYNC,
-    frame::FRAME,
-    slub::SLUB,
-    vmalloc::VMALLOC,
-    fault::FAULT,
-    soak::SOAK,
-    bench::BENCH_GROUP,
 ];
 
 /// What an unknown key's message adds in a production kernel: the test hooks are not there.
