@@ -265,7 +265,7 @@ fn s09_det_counts_repeat_exactly() {
 fn s09_unknown_experiment_fails_naming_the_valid_ones() {
     let mut c = numalab::config("uma");
     c.suite = numalab_algo::options::Suite::Bench;
-    c.options.set_word("bench=no_such_bench").unwrap();
+    c.options.push_unchecked("bench=no_such_bench");
     c.options.set_word("bench.smoke=1").unwrap();
     let out = numalab::boot(&c);
     assert_eq!(
