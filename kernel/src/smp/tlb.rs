@@ -10,7 +10,6 @@
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use numalab_algo::page::VirtAddr;
-use x86_64::registers::control::{Cr4, Cr4Flags};
 
 use super::queue::{push, Linked};
 use super::{PerCpuSmp, MAX_CPUS};
@@ -47,26 +46,14 @@ pub(super) fn flush_local(start: u64, end: u64) {
     }
     let mut addr = start & !(PAGE_SIZE - 1);
     while addr < end {
-        if let Ok(virt) = x86_64::VirtAddr::try_new(addr) {
-            x86_64::instructions::tlb::flush(virt);
-        }
+        crate::arch::tlb::flush_page(VirtAddr::new(addr));
         addr += PAGE_SIZE;
     }
 }
 
 /// Flushes the whole TLB of the calling CPU, global entries included.
 pub(super) fn flush_all_local() {
-    let cr4 = Cr4::read();
-    if cr4.contains(Cr4Flags::PAGE_GLOBAL) {
-        // SAFETY: clearing and restoring PGE only flushes the TLB (SDM 4.10.4.1); interrupts
-        // are off so nothing runs between the two writes.
-        x86_64::instructions::interrupts::without_interrupts(|| unsafe {
-            Cr4::write(cr4 - Cr4Flags::PAGE_GLOBAL);
-            Cr4::write(cr4);
-        });
-    } else {
-        x86_64::instructions::tlb::flush_all();
-    }
+    crate::arch::tlb::flush_all();
 }
 
 /// Runs the flushes queued for the calling CPU (any context: IPI handler, spin loops).

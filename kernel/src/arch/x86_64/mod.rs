@@ -12,6 +12,7 @@ pub mod gdt;
 pub mod idt;
 pub mod paging;
 pub mod qemu_exit;
+pub mod tlb;
 pub mod trace_mark;
 pub mod tsc;
 pub use tsc::rdtsc;

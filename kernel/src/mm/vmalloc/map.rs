@@ -174,7 +174,7 @@ pub unsafe fn map_page(virt: VirtAddr, phys: PhysAddr) -> bool {
 pub unsafe fn unmap_page(virt: VirtAddr) -> Option<PhysAddr> {
     let e = leaf(virt, false)?;
     let old = e.swap(0, Ordering::AcqRel);
-    x86_64::instructions::tlb::flush(x86_64::VirtAddr::new(virt.as_u64()));
+    crate::arch::tlb::flush_page(virt);
     (old & PRESENT != 0).then_some(PhysAddr::new(old & ADDR_MASK))
 }
 
