@@ -1,5 +1,5 @@
 //! Per-CPU data behind the GS base: each CPU's id, APIC id, node and SLUB slot offset.
-//! Subsystems keep their own per-CPU state by CPU id (smp's call queues: `smp::PerCpuSmp`).
+//! Subsystems declare their own per-CPU state with `per_cpu!` (percpu/local.rs).
 //!
 //! Every CPU's GS base points at its own `PerCpu` (the boot CPU's is a static, installed by
 //! `arch::init_boot_cpu` before anything else runs; the APs' are allocated on their own node
@@ -11,10 +11,14 @@
 //! the boot CPU return node 0.
 
 use core::mem::offset_of;
-use core::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU16, AtomicU32, AtomicUsize, Ordering};
 use spin::Once;
 
 use crate::topology::{self, CpuId, NodeId};
+
+mod local;
+pub(crate) use local::per_cpu;
+pub use local::PerCpuVar;
 
 /// Most CPUs the kernel runs (QEMU TCG allows 255): the one bound of every per-CPU array and
 /// of smp bring-up (the topology may list more, up to the ACPI parse limit
@@ -33,8 +37,6 @@ pub struct PerCpu {
     /// `cpu * CPU_SLAB_BYTES`: this CPU's byte offset in every SLUB cache's per-CPU array,
     /// so reaching the slot is one GS-relative add (Linux's this_cpu_ptr).
     slub_slot_off: AtomicUsize,
-    /// Scratch word for the per-CPU privacy test (smp tests only).
-    pub test_word: AtomicU64,
 }
 
 const OFFSET_SELF: usize = offset_of!(PerCpu, self_addr);
@@ -53,7 +55,6 @@ impl PerCpu {
             mem_node: AtomicU16::new(mem_node.0),
             apic_id: AtomicU32::new(apic_id),
             slub_slot_off: AtomicUsize::new(cpu.0 as usize * numalab_algo::slub::CPU_SLAB_BYTES),
-            test_word: AtomicU64::new(0),
         }
     }
 

@@ -9,7 +9,7 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use super::{on_each_cpu, online_cpus, run_on_cpus};
 use crate::arch::{self, apic, paging};
 use crate::ktest::{Ctx, KSuite, TestError, TestResult};
-use crate::percpu;
+use crate::percpu::{self, per_cpu};
 use crate::sync::{IrqSpinLock, LockStatsSnapshot};
 use crate::topology::{self, CpuId};
 use crate::{kassert, kassert_eq, ktest};
@@ -97,8 +97,23 @@ fn cpus_check_in(_ctx: &Ctx) -> TestResult {
     Ok(())
 }
 
+per_cpu! {
+    /// Scratch word of the per-CPU privacy test, one per CPU on its own cache line.
+    static TEST_WORD: Word = Word(AtomicU64::new(0));
+}
+
+#[repr(align(64))]
+struct Word(AtomicU64);
+
+impl core::ops::Deref for Word {
+    type Target = AtomicU64;
+    fn deref(&self) -> &AtomicU64 {
+        &self.0
+    }
+}
+
 /// Each CPU's GS-based area is its own: distinct addresses, and concurrent writes to the
-/// same field of every area never show another CPU's value.
+/// same per-CPU variable (`per_cpu!`) never show another CPU's value.
 fn percpu_private(_ctx: &Ctx) -> TestResult {
     let addrs = slots(0);
     let bad = AtomicU32::new(0);
@@ -107,10 +122,9 @@ fn percpu_private(_ctx: &Ctx) -> TestResult {
         addrs[cpu.index()].store(me as *const _ as u64, Ordering::Relaxed);
         for round in 0..2_000u64 {
             let value = ((cpu.0 as u64) << 32) | round;
-            me.test_word.store(value, Ordering::Relaxed);
+            TEST_WORD.this().store(value, Ordering::Relaxed);
             core::hint::spin_loop();
-            if percpu::this().test_word.load(Ordering::Relaxed) != value || percpu::cpu_id() != cpu
-            {
+            if TEST_WORD.this().load(Ordering::Relaxed) != value || percpu::cpu_id() != cpu {
                 bad.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -128,6 +142,20 @@ fn percpu_private(_ctx: &Ctx) -> TestResult {
     seen.sort_unstable();
     seen.dedup();
     kassert_eq!(seen.len(), n, "two CPUs share a per-CPU area");
+    // per_cpu!: each online CPU's copy holds the last value that CPU wrote, seen from here.
+    let online: Vec<(CpuId, u64)> = TEST_WORD
+        .online()
+        .map(|(c, w)| (c, w.load(Ordering::Relaxed)))
+        .collect();
+    kassert_eq!(online.len(), n, "per_cpu! online() lists every online CPU");
+    for (c, w) in online {
+        kassert_eq!(
+            w,
+            ((c.0 as u64) << 32) | 1_999,
+            "CPU {}'s per_cpu! copy",
+            c.0
+        );
+    }
     Ok(())
 }
 
