@@ -99,8 +99,11 @@ fn cpus_check_in(_ctx: &Ctx) -> TestResult {
 
 per_cpu! {
     /// Scratch word of the per-CPU privacy test, one per CPU on its own cache line.
-    static TEST_WORD: Word = Word(AtomicU64::new(0));
+    static TEST_WORD: Word = Word(AtomicU64::new(TEST_WORD_INIT));
 }
+
+/// TEST_WORD's initial value: every CPU's copy starts with it (bring-up runs the initializer).
+const TEST_WORD_INIT: u64 = 0x7e57_0000_0000_0001;
 
 #[repr(align(64))]
 struct Word(AtomicU64);
@@ -113,11 +116,16 @@ impl core::ops::Deref for Word {
 }
 
 /// Each CPU's GS-based area is its own: distinct addresses, and concurrent writes to the
-/// same per-CPU variable (`per_cpu!`) never show another CPU's value.
+/// same per-CPU variable (`per_cpu!`) never show another CPU's value; every copy starts with
+/// the declared initial value.
 fn percpu_private(_ctx: &Ctx) -> TestResult {
     let addrs = slots(0);
     let bad = AtomicU32::new(0);
+    let uninit = AtomicU32::new(0);
     on_each_cpu(&|cpu: CpuId| {
+        if TEST_WORD.this().load(Ordering::Relaxed) != TEST_WORD_INIT {
+            uninit.fetch_add(1, Ordering::Relaxed);
+        }
         let me = percpu::this();
         addrs[cpu.index()].store(me as *const _ as u64, Ordering::Relaxed);
         for round in 0..2_000u64 {
@@ -129,6 +137,11 @@ fn percpu_private(_ctx: &Ctx) -> TestResult {
             }
         }
     });
+    kassert_eq!(
+        uninit.load(Ordering::Relaxed),
+        0,
+        "CPUs whose per_cpu! copy did not start with its initializer's value"
+    );
     kassert_eq!(
         bad.load(Ordering::Relaxed),
         0,
@@ -325,8 +338,8 @@ fn stack_guard_pages(_ctx: &Ctx) -> TestResult {
     Ok(())
 }
 
-/// Each AP's per-CPU area and kernel stack sit on its memory node (the nearest node with
-/// memory for a CPU of a memoryless node).
+/// Each AP's per-CPU area, its `per_cpu!` copies and its kernel stack sit on its memory node
+/// (the nearest node with memory for a CPU of a memoryless node).
 fn percpu_on_node(_ctx: &Ctx) -> TestResult {
     if !crate::mm::frame::is_ready() {
         return Err(TestError::Skip(
@@ -334,6 +347,7 @@ fn percpu_on_node(_ctx: &Ctx) -> TestResult {
         ));
     }
     let area_node = slots(u64::MAX);
+    let var_node = slots(u64::MAX);
     let stack_node = slots(u64::MAX);
     on_each_cpu(&|cpu: CpuId| {
         let rsp: u64;
@@ -350,6 +364,10 @@ fn percpu_on_node(_ctx: &Ctx) -> TestResult {
             node_of(percpu::this() as *const _ as u64),
             Ordering::Relaxed,
         );
+        var_node[cpu.index()].store(
+            node_of(TEST_WORD.this() as *const Word as u64),
+            Ordering::Relaxed,
+        );
         stack_node[cpu.index()].store(node_of(rsp), Ordering::Relaxed);
     });
     let topo = topology::get();
@@ -359,6 +377,12 @@ fn percpu_on_node(_ctx: &Ctx) -> TestResult {
             area_node[cpu.index()].load(Ordering::Relaxed),
             want,
             "per-CPU area of CPU {}",
+            cpu.0
+        );
+        kassert_eq!(
+            var_node[cpu.index()].load(Ordering::Relaxed),
+            want,
+            "per_cpu! copies of CPU {}",
             cpu.0
         );
         kassert_eq!(
