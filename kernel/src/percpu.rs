@@ -1,5 +1,6 @@
-//! Per-CPU data behind the GS base: each CPU's id, APIC id, node and SLUB slot offset.
-//! Subsystems keep their own per-CPU state by CPU id (smp's call queues: `smp::PerCpuSmp`).
+//! Per-CPU data behind the GS base: each CPU's id, APIC id, node, SLUB slot offset and the
+//! delta of its `per_cpu!` copies. Subsystems declare their own per-CPU state with `per_cpu!`
+//! (percpu/local.rs).
 //!
 //! Every CPU's GS base points at its own `PerCpu` (the boot CPU's is a static, installed by
 //! `arch::init_boot_cpu` before anything else runs; the APs' are allocated on their own node
@@ -11,10 +12,14 @@
 //! the boot CPU return node 0.
 
 use core::mem::offset_of;
-use core::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU16, AtomicU32, AtomicUsize, Ordering};
 use spin::Once;
 
 use crate::topology::{self, CpuId, NodeId};
+
+mod local;
+pub(crate) use local::per_cpu;
+pub use local::{alloc_area, area_bytes, PerCpuInit, PerCpuVar};
 
 /// Most CPUs the kernel runs (QEMU TCG allows 255): the one bound of every per-CPU array and
 /// of smp bring-up (the topology may list more, up to the ACPI parse limit
@@ -33,8 +38,9 @@ pub struct PerCpu {
     /// `cpu * CPU_SLAB_BYTES`: this CPU's byte offset in every SLUB cache's per-CPU array,
     /// so reaching the slot is one GS-relative add (Linux's this_cpu_ptr).
     slub_slot_off: AtomicUsize,
-    /// Scratch word for the per-CPU privacy test (smp tests only).
-    pub test_word: AtomicU64,
+    /// Where this CPU's `per_cpu!` copies lie: their address minus the boot copies' (0 on the
+    /// boot CPU; percpu/local.rs), Linux's this_cpu_off.
+    var_delta: AtomicUsize,
 }
 
 const OFFSET_SELF: usize = offset_of!(PerCpu, self_addr);
@@ -42,6 +48,7 @@ const OFFSET_CPU: usize = offset_of!(PerCpu, cpu);
 const OFFSET_NODE: usize = offset_of!(PerCpu, node);
 const OFFSET_MEM_NODE: usize = offset_of!(PerCpu, mem_node);
 const OFFSET_SLUB_SLOT: usize = offset_of!(PerCpu, slub_slot_off);
+const OFFSET_VAR_DELTA: usize = offset_of!(PerCpu, var_delta);
 
 impl PerCpu {
     /// A fresh area for `cpu`; `install` must run on that CPU before it uses the accessors.
@@ -53,7 +60,7 @@ impl PerCpu {
             mem_node: AtomicU16::new(mem_node.0),
             apic_id: AtomicU32::new(apic_id),
             slub_slot_off: AtomicUsize::new(cpu.0 as usize * numalab_algo::slub::CPU_SLAB_BYTES),
-            test_word: AtomicU64::new(0),
+            var_delta: AtomicUsize::new(0),
         }
     }
 
@@ -71,6 +78,12 @@ impl PerCpu {
 
     pub fn apic_id(&self) -> u32 {
         self.apic_id.load(Ordering::Relaxed)
+    }
+
+    /// Records where this CPU's `per_cpu!` copies lie (`alloc_area`'s delta), before the CPU
+    /// starts.
+    pub fn set_var_delta(&self, delta: usize) {
+        self.var_delta.store(delta, Ordering::Relaxed);
     }
 }
 
@@ -174,6 +187,12 @@ pub fn node_id() -> NodeId {
 #[inline]
 pub fn mem_node_id() -> NodeId {
     NodeId(gs_load!(u16, "word", "x", OFFSET_MEM_NODE))
+}
+
+/// The calling CPU's `per_cpu!` delta (percpu/local.rs).
+#[inline(always)]
+fn var_delta() -> usize {
+    gs_load!(usize, "qword", "r", OFFSET_VAR_DELTA)
 }
 
 /// The calling CPU's byte offset in a SLUB per-CPU array (`cpu * CPU_SLAB_BYTES`).

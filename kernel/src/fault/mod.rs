@@ -14,7 +14,8 @@
 #[cfg(feature = "ktest")]
 mod tests;
 
-use crate::percpu::MAX_CPUS;
+use crate::percpu::per_cpu;
+use crate::topology::CpuId;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use numalab_algo::fault::FaultAttr;
 use numalab_algo::options::Opt;
@@ -68,8 +69,10 @@ impl State {
 
 static STATES: [State; 3] = [State::new(), State::new(), State::new()];
 
-/// Per CPU: how many exempt sections are open (the heap's calls).
-static EXEMPT: [AtomicU32; MAX_CPUS] = [const { AtomicU32::new(0) }; MAX_CPUS];
+per_cpu! {
+    /// Per CPU: how many exempt sections are open (the heap's calls).
+    static EXEMPT: AtomicU32 = AtomicU32::new(0);
+}
 
 /// Whether any point is armed (the heap opens exempt sections only then).
 static ANY_ARMED: AtomicBool = AtomicBool::new(false);
@@ -138,8 +141,7 @@ pub fn should_fail(p: Point) -> bool {
 #[cold]
 #[inline(never)]
 fn should_fail_armed(p: Point) -> bool {
-    let cpu = crate::percpu::cpu_id().index();
-    if EXEMPT.get(cpu).is_some_and(|e| e.load(Relaxed) != 0) {
+    if EXEMPT.this().load(Relaxed) != 0 {
         return false;
     }
     let Some(attr) = armed(p) else { return false };
@@ -153,7 +155,7 @@ fn should_fail_armed(p: Point) -> bool {
 }
 
 /// An open exempt section of the calling CPU (closed on drop).
-pub struct Exempt(Option<usize>);
+pub struct Exempt(Option<CpuId>);
 
 /// Opens an exempt section: until the guard drops, no point fails on this CPU. Used by the
 /// kernel heap (whose callers cannot see a failure) and by code that must not fail while it
@@ -163,21 +165,17 @@ pub fn exempt() -> Exempt {
     if !ANY_ARMED.load(Relaxed) {
         return Exempt(None);
     }
-    let cpu = crate::percpu::cpu_id().index();
-    match EXEMPT.get(cpu) {
-        Some(e) => {
-            // Only this CPU changes its count (interrupt handlers restore what they change).
-            e.store(e.load(Relaxed) + 1, Relaxed);
-            Exempt(Some(cpu))
-        }
-        None => Exempt(None),
-    }
+    let cpu = crate::percpu::cpu_id();
+    let e = EXEMPT.on(cpu);
+    // Only this CPU changes its count (interrupt handlers restore what they change).
+    e.store(e.load(Relaxed) + 1, Relaxed);
+    Exempt(Some(cpu))
 }
 
 impl Drop for Exempt {
     #[inline(always)]
     fn drop(&mut self) {
-        if let Some(e) = self.0.and_then(|cpu| EXEMPT.get(cpu)) {
+        if let Some(e) = self.0.map(|cpu| EXEMPT.on(cpu)) {
             e.store(e.load(Relaxed) - 1, Relaxed);
         }
     }

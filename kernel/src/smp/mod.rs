@@ -35,7 +35,7 @@ use core::sync::atomic::{AtomicPtr, Ordering};
 use spin::Once;
 
 use crate::arch::{self, apic, tsc};
-use crate::percpu::{self, PerCpu};
+use crate::percpu::{self, per_cpu, PerCpu};
 use crate::topology::{self, CpuId};
 
 pub use crate::percpu::MAX_CPUS;
@@ -58,21 +58,23 @@ impl PerCpuSmp {
     }
 }
 
-/// smp's per-CPU state, by CPU id, each on its own cache line: smp declares it itself (its
-/// DEFINE_PER_CPU), so the per-CPU area (percpu) knows nothing of smp.
-static CPU_STATE: [PerCpuSmp; MAX_CPUS] = [const { PerCpuSmp::new() }; MAX_CPUS];
+per_cpu! {
+    /// smp's per-CPU state, each copy on its own cache line: smp declares it itself (its
+    /// DEFINE_PER_CPU), so the per-CPU area (percpu) knows nothing of smp.
+    static CPU_STATE: PerCpuSmp = PerCpuSmp::new();
+}
 
 impl PerCpuSmp {
     /// The state of `cpu` (every started CPU has an id below MAX_CPUS, see `init`).
     #[inline]
     pub fn of(cpu: CpuId) -> &'static PerCpuSmp {
-        &CPU_STATE[cpu.index()]
+        CPU_STATE.on(cpu)
     }
 
     /// The calling CPU's state.
     #[inline]
     pub fn this() -> &'static PerCpuSmp {
-        PerCpuSmp::of(percpu::cpu_id())
+        CPU_STATE.this()
     }
 }
 

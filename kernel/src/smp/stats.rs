@@ -75,11 +75,11 @@ impl Default for CpuStats {
 /// `smp: cpu 3 apic 3 node 1: ipi_sent 0 ipi_recv 12 calls_sent 0 calls_run 10 tlb_sent 0 tlb_recv 2 timer 0`.
 #[cfg(feature = "ktest")]
 pub fn dump_stats() {
-    for &cpu in super::online_cpus() {
+    for (cpu, state) in super::CPU_STATE.online() {
         let Some(area) = percpu::of(cpu) else {
             continue;
         };
-        let s = super::PerCpuSmp::of(area.cpu()).stats.snapshot();
+        let s = state.stats.snapshot();
         crate::println!(
             "smp: cpu {} apic {} node {}: ipi_sent {} ipi_recv {} calls_sent {} calls_run {} tlb_sent {} tlb_recv {} timer {}",
             cpu.0,

@@ -9,7 +9,7 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use super::{on_each_cpu, online_cpus, run_on_cpus};
 use crate::arch::{self, apic, paging};
 use crate::ktest::{Ctx, KSuite, TestError, TestResult};
-use crate::percpu;
+use crate::percpu::{self, per_cpu};
 use crate::sync::{IrqSpinLock, LockStatsSnapshot};
 use crate::topology::{self, CpuId};
 use crate::{kassert, kassert_eq, ktest};
@@ -97,24 +97,51 @@ fn cpus_check_in(_ctx: &Ctx) -> TestResult {
     Ok(())
 }
 
+per_cpu! {
+    /// Scratch word of the per-CPU privacy test, one per CPU on its own cache line.
+    static TEST_WORD: Word = Word(AtomicU64::new(TEST_WORD_INIT));
+}
+
+/// TEST_WORD's initial value: every CPU's copy starts with it (bring-up runs the initializer).
+const TEST_WORD_INIT: u64 = 0x7e57_0000_0000_0001;
+
+#[repr(align(64))]
+struct Word(AtomicU64);
+
+impl core::ops::Deref for Word {
+    type Target = AtomicU64;
+    fn deref(&self) -> &AtomicU64 {
+        &self.0
+    }
+}
+
 /// Each CPU's GS-based area is its own: distinct addresses, and concurrent writes to the
-/// same field of every area never show another CPU's value.
+/// same per-CPU variable (`per_cpu!`) never show another CPU's value; every copy starts with
+/// the declared initial value.
 fn percpu_private(_ctx: &Ctx) -> TestResult {
     let addrs = slots(0);
     let bad = AtomicU32::new(0);
+    let uninit = AtomicU32::new(0);
     on_each_cpu(&|cpu: CpuId| {
+        if TEST_WORD.this().load(Ordering::Relaxed) != TEST_WORD_INIT {
+            uninit.fetch_add(1, Ordering::Relaxed);
+        }
         let me = percpu::this();
         addrs[cpu.index()].store(me as *const _ as u64, Ordering::Relaxed);
         for round in 0..2_000u64 {
             let value = ((cpu.0 as u64) << 32) | round;
-            me.test_word.store(value, Ordering::Relaxed);
+            TEST_WORD.this().store(value, Ordering::Relaxed);
             core::hint::spin_loop();
-            if percpu::this().test_word.load(Ordering::Relaxed) != value || percpu::cpu_id() != cpu
-            {
+            if TEST_WORD.this().load(Ordering::Relaxed) != value || percpu::cpu_id() != cpu {
                 bad.fetch_add(1, Ordering::Relaxed);
             }
         }
     });
+    kassert_eq!(
+        uninit.load(Ordering::Relaxed),
+        0,
+        "CPUs whose per_cpu! copy did not start with its initializer's value"
+    );
     kassert_eq!(
         bad.load(Ordering::Relaxed),
         0,
@@ -128,6 +155,20 @@ fn percpu_private(_ctx: &Ctx) -> TestResult {
     seen.sort_unstable();
     seen.dedup();
     kassert_eq!(seen.len(), n, "two CPUs share a per-CPU area");
+    // per_cpu!: each online CPU's copy holds the last value that CPU wrote, seen from here.
+    let online: Vec<(CpuId, u64)> = TEST_WORD
+        .online()
+        .map(|(c, w)| (c, w.load(Ordering::Relaxed)))
+        .collect();
+    kassert_eq!(online.len(), n, "per_cpu! online() lists every online CPU");
+    for (c, w) in online {
+        kassert_eq!(
+            w,
+            ((c.0 as u64) << 32) | 1_999,
+            "CPU {}'s per_cpu! copy",
+            c.0
+        );
+    }
     Ok(())
 }
 
@@ -297,8 +338,8 @@ fn stack_guard_pages(_ctx: &Ctx) -> TestResult {
     Ok(())
 }
 
-/// Each AP's per-CPU area and kernel stack sit on its memory node (the nearest node with
-/// memory for a CPU of a memoryless node).
+/// Each AP's per-CPU area, its `per_cpu!` copies and its kernel stack sit on its memory node
+/// (the nearest node with memory for a CPU of a memoryless node).
 fn percpu_on_node(_ctx: &Ctx) -> TestResult {
     if !crate::mm::frame::is_ready() {
         return Err(TestError::Skip(
@@ -306,6 +347,7 @@ fn percpu_on_node(_ctx: &Ctx) -> TestResult {
         ));
     }
     let area_node = slots(u64::MAX);
+    let var_node = slots(u64::MAX);
     let stack_node = slots(u64::MAX);
     on_each_cpu(&|cpu: CpuId| {
         let rsp: u64;
@@ -322,6 +364,10 @@ fn percpu_on_node(_ctx: &Ctx) -> TestResult {
             node_of(percpu::this() as *const _ as u64),
             Ordering::Relaxed,
         );
+        var_node[cpu.index()].store(
+            node_of(TEST_WORD.this() as *const Word as u64),
+            Ordering::Relaxed,
+        );
         stack_node[cpu.index()].store(node_of(rsp), Ordering::Relaxed);
     });
     let topo = topology::get();
@@ -331,6 +377,12 @@ fn percpu_on_node(_ctx: &Ctx) -> TestResult {
             area_node[cpu.index()].load(Ordering::Relaxed),
             want,
             "per-CPU area of CPU {}",
+            cpu.0
+        );
+        kassert_eq!(
+            var_node[cpu.index()].load(Ordering::Relaxed),
+            want,
+            "per_cpu! copies of CPU {}",
             cpu.0
         );
         kassert_eq!(

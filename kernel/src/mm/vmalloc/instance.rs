@@ -423,7 +423,7 @@ impl Vmalloc {
             )
         };
         self.counters.buddy_frees.add(calls);
-        probe::record_free(backing::this_cpu().index(), addr, addr + size, meta.caller);
+        probe::record_free(addr, addr + size, meta.caller);
         self.counters.frees.add(1);
         self.queue(d.lazy_vn, addr, size);
         Ok(())

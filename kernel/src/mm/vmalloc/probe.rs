@@ -55,7 +55,7 @@ pub fn read_u64(addr: u64) -> Result<u64, ()> {
     }
 }
 
-use crate::percpu::MAX_CPUS;
+use crate::percpu::per_cpu;
 const PER_CPU: usize = 8;
 
 struct Freed {
@@ -64,24 +64,24 @@ struct Freed {
     owner: AtomicPtr<Location<'static>>,
 }
 
-/// Per CPU, the last PER_CPU areas it freed; each ring is written by its own CPU only.
-static HISTORY: [[Freed; PER_CPU]; MAX_CPUS] = [const {
-    [const {
+per_cpu! {
+    /// Per CPU, the last PER_CPU areas it freed; each ring is written by its own CPU only.
+    static HISTORY: [Freed; PER_CPU] = [const {
         Freed {
             start: AtomicU64::new(0),
             end: AtomicU64::new(0),
             owner: AtomicPtr::new(core::ptr::null_mut()),
         }
-    }; PER_CPU]
-}; MAX_CPUS];
-static NEXT: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; MAX_CPUS];
+    }; PER_CPU];
+    /// Per CPU, how many areas it has recorded (the ring's next slot, modulo PER_CPU).
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+}
 
 /// Notes that the calling CPU freed [start, end), allocated at `owner`.
 #[inline]
-pub fn record_free(cpu: usize, start: u64, end: u64, owner: &'static Location<'static>) {
-    let cpu = cpu % MAX_CPUS;
-    let slot = NEXT[cpu].fetch_add(1, Relaxed) as usize % PER_CPU;
-    let f = &HISTORY[cpu][slot];
+pub fn record_free(start: u64, end: u64, owner: &'static Location<'static>) {
+    let slot = NEXT.this().fetch_add(1, Relaxed) as usize % PER_CPU;
+    let f = &HISTORY.this()[slot];
     f.start.store(0, Relaxed);
     f.owner.store(
         owner as *const Location<'static> as *mut Location<'static>,
@@ -93,7 +93,7 @@ pub fn record_free(cpu: usize, start: u64, end: u64, owner: &'static Location<'s
 
 /// The most recently recorded freed area containing `addr`: (start, end, former owner).
 pub fn former_owner(addr: u64) -> Option<(u64, u64, &'static Location<'static>)> {
-    HISTORY.iter().flatten().find_map(|f| {
+    HISTORY.iter().flat_map(|(_, ring)| ring).find_map(|f| {
         let (s, e) = (f.start.load(Relaxed), f.end.load(Relaxed));
         let p = f.owner.load(Relaxed);
         if s != 0 && s <= addr && addr < e && !p.is_null() {

@@ -1,5 +1,6 @@
 //! Memory for starting CPUs: the SMP virtual region, AP stacks with guard pages, per-CPU areas
-//! and descriptor tables placed on the CPU's memory node, and the trampoline's low page.
+//! (`PerCpu` and the `per_cpu!` copies) and descriptor tables placed on the CPU's memory node,
+//! and the trampoline's low page.
 
 use core::alloc::Layout;
 #[cfg(feature = "ktest")]
@@ -12,7 +13,7 @@ use super::{ApRequest, IST_BYTES, KERNEL_STACK_BYTES};
 use crate::arch::direct_map;
 use crate::arch::gdt::CpuTables;
 use crate::arch::paging::{self, PAGE_SIZE};
-use crate::percpu::PerCpu;
+use crate::percpu::{self, PerCpu};
 use crate::topology::NodeId;
 
 const GIB: u64 = 1 << 30;
@@ -147,8 +148,19 @@ pub fn alloc_cpu_area(
         let slot = page.add(TABLES_OFFSET) as *mut Option<CpuTables>;
         slot.write(None);
         let tables = CpuTables::init(&mut *slot, ist_tops);
+        (*area).set_var_delta(alloc_var_area(req)?);
         Some((&*area, tables))
     }
+}
+
+/// The CPU's `per_cpu!` copies, on its memory node; returns its delta (percpu/local.rs).
+fn alloc_var_area(req: &ApRequest) -> Option<usize> {
+    let pages = percpu::area_bytes().div_ceil(PAGE_SIZE as usize).max(1);
+    let phys = node_pages_phys(pages, req.mem_node)?;
+    let vars = direct_map::phys_to_ptr::<u8>(PhysAddr::new(phys));
+    // SAFETY: `vars` is fresh, zeroed, page-aligned memory of at least area_bytes(), owned by
+    // this CPU forever; the CPU has not started, so nothing reads its copies yet.
+    unsafe { percpu::alloc_area(req.cpu, vars) }
 }
 
 /// The trampoline's page: the highest usable page below 0x9f000 in the boot memory map (so it
