@@ -32,11 +32,12 @@ impl CpuTables {
     /// `'static` slot.
     pub fn init(
         slot: &'static mut Option<CpuTables>,
-        ist_tops: [VirtAddr; 2],
+        ist_tops: [numalab_algo::page::VirtAddr; 2],
     ) -> &'static CpuTables {
         let mut tss = TaskStateSegment::new();
-        tss.interrupt_stack_table[DOUBLE_FAULT_IST_INDEX as usize] = ist_tops[0];
-        tss.interrupt_stack_table[NMI_IST_INDEX as usize] = ist_tops[1];
+        tss.interrupt_stack_table[DOUBLE_FAULT_IST_INDEX as usize] =
+            VirtAddr::new(ist_tops[0].as_u64());
+        tss.interrupt_stack_table[NMI_IST_INDEX as usize] = VirtAddr::new(ist_tops[1].as_u64());
         let tables = slot.insert(CpuTables {
             gdt: GlobalDescriptorTable::new(),
             tss,
@@ -92,8 +93,8 @@ pub fn init_boot_cpu() {
             (
                 &mut *slot,
                 [
-                    VirtAddr::from_ptr(base.add(IST_STACK_BYTES)),
-                    VirtAddr::from_ptr(base.add(2 * IST_STACK_BYTES)),
+                    numalab_algo::page::VirtAddr::new(base.add(IST_STACK_BYTES) as u64),
+                    numalab_algo::page::VirtAddr::new(base.add(2 * IST_STACK_BYTES) as u64),
                 ],
             )
         };

@@ -104,7 +104,7 @@ fn map_fresh(virt: VirtAddr, bytes: u64, node: NodeId) -> Option<()> {
 /// Tops of one CPU's stacks.
 pub struct CpuStacks {
     pub kernel_top: u64,
-    pub ist_tops: [x86_64::VirtAddr; 2],
+    pub ist_tops: [VirtAddr; 2],
 }
 
 /// Maps the stacks of the CPU in stack block `index`, each above an unmapped guard page.
@@ -120,8 +120,8 @@ pub fn map_cpu_stacks(index: usize, node: NodeId) -> Option<CpuStacks> {
     Some(CpuStacks {
         kernel_top: kernel + KERNEL_STACK_BYTES,
         ist_tops: [
-            x86_64::VirtAddr::new(df + IST_BYTES),
-            x86_64::VirtAddr::new(nmi + IST_BYTES),
+            VirtAddr::new(df + IST_BYTES),
+            VirtAddr::new(nmi + IST_BYTES),
         ],
     })
 }
@@ -132,7 +132,7 @@ const TABLES_OFFSET: usize = 2048;
 /// Builds the per-CPU area and GDT/TSS of `req` in one page on its memory node.
 pub fn alloc_cpu_area(
     req: &ApRequest,
-    ist_tops: [x86_64::VirtAddr; 2],
+    ist_tops: [VirtAddr; 2],
 ) -> Option<(&'static PerCpu, &'static CpuTables)> {
     const _: () = assert!(core::mem::size_of::<PerCpu>() <= TABLES_OFFSET);
     const _: () =
