@@ -117,12 +117,8 @@ fn s08_short_soak_on_4node_partial_design() {
 
 /// A soak under the hybrid design (its 192-byte shared cache opted in to sheaves, the others
 /// on the partial design) and fault injection at all three points: conservation and tags
-/// hold with sheaves stacked over the per-CPU slabs. Slow, so `./qemu-run.sh test --slow` (and
-/// CI) run it: a second 300000-operation soak kept the default test command over 5 minutes
-/// (311 s from a fresh clone at bc6fc4a); s04_4node_hybrid_design keeps the hybrid design in
-/// the default command. By hand: `cargo test --test qemu s08_soak_hybrid -- --ignored`.
+/// hold with sheaves stacked over the per-CPU slabs.
 #[test]
-#[ignore]
 fn s08_soak_hybrid_under_fault_injection() {
     let mut c = soak_config(
         "soak --ops 300000 --quiet --set slub.design=hybrid --set fault.page_alloc=2,1,5 \
