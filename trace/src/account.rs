@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::config::Config;
 use crate::directory::{Directory, Source, LINE_BYTES};
 use crate::fasthash::FastBuild;
+use crate::hierarchy::{Hierarchy, Served};
 
 /// The counters of one (region, vCPU), or of the whole boot.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -21,17 +22,22 @@ pub struct Counters {
     pub local: u64,
     pub remote: u64,
     pub dist_sum: u64,
+    /// L1d hits (every hit without finite caches).
     pub hits: u64,
+    pub l2_hits: u64,
+    pub llc_hits: u64,
     pub miss_local: u64,
     pub miss_remote: u64,
     pub hitm_local: u64,
     pub hitm_remote: u64,
     pub inval: u64,
+    /// Dirty lines this vCPU's caches wrote back.
+    pub writebacks: u64,
 }
 
 impl Counters {
     /// Field names and values in the output's fixed order.
-    pub fn fields(&self) -> [(&'static str, u64); 16] {
+    pub fn fields(&self) -> [(&'static str, u64); 19] {
         [
             ("insns", self.insns),
             ("turns", self.turns),
@@ -44,11 +50,14 @@ impl Counters {
             ("remote", self.remote),
             ("dist_sum", self.dist_sum),
             ("hits", self.hits),
+            ("l2_hits", self.l2_hits),
+            ("llc_hits", self.llc_hits),
             ("miss_local", self.miss_local),
             ("miss_remote", self.miss_remote),
             ("hitm_local", self.hitm_local),
             ("hitm_remote", self.hitm_remote),
             ("inval", self.inval),
+            ("writebacks", self.writebacks),
         ]
     }
 
@@ -65,11 +74,14 @@ impl Counters {
             remote,
             dist_sum,
             hits,
+            l2_hits,
+            llc_hits,
             miss_local,
             miss_remote,
             hitm_local,
             hitm_remote,
             inval,
+            writebacks,
         } = *o;
         self.insns += insns;
         self.turns += turns;
@@ -82,6 +94,9 @@ impl Counters {
         self.remote += remote;
         self.dist_sum += dist_sum;
         self.hits += hits;
+        self.l2_hits += l2_hits;
+        self.llc_hits += llc_hits;
+        self.writebacks += writebacks;
         self.miss_local += miss_local;
         self.miss_remote += miss_remote;
         self.hitm_local += hitm_local;
@@ -153,6 +168,12 @@ struct Region {
 pub struct Model {
     cfg: Config,
     dir: Directory,
+    /// The finite caches; None: the directory alone (a line stays until invalidated).
+    caches: Option<Hierarchy>,
+    /// DRAM [reads, writebacks] by (key, vCPU, memory node).
+    dram: HashMap<(u64, u64, u64), [u64; 2], FastBuild>,
+    /// HITMs by (key, vCPU, the previous owner's node, the line's home node).
+    hitm: HashMap<(u64, u64, u64, u64), u64, FastBuild>,
     vcpus: Vec<Vcpu>,
     regions: Vec<Region>,
     region_of_key: HashMap<u64, usize, FastBuild>,
@@ -185,7 +206,14 @@ impl Model {
         }];
         let mut region_of_key = HashMap::default();
         region_of_key.insert(0, 0);
+        let caches = cfg
+            .caches
+            .as_ref()
+            .map(|c| Hierarchy::new(c, &cfg.vcpu_node));
         Self {
+            caches,
+            dram: HashMap::default(),
+            hitm: HashMap::default(),
             cfg,
             dir: Directory::new(),
             vcpus,
@@ -336,18 +364,62 @@ impl Model {
             c.remote += 1;
         }
         c.dist_sum += u64::from(self.cfg.distance[v.node as usize][mem_node as usize]);
-        let out = self.dir.access(vcpu, paddr, kind != Kind::Load);
+        let write = kind != Kind::Load;
+        let (served, inval) = match &mut self.caches {
+            Some(h) => {
+                let o = h.access(&mut self.dir, vcpu, paddr, write);
+                (o.served, o.inval)
+            }
+            None => {
+                let o = self.dir.access(vcpu, paddr, write);
+                let served = match o.source {
+                    Source::Hit => Served::L1,
+                    Source::Miss => Served::Dram,
+                    Source::Hitm(x) => Served::Hitm(x),
+                };
+                (served, o.inval)
+            }
+        };
+        let c = &mut self.regions[v.region].per_vcpu[vcpu];
         let (mut hitm_local, mut hitm_remote) = (0, 0);
-        match out.source {
-            Source::Hit => c.hits += 1,
-            Source::Miss if mem_node == v.node => c.miss_local += 1,
-            Source::Miss => c.miss_remote += 1,
-            Source::Hitm(o) if self.vcpus[o].node == v.node => hitm_local = 1,
-            Source::Hitm(_) => hitm_remote = 1,
+        match served {
+            Served::L1 => c.hits += 1,
+            Served::L2 => c.l2_hits += 1,
+            Served::Llc => c.llc_hits += 1,
+            Served::Dram => {
+                if mem_node == v.node {
+                    c.miss_local += 1;
+                } else {
+                    c.miss_remote += 1;
+                }
+                let at = (key, vcpu as u64, u64::from(mem_node));
+                self.dram.entry(at).or_default()[0] += 1;
+            }
+            Served::Hitm(o) => {
+                let from = self.vcpus[o].node;
+                if from == v.node {
+                    hitm_local = 1;
+                } else {
+                    hitm_remote = 1;
+                }
+                let at = (key, vcpu as u64, u64::from(from), u64::from(mem_node));
+                *self.hitm.entry(at).or_default() += 1;
+            }
         }
         c.hitm_local += hitm_local;
         c.hitm_remote += hitm_remote;
-        c.inval += u64::from(out.inval);
+        c.inval += u64::from(inval);
+        if let Some(h) = &self.caches {
+            for (w, line) in h.writebacks() {
+                let Some(home) = self.cfg.mem_node(line) else {
+                    continue;
+                };
+                let region = &mut self.regions[self.vcpus[w].region];
+                region.per_vcpu[w].writebacks += 1;
+                let at = (region.key, w as u64, u64::from(home));
+                self.dram.entry(at).or_default()[1] += 1;
+            }
+        }
         if key == 0 {
             return;
         }
@@ -367,7 +439,7 @@ impl Model {
         }
         s.hitm_local += hitm_local;
         s.hitm_remote += hitm_remote;
-        s.inval += u64::from(out.inval);
+        s.inval += u64::from(inval);
     }
 
     /// At exit: every region still occupied keeps only its top lines.
@@ -387,6 +459,30 @@ impl Model {
             .flat_map(|r| r.per_vcpu.iter().enumerate().map(|(v, c)| (r.key, v, *c)))
             .collect();
         rows.sort_by_key(|&(k, v, _)| (k, v));
+        rows
+    }
+
+    /// DRAM rows: (key, vCPU, memory node, reads, writebacks), sorted, none all zero.
+    pub fn dram_rows(&self) -> Vec<(u64, u64, u64, u64, u64)> {
+        let mut rows: Vec<_> = self
+            .dram
+            .iter()
+            .filter(|(_, &[r, w])| r + w > 0)
+            .map(|(&(k, v, n), &[r, w])| (k, v, n, r, w))
+            .collect();
+        rows.sort_unstable();
+        rows
+    }
+
+    /// HITM rows: (key, vCPU, the owner's node, home node, count), sorted.
+    pub fn hitm_rows(&self) -> Vec<(u64, u64, u64, u64, u64)> {
+        let mut rows: Vec<_> = self
+            .hitm
+            .iter()
+            .filter(|(_, &n)| n > 0)
+            .map(|(&(k, v, f, h), &n)| (k, v, f, h, n))
+            .collect();
+        rows.sort_unstable();
         rows
     }
 

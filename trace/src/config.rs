@@ -23,6 +23,41 @@ pub enum QemuRam {
     Single,
 }
 
+/// How an LLC relates to the L2s of its domain (docs/trace.md, the cache model).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    Inclusive,
+    NonInclusive,
+    Victim,
+}
+
+impl Policy {
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Inclusive => "inclusive",
+            Policy::NonInclusive => "non_inclusive",
+            Policy::Victim => "victim",
+        }
+    }
+}
+
+/// The finite caches (`l1d`, `l2`, `llc`, `llc_of`): sizes in bytes and ways.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caches {
+    pub l1d: (u64, usize),
+    pub l2: (u64, usize),
+    pub llc: (u64, usize),
+    pub policy: Policy,
+    /// `llc_of[node]`: the LLC domain of each node's CPUs (None for a node without vCPUs and
+    /// without an `llc_of` line).
+    pub llc_of: Vec<Option<u32>>,
+    /// Domains 0..domains-1.
+    pub domains: u32,
+}
+
+/// Most ways a cache may have.
+pub const MAX_WAYS: u64 = 64;
+
 /// The parsed config.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -35,6 +70,8 @@ pub struct Config {
     pub vcpu_node: Vec<u32>,
     pub top: usize,
     pub qemu_ram: QemuRam,
+    /// None: the old model, a line stays cached until invalidated (`caches none`).
+    pub caches: Option<Caches>,
 }
 
 impl Config {
@@ -68,6 +105,25 @@ fn small(word: &str, what: &str, below: u64) -> Result<u32, String> {
     Ok(v as u32)
 }
 
+/// `BYTES WAYS` of a cache directive.
+fn geometry(bytes: &str, ways: &str) -> Result<(u64, usize), String> {
+    let b = bytes
+        .parse::<u64>()
+        .map_err(|_| format!("bad size in bytes `{bytes}` (decimal)"))?;
+    let w = ways
+        .parse::<u64>()
+        .map_err(|_| format!("bad ways `{ways}` (decimal)"))?;
+    if w == 0 || w > MAX_WAYS {
+        return Err(format!("ways {w} out of range (1 to {MAX_WAYS})"));
+    }
+    if b == 0 || b % (64 * w) != 0 {
+        return Err(format!(
+            "size {b} bytes is not a non-zero multiple of 64 x {w} ways"
+        ));
+    }
+    Ok((b, w as usize))
+}
+
 /// Parses the config text; `Err` is one line: `line N: ...` or what is missing.
 pub fn parse(text: &str) -> Result<Config, String> {
     let mut nodes: Option<u32> = None;
@@ -76,6 +132,11 @@ pub fn parse(text: &str) -> Result<Config, String> {
     let mut vcpus: Vec<Option<u32>> = Vec::new();
     let mut top = DEFAULT_TOP;
     let mut qemu_ram = QemuRam::PerNode;
+    let mut l1d = None;
+    let mut l2 = None;
+    let mut llc: Option<(u64, usize, Policy)> = None;
+    // (node, domain, line number) of each `llc_of`.
+    let mut llc_of: Vec<(u32, u32, usize)> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let lineno = i + 1;
         let at = |e: String| format!("line {lineno}: {e}");
@@ -164,6 +225,43 @@ pub fn parse(text: &str) -> Result<Config, String> {
                     v => return Err(at(format!("qemu_ram is per_node or single, not `{v}`"))),
                 };
             }
+            "l1d" | "l2" => {
+                need(2)?;
+                let g = geometry(args[0], args[1]).map_err(at)?;
+                let slot = if directive == "l1d" { &mut l1d } else { &mut l2 };
+                if slot.is_some() {
+                    return Err(at(format!("`{directive}` given twice")));
+                }
+                *slot = Some(g);
+            }
+            "llc" => {
+                need(3)?;
+                let (b, w) = geometry(args[0], args[1]).map_err(at)?;
+                let policy = match args[2] {
+                    "inclusive" => Policy::Inclusive,
+                    "non_inclusive" => Policy::NonInclusive,
+                    "victim" => Policy::Victim,
+                    v => {
+                        return Err(at(format!(
+                            "llc policy is inclusive, non_inclusive or victim, not `{v}`"
+                        )))
+                    }
+                };
+                if llc.is_some() {
+                    return Err(at("`llc` given twice".into()));
+                }
+                llc = Some((b, w, policy));
+            }
+            "llc_of" => {
+                let n = have_nodes()?;
+                need(2)?;
+                let node = small(args[0], "node", n as u64).map_err(at)?;
+                let domain = small(args[1], "llc domain", n as u64).map_err(at)?;
+                if llc_of.iter().any(|&(m, _, _)| m == node) {
+                    return Err(at(format!("llc_of of node {node} given twice")));
+                }
+                llc_of.push((node, domain, lineno));
+            }
             other => return Err(at(format!("unknown directive `{other}`"))),
         }
     }
@@ -185,6 +283,7 @@ pub fn parse(text: &str) -> Result<Config, String> {
         .enumerate()
         .map(|(i, n)| n.ok_or(format!("no `vcpu` line for vcpu {i}")))
         .collect::<Result<Vec<_>, String>>()?;
+    let caches = caches(nodes, &vcpu_node, l1d, l2, llc, &llc_of)?;
     Ok(Config {
         nodes,
         distance,
@@ -192,7 +291,63 @@ pub fn parse(text: &str) -> Result<Config, String> {
         vcpu_node,
         top,
         qemu_ram,
+        caches,
     })
+}
+
+/// The cache directives together: all of `l1d`, `l2`, `llc` or none, and with `llc` one
+/// `llc_of` per node with vCPUs, its domains 0..D-1.
+fn caches(
+    nodes: u32,
+    vcpu_node: &[u32],
+    l1d: Option<(u64, usize)>,
+    l2: Option<(u64, usize)>,
+    llc: Option<(u64, usize, Policy)>,
+    llc_of: &[(u32, u32, usize)],
+) -> Result<Option<Caches>, String> {
+    let (l1d, l2, (b, w, policy)) = match (l1d, l2, llc) {
+        (None, None, None) => {
+            return match llc_of.first() {
+                Some(&(_, _, line)) => Err(format!("line {line}: `llc_of` without `llc`")),
+                None => Ok(None),
+            }
+        }
+        (Some(a), Some(b), Some(c)) => (a, b, c),
+        (a, b, _) => {
+            let missing = if a.is_none() {
+                "l1d"
+            } else if b.is_none() {
+                "l2"
+            } else {
+                "llc"
+            };
+            return Err(format!(
+                "no `{missing}` line (l1d, l2 and llc go together, or none of them)"
+            ));
+        }
+    };
+    let mut of = vec![None; nodes as usize];
+    for &(node, domain, _) in llc_of {
+        of[node as usize] = Some(domain);
+    }
+    if let Some(&n) = vcpu_node.iter().find(|&&n| of[n as usize].is_none()) {
+        return Err(format!("no `llc_of` line for node {n} (it has vCPUs)"));
+    }
+    let domains = llc_of.iter().map(|&(_, d, _)| d + 1).max().unwrap_or(0);
+    if let Some(d) = (0..domains).find(|d| !llc_of.iter().any(|x| x.1 == *d)) {
+        let line = llc_of.iter().find(|x| x.1 > d).map_or(0, |x| x.2);
+        return Err(format!(
+            "line {line}: llc domain {d} skipped (domains are 0 to D-1)"
+        ));
+    }
+    Ok(Some(Caches {
+        l1d,
+        l2,
+        llc: (b, w),
+        policy,
+        llc_of: of,
+        domains,
+    }))
 }
 
 #[cfg(test)]
@@ -264,6 +419,73 @@ mod tests {
         assert_eq!(
             err("qemu_ram both\n"),
             "line 1: qemu_ram is per_node or single, not `both`"
+        );
+    }
+
+    const CACHES: &str = "l1d 49152 12\nl2 2097152 16\nllc 8388608 16 non_inclusive\n\
+        llc_of 0 0\nllc_of 1 1\n";
+
+    #[test]
+    fn parses_caches() {
+        assert_eq!(parse(TWO).unwrap().caches, None);
+        let c = parse(&format!("{TWO}{CACHES}")).unwrap().caches.unwrap();
+        assert_eq!(c.l1d, (49152, 12));
+        assert_eq!(c.l2, (2097152, 16));
+        assert_eq!((c.llc, c.policy), ((8388608, 16), Policy::NonInclusive));
+        assert_eq!((c.llc_of, c.domains), (vec![Some(0), Some(1)], 2));
+        let one = CACHES
+            .replace("llc_of 1 1", "llc_of 1 0")
+            .replace("non_inclusive", "victim");
+        let c = parse(&format!("{TWO}{one}")).unwrap().caches.unwrap();
+        assert_eq!((c.domains, c.policy), (1, Policy::Victim));
+    }
+
+    #[test]
+    fn cache_refusals_name_the_line() {
+        let with = |from: &str, to: &str| err(&format!("{TWO}{}", CACHES.replace(from, to)));
+        assert_eq!(
+            with("l1d 49152 12", "l1d 49152 11"),
+            "line 12: size 49152 bytes is not a non-zero multiple of 64 x 11 ways"
+        );
+        assert_eq!(
+            with("l2 2097152 16", "l2 0x200000 16"),
+            "line 13: bad size in bytes `0x200000` (decimal)"
+        );
+        assert_eq!(
+            with("l1d 49152 12", "l1d 49152 0"),
+            "line 12: ways 0 out of range (1 to 64)"
+        );
+        assert_eq!(
+            with("non_inclusive", "exclusive"),
+            "line 14: llc policy is inclusive, non_inclusive or victim, not `exclusive`"
+        );
+        assert_eq!(
+            with("llc_of 1 1", "llc_of 0 1"),
+            "line 16: llc_of of node 0 given twice"
+        );
+        assert_eq!(
+            with("llc_of 1 1", "llc_of 1 2"),
+            "line 16: llc domain 2 out of range (must be below 2)"
+        );
+        assert_eq!(
+            with("llc_of 1 1\n", ""),
+            "no `llc_of` line for node 1 (it has vCPUs)"
+        );
+        assert_eq!(
+            with("llc_of 0 0", "llc_of 0 1"),
+            "line 15: llc domain 0 skipped (domains are 0 to D-1)"
+        );
+        assert_eq!(
+            with("l2 2097152 16\n", ""),
+            "no `l2` line (l1d, l2 and llc go together, or none of them)"
+        );
+        assert_eq!(
+            with("l1d 49152 12\n", "l1d 49152 12\nl1d 49152 12\n"),
+            "line 13: `l1d` given twice"
+        );
+        assert_eq!(
+            err(&format!("{TWO}llc_of 0 0\n")),
+            "line 12: `llc_of` without `llc`"
         );
     }
 

@@ -26,6 +26,9 @@ impl LineState {
     fn add(&mut self, cpu: usize) {
         self.sharers[cpu / 64] |= 1 << (cpu % 64);
     }
+    fn remove(&mut self, cpu: usize) {
+        self.sharers[cpu / 64] &= !(1 << (cpu % 64));
+    }
     fn count(&self) -> u32 {
         self.sharers.iter().map(|w| w.count_ones()).sum()
     }
@@ -52,6 +55,24 @@ pub struct Outcome {
     pub source: Source,
     /// Other vCPUs' copies invalidated.
     pub inval: u32,
+}
+
+/// An access's outcome with what the caches need: whether the vCPU already held the line
+/// Modified, and the vCPUs whose copies it dropped (a bitset over `MAX_VCPUS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Detail {
+    pub outcome: Outcome,
+    pub was_owner: bool,
+    pub dropped: [u64; WORDS],
+}
+
+impl Detail {
+    /// The vCPUs whose copies the access dropped, ascending.
+    pub fn dropped(&self) -> impl Iterator<Item = usize> + '_ {
+        self.dropped.iter().enumerate().flat_map(|(w, &bits)| {
+            (0..64).filter(move |b| bits & (1 << b) != 0).map(move |b| w * 64 + b)
+        })
+    }
 }
 
 /// Page-granular table of line states.
@@ -89,36 +110,65 @@ impl Directory {
     /// Applies a load (`write == false`) or a store/atomic (`write == true`) by vCPU `cpu`
     /// (below `MAX_VCPUS`) to the line holding `paddr`.
     pub fn access(&mut self, cpu: usize, paddr: u64, write: bool) -> Outcome {
+        self.access_detail(cpu, paddr, write).outcome
+    }
+
+    /// `access`, also telling whether `cpu` held the line Modified and whose copies it dropped.
+    pub fn access_detail(&mut self, cpu: usize, paddr: u64, write: bool) -> Detail {
         let line = self.line(paddr);
         let owner = (line.owner != 0).then(|| usize::from(line.owner - 1));
-        let out = |source, inval| Outcome { source, inval };
+        let was_owner = owner == Some(cpu);
+        let out = |source, inval, dropped| Detail {
+            outcome: Outcome { source, inval },
+            was_owner,
+            dropped,
+        };
+        let none = [0; WORDS];
         if !write {
             return match owner {
-                Some(o) if o == cpu => out(Source::Hit, 0),
+                Some(o) if o == cpu => out(Source::Hit, 0, none),
                 Some(o) => {
                     line.owner = 0;
                     line.add(o);
                     line.add(cpu);
-                    out(Source::Hitm(o), 0)
+                    out(Source::Hitm(o), 0, none)
                 }
-                None if line.has(cpu) => out(Source::Hit, 0),
+                None if line.has(cpu) => out(Source::Hit, 0, none),
                 None => {
                     line.add(cpu);
-                    out(Source::Miss, 0)
+                    out(Source::Miss, 0, none)
                 }
             };
         }
-        let outcome = match owner {
-            Some(o) if o == cpu => out(Source::Hit, 0),
-            Some(o) => out(Source::Hitm(o), 1),
+        let detail = match owner {
+            Some(o) if o == cpu => out(Source::Hit, 0, none),
+            Some(o) => {
+                let mut dropped = none;
+                dropped[o / 64] |= 1 << (o % 64);
+                out(Source::Hitm(o), 1, dropped)
+            }
             None => {
                 let mine = line.has(cpu);
                 let others = line.count() - u32::from(mine);
-                out(if mine { Source::Hit } else { Source::Miss }, others)
+                let mut dropped = line.sharers;
+                dropped[cpu / 64] &= !(1 << (cpu % 64));
+                out(if mine { Source::Hit } else { Source::Miss }, others, dropped)
             }
         };
         line.make_modified(cpu);
-        outcome
+        detail
+    }
+
+    /// vCPU `cpu`'s cache evicted the line holding `paddr`: it leaves the sharers; returns
+    /// true when it held the line Modified (a writeback; the line is then uncached).
+    pub fn evict(&mut self, cpu: usize, paddr: u64) -> bool {
+        let line = self.line(paddr);
+        if usize::from(line.owner) == cpu + 1 {
+            line.owner = 0;
+            return true;
+        }
+        line.remove(cpu);
+        false
     }
 
     /// Lines ever touched (for tests and the docs' memory figure).
@@ -187,6 +237,33 @@ mod tests {
         assert_eq!(d.access(1, 0x1000, false), o(Source::Miss, 0));
         assert_eq!(d.access(1, 0x40, false), o(Source::Hit, 0));
         assert_eq!(d.pages(), 2);
+    }
+
+    #[test]
+    fn detail_names_the_dropped_copies_and_evict_leaves_the_sharers() {
+        let mut d = Directory::new();
+        for c in [1, 70, 200] {
+            d.access(c, 0x40, false);
+        }
+        let x = d.access_detail(70, 0x40, true);
+        assert_eq!(x.dropped().collect::<Vec<_>>(), vec![1, 200]);
+        assert!(!x.was_owner);
+        let x = d.access_detail(70, 0x40, true);
+        assert!(x.was_owner && x.dropped().next().is_none());
+        let x = d.access_detail(3, 0x40, true);
+        assert_eq!((x.outcome, x.dropped().collect::<Vec<_>>()), (o(Source::Hitm(70), 1), vec![70]));
+        // A load HITM keeps the old owner as a sharer: nothing dropped.
+        let x = d.access_detail(4, 0x40, false);
+        assert_eq!((x.outcome.source, x.dropped().count()), (Source::Hitm(3), 0));
+        // Shared {3, 4}: 3 evicts (no writeback), so a store by 5 invalidates 4 only.
+        assert!(!d.evict(3, 0x40));
+        assert_eq!(d.access(5, 0x40, true), o(Source::Miss, 1));
+        // 5 owns it Modified: its eviction is a writeback and leaves the line uncached.
+        assert!(d.evict(5, 0x40));
+        assert_eq!(d.access(6, 0x40, false), o(Source::Miss, 0));
+        // Evicting a line one does not hold changes nothing.
+        assert!(!d.evict(9, 0x40));
+        assert_eq!(d.access(6, 0x40, false), o(Source::Hit, 0));
     }
 
     #[test]

@@ -2,10 +2,12 @@
 //! transfers per timed region (docs/trace.md). Everything but `plugin` is pure and host-tested.
 
 pub mod account;
+pub mod cache;
 pub mod classify;
 pub mod config;
 pub mod directory;
 pub mod fasthash;
+pub mod hierarchy;
 pub mod hwaddr;
 #[cfg(not(test))]
 pub mod plugin;
