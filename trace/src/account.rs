@@ -61,7 +61,7 @@ impl Counters {
         ]
     }
 
-    fn add(&mut self, o: &Counters) {
+    pub(crate) fn add(&mut self, o: &Counters) {
         let Counters {
             insns,
             turns,

@@ -126,60 +126,109 @@ impl Rng {
     }
 }
 
+/// The caches of the property test: one set each, 1, 2 and 3 ways, so that the few lines
+/// below are evicted at every level.
+const TINY: &str = "l1d 64 1\nl2 128 2\nllc 192 3 POLICY\nllc_of 0 0\nllc_of 1 1\n";
+
 #[test]
 fn classes_sum_to_sources_for_every_seed() {
-    for seed in 1..=300u64 {
-        let mut m = model();
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-        // A few lines on both nodes, some sharing a page, one crossing into the next line.
-        let lines = [
-            0x1000,
-            0x1040,
-            0x1fc0,
-            0x8000,
-            NODE1,
-            NODE1 + 0x40,
-            NODE1 + 0x3000,
-        ];
-        let mut expect = [0u64; 4];
-        for _ in 0..2000 {
-            let cpu = rng.below(4) as usize;
-            match rng.below(20) {
-                0 => m.tb_exec(cpu, rng.below(30)),
-                1 => {
-                    m.marker(cpu);
-                    let key = [0, 0x10, 0x20][rng.below(3) as usize];
-                    m.access(cpu, key, Mem::Phys(0x1000), Kind::Load);
-                }
-                2 => m.access(cpu, 0xfee0_0000, Mem::Io, Kind::Store),
-                3 => m.access(cpu, 0x5000_0000, Mem::Unmapped, Kind::Load),
-                4 => m.access(cpu, 0x4000_0000, Mem::Phys(0x4000_0000), Kind::Load),
-                _ => {
-                    let p = lines[rng.below(lines.len() as u64) as usize] + rng.below(64);
-                    let kind = [Kind::Load, Kind::Store, Kind::Atomic][rng.below(3) as usize];
-                    m.access(cpu, p, Mem::Phys(p), kind);
-                    expect[cpu] += 1;
-                }
+    let configs = [
+        String::new(),
+        TINY.replace("POLICY", "inclusive"),
+        TINY.replace("POLICY", "non_inclusive"),
+        TINY.replace("POLICY", "victim"),
+    ];
+    for caches in &configs {
+        let mut seen = Counters::default();
+        for seed in 1..=300u64 {
+            let t = random_sequence(&format!("{TWO_NODES}{caches}"), seed);
+            seen.add(&t);
+        }
+        if !caches.is_empty() {
+            assert!(
+                seen.l2_hits > 0 && seen.llc_hits > 0 && seen.writebacks > 0,
+                "{caches}: {seen:?}"
+            );
+        }
+    }
+}
+
+/// One seeded random sequence on config `cfg`; checks the sums per vCPU; returns the total.
+fn random_sequence(cfg: &str, seed: u64) -> Counters {
+    let mut m = Model::new(parse(cfg).unwrap());
+    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    // A few lines on both nodes, some sharing a page, one crossing into the next line.
+    let lines = [
+        0x1000,
+        0x1040,
+        0x1fc0,
+        0x8000,
+        NODE1,
+        NODE1 + 0x40,
+        NODE1 + 0x3000,
+    ];
+    let mut expect = [0u64; 4];
+    for _ in 0..2000 {
+        let cpu = rng.below(4) as usize;
+        match rng.below(20) {
+            0 => m.tb_exec(cpu, rng.below(30)),
+            1 => {
+                m.marker(cpu);
+                let key = [0, 0x10, 0x20][rng.below(3) as usize];
+                m.access(cpu, key, Mem::Phys(0x1000), Kind::Load);
+            }
+            2 => m.access(cpu, 0xfee0_0000, Mem::Io, Kind::Store),
+            3 => m.access(cpu, 0x5000_0000, Mem::Unmapped, Kind::Load),
+            4 => m.access(cpu, 0x4000_0000, Mem::Phys(0x4000_0000), Kind::Load),
+            _ => {
+                let p = lines[rng.below(lines.len() as u64) as usize] + rng.below(64);
+                let kind = [Kind::Load, Kind::Store, Kind::Atomic][rng.below(3) as usize];
+                m.access(cpu, p, Mem::Phys(p), kind);
+                expect[cpu] += 1;
             }
         }
-        for (cpu, &n) in expect.iter().enumerate() {
-            let c = m.vcpu_totals(cpu);
-            let accesses = c.loads + c.stores + c.atomics;
-            let sources = c.hits + c.miss_local + c.miss_remote + c.hitm_local + c.hitm_remote;
-            assert_eq!(accesses, sources, "seed {seed} vcpu {cpu}: {c:?}");
-            assert_eq!(c.local + c.remote, accesses, "seed {seed} vcpu {cpu}");
-            assert_eq!(
-                accesses, n,
-                "seed {seed} vcpu {cpu}: RAM accesses lost or invented"
-            );
-            assert_eq!(c.dist_sum, 10 * c.local + 20 * c.remote, "seed {seed}");
-        }
-        let t = m.total();
-        assert!(
-            t.hitm_local + t.hitm_remote > 0,
-            "seed {seed}: no sharing exercised"
-        );
     }
+    let dram = m.dram_rows();
+    for (cpu, &n) in expect.iter().enumerate() {
+        let c = m.vcpu_totals(cpu);
+        let accesses = c.loads + c.stores + c.atomics;
+        let sources = c.hits
+            + c.l2_hits
+            + c.llc_hits
+            + c.miss_local
+            + c.miss_remote
+            + c.hitm_local
+            + c.hitm_remote;
+        assert_eq!(accesses, sources, "seed {seed} vcpu {cpu}: {c:?}");
+        assert_eq!(c.local + c.remote, accesses, "seed {seed} vcpu {cpu}");
+        assert_eq!(
+            accesses, n,
+            "seed {seed} vcpu {cpu}: RAM accesses lost or invented"
+        );
+        assert_eq!(c.dist_sum, 10 * c.local + 20 * c.remote, "seed {seed}");
+        // The DRAM rows: reads are the misses, writebacks the row's.
+        let mine = dram.iter().filter(|r| r.1 == cpu as u64);
+        let (reads, wb) = mine.fold((0, 0), |(r, w), x| (r + x.3, w + x.4));
+        assert_eq!(
+            reads,
+            c.miss_local + c.miss_remote,
+            "seed {seed} vcpu {cpu}"
+        );
+        assert_eq!(wb, c.writebacks, "seed {seed} vcpu {cpu}");
+        let hitm: u64 = m
+            .hitm_rows()
+            .iter()
+            .filter(|r| r.1 == cpu as u64)
+            .map(|r| r.4)
+            .sum();
+        assert_eq!(hitm, c.hitm_local + c.hitm_remote, "seed {seed} vcpu {cpu}");
+    }
+    let t = m.total();
+    assert!(
+        t.hitm_local + t.hitm_remote > 0,
+        "seed {seed}: no sharing exercised"
+    );
+    t
 }
 
 #[test]

@@ -61,10 +61,7 @@ impl Cache {
     /// least recently used line it evicted from a full set.
     pub fn insert(&mut self, line: u64) -> Option<u64> {
         let set = self.set(line);
-        let i = set
-            .iter()
-            .position(|&t| t == line)
-            .unwrap_or(set.len() - 1);
+        let i = set.iter().position(|&t| t == line).unwrap_or(set.len() - 1);
         let out = set[i];
         set[..=i].rotate_right(1);
         set[0] = line;

@@ -228,7 +228,11 @@ pub fn parse(text: &str) -> Result<Config, String> {
             "l1d" | "l2" => {
                 need(2)?;
                 let g = geometry(args[0], args[1]).map_err(at)?;
-                let slot = if directive == "l1d" { &mut l1d } else { &mut l2 };
+                let slot = if directive == "l1d" {
+                    &mut l1d
+                } else {
+                    &mut l2
+                };
                 if slot.is_some() {
                     return Err(at(format!("`{directive}` given twice")));
                 }

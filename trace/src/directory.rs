@@ -70,7 +70,9 @@ impl Detail {
     /// The vCPUs whose copies the access dropped, ascending.
     pub fn dropped(&self) -> impl Iterator<Item = usize> + '_ {
         self.dropped.iter().enumerate().flat_map(|(w, &bits)| {
-            (0..64).filter(move |b| bits & (1 << b) != 0).map(move |b| w * 64 + b)
+            (0..64)
+                .filter(move |b| bits & (1 << b) != 0)
+                .map(move |b| w * 64 + b)
         })
     }
 }
@@ -152,7 +154,11 @@ impl Directory {
                 let others = line.count() - u32::from(mine);
                 let mut dropped = line.sharers;
                 dropped[cpu / 64] &= !(1 << (cpu % 64));
-                out(if mine { Source::Hit } else { Source::Miss }, others, dropped)
+                out(
+                    if mine { Source::Hit } else { Source::Miss },
+                    others,
+                    dropped,
+                )
             }
         };
         line.make_modified(cpu);
@@ -251,10 +257,16 @@ mod tests {
         let x = d.access_detail(70, 0x40, true);
         assert!(x.was_owner && x.dropped().next().is_none());
         let x = d.access_detail(3, 0x40, true);
-        assert_eq!((x.outcome, x.dropped().collect::<Vec<_>>()), (o(Source::Hitm(70), 1), vec![70]));
+        assert_eq!(
+            (x.outcome, x.dropped().collect::<Vec<_>>()),
+            (o(Source::Hitm(70), 1), vec![70])
+        );
         // A load HITM keeps the old owner as a sharer: nothing dropped.
         let x = d.access_detail(4, 0x40, false);
-        assert_eq!((x.outcome.source, x.dropped().count()), (Source::Hitm(3), 0));
+        assert_eq!(
+            (x.outcome.source, x.dropped().count()),
+            (Source::Hitm(3), 0)
+        );
         // Shared {3, 4}: 3 evicts (no writeback), so a store by 5 invalidates 4 only.
         assert!(!d.evict(3, 0x40));
         assert_eq!(d.access(5, 0x40, true), o(Source::Miss, 1));

@@ -172,16 +172,16 @@ fn get(fields: &[(String, String)], name: &str) -> u64 {
     v.parse().unwrap()
 }
 
-#[test]
-fn markers_name_regions_and_accesses_are_counted_in_them() {
-    let dir = scratch("marker");
+/// Boots the guest with the plugin on `config`: (the output, key1, key2, data1).
+fn boot(name: &str, config: &str) -> (String, u64, u64, u64) {
+    let dir = scratch(name);
     let elf = build_guest(&dir);
     let (key1, key2, data1) = (
         symbol(&elf, "key1"),
         symbol(&elf, "key2"),
         symbol(&elf, "data1"),
     );
-    std::fs::write(dir.join("cfg.txt"), CONFIG).unwrap();
+    std::fs::write(dir.join("cfg.txt"), config).unwrap();
     let out = dir.join("out.txt");
     let o = qemu(
         &elf,
@@ -199,7 +199,38 @@ fn markers_name_regions_and_accesses_are_counted_in_them() {
         String::from_utf8_lossy(&o.stderr)
     );
     let text = std::fs::read_to_string(&out).unwrap();
-    assert!(text.starts_with("numalab-trace 1\nvcpus 1\n"), "{text}");
+    assert!(!dir.join("out.txt.tmp").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+    (text, key1, key2, data1)
+}
+
+/// loads + stores + atomics == the classes' sum == local + remote, in the total row.
+fn check_sums(text: &str) {
+    let total = row(text, "total ");
+    let accesses = get(&total, "loads") + get(&total, "stores") + get(&total, "atomics");
+    let sources: u64 = [
+        "hits",
+        "l2_hits",
+        "llc_hits",
+        "miss_local",
+        "miss_remote",
+        "hitm_local",
+        "hitm_remote",
+    ]
+    .iter()
+    .map(|n| get(&total, n))
+    .sum();
+    assert_eq!(accesses, sources, "{text}");
+    assert_eq!(accesses, get(&total, "local") + get(&total, "remote"));
+}
+
+#[test]
+fn markers_name_regions_and_accesses_are_counted_in_them() {
+    let (text, key1, key2, data1) = boot("marker", CONFIG);
+    assert!(
+        text.starts_with("numalab-trace 2\nvcpus 1\ncaches none\n"),
+        "{text}"
+    );
     let r1 = row(&text, &format!("region {key1:#x} vcpu 0 "));
     let counts = |r: &[(String, String)]| {
         ["loads", "stores", "atomics", "io", "unmapped"].map(|n| get(r, n))
@@ -218,22 +249,32 @@ fn markers_name_regions_and_accesses_are_counted_in_them() {
         ["loads", "stores", "atomics"].map(|n| get(&line1, n)),
         [0, 100, 200]
     );
-    let total = row(&text, "total ");
-    let accesses = get(&total, "loads") + get(&total, "stores") + get(&total, "atomics");
-    let sources: u64 = [
-        "hits",
-        "miss_local",
-        "miss_remote",
-        "hitm_local",
-        "hitm_remote",
-    ]
-    .iter()
-    .map(|n| get(&total, n))
-    .sum();
-    assert_eq!(accesses, sources);
-    assert_eq!(accesses, get(&total, "local") + get(&total, "remote"));
-    assert!(!dir.join("out.txt.tmp").exists());
-    std::fs::remove_dir_all(&dir).unwrap();
+    check_sums(&text);
+}
+
+#[test]
+fn with_caches_the_same_guest_has_the_same_counts_and_its_dram_rows() {
+    let cfg = format!(
+        "{CONFIG}l1d 4096 4\nl2 16384 8\nllc 65536 16 non_inclusive\nllc_of 0 0\nllc_of 1 0\n"
+    );
+    let (text, key1, key2, _) = boot("caches", &cfg);
+    assert!(
+        text.starts_with(
+            "numalab-trace 2\nvcpus 1\ncaches l1d 4096 4 l2 16384 8 llc 65536 16 non_inclusive\n"
+        ),
+        "{text}"
+    );
+    let counts = |r: &[(String, String)]| ["loads", "stores", "atomics"].map(|n| get(r, n));
+    let r1 = row(&text, &format!("region {key1:#x} vcpu 0 "));
+    assert_eq!(counts(&r1), [0, 100, 200], "{text}");
+    // key2 touches two lines, a few bytes of a guest far below the L1d: one DRAM read from
+    // node 1 (data1 is still cached from key1), 13 L1d hits.
+    let r2 = row(&text, &format!("region {key2:#x} vcpu 0 "));
+    let classes = ["hits", "l2_hits", "llc_hits", "miss_local", "miss_remote"];
+    assert_eq!(classes.map(|n| get(&r2, n)), [13, 0, 0, 0, 1], "{text}");
+    let dram = row(&text, &format!("dram {key2:#x} vcpu 0 node 1 "));
+    assert_eq!((get(&dram, "reads"), get(&dram, "writebacks")), (1, 0));
+    check_sums(&text);
 }
 
 #[test]
