@@ -180,6 +180,15 @@ fn an_inclusive_llc_eviction_invalidates_the_domains_caches() {
     }
     assert_eq!(load(&mut m, 0, a(0)), "l1");
     assert_eq!(load(&mut m, 2, b(0)), "hitm_remote");
+    // Domain 0's LLC evicting does not touch domain 1's caches.
+    let mut m = model("inclusive");
+    load(&mut m, 2, a(0));
+    load(&mut m, 0, a(0));
+    for i in 1..=8 {
+        load(&mut m, 1, a(i));
+    }
+    assert_eq!(load(&mut m, 0, a(0)), "dram_local");
+    assert_eq!(load(&mut m, 2, a(0)), "l1");
     // An LLC of another domain evicting does not touch domain 0.
     let mut m = model("inclusive");
     load(&mut m, 0, a(0));
@@ -187,6 +196,22 @@ fn an_inclusive_llc_eviction_invalidates_the_domains_caches() {
         load(&mut m, 2, a(i));
     }
     assert_eq!(load(&mut m, 0, a(0)), "l1");
+}
+
+#[test]
+fn an_l2_eviction_leaves_a_non_victim_llc_as_it_is() {
+    for policy in ["inclusive", "non_inclusive"] {
+        let mut m = model(policy);
+        // a(0) is the oldest in LLC 0 and leaves vCPU 0's L2 at a(4): it keeps its place.
+        for i in 0..=4 {
+            load(&mut m, 0, a(i));
+        }
+        // Four more lines fill LLC 0 past its 8 ways: a(0), the oldest, goes.
+        for i in 5..=8 {
+            load(&mut m, 1, a(i));
+        }
+        assert_eq!(load(&mut m, 0, a(0)), "dram_local", "{policy}");
+    }
 }
 
 #[test]
