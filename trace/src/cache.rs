@@ -17,7 +17,7 @@ impl Cache {
     /// A cache of `bytes` in `ways`-way sets; `bytes` must be a non-zero multiple of 64 * ways
     /// (the config checks it).
     pub fn new(bytes: u64, ways: usize) -> Self {
-        assert!(ways > 0 && bytes > 0 && bytes % (64 * ways as u64) == 0);
+        assert!(ways > 0 && bytes > 0 && bytes.is_multiple_of(64 * ways as u64));
         let sets = bytes / (64 * ways as u64);
         Self {
             sets,

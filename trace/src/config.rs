@@ -116,7 +116,7 @@ fn geometry(bytes: &str, ways: &str) -> Result<(u64, usize), String> {
     if w == 0 || w > MAX_WAYS {
         return Err(format!("ways {w} out of range (1 to {MAX_WAYS})"));
     }
-    if b == 0 || b % (64 * w) != 0 {
+    if b == 0 || !b.is_multiple_of(64 * w) {
         return Err(format!(
             "size {b} bytes is not a non-zero multiple of 64 x {w} ways"
         ));
