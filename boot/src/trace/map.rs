@@ -326,6 +326,23 @@ impl NodeMap {
         s
     }
 
+    /// The machine as a cost model sees it (costs/apply.rs).
+    pub fn shape(&self) -> crate::costs::Shape {
+        let mut mem: Vec<u32> = self
+            .ranges
+            .iter()
+            .filter(|r| r.end > r.start)
+            .map(|r| r.node)
+            .collect();
+        mem.sort_unstable();
+        mem.dedup();
+        crate::costs::Shape {
+            distances: self.distances.clone(),
+            vcpu_nodes: self.vcpu_nodes.clone(),
+            mem_nodes: mem,
+        }
+    }
+
     /// Each node's memory in MiB (for comparing with the kernel's `numactl -H`).
     pub fn node_mib(&self) -> Vec<u64> {
         let mut out = vec![0u64; self.distances.len()];
