@@ -48,7 +48,11 @@ fn cost_model_files_are_refused_naming_why() {
         assert!(line.contains("line 5"), "{line}");
     }
     // A complete 2-node matrix on the default 4-node machine.
-    std::fs::write(d.join("two.mlc"), mlc(&[&format!("0{ROW}"), &format!("1{ROW}")])).unwrap();
+    std::fs::write(
+        d.join("two.mlc"),
+        mlc(&[&format!("0{ROW}"), &format!("1{ROW}")]),
+    )
+    .unwrap();
     refused_in(
         &d,
         "a 2x2 matrix on a 4-node machine",
@@ -56,10 +60,16 @@ fn cost_model_files_are_refused_naming_why() {
         "2x2",
     );
     // The removed option: clap's refusal (its usage lines follow the error line).
-    let (out, _) = qemu_run(&d, &["bench", "--trace", "mem", "--trace-latency", "two.mlc"]);
+    let (out, _) = qemu_run(
+        &d,
+        &["bench", "--trace", "mem", "--trace-latency", "two.mlc"],
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(out.stdout.is_empty() && !err.contains("panicked"), "{err}");
-    assert!(err.contains("error: bench: --trace-latency was replaced by --cost-model"), "{err}");
+    assert!(
+        err.contains("error: bench: --trace-latency was replaced by --cost-model"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }

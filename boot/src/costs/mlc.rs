@@ -46,8 +46,12 @@ fn node_number(word: &str) -> Option<u32> {
 fn figure(word: &str, line: usize) -> Result<f64, String> {
     match word.parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        Ok(_) => Err(format!("line {line}: '{word}' is negative (a latency in ns)")),
-        Err(_) => Err(format!("line {line}: '{word}' is not a number (a latency in ns)")),
+        Ok(_) => Err(format!(
+            "line {line}: '{word}' is negative (a latency in ns)"
+        )),
+        Err(_) => Err(format!(
+            "line {line}: '{word}' is not a number (a latency in ns)"
+        )),
     }
 }
 
@@ -87,7 +91,10 @@ fn table(
     let mut cols = Vec::new();
     for w in rest.split_whitespace() {
         cols.push(node_number(w).ok_or_else(|| {
-            format!("line {}: {what}: column header '{w}' is not a node number", hline + 1)
+            format!(
+                "line {}: {what}: column header '{w}' is not a node number",
+                hline + 1
+            )
         })?);
     }
     let mut rows = Vec::new();
@@ -281,7 +288,10 @@ Numa node            0       1       2\n\
         let e = parse(&base("1\t-140.0\t80.0"), 1).unwrap_err();
         assert!(e.starts_with("line 6:") && e.contains("negative"), "{e}");
         let e = parse(&base("1\tabc\t80.0"), 1).unwrap_err();
-        assert!(e.starts_with("line 6:") && e.contains("not a number"), "{e}");
+        assert!(
+            e.starts_with("line 6:") && e.contains("not a number"),
+            "{e}"
+        );
         let e = parse(&base("1\t-\t80.0"), 1).unwrap_err();
         assert!(e.starts_with("line 6:") && e.contains("missing"), "{e}");
         // Numbered from the file's line where the MLC text starts.

@@ -102,14 +102,15 @@ fn header_line(line: &str) -> Option<(&str, &str)> {
 
 fn level(v: &str, line: usize, key: &str) -> Result<Level, String> {
     let w: Vec<&str> = v.split_whitespace().collect();
-    let bad = || format!("line {line}: {key}: expected BYTES WAYS CYCLES (e.g. 32768 8 5), found '{v}'");
+    let bad =
+        || format!("line {line}: {key}: expected BYTES WAYS CYCLES (e.g. 32768 8 5), found '{v}'");
     let [b, ways, c] = w.as_slice() else {
         return Err(bad());
     };
     let bytes: u64 = b.parse().map_err(|_| bad())?;
     let ways: u32 = ways.parse().map_err(|_| bad())?;
     let cycles: f64 = c.parse().map_err(|_| bad())?;
-    if ways == 0 || bytes == 0 || bytes % (64 * ways as u64) != 0 {
+    if ways == 0 || bytes == 0 || !bytes.is_multiple_of(64 * ways as u64) {
         return Err(format!(
             "line {line}: {key}: {bytes} bytes is not a non-zero multiple of 64 x {ways} ways"
         ));
@@ -176,22 +177,25 @@ impl CostModel {
                 "llc_policy" => {
                     policy = Some(Policy::parse(value).ok_or_else(|| {
                         format!(
-                            "line {n}: llc_policy: '{value}' is not inclusive, non_inclusive or victim"
-                        )
+                        "line {n}: llc_policy: '{value}' is not inclusive, non_inclusive or victim"
+                    )
                     })?)
                 }
                 "llc_cores" => {
-                    cores = Some(value.parse::<u32>().ok().filter(|c| *c > 0).ok_or_else(
-                        || format!("line {n}: llc_cores: '{value}' is not a core count"),
-                    )?)
+                    cores = Some(
+                        value
+                            .parse::<u32>()
+                            .ok()
+                            .filter(|c| *c > 0)
+                            .ok_or_else(|| {
+                                format!("line {n}: llc_cores: '{value}' is not a core count")
+                            })?,
+                    )
                 }
                 "llc_domains" => {
-                    let d: Result<Vec<u32>, _> =
-                        value.split_whitespace().map(str::parse).collect();
+                    let d: Result<Vec<u32>, _> = value.split_whitespace().map(str::parse).collect();
                     domains = Some(d.ok().filter(|d| !d.is_empty()).ok_or_else(|| {
-                        format!(
-                            "line {n}: llc_domains: '{value}' is not a list of domain numbers"
-                        )
+                        format!("line {n}: llc_domains: '{value}' is not a list of domain numbers")
                     })?)
                 }
                 k if k.strip_prefix("source_").is_some() => {

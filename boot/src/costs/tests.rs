@@ -17,7 +17,15 @@ fn four_node() -> Shape {
     let d = (0..4)
         .map(|i| {
             (0..4)
-                .map(|j| if i == j { 10 } else if i / 2 == j / 2 { 16 } else { 32 })
+                .map(|j| {
+                    if i == j {
+                        10
+                    } else if i / 2 == j / 2 {
+                        16
+                    } else {
+                        32
+                    }
+                })
                 .collect()
         })
         .collect();
@@ -30,7 +38,10 @@ fn every_preset_parses_with_its_figures() {
         let m = presets::find(name).unwrap();
         assert_eq!(m.name, name);
         assert!(m.ghz > 0.0 && m.llc_cores > 0);
-        assert!(m.sources.iter().any(|(k, _)| k == "source_matrix"), "{name}");
+        assert!(
+            m.sources.iter().any(|(k, _)| k == "source_matrix"),
+            "{name}"
+        );
     }
     let c = presets::find("cascadelake-2s").unwrap();
     assert!(c.borrowed.is_empty());
@@ -91,9 +102,15 @@ fn header_errors_name_their_line() {
         .unwrap()
         + 1;
     let e = bad("       1   144.7    78.5", "       1   144.7");
-    assert!(e.starts_with(&format!("line {n}:")) && e.contains("missing"), "{e}");
+    assert!(
+        e.starts_with(&format!("line {n}:")) && e.contains("missing"),
+        "{e}"
+    );
     let e = bad("       1   144.7    78.5", "       1   144.7   -78.5");
-    assert!(e.starts_with(&format!("line {n}:")) && e.contains("negative"), "{e}");
+    assert!(
+        e.starts_with(&format!("line {n}:")) && e.contains("negative"),
+        "{e}"
+    );
     let e = CostModel::parse("name: x\nghz: 2\n", "x", None).unwrap_err();
     assert!(e.contains("no idle latency matrix"), "{e}");
 }
@@ -125,13 +142,13 @@ fn the_default_is_the_preset_that_fits() {
     assert_eq!(a.model.name, "genoa-9224-nps2");
     assert!(!a.dram_fallback);
     // No c2c table: remote HITM is SLIT-scaled, and the label says so.
-    assert!(a.hitm_fallback && a.label().contains(FALLBACK), "{}", a.label());
-    assert!((a.dram_cycles(1, 2) - 199.9 * 2.5).abs() < 1e-9);
-    let eight = shape(
-        vec![vec![10; 8]; 8],
-        (0..8).collect(),
-        (0..8).collect(),
+    assert!(
+        a.hitm_fallback && a.label().contains(FALLBACK),
+        "{}",
+        a.label()
     );
+    assert!((a.dram_cycles(1, 2) - 199.9 * 2.5).abs() < 1e-9);
+    let eight = shape(vec![vec![10; 8]; 8], (0..8).collect(), (0..8).collect());
     let a = for_machine(None, &eight).unwrap();
     assert_eq!(a.model.name, presets::DEFAULT);
     assert!(a.dram_fallback);
@@ -149,7 +166,10 @@ fn the_llc_is_scaled_to_the_vcpus_of_a_domain() {
     };
     // 26 cores share 35.75 MiB: 1.375 MiB each; 2 vCPUs get 2.75 MiB, below 4 x L2 (4 MiB).
     let l = scaled_llc(llc, 26, 2, 1 << 20);
-    assert!(l >= 4 << 20 && l < (4 << 20) + 64 * 11 && l % (64 * 11) == 0, "{l}");
+    assert!(
+        (4 << 20..(4 << 20) + 64 * 11).contains(&l) && l.is_multiple_of(64 * 11),
+        "{l}"
+    );
     // 8 vCPUs: 8 x 1.375 MiB.
     let l = scaled_llc(llc, 26, 8, 1 << 20);
     assert_eq!(l, 37486592 / 26 * 8);
@@ -165,12 +185,17 @@ fn cache_directives_follow_the_model_and_its_domains() {
     let d = a.cache_directives();
     assert!(d.contains("\nl1d 49152 12\n"), "{d}");
     assert!(d.contains("\nl2 2097152 16\n"), "{d}");
-    assert!(d.contains(&format!("\nllc {} 16 non_inclusive\n", 8 << 20)), "{d}");
+    assert!(
+        d.contains(&format!("\nllc {} 16 non_inclusive\n", 8 << 20)),
+        "{d}"
+    );
     for n in 0..6 {
         assert!(d.contains(&format!("llc_of {n} {n}\n")), "{d}");
     }
     // A model whose header puts two nodes in one LLC domain.
-    let text = presets::FILES[0].1.replace("llc_domains: 0 1", "llc_domains: 7 7");
+    let text = presets::FILES[0]
+        .1
+        .replace("llc_domains: 0 1", "llc_domains: 7 7");
     let m = CostModel::parse(&text, "x", None).unwrap();
     let two = shape(vec![], vec![0, 1], vec![0, 1]);
     let d = Applied::new(m, two, true).unwrap().cache_directives();
@@ -194,7 +219,11 @@ fn resolve_refuses_what_is_not_a_regular_file() {
     .unwrap();
     let m = resolve(f.to_str().unwrap()).unwrap();
     assert_eq!(m.name, "mine");
-    std::fs::write(&f, "Measuring idle latencies (in ns)...\n    Numa node\nNuma node      0\n       0    x\n").unwrap();
+    std::fs::write(
+        &f,
+        "Measuring idle latencies (in ns)...\n    Numa node\nNuma node      0\n       0    x\n",
+    )
+    .unwrap();
     let e = resolve(f.to_str().unwrap()).unwrap_err();
     assert!(e.contains("line 4:") && e.contains("not a number"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();

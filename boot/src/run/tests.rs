@@ -382,9 +382,16 @@ fn the_cost_model_is_checked_before_anything_boots() {
         row(2),
         row(3)
     );
-    std::fs::write(&file, good.replacen("1\t80.0\t90.0\t140.0\t140.0", "1\t80.0\t90.0", 1))
-        .unwrap();
-    let a = parse(&args(&format!("--trace mem --cost-model {}", file.display()))).unwrap();
+    std::fs::write(
+        &file,
+        good.replacen("1\t80.0\t90.0\t140.0\t140.0", "1\t80.0\t90.0", 1),
+    )
+    .unwrap();
+    let a = parse(&args(&format!(
+        "--trace mem --cost-model {}",
+        file.display()
+    )))
+    .unwrap();
     match plan::plan(&a) {
         Err(plan::PlanError::Numalab(e)) => {
             assert!(e.contains("line 5") && e.contains("missing"), "{e}")

@@ -357,6 +357,20 @@ impl NodeMap {
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_cost_models_shapes_fit_their_cost_models() {
+        // boot/src/presets.rs: a topology preset per cost model, of its shape.
+        for name in crate::costs::presets::NAMES {
+            let m = NodeMap::of(&preset(name), &[]).unwrap();
+            let model = crate::costs::presets::find(name).unwrap();
+            crate::costs::apply::fits(&model, &m.shape()).unwrap();
+        }
+        // A memory-only node is a column of the matrix, not a row.
+        let m = NodeMap::of(&preset("genoa-9224-cxl"), &[]).unwrap().shape();
+        assert_eq!(m.cpu_nodes(), vec![0, 1, 2, 3]);
+        assert_eq!(m.mem_nodes, vec![0, 1, 2, 3, 4]);
+    }
+
     fn preset(name: &str) -> QemuMachine {
         let p = crate::presets::find(name).unwrap();
         p.machine(p.cpus, p.mem_mib)

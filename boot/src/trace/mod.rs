@@ -210,7 +210,11 @@ pub fn analyse(
     rep.summary.push_str(&format!(
         "\nnumalab: modelled time: cost model {} (caches {})",
         costs.label(),
-        if out.caches.is_empty() { "none" } else { &out.caches }
+        if out.caches.is_empty() {
+            "none"
+        } else {
+            &out.caches
+        }
     ));
     for note in &costs.model.borrowed {
         rep.summary.push_str(&format!("; {note}"));
@@ -268,7 +272,11 @@ pub fn analyse(
         }
         let b = model::region(&out, r.key, costs);
         let mut owned: Vec<(String, f64, &str)> = vec![
-            (format!("writebacks{suffix}"), b.writebacks as f64 / per, "transfers"),
+            (
+                format!("writebacks{suffix}"),
+                b.writebacks as f64 / per,
+                "transfers",
+            ),
             (
                 format!("modelled_cycles{per_op_suffix}"),
                 b.total() / per_op,
@@ -391,7 +399,10 @@ mod tests {
         let mut total = 0.0;
         for (class, cycles) in classes {
             let m = format!("modelled_{class}_cycles_per_op");
-            assert!((get("linux_default", &m) - cycles / 2000.0).abs() < 1e-9, "{m}");
+            assert!(
+                (get("linux_default", &m) - cycles / 2000.0).abs() < 1e-9,
+                "{m}"
+            );
             total += cycles;
         }
         assert!((get("linux_default", "modelled_cycles_per_op") - total / 2000.0).abs() < 1e-9);
@@ -404,7 +415,11 @@ mod tests {
             .iter()
             .all(|r| r.nodes == 4 && r.boot == Boot::Det));
         assert!(rep.summary.contains("1500 instructions"), "{}", rep.summary);
-        assert!(rep.summary.contains("cost model cascadelake-2s"), "{}", rep.summary);
+        assert!(
+            rep.summary.contains("cost model cascadelake-2s"),
+            "{}",
+            rep.summary
+        );
         assert!(rep.console.contains("[cascadelake-2s]"), "{}", rep.console);
     }
 }

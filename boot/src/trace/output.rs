@@ -185,7 +185,10 @@ pub fn parse(text: &str) -> Result<TraceOutput, String> {
             }
             ["hitm", key, "vcpu", v, rest @ ..] => {
                 let c = counters(rest).map_err(bad)?;
-                if !["from", "home", "count"].iter().all(|k| c.0.contains_key(*k)) {
+                if !["from", "home", "count"]
+                    .iter()
+                    .all(|k| c.0.contains_key(*k))
+                {
                     return Err(bad("hitm: expected from F home H count C".into()));
                 }
                 out.hitm.push(Hitm {
