@@ -210,6 +210,18 @@ impl CostModel {
             }
         }
         let body: Vec<&str> = lines.get(body_from..).unwrap_or(&[]).to_vec();
+        // A header key below MLC's first line would be ignored: refuse it instead.
+        for (i, l) in body.iter().enumerate() {
+            if let Some((k, _)) = header_line(l.trim()) {
+                if KEYS.contains(&k) || k.starts_with("source_") {
+                    return Err(format!(
+                        "line {}: '{k}:' after MLC's text began (line {}): the header comes first",
+                        body_from + i + 1,
+                        body_from + 1
+                    ));
+                }
+            }
+        }
         let mlc = mlc::parse(&body.join("\n"), body_from + 1)?;
         let Some(lat) = &mlc.latency else {
             return Err(format!(

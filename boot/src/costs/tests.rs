@@ -111,6 +111,13 @@ fn header_errors_name_their_line() {
         e.starts_with(&format!("line {n}:")) && e.contains("negative"),
         "{e}"
     );
+    let late = format!("{body}ghz: 3.0\n");
+    let e = CostModel::parse(&late, "x", None).unwrap_err();
+    let n = body.lines().count() + 1;
+    assert!(
+        e.starts_with(&format!("line {n}:")) && e.contains("header comes first"),
+        "{e}"
+    );
     let e = CostModel::parse("name: x\nghz: 2\n", "x", None).unwrap_err();
     assert!(e.contains("no idle latency matrix"), "{e}");
 }
