@@ -8,11 +8,14 @@
 //! `--machine FILE --suite test`, `*.args` as the command line the file holds.
 //!
 //! Issue 37's classes, end to end through `./qemu-run.sh` run from a scratch folder (no boot):
-//! hostile/options.rs (values that smuggle options, knobs a design ignores), hostile/outputs.rs
+//! hostile/costs.rs (cost model files: a FIFO, a malformed MLC text, a matrix of the wrong
+//! size, the removed --trace-latency), hostile/options.rs (values that smuggle options, knobs a design ignores), hostile/outputs.rs
 //! (outputs over inputs, two-run JSONL, `--out` naming a file), hostile/paths.rs (relative
 //! paths read from the caller's folder), hostile/machines.rs (encodings, two machines in one
 //! text, bounded quotes); hostile/script.rs runs the script and checks a refusal.
 
+#[path = "hostile/costs.rs"]
+mod costs;
 #[path = "hostile/machines.rs"]
 mod machines;
 #[path = "hostile/options.rs"]

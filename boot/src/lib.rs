@@ -7,6 +7,7 @@ pub mod bench;
 pub mod bench_svg;
 pub mod build_progress;
 pub mod cli;
+pub mod costs;
 pub mod exit;
 pub mod host_numa;
 pub mod host_pin;

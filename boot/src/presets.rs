@@ -123,6 +123,47 @@ pub fn all() -> Vec<Preset> {
             nodes: vec![node(1, 1); 2],
             distances: matrix(2, |i, j| if i == j { 10 } else { 21 }),
         },
+        // The cost models' machines (costs/, docs/costs.md), scaled to a 2-core host: one vCPU
+        // per node, the SLIT the machine reports where its source printed one.
+        Preset {
+            name: "cascadelake-2s",
+            about: "cost model cascadelake-2s's shape: 2 sockets, SNC off, 1 CPU and 512 MiB per node (SLIT 10/21 as an 8269CY reports it)",
+            cpus: 2,
+            mem_mib: 1024,
+            nodes: vec![node(1, 1); 2],
+            distances: matrix(2, |i, j| if i == j { 10 } else { 21 }),
+        },
+        Preset {
+            name: "genoa-9224-nps2",
+            about: "cost model genoa-9224-nps2's shape: 2 sockets x NPS2, 1 CPU and 512 MiB per node (SLIT 10/12/32 as the EPYC 9224 reports it)",
+            cpus: 4,
+            mem_mib: 2048,
+            nodes: vec![node(1, 1); 4],
+            distances: matrix(4, |i, j| if i == j { 10 } else if i / 2 == j / 2 { 12 } else { 32 }),
+        },
+        Preset {
+            name: "genoa-9224-cxl",
+            about: "cost model genoa-9224-cxl's shape: genoa-9224-nps2 and node 4, CXL memory without CPUs (SLIT 50/60 to it, 255 from it, as the EPYC 9224 reports it)",
+            cpus: 4,
+            mem_mib: 2560,
+            nodes: (0..5).map(|i| node(1, u32::from(i < 4))).collect(),
+            distances: matrix(5, |i, j| match (i, j) {
+                _ if i == j => 10,
+                (4, _) => 255,
+                (_, 4) if i < 2 => 50,
+                (_, 4) => 60,
+                _ if i / 2 == j / 2 => 12,
+                _ => 32,
+            }),
+        },
+        Preset {
+            name: "gnr-6980p-snc3",
+            about: "cost model gnr-6980p-snc3's shape: 2 sockets x SNC3, 1 CPU and 256 MiB per node (SLIT derived from the MLC matrix, 10 x latency / local: no published SLIT)",
+            cpus: 6,
+            mem_mib: 1536,
+            nodes: vec![node(1, 1); 6],
+            distances: gnr_slit(),
+        },
         Preset {
             name: "asym",
             about: "2 nodes x 2 CPUs with asymmetric distances (0->1 15, 1->0 25)",
@@ -132,6 +173,22 @@ pub fn all() -> Vec<Preset> {
             distances: vec![vec![10, 15], vec![25, 10]],
         },
     ]
+}
+
+/// The 6980P SNC3 run's idle latencies (ns, costs/gnr-6980p-snc3.mlc), row = CPU node.
+const GNR_NS: [[f64; 6]; 6] = [
+    [138.7, 168.0, 208.5, 394.1, 475.2, 445.1],
+    [160.3, 134.4, 170.4, 415.2, 448.2, 479.7],
+    [156.2, 123.6, 106.5, 507.8, 513.2, 452.5],
+    [396.0, 476.0, 445.6, 102.0, 129.4, 157.5],
+    [419.7, 452.6, 421.2, 122.1, 102.4, 130.2],
+    [445.4, 449.5, 392.4, 148.3, 122.3, 103.8],
+];
+
+/// The SLIT as ACPI defines it (relative latency, 10 local) from [`GNR_NS`]: round(10 x
+/// latency / the row's local latency). No SLIT was published with the run (docs/costs.md).
+fn gnr_slit() -> Vec<Vec<u8>> {
+    matrix(6, |i, j| (10.0 * GNR_NS[i][j] / GNR_NS[i][i]).round() as u8)
 }
 
 /// The preset called `name`.
@@ -282,6 +339,11 @@ mod tests {
         let args = find("asym").unwrap().qemu_args(4, 1024).join(" ");
         assert!(args.contains("dist,src=0,dst=1,val=15"));
         assert!(args.contains("dist,src=1,dst=0,val=25"));
+    }
+
+    #[test]
+    fn gnr_slit_is_the_relative_latency() {
+        assert_eq!(gnr_slit()[0], vec![10, 12, 15, 28, 34, 32]);
     }
 
     #[test]

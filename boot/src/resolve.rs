@@ -85,7 +85,14 @@ fn caller_paths(job: Job) -> Job {
         Job::Bench(mut b) => {
             b.out = at(b.out);
             b.html = at(b.html);
-            b.trace_latency = at(b.trace_latency);
+            // A preset's name stays a name; anything else is a path from the caller's folder.
+            b.cost_model = b.cost_model.map(|m| {
+                if crate::costs::presets::NAMES.contains(&m.as_str()) {
+                    m
+                } else {
+                    at_caller(std::path::Path::new(&m)).display().to_string()
+                }
+            });
             b.compare = b.compare.map(|v| v.iter().map(|p| at_caller(p)).collect());
             b.machine = machine(b.machine);
             Job::Bench(b)

@@ -320,9 +320,14 @@ pub struct BenchOptions {
     /// a modelled time, and perf c2c's table of the hottest lines (RUN/c2c-BOOT.txt)
     #[arg(long, value_enum, value_name = "WHAT")]
     pub trace: Option<crate::trace::TraceWhat>,
-    /// With --trace: the latency table of the modelled time, `NAME CYCLES` lines (names:
-    /// hit, local_dram, local_hitm, remote_hitm; docs/trace.md)
-    #[arg(long, value_name = "FILE", requires = "trace")]
+    /// With --trace: the cost model of the modelled time and of the plugin's caches, a preset
+    /// of costs/ (cascadelake-2s, genoa-9224-nps2, genoa-9224-cxl, gnr-6980p-snc3) or a file
+    /// with Intel MLC's --latency_matrix and --c2c_latency text (docs/costs.md); default: the
+    /// preset that fits the machine
+    #[arg(long, value_name = "NAME|FILE", requires = "trace")]
+    pub cost_model: Option<String>,
+    /// Removed: use --cost-model (docs/costs.md)
+    #[arg(long, value_name = "FILE", hide = true)]
     pub trace_latency: Option<PathBuf>,
     #[command(flatten)]
     pub machine: MachineOptions,
@@ -413,6 +418,9 @@ where
             Some(flag) => Err(bench_error(&format!(
                 "bench: {flag} is chosen by the bench runner itself"
             ))),
+            None if b.trace_latency.is_some() => Err(bench_error(
+                "bench: --trace-latency was replaced by --cost-model NAME|FILE (a preset of costs/ or Intel MLC's text; docs/costs.md)",
+            )),
             None => Ok(Job::Bench(b)),
         },
         Some(Command::Topology(t)) => Ok(Job::Topology(t.source)),

@@ -439,6 +439,21 @@ pub fn render(
         .cloned()
         .collect();
     b.push_str(&seeds(&numalab));
+    // The cost model of the modelled rows (the JSONL header's traced boots, docs/costs.md).
+    let mut models: Vec<String> = Vec::new();
+    for boot in h["boots"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
+        if let Some(m) = boot["cost_model"].as_str() {
+            if !models.iter().any(|x| x == m) {
+                models.push(m.to_string());
+            }
+        }
+    }
+    if !models.is_empty() {
+        b.push_str(&format!(
+            "<p>modelled rows: cost model {}</p>\n",
+            escape(&models.join("; "))
+        ));
+    }
     b.push_str("</section>\n");
     for (bench, rows) in &by_bench {
         let mine: Vec<&bench_svg::ScalingChart> =

@@ -44,7 +44,8 @@ fn run_dir(tag: &str, records: &[BenchRecord], twin: bool) -> (PathBuf, PathBuf,
                     "firmware": "bios", "extra_qemu_args": []},
         "boots": [{"boot": "tsc", "rep": 0, "topology": "4node", "vcpus": 8,
                    "kernel_cmdline": "suite=bench", "qemu_args": ["-smp", "8"],
-                   "verdict": "Pass", "seconds": 12.5}],
+                   "verdict": "Pass", "seconds": 12.5,
+                   "cost_model": "genoa-9224-nps2, remote HITM: SLIT-scaled fallback"}],
     });
     if twin {
         head["kernel"] = json!("both");
@@ -193,6 +194,13 @@ fn report_shows_the_run_machine_experiments_charts_and_files() {
     assert!(!html.contains("href=\"#exp-memoryless_node\""), "{html}");
     assert!(
         html.contains("<table class=\"seeds\">") && html.contains("href=\"#exp-slub_list_lock\"")
+    );
+    // The seeds table names the cost model of its modelled rows (docs/costs.md).
+    assert!(
+        html.contains(
+            "<p>modelled rows: cost model genoa-9224-nps2, remote HITM: SLIT-scaled fallback</p>"
+        ),
+        "{html}"
     );
     std::fs::remove_dir_all(&base).unwrap();
 }

@@ -36,8 +36,9 @@ pub struct BenchArgs {
     pub linux_append: Option<String>,
     /// `--trace mem`: the trace plugin in numalab's det and icount boots.
     pub trace: bool,
-    /// `--trace-latency FILE`: the modelled time's latency table.
-    pub trace_latency: Option<PathBuf>,
+    /// `--cost-model NAME|FILE`: the modelled time's cost model (docs/costs.md); None: the
+    /// default preset for the machine.
+    pub cost_model: Option<String>,
 }
 
 /// Repetitions of the host-time boots unless `--reps` says: 3, or 1 for `--smoke`.
@@ -58,7 +59,7 @@ impl BenchArgs {
             kernel: o.kernel,
             linux_append: o.linux_append,
             trace: o.trace.is_some(),
-            trace_latency: o.trace_latency,
+            cost_model: o.cost_model,
             compare: o.compare.and_then(|files| match files.as_slice() {
                 [a, b] => Some(CompareArgs {
                     base: a.clone(),
@@ -89,7 +90,7 @@ impl BenchArgs {
             linux_append: None,
             // The det boot carries the trace plugin, for the seeds table's modelled rows.
             trace: true,
-            trace_latency: None,
+            cost_model: None,
         }
     }
 

@@ -157,6 +157,7 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
         config.trace = Some(trace::prepare(
             &config.typed_machine(),
             &config.extra,
+            b.costs.as_ref(),
             &dir,
             &name,
         )?);
@@ -199,10 +200,13 @@ fn traced(
             files.out.display()
         )
     })?;
-    let latency = b.trace_latency.unwrap_or(trace::model::Latency::DEFAULT);
+    let costs = b
+        .costs
+        .as_ref()
+        .ok_or("--trace: the boot has no cost model (planned without --trace)")?;
     let syms = trace::kernel_symbols(&crate::image::kernel_elf());
     let nodes = records.first().map(|r| r.nodes).unwrap_or(1);
-    let report = trace::analyse(log, &text, &syms, &latency, b.boot, nodes)
+    let report = trace::analyse(log, &text, &syms, costs, b.boot, nodes)
         .map_err(|e| format!("--trace: {}: {e}", files.out.display()))?;
     records.extend(report.records.iter().cloned());
     progress::println(&report.summary);

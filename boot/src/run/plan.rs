@@ -94,8 +94,9 @@ pub struct PlannedBoot {
     pub machine: u32,
     /// Load the trace plugin (`--trace mem`: numalab's det and icount boots).
     pub trace: bool,
-    /// The modelled time's latency table (`--trace-latency`); None: the default.
-    pub trace_latency: Option<crate::trace::model::Latency>,
+    /// The cost model on this boot's machine (`--cost-model`, else the machine's default),
+    /// with `trace` only.
+    pub costs: Option<crate::costs::Applied>,
 }
 
 /// The boots of a run, in order: numalab's first, then the twin's.
@@ -187,10 +188,18 @@ pub fn numalab_boot(
     let config = boot_config(args, boot, rep)?;
     // The main job traces its det boot only (the modelled seed rows).
     let trace = args.trace && boot.deterministic() && !(args.main_job && boot == Boot::Icount);
-    if trace {
-        // A machine whose node map cannot be derived is refused here, before any build.
-        crate::trace::map::NodeMap::of(&config.typed_machine(), &config.extra)?;
-    }
+    let costs = if trace {
+        // A machine whose node map cannot be derived, or that the named cost model does not
+        // fit, is refused here, before any build.
+        let map = crate::trace::map::NodeMap::of(&config.typed_machine(), &config.extra)?;
+        let chosen = cost_model(args)?;
+        Some(crate::costs::presets::for_machine(
+            chosen.as_ref(),
+            &map.shape(),
+        )?)
+    } else {
+        None
+    };
     Ok(PlannedBoot {
         guest: Guest::Numalab,
         boot,
@@ -201,21 +210,16 @@ pub fn numalab_boot(
         when,
         machine,
         trace,
-        trace_latency: trace_latency(args)?,
+        costs,
     })
 }
 
-/// The latency table `--trace-latency` names, read and checked before anything boots.
-fn trace_latency(args: &BenchArgs) -> Result<Option<crate::trace::model::Latency>, String> {
-    let Some(path) = &args.trace_latency else {
-        return Ok(None);
-    };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("--trace-latency {}: {e}", path.display()))?;
-    crate::trace::model::Latency::DEFAULT
-        .with_file(&text)
-        .map(Some)
-        .map_err(|e| format!("--trace-latency {}: {e}", path.display()))
+/// The cost model `--cost-model` names, read and checked before anything boots.
+fn cost_model(args: &BenchArgs) -> Result<Option<crate::costs::CostModel>, String> {
+    match &args.cost_model {
+        None => Ok(None),
+        Some(arg) => crate::costs::presets::resolve(arg).map(Some),
+    }
 }
 
 /// The experiments that print counts (`MetricKind::Count`): they run again in the det boot.
@@ -385,7 +389,7 @@ pub fn linux_kernel_boots(
             when,
             machine: 0,
             trace: false,
-            trace_latency: None,
+            costs: None,
         })
     };
     let mut out = Vec::new();

@@ -117,6 +117,19 @@ pub fn report(args: &BenchArgs, runs: &Runs, start: Instant) -> Reported {
             print!("{}", bench::seeds_table(&all));
         }
     }
+    // The seeds table's modelled rows: which cost model gave their figures (docs/costs.md).
+    let mut models: Vec<&str> = Vec::new();
+    for r in runs.numalab.iter().filter_map(|r| r.trace.as_ref()) {
+        if !models.contains(&r.cost_model.as_str()) {
+            models.push(&r.cost_model);
+        }
+    }
+    if !models.is_empty() && !twin {
+        println!(
+            "modelled rows: cost model {} (trace plugin; docs/costs.md)",
+            models.join("; ")
+        );
+    }
     // The main job's console stays short: its c2c tables are in the run folder.
     let show_c2c = !args.main_job || args.verbose;
     for r in runs.numalab.iter().filter_map(|r| r.trace.as_ref()) {

@@ -100,6 +100,8 @@ pub fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &s
                 "qemu_args": r.config.qemu_args(img).unwrap_or_default(),
                 "verdict": format!("{:?}", r.outcome.verdict),
                 "seconds": r.outcome.elapsed.as_secs_f64(),
+                // The cost model of this boot's modelled records (docs/costs.md), if traced.
+                "cost_model": r.trace.as_ref().map(|t| t.cost_model.clone()),
             })
         })
         .collect();

@@ -355,38 +355,68 @@ fn trace_loads_the_plugin_into_the_deterministic_boots_only() {
         Err(plan::PlanError::Numalab(e)) => assert!(e.contains("q35"), "{e}"),
         other => panic!("expected a usage error, got {other:?}"),
     }
-    // --trace takes one word, and --trace-latency needs --trace.
+    // --trace takes one word; --cost-model needs --trace; --trace-latency is gone.
     assert_eq!(parse(&args("--trace cache")).unwrap_err().exit_code(), 2);
     assert_eq!(
-        parse(&args("--trace-latency x.txt"))
+        parse(&args("--cost-model cascadelake-2s"))
             .unwrap_err()
             .exit_code(),
         2
     );
+    let e = parse(&args("--trace mem --trace-latency x.txt")).unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("--cost-model"), "{e}");
 }
 
 #[test]
-fn a_bad_latency_file_stops_the_plan() {
-    let dir = std::env::temp_dir().join(format!("numalab-latency-{}", std::process::id()));
+fn the_cost_model_is_checked_before_anything_boots() {
+    let dir = std::env::temp_dir().join(format!("numalab-costs-plan-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("lat.txt");
-    std::fs::write(&file, "local_dram 300\nl3 40\n").unwrap();
+    let file = dir.join("mine.mlc");
+    // A 4-node MLC text with a missing entry on its line 5.
+    let row = |n: u32| format!("{n}\t80.0\t90.0\t140.0\t140.0\n");
+    let good = format!(
+        "Measuring idle latencies for random access (in ns)...\n\t\tNuma node\nNuma node\t0\t1\t2\t3\n{}{}{}{}",
+        row(0),
+        row(1),
+        row(2),
+        row(3)
+    );
+    std::fs::write(
+        &file,
+        good.replacen("1\t80.0\t90.0\t140.0\t140.0", "1\t80.0\t90.0", 1),
+    )
+    .unwrap();
     let a = parse(&args(&format!(
-        "--trace mem --trace-latency {}",
+        "--trace mem --cost-model {}",
         file.display()
     )))
     .unwrap();
     match plan::plan(&a) {
         Err(plan::PlanError::Numalab(e)) => {
-            assert!(e.contains("line 2") && e.contains("l3"), "{e}")
+            assert!(e.contains("line 5") && e.contains("missing"), "{e}")
         }
         other => panic!("expected a usage error, got {other:?}"),
     }
-    std::fs::write(&file, "local_dram 300\n").unwrap();
+    // The whole matrix: it fits the default 4node machine, and the rest is the default's.
+    std::fs::write(&file, &good).unwrap();
     let p = plan::plan(&a).unwrap();
     let det = p.boots.iter().find(|b| b.boot == Boot::Det).unwrap();
-    assert_eq!(det.trace_latency.unwrap().local_dram, 300.0);
-    let missing = parse(&args("--trace mem --trace-latency /nonexistent/lat.txt")).unwrap();
+    let costs = det.costs.as_ref().unwrap();
+    assert_eq!(costs.model.name, "mine");
+    assert!(!costs.model.borrowed.is_empty());
+    // A preset of another size is refused, naming both shapes.
+    let a = parse(&args("--trace mem --cost-model cascadelake-2s")).unwrap();
+    match plan::plan(&a) {
+        Err(plan::PlanError::Numalab(e)) => assert!(e.contains("2x2"), "{e}"),
+        other => panic!("expected a usage error, got {other:?}"),
+    }
+    // Without --cost-model, the preset that fits (4node: genoa-9224-nps2).
+    let a = parse(&args("--trace mem")).unwrap();
+    let p = plan::plan(&a).unwrap();
+    let det = p.boots.iter().find(|b| b.boot == Boot::Det).unwrap();
+    assert_eq!(det.costs.as_ref().unwrap().model.name, "genoa-9224-nps2");
+    let missing = parse(&args("--trace mem --cost-model /nonexistent/lat.txt")).unwrap();
     assert!(matches!(
         plan::plan(&missing),
         Err(plan::PlanError::Numalab(_))

@@ -326,6 +326,23 @@ impl NodeMap {
         s
     }
 
+    /// The machine as a cost model sees it (costs/apply.rs).
+    pub fn shape(&self) -> crate::costs::Shape {
+        let mut mem: Vec<u32> = self
+            .ranges
+            .iter()
+            .filter(|r| r.end > r.start)
+            .map(|r| r.node)
+            .collect();
+        mem.sort_unstable();
+        mem.dedup();
+        crate::costs::Shape {
+            distances: self.distances.clone(),
+            vcpu_nodes: self.vcpu_nodes.clone(),
+            mem_nodes: mem,
+        }
+    }
+
     /// Each node's memory in MiB (for comparing with the kernel's `numactl -H`).
     pub fn node_mib(&self) -> Vec<u64> {
         let mut out = vec![0u64; self.distances.len()];
@@ -339,6 +356,20 @@ impl NodeMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cost_models_shapes_fit_their_cost_models() {
+        // boot/src/presets.rs: a topology preset per cost model, of its shape.
+        for name in crate::costs::presets::NAMES {
+            let m = NodeMap::of(&preset(name), &[]).unwrap();
+            let model = crate::costs::presets::find(name).unwrap();
+            crate::costs::apply::fits(&model, &m.shape()).unwrap();
+        }
+        // A memory-only node is a column of the matrix, not a row.
+        let m = NodeMap::of(&preset("genoa-9224-cxl"), &[]).unwrap().shape();
+        assert_eq!(m.cpu_nodes(), vec![0, 1, 2, 3]);
+        assert_eq!(m.mem_nodes, vec![0, 1, 2, 3, 4]);
+    }
 
     fn preset(name: &str) -> QemuMachine {
         let p = crate::presets::find(name).unwrap();

@@ -93,11 +93,13 @@ pub fn build_plugin() -> Result<PathBuf, String> {
     Ok(path)
 }
 
-/// Writes the plugin's config for `machine` (with the other QEMU arguments `extra`) under
+/// Writes the plugin's config for `machine` (with the other QEMU arguments `extra`, and the
+/// cache directives of `costs`, docs/costs.md) under
 /// `dir` (as `NAME.cfg`, output to `NAME.txt`) and returns the files.
 pub fn prepare(
     machine: &QemuMachine,
     extra: &[String],
+    costs: Option<&crate::costs::Applied>,
     dir: &Path,
     name: &str,
 ) -> Result<TraceFiles, String> {
@@ -109,7 +111,11 @@ pub fn prepare(
         config: dir.join(format!("{name}.cfg")),
         out: dir.join(format!("{name}.txt")),
     };
-    std::fs::write(&files.config, map.config_text(TOP_LINES))
+    let mut text = map.config_text(TOP_LINES);
+    if let Some(c) = costs {
+        text.push_str(&c.cache_directives());
+    }
+    std::fs::write(&files.config, text)
         .map_err(|e| format!("--trace: {}: {e}", files.config.display()))?;
     let _ = std::fs::remove_file(&files.out);
     Ok(files)
@@ -124,8 +130,10 @@ pub struct TraceReport {
     pub tables: String,
     /// The console's view: each experiment's tables at its largest CPU count, shortened.
     pub console: String,
-    /// The boot's totals in one line.
+    /// The boot's totals in one line, and the cost model's line.
     pub summary: String,
+    /// The cost model of the modelled figures, as printed beside them.
+    pub cost_model: String,
 }
 
 /// One derived record of `region`.
@@ -159,7 +167,7 @@ pub fn analyse(
     log: &str,
     out_text: &str,
     syms: &[(u64, u64, String)],
-    latency: &model::Latency,
+    costs: &crate::costs::Applied,
     boot: Boot,
     nodes: u32,
 ) -> Result<TraceReport, String> {
@@ -199,6 +207,19 @@ pub fn analyse(
         t.get("turns"),
         t.get("insns") as f64 / t.get("turns").max(1) as f64,
     );
+    rep.summary.push_str(&format!(
+        "\nnumalab: modelled time: cost model {} (caches {})",
+        costs.label(),
+        if out.caches.is_empty() {
+            "none"
+        } else {
+            &out.caches
+        }
+    ));
+    for note in &costs.model.borrowed {
+        rep.summary.push_str(&format!("; {note}"));
+    }
+    rep.cost_model = costs.label();
     let mut best: Vec<(String, u32)> = Vec::new();
     for r in &regions {
         match best.iter_mut().find(|(b, _)| *b == r.bench) {
@@ -232,9 +253,9 @@ pub fn analyse(
                 "instructions_per_turn",
             ),
         ];
-        let (per, suffix, cycles) = match r.ops.filter(|&n| n > 0) {
-            Some(ops) => (ops as f64 / 1000.0, "_per_kop", "modelled_cycles_per_op"),
-            None => (1.0, "", "modelled_cycles"),
+        let (per, suffix, per_op_suffix) = match r.ops.filter(|&n| n > 0) {
+            Some(ops) => (ops as f64 / 1000.0, "_per_kop", "_per_op"),
+            None => (1.0, "", ""),
         };
         let per_op = if suffix.is_empty() { 1.0 } else { per * 1000.0 };
         let names = [
@@ -249,10 +270,42 @@ pub fn analyse(
         for (metric, value) in &counted {
             figures.push((metric, *value, "transfers"));
         }
-        figures.push((cycles, latency.cycles(&c) / per_op, "modelled_cycles"));
+        let b = model::region(&out, r.key, costs);
+        let mut owned: Vec<(String, f64, &str)> = vec![
+            (
+                format!("writebacks{suffix}"),
+                b.writebacks as f64 / per,
+                "transfers",
+            ),
+            (
+                format!("modelled_cycles{per_op_suffix}"),
+                b.total() / per_op,
+                "modelled_cycles",
+            ),
+        ];
+        for (class, cycles) in model::CLASSES.iter().zip(b.classes()) {
+            owned.push((
+                format!("modelled_{class}_cycles{per_op_suffix}"),
+                cycles / per_op,
+                "modelled_cycles",
+            ));
+        }
         for (metric, value, unit) in figures {
             rep.records
                 .push(record(r, boot, nodes, metric, value, unit));
+        }
+        for (metric, value, unit) in owned {
+            rep.records
+                .push(record(r, boot, nodes, &metric, value, unit));
+        }
+        if boot == Boot::Det && best.iter().any(|(bb, k)| *bb == r.bench && *k == r.cpus) {
+            rep.console.push_str(&format!(
+                "{} {} cpus {}: modelled {}\n",
+                r.bench,
+                r.case,
+                r.cpus,
+                b.describe(per_op, &costs.label())
+            ));
         }
         let lines: Vec<(usize, &output::Line)> =
             out.region_lines(r.key).into_iter().enumerate().collect();
@@ -295,17 +348,27 @@ pub fn kernel_symbols(elf_path: &Path) -> Vec<(u64, u64, String)> {
 mod tests {
     use super::*;
 
-    const OUT: &str = "numalab-trace 1\nvcpus 2\n\
-        region 0x20 vcpu 0 insns 1000 turns 4 loads 60 stores 30 atomics 10 io 0 unmapped 0 local 75 remote 25 dist_sum 1250 hits 80 miss_local 5 miss_remote 5 hitm_local 4 hitm_remote 6 inval 8\n\
-        region 0x21 vcpu 1 insns 500 turns 1 loads 10 stores 0 atomics 0 io 0 unmapped 0 local 10 remote 0 dist_sum 100 hits 10 miss_local 0 miss_remote 0 hitm_local 0 hitm_remote 0 inval 0\n\
-        total insns 1500 turns 5 loads 70 stores 30 atomics 10 io 0 unmapped 0 local 85 remote 25 dist_sum 1350 hits 90 miss_local 5 miss_remote 5 hitm_local 4 hitm_remote 6 inval 8\n";
+    const OUT: &str = "numalab-trace 2\nvcpus 2\ncaches none\n\
+        region 0x20 vcpu 0 insns 1000 turns 4 loads 60 stores 30 atomics 10 io 0 unmapped 0 local 75 remote 25 dist_sum 1250 hits 80 l2_hits 0 llc_hits 0 miss_local 5 miss_remote 5 hitm_local 4 hitm_remote 6 inval 8 writebacks 2\n\
+        region 0x21 vcpu 1 insns 500 turns 1 loads 10 stores 0 atomics 0 io 0 unmapped 0 local 10 remote 0 dist_sum 100 hits 10 l2_hits 0 llc_hits 0 miss_local 0 miss_remote 0 hitm_local 0 hitm_remote 0 inval 0 writebacks 0\n\
+        dram 0x20 vcpu 0 node 0 reads 5 writebacks 2\n\
+        dram 0x20 vcpu 0 node 1 reads 5 writebacks 0\n\
+        hitm 0x20 vcpu 0 from 0 home 0 count 4\n\
+        hitm 0x20 vcpu 0 from 1 home 1 count 6\n\
+        total insns 1500 turns 5 loads 70 stores 30 atomics 10 io 0 unmapped 0 local 85 remote 25 dist_sum 1350 hits 90 l2_hits 0 llc_hits 0 miss_local 5 miss_remote 5 hitm_local 4 hitm_remote 6 inval 8 writebacks 2\n";
 
     #[test]
     fn records_per_region_per_operation_or_in_total() {
         let log = "# trace region 0x20: slub_list_lock linux_default cpus 2\n\
                    # trace ops 0x20 2000\n\
                    # trace region 0x21: slub_list_lock partial_64 cpus 2\n";
-        let rep = analyse(log, OUT, &[], &model::Latency::DEFAULT, Boot::Det, 4).unwrap();
+        let shape = crate::costs::Shape {
+            distances: vec![vec![10, 21], vec![21, 10]],
+            vcpu_nodes: vec![0, 1],
+            mem_nodes: vec![0, 1],
+        };
+        let costs = crate::costs::presets::for_machine(None, &shape).unwrap();
+        let rep = analyse(log, OUT, &[], &costs, Boot::Det, 4).unwrap();
         let get = |case: &str, metric: &str| {
             rep.records
                 .iter()
@@ -319,16 +382,44 @@ mod tests {
         assert_eq!(get("linux_default", "hitm_remote_per_kop"), 3.0);
         assert_eq!(get("linux_default", "hitm_local_per_kop"), 2.0);
         assert_eq!(get("linux_default", "invalidations_per_kop"), 4.0);
-        // 1000 + 5 x 262 + 5 x 262 x 2 + 4 x 46 + 6 x 262 x 2 (d = (1250 - 750) / 25 = 20).
-        let cycles = 1000.0 + 5.0 * 262.0 + 5.0 * 262.0 * 2.0 + 4.0 * 46.0 + 6.0 * 262.0 * 2.0;
-        assert!((get("linux_default", "modelled_cycles_per_op") - cycles / 2000.0).abs() < 1e-9);
+        assert_eq!(get("linux_default", "writebacks_per_kop"), 1.0);
+        // cascadelake-2s at 2.5 GHz: L1 4 cycles, DRAM 0->0 78.6 ns, 0->1 144.1 ns, HITM local
+        // 50.1 ns, remote from node 1 homed at the writer 111.0 ns.
+        let g = 2.5;
+        let classes = [
+            ("insns", 1000.0),
+            ("l1", 80.0 * 3.0),
+            ("l2", 0.0),
+            ("llc", 0.0),
+            ("dram_local", 5.0 * (78.6 * g - 1.0)),
+            ("dram_remote", 5.0 * (144.1 * g - 1.0)),
+            ("hitm_local", 4.0 * (50.1 * g - 1.0)),
+            ("hitm_remote", 6.0 * (111.0 * g - 1.0)),
+        ];
+        let mut total = 0.0;
+        for (class, cycles) in classes {
+            let m = format!("modelled_{class}_cycles_per_op");
+            assert!(
+                (get("linux_default", &m) - cycles / 2000.0).abs() < 1e-9,
+                "{m}"
+            );
+            total += cycles;
+        }
+        assert!((get("linux_default", "modelled_cycles_per_op") - total / 2000.0).abs() < 1e-9);
         // Without its operations, a region's totals.
         assert_eq!(get("partial_64", "hitm_remote"), 0.0);
-        assert_eq!(get("partial_64", "modelled_cycles"), 500.0);
+        assert_eq!(get("partial_64", "modelled_cycles"), 500.0 + 10.0 * 3.0);
+        assert_eq!(get("partial_64", "modelled_l1_cycles"), 30.0);
         assert!(rep
             .records
             .iter()
             .all(|r| r.nodes == 4 && r.boot == Boot::Det));
         assert!(rep.summary.contains("1500 instructions"), "{}", rep.summary);
+        assert!(
+            rep.summary.contains("cost model cascadelake-2s"),
+            "{}",
+            rep.summary
+        );
+        assert!(rep.console.contains("[cascadelake-2s]"), "{}", rep.console);
     }
 }

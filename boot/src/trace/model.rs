@@ -1,161 +1,199 @@
-//! The modelled time: cycles = instructions + the sum over the plugin's event classes of
-//! count x latency (docs/trace.md "The model"). Latencies are extra cycles beyond the
-//! instruction itself. The default table and its sources are in [`Latency::DEFAULT`]; a user
-//! replaces it with `--trace-latency FILE` (lines `NAME CYCLES`, names as [`Latency::NAMES`]).
+//! The modelled time (docs/costs.md "The modelled time"): an in-order core that waits out
+//! every access, which is what MLC's dependent chase measures:
+//!
+//! ```text
+//! cycles = instructions + sum over accesses (latency_cycles(where it was served) - 1)
+//! ```
+//!
+//! with the latency of an L1, L2 or LLC hit from the cost model's header, a DRAM read by a
+//! vCPU of node i from node j's memory = matrix[i][j] ns x GHz, and a HITM from node F to the
+//! reader's node R = c2c[F][R] ns x GHz (costs/apply.rs). Writebacks are posted: counted and
+//! shown, no cycles. Every figure goes out with its breakdown by class and the model's name.
 
-use super::output::Counters;
+use super::output::TraceOutput;
+use crate::costs::Applied;
+use std::collections::BTreeMap;
 
-/// Extra cycles per event.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Latency {
-    /// A hit in the CPU's own cache (the model keeps no capacity, so every re-access hits).
-    pub hit: f64,
-    /// A miss served from the CPU's own node's DRAM.
-    pub local_dram: f64,
-    /// A modified line taken from a CPU of the same node (perf c2c's local HITM).
-    pub local_hitm: f64,
-    /// A modified line taken from a CPU of another node, before the SLIT scaling that remote
-    /// DRAM gets too (see `cycles`).
-    pub remote_hitm: f64,
-    /// Where the table comes from (printed with every modelled figure).
-    pub source: &'static str,
+/// One region's modelled cycles, by class.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Breakdown {
+    pub insns: f64,
+    pub l1: f64,
+    pub l2: f64,
+    pub llc: f64,
+    /// (CPU node, memory node) -> (DRAM reads, cycles).
+    pub dram: BTreeMap<(u32, u32), (u64, f64)>,
+    pub hitm_local: f64,
+    pub hitm_remote: f64,
+    /// Dirty lines written back (no cycles: posted).
+    pub writebacks: u64,
 }
 
-impl Latency {
-    /// The names a latency file uses.
-    pub const NAMES: [&'static str; 4] = ["hit", "local_dram", "local_hitm", "remote_hitm"];
+/// The record suffixes of the classes, in table order (`modelled_CLASS_cycles...`).
+pub const CLASSES: [&str; 8] = [
+    "insns",
+    "l1",
+    "l2",
+    "llc",
+    "dram_local",
+    "dram_remote",
+    "hitm_local",
+    "hitm_remote",
+];
 
-    /// A two-socket Xeon (Cascade Lake / Skylake-SP class) at 2.7 GHz:
-    /// - hit 0: an L1 hit (4 cycles) overlaps the instruction stream; the model adds nothing;
-    /// - local DRAM 262 cycles: about 97 ns full-random latency on Skylake-SP (AnandTech,
-    ///   "Intel Skylake-EP vs AMD EPYC 7000", 2017, LMBench, 96-98 ns) at 2.7 GHz;
-    /// - local HITM 46 cycles: the L3 latency of a Xeon Platinum 8280 (AnandTech, "AMD Rome
-    ///   EPYC 2nd gen", 2019, ~46 cycles at 2.7 GHz): a line taken from a core of the same
-    ///   socket costs at least an L3 access;
-    /// - remote HITM 262 cycles at distance 10, scaled by SLIT / 10 like remote DRAM: a line
-    ///   taken across the interconnect is assumed to cost what a remote DRAM read costs (no
-    ///   published cross-socket transfer figure was read for this table: a lower bound).
-    pub const DEFAULT: Latency = Latency {
-        hit: 0.0,
-        local_dram: 262.0,
-        local_hitm: 46.0,
-        remote_hitm: 262.0,
-        source: "2-socket Xeon at 2.7 GHz, docs/trace.md",
+impl Breakdown {
+    pub fn dram_local(&self) -> f64 {
+        self.dram
+            .iter()
+            .filter(|((i, j), _)| i == j)
+            .map(|(_, (_, c))| c)
+            .sum()
+    }
+
+    pub fn dram_remote(&self) -> f64 {
+        self.dram
+            .iter()
+            .filter(|((i, j), _)| i != j)
+            .map(|(_, (_, c))| c)
+            .sum()
+    }
+
+    /// The classes' cycles in [`CLASSES`] order.
+    pub fn classes(&self) -> [f64; 8] {
+        [
+            self.insns,
+            self.l1,
+            self.l2,
+            self.llc,
+            self.dram_local(),
+            self.dram_remote(),
+            self.hitm_local,
+            self.hitm_remote,
+        ]
+    }
+
+    pub fn total(&self) -> f64 {
+        self.classes().iter().sum()
+    }
+
+    /// One line: every class, DRAM by (CPU node -> memory node), per `per` operations.
+    pub fn describe(&self, per: f64, model: &str) -> String {
+        let mut s = format!(
+            "{:.1} cycles [{model}]: insns {:.1}, L1 {:.1}, L2 {:.1}, LLC {:.1}",
+            self.total() / per,
+            self.insns / per,
+            self.l1 / per,
+            self.l2 / per,
+            self.llc / per
+        );
+        for ((i, j), (_, c)) in &self.dram {
+            s.push_str(&format!(", DRAM {i}->{j} {:.1}", c / per));
+        }
+        s.push_str(&format!(
+            ", HITM local {:.1}, HITM remote {:.1}; writebacks {:.2}",
+            self.hitm_local / per,
+            self.hitm_remote / per,
+            self.writebacks as f64 / per
+        ));
+        s
+    }
+}
+
+/// Region `key`'s modelled cycles under `costs`.
+pub fn region(out: &TraceOutput, key: u64, costs: &Applied) -> Breakdown {
+    let m = &costs.model;
+    let node_of = |v: u32| costs.shape.vcpu_nodes.get(v as usize).copied().unwrap_or(0);
+    let c = out.region_total(key);
+    let mut b = Breakdown {
+        insns: c.get("insns") as f64,
+        l1: c.get("hits") as f64 * (m.l1d.cycles - 1.0),
+        l2: c.get("l2_hits") as f64 * (m.l2.cycles - 1.0),
+        llc: c.get("llc_hits") as f64 * (m.llc.cycles - 1.0),
+        writebacks: c.get("writebacks"),
+        ..Breakdown::default()
     };
-
-    /// Reads a latency file over `self`: `NAME CYCLES` lines, `#` comments.
-    pub fn with_file(mut self, text: &str) -> Result<Latency, String> {
-        for (i, line) in text.lines().enumerate() {
-            let line = line.split('#').next().unwrap_or("").trim();
-            if line.is_empty() {
-                continue;
-            }
-            let mut w = line.split_whitespace();
-            let (Some(name), Some(value), None) = (w.next(), w.next(), w.next()) else {
-                return Err(format!("latency file line {}: expected NAME CYCLES", i + 1));
-            };
-            let v: f64 = value
-                .parse()
-                .ok()
-                .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| {
-                    format!(
-                        "latency file line {}: '{value}' is not a cycle count",
-                        i + 1
-                    )
-                })?;
-            match name {
-                "hit" => self.hit = v,
-                "local_dram" => self.local_dram = v,
-                "local_hitm" => self.local_hitm = v,
-                "remote_hitm" => self.remote_hitm = v,
-                _ => {
-                    return Err(format!(
-                        "latency file line {}: unknown name '{name}' (one of {})",
-                        i + 1,
-                        Self::NAMES.join(", ")
-                    ))
-                }
-            }
+    for d in out.dram.iter().filter(|d| d.key == key && d.reads > 0) {
+        let cpu = node_of(d.vcpu);
+        let e = b.dram.entry((cpu, d.node)).or_default();
+        e.0 += d.reads;
+        e.1 += d.reads as f64 * (costs.dram_cycles(cpu, d.node) - 1.0);
+    }
+    for h in out.hitm.iter().filter(|h| h.key == key) {
+        let reader = node_of(h.vcpu);
+        let cycles = h.count as f64 * (costs.hitm_cycles(h.from, reader, h.home) - 1.0);
+        if h.from == reader {
+            b.hitm_local += cycles;
+        } else {
+            b.hitm_remote += cycles;
         }
-        self.source = "a user's latency file";
-        Ok(self)
     }
-
-    /// The mean SLIT distance of `c`'s remote accesses (10 when there are none): the plugin
-    /// sums distances over all RAM accesses, local ones at 10.
-    pub fn remote_distance(c: &Counters) -> f64 {
-        let remote = c.get("remote");
-        if remote == 0 {
-            return 10.0;
-        }
-        (c.get("dist_sum") - 10 * c.get("local")) as f64 / remote as f64
-    }
-
-    /// Modelled cycles of `c`: instructions + hits x hit + local misses x local DRAM + remote
-    /// misses x local DRAM x d/10 + local HITM x local HITM + remote HITM x remote HITM x
-    /// d/10, where d is the mean SLIT distance of the remote accesses.
-    pub fn cycles(&self, c: &Counters) -> f64 {
-        let scale = Self::remote_distance(c) / 10.0;
-        c.get("insns") as f64
-            + c.get("hits") as f64 * self.hit
-            + c.get("miss_local") as f64 * self.local_dram
-            + c.get("miss_remote") as f64 * self.local_dram * scale
-            + c.get("hitm_local") as f64 * self.local_hitm
-            + c.get("hitm_remote") as f64 * self.remote_hitm * scale
-    }
+    b
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::costs::{presets, Shape};
+    use crate::trace::output::{parse, tests::SAMPLE};
 
-    fn counters(pairs: &[(&str, u64)]) -> Counters {
-        Counters(pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect())
+    fn two_nodes() -> Applied {
+        let shape = Shape {
+            distances: vec![vec![10, 21], vec![21, 10]],
+            vcpu_nodes: vec![0, 1],
+            mem_nodes: vec![0, 1],
+        };
+        presets::for_machine(None, &shape).unwrap()
     }
 
     #[test]
-    fn cycles_add_each_class_at_its_latency() {
-        let l = Latency::DEFAULT;
-        let c = counters(&[
-            ("insns", 1000),
-            ("local", 10),
-            ("remote", 2),
-            ("dist_sum", 10 * 10 + 2 * 21),
-            ("miss_local", 1),
-            ("miss_remote", 1),
-            ("hitm_remote", 1),
-        ]);
-        let want = 1000.0 + 262.0 + 262.0 * 2.1 + 262.0 * 2.1;
-        assert!((l.cycles(&c) - want).abs() < 1e-6, "{}", l.cycles(&c));
+    fn each_class_costs_its_latency_minus_one() {
+        let a = two_nodes();
+        assert_eq!(a.model.name, "cascadelake-2s");
+        assert!(!a.dram_fallback && !a.hitm_fallback);
+        let out = parse(SAMPLE).unwrap();
+        let b = region(&out, 0x10, &a);
+        let g = 2.5;
+        assert_eq!(b.insns, 150.0);
+        assert_eq!(b.l1, 3.0 * (4.0 - 1.0));
+        assert_eq!(b.l2, 1.0 * (14.0 - 1.0));
+        assert_eq!(b.llc, 1.0 * (50.0 - 1.0));
+        // vCPU 0 (node 0): 2 local reads, 1 from node 1; vCPU 1 (node 1): 1 local read.
+        let near = |x: f64, y: f64| (x - y).abs() < 1e-9;
+        assert!(near(b.dram[&(0, 0)].1, 2.0 * (78.6 * g - 1.0)));
+        assert!(near(b.dram[&(0, 1)].1, 144.1 * g - 1.0));
+        assert!(near(b.dram[&(1, 1)].1, 78.5 * g - 1.0));
+        // HITM on node 0 from node 1, line homed on node 1 (the writer's): 111.0 ns.
+        assert!(near(b.hitm_remote, 2.0 * (111.0 * g - 1.0)));
+        assert_eq!(b.hitm_local, 0.0);
+        assert_eq!(b.writebacks, 1);
+        let sum = b.insns + b.l1 + b.l2 + b.llc + b.dram_local() + b.dram_remote() + b.hitm_remote;
+        assert!(near(b.total(), sum));
     }
 
     #[test]
-    fn a_remote_transfer_costs_more_than_a_local_one() {
-        let l = Latency::DEFAULT;
-        let base = [
-            ("insns", 100),
-            ("local", 1),
-            ("remote", 1),
-            ("dist_sum", 30),
-        ];
-        let mut local = base.to_vec();
-        local.push(("hitm_local", 1));
-        let mut remote = base.to_vec();
-        remote.push(("hitm_remote", 1));
-        assert!(l.cycles(&counters(&remote)) > l.cycles(&counters(&local)));
+    fn a_line_homed_at_the_reader_uses_that_table() {
+        let a = two_nodes();
+        let g = 2.5;
+        // Writer node 1, reader node 0: homed at the writer 111.0 ns, at the reader 176.8 ns.
+        assert!((a.hitm_cycles(1, 0, 1) - 111.0 * g).abs() < 1e-9);
+        assert!((a.hitm_cycles(1, 0, 0) - 176.8 * g).abs() < 1e-9);
+        assert!((a.hitm_cycles(0, 0, 1) - 50.1 * g).abs() < 1e-9);
     }
 
     #[test]
-    fn a_latency_file_overrides_and_bad_lines_are_named() {
-        let l = Latency::DEFAULT
-            .with_file("# mine\nlocal_dram 100\nremote_hitm 300 # far\n")
-            .unwrap();
-        assert_eq!(l.local_dram, 100.0);
-        assert_eq!(l.remote_hitm, 300.0);
-        assert_eq!(l.local_hitm, 46.0);
-        let e = Latency::DEFAULT.with_file("l3 40\n").unwrap_err();
-        assert!(e.contains("line 1") && e.contains("l3"), "{e}");
-        assert!(Latency::DEFAULT.with_file("hit -1\n").is_err());
+    fn an_unrolled_chase_costs_the_level_per_load() {
+        // One `mov rax, [rax]` per load: instructions == loads, so cycles per load is the
+        // level's latency exactly.
+        let a = two_nodes();
+        let n = 1000u64;
+        let text = format!(
+            "numalab-trace 2\nvcpus 2\ncaches none\n\
+             region 0x1 vcpu 0 insns {n} turns 1 loads {n} stores 0 atomics 0 io 0 unmapped 0 local {n} remote 0 dist_sum {} hits 0 l2_hits 0 llc_hits 0 miss_local {n} miss_remote 0 hitm_local 0 hitm_remote 0 inval 0 writebacks 0\n\
+             dram 0x1 vcpu 0 node 1 reads {n} writebacks 0\n",
+            10 * n
+        );
+        let out = parse(&text).unwrap();
+        let per_load = region(&out, 1, &a).total() / n as f64;
+        assert!((per_load - 144.1 * 2.5).abs() < 1e-9, "{per_load}");
     }
 }

@@ -1,10 +1,12 @@
-//! Reads the trace plugin's output file (docs/trace.md "Output"): per (region key, vCPU)
-//! counters, the hottest lines of each region, and the boot's totals.
+//! Reads the trace plugin's output file, format 2 (docs/trace.md "Output"): the caches it
+//! simulated, per (region key, vCPU) counters, DRAM reads and writebacks per (region, vCPU,
+//! memory node), HITMs per (region, vCPU, writer's node, home node), the hottest lines of each
+//! region, and the boot's totals. Format 1 (the plugin before caches) is refused.
 
 use std::collections::BTreeMap;
 
 /// The counters the plugin keeps per (region, vCPU) and for the whole boot, in its field order.
-pub const FIELDS: [&str; 16] = [
+pub const FIELDS: [&str; 19] = [
     "insns",
     "turns",
     "loads",
@@ -16,11 +18,14 @@ pub const FIELDS: [&str; 16] = [
     "remote",
     "dist_sum",
     "hits",
+    "l2_hits",
+    "llc_hits",
     "miss_local",
     "miss_remote",
     "hitm_local",
     "hitm_remote",
     "inval",
+    "writebacks",
 ];
 
 /// One set of counters (`FIELDS`, by name).
@@ -74,10 +79,35 @@ impl Line {
     }
 }
 
+/// DRAM traffic of one vCPU with one memory node in one region (a `dram` row).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dram {
+    pub key: u64,
+    pub vcpu: u32,
+    pub node: u32,
+    pub reads: u64,
+    pub writebacks: u64,
+}
+
+/// HITMs one vCPU took from a Modified copy on node `from`, for lines homed on `home` (a
+/// `hitm` row).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hitm {
+    pub key: u64,
+    pub vcpu: u32,
+    pub from: u32,
+    pub home: u32,
+    pub count: u64,
+}
+
 /// A whole output file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TraceOutput {
     pub vcpus: u32,
+    /// The `caches` line after its keyword (`l1d BYTES WAYS l2 ... POLICY`), or `none`.
+    pub caches: String,
+    pub dram: Vec<Dram>,
+    pub hitm: Vec<Hitm>,
     /// (region key, vCPU) -> counters.
     pub regions: BTreeMap<(u64, u32), Counters>,
     pub lines: Vec<Line>,
@@ -127,8 +157,11 @@ pub fn parse(text: &str) -> Result<TraceOutput, String> {
     let mut out = TraceOutput::default();
     let mut lines = text.lines().enumerate();
     match lines.next() {
-        Some((_, "numalab-trace 1")) => {}
-        _ => return Err("not a numalab-trace 1 file (first line)".into()),
+        Some((_, "numalab-trace 2")) => {}
+        Some((_, "numalab-trace 1")) => {
+            return Err("line 1: numalab-trace 1 is the plugin's output before caches; this runner reads format 2 (rebuild trace/: cargo build -p numalab-trace --release)".into())
+        }
+        _ => return Err("line 1: not a numalab-trace 2 file".into()),
     }
     for (i, line) in lines {
         let w: Vec<&str> = line.split_whitespace().collect();
@@ -136,6 +169,36 @@ pub fn parse(text: &str) -> Result<TraceOutput, String> {
         match w.as_slice() {
             [] => {}
             ["vcpus", n] => out.vcpus = number(n).ok_or_else(|| bad("vcpus".into()))? as u32,
+            ["caches", rest @ ..] if !rest.is_empty() => out.caches = rest.join(" "),
+            ["dram", key, "vcpu", v, rest @ ..] => {
+                let c = counters(rest).map_err(bad)?;
+                if !(c.0.contains_key("node") && c.0.contains_key("reads")) {
+                    return Err(bad("dram: expected node M reads R writebacks W".into()));
+                }
+                out.dram.push(Dram {
+                    key: number(key).ok_or_else(|| bad(format!("dram key '{key}'")))?,
+                    vcpu: number(v).ok_or_else(|| bad(format!("vcpu '{v}'")))? as u32,
+                    node: c.get("node") as u32,
+                    reads: c.get("reads"),
+                    writebacks: c.get("writebacks"),
+                });
+            }
+            ["hitm", key, "vcpu", v, rest @ ..] => {
+                let c = counters(rest).map_err(bad)?;
+                if !["from", "home", "count"]
+                    .iter()
+                    .all(|k| c.0.contains_key(*k))
+                {
+                    return Err(bad("hitm: expected from F home H count C".into()));
+                }
+                out.hitm.push(Hitm {
+                    key: number(key).ok_or_else(|| bad(format!("hitm key '{key}'")))?,
+                    vcpu: number(v).ok_or_else(|| bad(format!("vcpu '{v}'")))? as u32,
+                    from: c.get("from") as u32,
+                    home: c.get("home") as u32,
+                    count: c.get("count"),
+                });
+            }
             ["region", key, "vcpu", v, rest @ ..] => {
                 let key = number(key).ok_or_else(|| bad(format!("region key '{key}'")))?;
                 let v = number(v).ok_or_else(|| bad(format!("vcpu '{v}'")))? as u32;
@@ -164,30 +227,58 @@ pub fn parse(text: &str) -> Result<TraceOutput, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    const SAMPLE: &str = "numalab-trace 1\nvcpus 2\n\
-        region 0x10 vcpu 0 insns 100 turns 2 loads 5 stores 3 atomics 1 io 0 unmapped 0 local 6 remote 3 dist_sum 120 hits 4 miss_local 2 miss_remote 1 hitm_local 0 hitm_remote 2 inval 1\n\
-        region 0x10 vcpu 1 insns 50 turns 2 loads 1 stores 1 atomics 0 io 0 unmapped 0 local 2 remote 0 dist_sum 20 hits 1 miss_local 1 miss_remote 0 hitm_local 0 hitm_remote 0 inval 0\n\
+    // Format 2 as docs (the contract, /work/notes/issue43-spec.md section 3) lays it out.
+    pub const SAMPLE: &str = "numalab-trace 2\nvcpus 2\n\
+        caches l1d 32768 8 l2 1048576 16 llc 4194304 16 non_inclusive\n\
+        region 0x10 vcpu 0 insns 100 turns 2 loads 5 stores 3 atomics 1 io 0 unmapped 0 local 6 remote 3 dist_sum 120 hits 2 l2_hits 1 llc_hits 1 miss_local 2 miss_remote 1 hitm_local 0 hitm_remote 2 inval 1 writebacks 1\n\
+        region 0x10 vcpu 1 insns 50 turns 2 loads 1 stores 1 atomics 0 io 0 unmapped 0 local 2 remote 0 dist_sum 20 hits 1 l2_hits 0 llc_hits 0 miss_local 1 miss_remote 0 hitm_local 0 hitm_remote 0 inval 0 writebacks 0\n\
+        dram 0x10 vcpu 0 node 0 reads 2 writebacks 1\n\
+        dram 0x10 vcpu 0 node 1 reads 1 writebacks 0\n\
+        dram 0x10 vcpu 1 node 1 reads 1 writebacks 0\n\
+        hitm 0x10 vcpu 0 from 1 home 1 count 2\n\
         line 0x10 0x2000 0xffff800000002000 node 1 loads 3 stores 2 atomics 1 hitm_local 0 hitm_remote 2 inval 1\n\
-        total insns 150 turns 4 loads 6 stores 4 atomics 1 io 0 unmapped 0 local 8 remote 3 dist_sum 140 hits 5 miss_local 3 miss_remote 1 hitm_local 0 hitm_remote 2 inval 1\n";
+        total insns 150 turns 4 loads 6 stores 4 atomics 1 io 0 unmapped 0 local 8 remote 3 dist_sum 140 hits 3 l2_hits 1 llc_hits 1 miss_local 3 miss_remote 1 hitm_local 0 hitm_remote 2 inval 1 writebacks 1\n";
 
     #[test]
-    fn reads_regions_lines_and_totals() {
+    fn reads_format_2_rows() {
         let t = parse(SAMPLE).unwrap();
         assert_eq!(t.vcpus, 2);
+        assert!(t.caches.starts_with("l1d 32768 8"), "{}", t.caches);
         assert_eq!(t.region_total(0x10).get("insns"), 150);
+        assert_eq!(t.region_total(0x10).get("l2_hits"), 1);
+        assert_eq!(t.region_total(0x10).get("writebacks"), 1);
         assert_eq!(t.region_total(0x10).accesses(), 11);
+        assert_eq!(t.dram.len(), 3);
+        assert_eq!(
+            t.dram[1],
+            Dram {
+                key: 0x10,
+                vcpu: 0,
+                node: 1,
+                reads: 1,
+                writebacks: 0
+            }
+        );
+        assert_eq!(t.hitm[0].from, 1);
+        assert_eq!(t.hitm[0].count, 2);
         assert_eq!(t.region_lines(0x10)[0].hitm_remote, 2);
         assert_eq!(t.region_lines(0x10)[0].node, 1);
         assert_eq!(t.total.get("remote"), 3);
     }
 
     #[test]
-    fn a_bad_line_is_named() {
-        let e = parse("numalab-trace 1\nregion 0x10 vcpu x\n").unwrap_err();
+    fn a_bad_line_is_named_and_format_1_is_refused() {
+        let e = parse("numalab-trace 2\nregion 0x10 vcpu x\n").unwrap_err();
         assert!(e.starts_with("line 2:"), "{e}");
+        let e = parse("numalab-trace 2\ndram 0x10 vcpu 0 node 1\n").unwrap_err();
+        assert!(e.starts_with("line 2:") && e.contains("reads"), "{e}");
+        let e = parse("numalab-trace 2\nvcpus 1\nhitm 0x10 vcpu 0 from 1 count 2\n").unwrap_err();
+        assert!(e.starts_with("line 3:") && e.contains("home"), "{e}");
+        let e = parse("numalab-trace 1\nvcpus 2\n").unwrap_err();
+        assert!(e.contains("format 2"), "{e}");
         assert!(parse("something else\n").is_err());
     }
 }
