@@ -1,0 +1,161 @@
+//! A dependent pointer chase, the loop Intel MLC measures idle latency with: a cycle of 64-byte
+//! lines in memory the caller owns, each line's first word the address of the next line, walked
+//! by `mov p, [p]` unrolled [`UNROLL`] times per loop iteration (the loop's `dec`/`jnz` add
+//! 2 / UNROLL instructions per load, under 1%).
+//!
+//! The order is a random cycle (Sattolo's algorithm) drawn from the caller's random source, so
+//! that no prefetcher and no set pattern helps. Every pointer is written by [`Cycle::new`]
+//! from the cycle's own line addresses; afterwards the lines are only read by the chase and
+//! rewritten with their own value by [`Cycle::touch`] (a store that makes each line Modified
+//! in the writer's cache, MLC's c2c writer), so the chase never leaves the cycle's memory.
+
+use alloc::vec::Vec;
+use core::marker::PhantomData;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// Bytes per line: one pointer per line.
+pub const LINE_BYTES: usize = 64;
+/// Loads per iteration of the unrolled loop (the `.rept` count in [`Cycle::chase`]).
+pub const UNROLL: u64 = 512;
+
+/// A cycle of lines over equal-sized blocks of memory borrowed from the caller for `'a`.
+pub struct Cycle<'a> {
+    /// Each block's first byte (64-byte aligned).
+    blocks: Vec<usize>,
+    lines_per_block: usize,
+    lines: usize,
+    _mem: PhantomData<&'a mut [u8]>,
+}
+
+/// The word at the start of line `k` of `blocks`.
+fn word(blocks: &mut [&mut [u8]], per_block: usize, k: usize) -> &mut [u8] {
+    let off = (k % per_block) * LINE_BYTES;
+    &mut blocks[k / per_block][off..off + 8]
+}
+
+fn get(blocks: &mut [&mut [u8]], per_block: usize, k: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(word(blocks, per_block, k));
+    u64::from_ne_bytes(w)
+}
+
+fn set(blocks: &mut [&mut [u8]], per_block: usize, k: usize, v: u64) {
+    word(blocks, per_block, k).copy_from_slice(&v.to_ne_bytes());
+}
+
+impl<'a> Cycle<'a> {
+    /// A random cycle through every line of `blocks` (all of one length, a multiple of 64
+    /// bytes, each starting on a 64-byte boundary). `below(n)` draws a number in `0..n` (taken
+    /// modulo `n`). Writes every line's first word; refuses blocks of other shapes.
+    pub fn new(
+        mut blocks: Vec<&'a mut [u8]>,
+        below: &mut dyn FnMut(u64) -> u64,
+    ) -> Result<Cycle<'a>, &'static str> {
+        let per_bytes = blocks.first().map_or(0, |b| b.len());
+        if per_bytes == 0 || per_bytes % LINE_BYTES != 0 {
+            return Err("chase: blocks must be non-empty multiples of 64 bytes");
+        }
+        if blocks
+            .iter()
+            .any(|b| b.len() != per_bytes || b.as_ptr() as usize % LINE_BYTES != 0)
+        {
+            return Err("chase: blocks must be of one length and 64-byte aligned");
+        }
+        let per_block = per_bytes / LINE_BYTES;
+        let lines = per_block * blocks.len();
+        for k in 0..lines {
+            set(&mut blocks, per_block, k, k as u64);
+        }
+        // Sattolo: swapping each position with an earlier one gives a single cycle.
+        for i in (1..lines).rev() {
+            let j = (below(i as u64) % i as u64) as usize;
+            let (a, b) = (
+                get(&mut blocks, per_block, i),
+                get(&mut blocks, per_block, j),
+            );
+            set(&mut blocks, per_block, i, b);
+            set(&mut blocks, per_block, j, a);
+        }
+        let starts: Vec<usize> = blocks.iter().map(|b| b.as_ptr() as usize).collect();
+        let addr = |k: usize| starts[k / per_block] + (k % per_block) * LINE_BYTES;
+        for k in 0..lines {
+            let next = get(&mut blocks, per_block, k) as usize;
+            set(&mut blocks, per_block, k, addr(next) as u64);
+        }
+        Ok(Cycle {
+            blocks: starts,
+            lines_per_block: per_block,
+            lines,
+            _mem: PhantomData,
+        })
+    }
+
+    /// The line every chase starts from (a whole pass ends there again).
+    pub fn first(&self) -> usize {
+        self.blocks[0]
+    }
+
+    /// Lines in the cycle (loads of one pass).
+    pub fn lines(&self) -> usize {
+        self.lines
+    }
+
+    /// The address of line `k` (in block order, not cycle order).
+    fn line(&self, k: usize) -> usize {
+        self.blocks[k / self.lines_per_block] + (k % self.lines_per_block) * LINE_BYTES
+    }
+
+    /// Follows the cycle for `loads` dependent loads from its first line; returns where it
+    /// stopped (for `black_box`). Loads per pass are [`Cycle::lines`]; `loads` need not be a
+    /// multiple of it or of [`UNROLL`] (the rest runs one load per iteration).
+    pub fn chase(&self, loads: u64) -> usize {
+        let mut p = self.blocks[0];
+        let iters = loads / UNROLL;
+        let rest = loads % UNROLL;
+        if iters > 0 {
+            // SAFETY: `p` is a line of this cycle, and every line of the cycle holds the
+            // address of a line of the cycle (written by `new`, rewritten with the same value
+            // by `touch`); the memory is borrowed for 'a, so it stays mapped and allocated.
+            // Each load reads an aligned u64 inside it. No stack use, no memory written.
+            unsafe {
+                core::arch::asm!(
+                    "2:",
+                    ".rept 512",
+                    "mov {p}, qword ptr [{p}]",
+                    ".endr",
+                    "dec {n}",
+                    "jnz 2b",
+                    p = inout(reg) p,
+                    n = inout(reg) iters => _,
+                    options(nostack, readonly),
+                );
+            }
+        }
+        if rest > 0 {
+            // SAFETY: as above: `p` is still a line of the cycle.
+            unsafe {
+                core::arch::asm!(
+                    "2:",
+                    "mov {p}, qword ptr [{p}]",
+                    "dec {n}",
+                    "jnz 2b",
+                    p = inout(reg) p,
+                    n = inout(reg) rest => _,
+                    options(nostack, readonly),
+                );
+            }
+        }
+        p
+    }
+
+    /// Stores to every line (its own pointer back, in address order): the lines become
+    /// Modified in the calling CPU's cache, and every other CPU's copy is invalidated.
+    pub fn touch(&self) {
+        for k in 0..self.lines {
+            // SAFETY: line k's first word is an aligned u64 inside the cycle's memory, borrowed
+            // for 'a; after `new` it is only accessed atomically here and read by `chase`.
+            let w = unsafe { &*(self.line(k) as *const AtomicU64) };
+            w.store(w.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+    }
+}
