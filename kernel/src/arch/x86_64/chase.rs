@@ -28,7 +28,7 @@ pub struct Cycle<'a> {
 }
 
 /// The word at the start of line `k` of `blocks`.
-fn word(blocks: &mut [&mut [u8]], per_block: usize, k: usize) -> &mut [u8] {
+fn word<'b>(blocks: &'b mut [&mut [u8]], per_block: usize, k: usize) -> &'b mut [u8] {
     let off = (k % per_block) * LINE_BYTES;
     &mut blocks[k / per_block][off..off + 8]
 }
@@ -52,12 +52,12 @@ impl<'a> Cycle<'a> {
         below: &mut dyn FnMut(u64) -> u64,
     ) -> Result<Cycle<'a>, &'static str> {
         let per_bytes = blocks.first().map_or(0, |b| b.len());
-        if per_bytes == 0 || per_bytes % LINE_BYTES != 0 {
+        if per_bytes == 0 || !per_bytes.is_multiple_of(LINE_BYTES) {
             return Err("chase: blocks must be non-empty multiples of 64 bytes");
         }
         if blocks
             .iter()
-            .any(|b| b.len() != per_bytes || b.as_ptr() as usize % LINE_BYTES != 0)
+            .any(|b| b.len() != per_bytes || !(b.as_ptr() as usize).is_multiple_of(LINE_BYTES))
         {
             return Err("chase: blocks must be of one length and 64-byte aligned");
         }
