@@ -222,13 +222,14 @@ fn levels(sz: &CacheSizes, cpu: CpuId) -> Result<usize, String> {
 
 /// One warm pass of `cycle` on `c.cpu` outside any region, then `loads` loads in its region.
 fn measure(c: &Chase, cycle: &Cycle, loads: u64, node: NodeId, bytes: u64) -> Result<(), String> {
+    // The runner reads `CASE: cpu C node N memory M:` (boot/src/trace/mlc_table.rs).
     crate::println!(
-        "# {NAME}: {}: CPU {} (node {}) chases {bytes} bytes ({} lines) on node {}",
+        "# {NAME}: {}: cpu {} node {} memory {}: chases {bytes} bytes ({} lines)",
         c.case,
         c.cpu.0,
         workload::node_of(c.cpu).0,
+        node.0,
         cycle.lines(),
-        node.0
     );
     chase_on(c.cpu, cycle, cycle.lines() as u64, None)?;
     let region = super::region::Solo::open(NAME, c.case);
@@ -317,12 +318,12 @@ fn c2c(sz: &CacheSizes, shapes: &[NodeShape], cpus: &[Vec<CpuId>]) -> Result<usi
                 continue;
             };
             crate::println!(
-                "# {NAME}: {case}: CPU {} (node {row}) writes {bytes} bytes ({} lines) on node {}, CPU {} (node {}) reads, {rounds} rounds",
-                writer.0,
-                cycle.lines(),
-                home.0,
+                "# {NAME}: {case}: cpu {} node {} memory {}: reads {bytes} bytes ({} lines) written by cpu {} node {row}, {rounds} rounds",
                 reader.0,
-                cell.col
+                cell.col,
+                home.0,
+                cycle.lines(),
+                writer.0,
             );
             let lines = cycle.lines() as u64;
             let write = || cycle.touch();

@@ -283,14 +283,18 @@ mod tests {
         assert_eq!(measured(&cells(Matrix::Dram, &nodes, 8)).len(), 16);
         let c2c = cells(Matrix::C2c, &nodes, 8);
         assert_eq!(measured(&c2c).len(), 56);
-        assert!(c2c
-            .iter()
-            .filter(|c| c.row == c.col)
-            .all(|c| c.skip.as_deref().unwrap().contains("one CPU online")));
+        assert!(c2c.iter().filter(|c| c.row == c.col).all(|c| c
+            .skip
+            .as_deref()
+            .unwrap()
+            .contains("one CPU online")));
         // Past the catalog's nodes.
         let nodes = [shape(1, true); 3];
         let dram = cells(Matrix::Dram, &nodes, 2);
-        assert_eq!(measured(&dram), ["dram_0_0", "dram_0_1", "dram_1_0", "dram_1_1"]);
+        assert_eq!(
+            measured(&dram),
+            ["dram_0_0", "dram_0_1", "dram_1_0", "dram_1_1"]
+        );
         assert!(dram[2].skip.as_deref().unwrap().contains("0..1 only"));
     }
 

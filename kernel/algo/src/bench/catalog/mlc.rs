@@ -109,14 +109,10 @@ pub const LATENCY_MATRIX: Experiment = Experiment {
 /// The case name of cell (`row`, `col`) of matrix `prefix` (`dram` or `c2c`), if the catalog
 /// lists it.
 pub fn cell_case(prefix: &str, row: usize, col: usize) -> Option<&'static str> {
-    LATENCY_MATRIX
-        .cases
-        .iter()
-        .map(|c| c.name)
-        .find(|n| {
-            n.strip_prefix(prefix)
-                .and_then(|r| r.strip_prefix('_'))
-                .and_then(|r| r.split_once('_'))
-                .is_some_and(|(a, b)| a.parse() == Ok(row) && b.parse() == Ok(col))
-        })
+    LATENCY_MATRIX.cases.iter().map(|c| c.name).find(|n| {
+        n.strip_prefix(prefix)
+            .and_then(|r| r.strip_prefix('_'))
+            .and_then(|r| r.split_once('_'))
+            .is_some_and(|(a, b)| a.parse() == Ok(row) && b.parse() == Ok(col))
+    })
 }

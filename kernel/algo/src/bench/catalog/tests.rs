@@ -237,7 +237,11 @@ fn latency_matrix_lists_every_cell_of_eight_nodes() {
     }
     // The c2c cells need two CPUs: never in the one-CPU icount boot.
     assert!(!e.find_case("c2c_0_0").unwrap().boots.contains(Boot::Icount));
-    assert!(e.find_case("dram_0_0").unwrap().boots.contains(Boot::Icount));
+    assert!(e
+        .find_case("dram_0_0")
+        .unwrap()
+        .boots
+        .contains(Boot::Icount));
     for level in ["l1", "l2", "llc"] {
         assert!(e.has_case(level), "{level}");
     }
