@@ -66,6 +66,14 @@ struct Buffer {
 impl Buffer {
     fn on(node: NodeId, bytes: u64) -> Result<Buffer, String> {
         let (order, count) = mlc::blocks_for(bytes, PAGE_SIZE, MAX_ORDER);
+        // Leave the node a quarter of its free memory: the rest of the kernel keeps running.
+        let free = crate::mm::frame::free_bytes(node);
+        if (PAGE_SIZE << order) * count > free / 4 * 3 {
+            return Err(format!(
+                "node {}: {free} bytes free, a buffer of {bytes} bytes needs at most 3/4 of them",
+                node.0
+            ));
+        }
         let per_block = if count == 1 {
             bytes as usize
         } else {
