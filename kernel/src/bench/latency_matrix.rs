@@ -38,6 +38,7 @@ use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use numalab_algo::bench::mlc::{self, CacheSizes, Cell, Level, Matrix, NodeShape};
 use numalab_algo::bench::Clock;
 use numalab_algo::rng::Rng;
+use x86_64::instructions::interrupts::without_interrupts;
 
 const NAME: &str = super::catalog::LATENCY_MATRIX.name;
 /// Loads a level case makes at least (in whole passes), full and smoke.
@@ -45,7 +46,7 @@ const LEVEL_LOADS: (u64, u64) = (1 << 20, 1 << 16);
 /// Measured passes of a DRAM cell, full and smoke.
 const DRAM_PASSES: (u64, u64) = (2, 1);
 /// Measured rounds of a c2c cell, full and smoke.
-const C2C_ROUNDS: (u64, u64) = (8, 2);
+const C2C_ROUNDS: (u64, u64) = (8, 1);
 
 fn sizes() -> CacheSizes {
     let o = crate::options::load();
@@ -106,29 +107,37 @@ impl Buffer {
     }
 }
 
-/// `loads` loads of `cycle` on `cpu`, interrupts off, inside `region` when given; the ticks
-/// they took. Fails when the chase did not end where a whole number of passes ends.
+/// On `cpu`, in one call: `warm` loads of `cycle` outside any region, then `loads` loads
+/// inside `region` when given, interrupts off during each chase; the ticks the measured loads
+/// took. Fails when the chase did not end where a whole number of passes ends.
 fn chase_on(
     cpu: CpuId,
     cycle: &Cycle,
+    warm: u64,
     loads: u64,
     region: Option<&super::region::Solo>,
 ) -> Result<u64, String> {
     let ticks = AtomicU64::new(0);
     let end = AtomicUsize::new(0);
-    let work = || {
-        x86_64::instructions::interrupts::without_interrupts(|| {
+    crate::smp::run_on_cpus(&[cpu], &|_| {
+        if warm > 0 {
+            let p = without_interrupts(|| cycle.chase(warm));
+            core::hint::black_box(p);
+        }
+        if let Some(r) = region {
+            r.enter();
+        }
+        without_interrupts(|| {
             let t0 = super::now();
             let p = cycle.chase(loads);
             let t1 = super::now();
             ticks.store(t1.wrapping_sub(t0), Ordering::Relaxed);
             end.store(p, Ordering::Relaxed);
-        })
-    };
-    match region {
-        Some(r) => r.run_on(cpu, &work),
-        None => crate::smp::run_on_cpus(&[cpu], &|_| work()),
-    }
+        });
+        if let Some(r) = region {
+            r.leave();
+        }
+    });
     if loads.is_multiple_of(cycle.lines() as u64) && end.load(Ordering::Relaxed) != cycle.first() {
         return Err(format!(
             "{NAME}: a chase of whole passes did not end on its first line (not one cycle)"
@@ -239,9 +248,8 @@ fn measure(c: &Chase, cycle: &Cycle, loads: u64, node: NodeId, bytes: u64) -> Re
         node.0,
         cycle.lines(),
     );
-    chase_on(c.cpu, cycle, cycle.lines() as u64, None)?;
     let region = super::region::Solo::open(NAME, c.case);
-    let ticks = chase_on(c.cpu, cycle, loads, Some(&region))?;
+    let ticks = chase_on(c.cpu, cycle, cycle.lines() as u64, loads, Some(&region))?;
     region.key().ops(loads);
     record_cell(c.case, loads, ticks);
     Ok(())
@@ -336,12 +344,12 @@ fn c2c(sz: &CacheSizes, shapes: &[NodeShape], cpus: &[Vec<CpuId>]) -> Result<usi
             let lines = cycle.lines() as u64;
             let write = || cycle.touch();
             crate::smp::run_on_cpus(&[writer], &|_| write());
-            chase_on(reader, &cycle, lines, None)?;
+            chase_on(reader, &cycle, 0, lines, None)?;
             let region = super::region::Solo::open(NAME, &case);
             let mut ticks = 0;
             for _ in 0..rounds {
                 crate::smp::run_on_cpus(&[writer], &|_| write());
-                ticks += chase_on(reader, &cycle, lines, Some(&region))?;
+                ticks += chase_on(reader, &cycle, 0, lines, Some(&region))?;
             }
             region.key().ops(rounds * lines);
             record_cell(&case, rounds * lines, ticks);
@@ -366,9 +374,20 @@ fn latency_matrix(_ctx: &Ctx) -> TestResult {
         shapes.iter().filter(|s| s.memory).count()
     );
     let first = workload::online()[0];
+    let t0 = super::now();
     let mut done = levels(&sz, first)?;
+    let t1 = super::now();
     done += dram(&sz, &shapes, &cpus)?;
+    let t2 = super::now();
     done += c2c(&sz, &shapes, &cpus)?;
+    let t3 = super::now();
+    crate::println!(
+        "# {NAME}: {done} cells; ticks ({}): levels {}, dram {}, c2c {}",
+        super::clock().name(),
+        t1 - t0,
+        t2 - t1,
+        t3 - t2
+    );
     if done == 0 {
         return Err(TestError::Skip(format!(
             "{NAME}: no cell could be measured (see the skipped lines)"

@@ -125,8 +125,9 @@ pub fn run_on_cpus(
 }
 
 /// A region entered by one CPU at a time, as often as needed (latency_matrix's c2c rounds:
-/// the reader's chases are in it, the writer's stores between them are not). No det quantum:
-/// one CPU runs in it, nothing needs interleaving.
+/// the reader's chases are in it, the writer's stores between them are not), the CPU marking
+/// itself in and out (`enter`, `leave`) inside its own call. No det quantum: one CPU runs in
+/// it, nothing needs interleaving.
 pub struct Solo {
     key: &'static u8,
     outside: &'static u8,
@@ -139,13 +140,14 @@ impl Solo {
         Solo { key, outside }
     }
 
-    /// Runs `f` on `cpu` inside the region.
-    pub fn run_on(&self, cpu: CpuId, f: &(dyn Fn() + Sync)) {
-        crate::smp::run_on_cpus(&[cpu], &|_| {
-            crate::arch::trace_mark::mark(self.key);
-            f();
-            crate::arch::trace_mark::mark(self.outside);
-        });
+    /// Marks the calling CPU into the region (call it on the CPU that runs in it).
+    pub fn enter(&self) {
+        crate::arch::trace_mark::mark(self.key);
+    }
+
+    /// Marks the calling CPU back out of the region.
+    pub fn leave(&self) {
+        crate::arch::trace_mark::mark(self.outside);
     }
 
     /// The region's key, for `# trace ops`.

@@ -5,9 +5,10 @@
 //!
 //! The order is a random cycle (Sattolo's algorithm) drawn from the caller's random source, so
 //! that no prefetcher and no set pattern helps. Every pointer is written by [`Cycle::new`]
-//! from the cycle's own line addresses; afterwards the lines are only read by the chase and
-//! rewritten with their own value by [`Cycle::touch`] (a store that makes each line Modified
-//! in the writer's cache, MLC's c2c writer), so the chase never leaves the cycle's memory.
+//! from the cycle's own line addresses (each line's own, then shuffled); afterwards the lines
+//! are only read by the chase and rewritten with their own value by [`Cycle::touch`] (a store
+//! that makes each line Modified in the writer's cache, MLC's c2c writer), so the chase never
+//! leaves the cycle's memory.
 
 use alloc::vec::Vec;
 use core::marker::PhantomData;
@@ -27,28 +28,12 @@ pub struct Cycle<'a> {
     _mem: PhantomData<&'a mut [u8]>,
 }
 
-/// The word at the start of line `k` of `blocks`.
-fn word<'b>(blocks: &'b mut [&mut [u8]], per_block: usize, k: usize) -> &'b mut [u8] {
-    let off = (k % per_block) * LINE_BYTES;
-    &mut blocks[k / per_block][off..off + 8]
-}
-
-fn get(blocks: &mut [&mut [u8]], per_block: usize, k: usize) -> u64 {
-    let mut w = [0u8; 8];
-    w.copy_from_slice(word(blocks, per_block, k));
-    u64::from_ne_bytes(w)
-}
-
-fn set(blocks: &mut [&mut [u8]], per_block: usize, k: usize, v: u64) {
-    word(blocks, per_block, k).copy_from_slice(&v.to_ne_bytes());
-}
-
 impl<'a> Cycle<'a> {
     /// A random cycle through every line of `blocks` (all of one length, a multiple of 64
     /// bytes, each starting on a 64-byte boundary). `below(n)` draws a number in `0..n` (taken
     /// modulo `n`). Writes every line's first word; refuses blocks of other shapes.
     pub fn new(
-        mut blocks: Vec<&'a mut [u8]>,
+        blocks: Vec<&'a mut [u8]>,
         below: &mut dyn FnMut(u64) -> u64,
     ) -> Result<Cycle<'a>, &'static str> {
         let per_bytes = blocks.first().map_or(0, |b| b.len());
@@ -63,31 +48,30 @@ impl<'a> Cycle<'a> {
         }
         let per_block = per_bytes / LINE_BYTES;
         let lines = per_block * blocks.len();
-        for k in 0..lines {
-            set(&mut blocks, per_block, k, k as u64);
-        }
-        // Sattolo: swapping each position with an earlier one gives a single cycle.
-        for i in (1..lines).rev() {
-            let j = (below(i as u64) % i as u64) as usize;
-            let (a, b) = (
-                get(&mut blocks, per_block, i),
-                get(&mut blocks, per_block, j),
-            );
-            set(&mut blocks, per_block, i, b);
-            set(&mut blocks, per_block, j, a);
-        }
         let starts: Vec<usize> = blocks.iter().map(|b| b.as_ptr() as usize).collect();
-        let addr = |k: usize| starts[k / per_block] + (k % per_block) * LINE_BYTES;
-        for k in 0..lines {
-            let next = get(&mut blocks, per_block, k) as usize;
-            set(&mut blocks, per_block, k, addr(next) as u64);
-        }
-        Ok(Cycle {
+        drop(blocks);
+        let cycle = Cycle {
             blocks: starts,
             lines_per_block: per_block,
             lines,
             _mem: PhantomData,
-        })
+        };
+        let word = |k: usize| cycle.line(k) as *mut u64;
+        // Every line points at itself; Sattolo's shuffle of those words (swapping each
+        // position with an earlier one) leaves line k pointing at the next line of one cycle.
+        for k in 0..lines {
+            // SAFETY: line k lies inside one of the blocks, which are borrowed mutably for
+            // 'a (held by `_mem`) and 64-byte aligned: its first word is valid and aligned,
+            // and nothing else accesses it.
+            unsafe { word(k).write(cycle.line(k) as u64) };
+        }
+        for i in (1..lines).rev() {
+            let j = below(i as u64) as usize;
+            let j = if j < i { j } else { j % i };
+            // SAFETY: as above, for lines i and j (both below `lines`).
+            unsafe { core::ptr::swap(word(i), word(j)) };
+        }
+        Ok(cycle)
     }
 
     /// The line every chase starts from (a whole pass ends there again).
@@ -100,9 +84,15 @@ impl<'a> Cycle<'a> {
         self.lines
     }
 
-    /// The address of line `k` (in block order, not cycle order).
+    /// The address of line `k` (in block order, not cycle order), `k` below `lines`.
     fn line(&self, k: usize) -> usize {
-        self.blocks[k / self.lines_per_block] + (k % self.lines_per_block) * LINE_BYTES
+        let per = self.lines_per_block;
+        if per.is_power_of_two() {
+            let shift = per.trailing_zeros();
+            self.blocks[k >> shift] + (k & (per - 1)) * LINE_BYTES
+        } else {
+            self.blocks[k / per] + (k % per) * LINE_BYTES
+        }
     }
 
     /// Follows the cycle for `loads` dependent loads from its first line; returns where it
