@@ -10,6 +10,11 @@
 //! node, the buffer's node). The modelled ns and the cost model's own figures come through
 //! [`MlcModel`], which the cost model implements; the counts from the plugin's output.
 //!
+//! Not wired yet: the merge with the cost model calls [`report`] from `trace::analyse` with
+//! the boot's log, the parsed plugin output and the cost model as an [`MlcModel`], appends
+//! [`MlcReport::text`] to the console and the run folder, and fails the run (the experiment's
+//! check) when [`MlcReport::failures`] is not empty.
+//!
 //! MLC's layout, as published `mlc --latency_matrix` and `mlc --c2c_latency` runs print it
 //! (tab-separated, six-wide columns, `-` where MLC measures nothing):
 //!
