@@ -12,6 +12,7 @@ pub mod c2c;
 pub mod elf;
 pub mod labels;
 pub mod map;
+pub mod mlc_table;
 pub mod model;
 pub mod output;
 

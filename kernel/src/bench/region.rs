@@ -124,6 +124,42 @@ pub fn run_on_cpus(
     })
 }
 
+/// A region entered by one CPU at a time, as often as needed (latency_matrix's c2c rounds:
+/// the reader's chases are in it, the writer's stores between them are not), the CPU marking
+/// itself in and out (`enter`, `leave`) inside its own call. No det quantum: one CPU runs in
+/// it, nothing needs interleaving.
+pub struct Solo {
+    key: &'static u8,
+    outside: &'static u8,
+}
+
+impl Solo {
+    /// A fresh one-CPU region of experiment `bench`, case `case`, labelled on the console.
+    pub fn open(bench: &str, case: &str) -> Solo {
+        let (key, outside) = open(bench, case, 1);
+        Solo { key, outside }
+    }
+
+    /// Marks the calling CPU into the region (call it on the CPU that runs in it).
+    pub fn enter(&self) {
+        crate::arch::trace_mark::mark(self.key);
+    }
+
+    /// Marks the calling CPU back out of the region.
+    pub fn leave(&self) {
+        crate::arch::trace_mark::mark(self.outside);
+    }
+
+    /// The region's key, for `# trace ops`.
+    pub fn key(&self) -> RegionKey {
+        RegionKey(if core::ptr::eq(self.key, &MARKS.0[0]) {
+            0
+        } else {
+            self.key as *const u8 as usize
+        })
+    }
+}
+
 /// `run_on_cpus` on every online CPU.
 pub fn on_each_cpu(bench: &str, case: &str, f: &(dyn Fn(CpuId) + Sync)) -> RegionKey {
     run_on_cpus(bench, case, crate::smp::online_cpus(), f)

@@ -6,6 +6,7 @@
 //! twin); `plan` the selection, name rules and loop sizes.
 
 pub mod catalog;
+pub mod mlc;
 pub mod plan;
 
 use alloc::format;

@@ -37,6 +37,24 @@ super::declare! {
         default: "1000",
         help: "det boots: instructions per vCPU turn inside the experiments' timed regions (a LAPIC deadline every N instructions; 0: QEMU's own turns)",
     };
+    BENCH_MLC_L1D_BYTES: u64 = Spec {
+        key: "bench.mlc_l1d_bytes",
+        kind: Kind::U64 { min: 4096, max: 1 << 30 },
+        default: "49152",
+        help: "latency_matrix: a CPU's L1d in bytes (the runner sets it from the cost model); the l1 case chases half of it",
+    };
+    BENCH_MLC_L2_BYTES: u64 = Spec {
+        key: "bench.mlc_l2_bytes",
+        kind: Kind::U64 { min: 4096, max: 1 << 30 },
+        default: "2097152",
+        help: "latency_matrix: a CPU's L2 in bytes (the runner sets it from the cost model); the l2 case chases half of it, a c2c buffer half of it",
+    };
+    BENCH_MLC_LLC_BYTES: u64 = Spec {
+        key: "bench.mlc_llc_bytes",
+        kind: Kind::U64 { min: 4096, max: 1 << 32 },
+        default: "8388608",
+        help: "latency_matrix: the LLC serving a node's CPUs in bytes (the runner sets it from the cost model); the llc case chases half of it, a dram cell 4x it",
+    };
     VMALLOC_BENCH_PAIRS: u64 = Spec {
         key: "vmalloc.bench_pairs",
         kind: Kind::U64 { min: 1, max: 10_000_000 },

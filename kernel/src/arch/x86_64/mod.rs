@@ -4,6 +4,8 @@
 //! their init.
 
 pub mod apic;
+#[cfg(feature = "ktest")]
+pub mod chase;
 pub mod clock_phase;
 pub mod direct_map;
 pub mod fixup;

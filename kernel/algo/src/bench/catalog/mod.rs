@@ -12,11 +12,13 @@
 //! smoke benchmark test (tests/s09_bench.rs) checks that every case and required metric of
 //! an experiment that ran was printed.
 
+mod mlc;
 mod sheaves;
 mod slab;
 mod system;
 mod vmalloc;
 
+pub use mlc::{cell_case, CELL_NODES, LATENCY_MATRIX};
 pub use sheaves::{MEMORYLESS_SHEAVES, SHEAVES_OPT_IN, SHEAVES_VS_PARTIAL};
 pub use slab::{ALLOC_PEERS, MEMORYLESS_NODE, NUMA_LOCALITY, SLABINFO_READER, SLUB_LIST_LOCK};
 pub use system::{CLOCK_OVERHEAD, PAGE_ALLOC, SMP_CALLS, VMALLOC_SCALING};
@@ -38,6 +40,7 @@ pub const CATALOG: &[&Experiment] = &[
     &SHEAVES_VS_PARTIAL,
     &MEMORYLESS_SHEAVES,
     &SHEAVES_OPT_IN,
+    &LATENCY_MATRIX,
 ];
 
 /// The experiment called `name`, if the catalog has it.

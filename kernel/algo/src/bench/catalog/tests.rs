@@ -161,7 +161,7 @@ fn boots_and_derived_facts() {
         .filter(|e| e.in_det())
         .map(|e| e.name)
         .collect();
-    assert_eq!(det.len(), 9, "{det:?}");
+    assert_eq!(det.len(), 10, "{det:?}");
     for b in Boot::ALL {
         assert_eq!(Boot::from_name(b.name()), Some(b));
     }
@@ -218,4 +218,32 @@ fn every_headline_names_cases_printed_in_its_boot() {
             );
         }
     }
+}
+
+#[test]
+fn latency_matrix_lists_every_cell_of_eight_nodes() {
+    let e = &LATENCY_MATRIX;
+    assert_eq!(e.cases.len(), 2 * CELL_NODES * CELL_NODES + 3);
+    for prefix in ["dram", "c2c"] {
+        for i in 0..CELL_NODES {
+            for j in 0..CELL_NODES {
+                let name = alloc::format!("{prefix}_{i}_{j}");
+                assert_eq!(cell_case(prefix, i, j), Some(name.as_str()));
+                assert!(!e.find_case(&name).unwrap().always, "{name}");
+            }
+        }
+        assert_eq!(cell_case(prefix, CELL_NODES, 0), None);
+        assert_eq!(cell_case(prefix, 0, CELL_NODES), None);
+    }
+    // The c2c cells need two CPUs: never in the one-CPU icount boot.
+    assert!(!e.find_case("c2c_0_0").unwrap().boots.contains(Boot::Icount));
+    assert!(e
+        .find_case("dram_0_0")
+        .unwrap()
+        .boots
+        .contains(Boot::Icount));
+    for level in ["l1", "l2", "llc"] {
+        assert!(e.has_case(level), "{level}");
+    }
+    assert_eq!(cell_case("dram", 12, 3), None);
 }
