@@ -154,6 +154,22 @@ fn word(addr: usize) -> &'static AtomicUsize {
 
 impl Platform for KernelPlatform {
     type Lock = IrqSpinLock<()>;
+    type NodeBox<T: Send + Sync + 'static> = super::placement::NodeBox<T>;
+    type PerCpu<T: Default + Send + Sync + 'static> = super::placement::CpuSlots<T>;
+
+    fn node_box<T: Send + Sync + 'static>(
+        &self,
+        value: T,
+        node: NodeId,
+    ) -> Option<super::placement::NodeBox<T>> {
+        super::placement::NodeBox::new(value, node)
+    }
+
+    fn alloc_per_cpu<T: Default + Send + Sync + 'static>(
+        &self,
+    ) -> Option<super::placement::CpuSlots<T>> {
+        super::placement::CpuSlots::new()
+    }
 
     fn new_lock(&self) -> IrqSpinLock<()> {
         IrqSpinLock::new(())
@@ -182,21 +198,17 @@ impl Platform for KernelPlatform {
     }
 
     #[inline(always)]
-    fn this_cpu<'a, T>(&self, slots: &'a [T]) -> &'a T {
-        if core::mem::size_of::<T>() == numalab_algo::slub::CPU_SLAB_BYTES {
-            // The per-CPU slab arrays: one GS-relative add (this_cpu_ptr).
-            let off = crate::percpu::slub_slot_offset();
-            debug_assert!(off / core::mem::size_of::<T>() < slots.len());
-            // SAFETY: as below; `off` is cpu_id() * size_of::<T>() (percpu::PerCpu::new), a
-            // whole slot inside the array.
-            return unsafe { &*slots.as_ptr().byte_add(off) };
-        }
-        let i = crate::percpu::cpu_id().index();
-        debug_assert!(i < slots.len());
-        // SAFETY: the SLUB core passes one slot per CPU of the topology (Cache::new sizes
-        // its per-CPU array with topology().nr_cpus()), and percpu::cpu_id() is the running
-        // CPU's dense id, below nr_cpus by construction of the topology and SMP bring-up.
-        unsafe { slots.get_unchecked(i) }
+    fn this_cpu<'a, T: Default + Send + Sync + 'static>(
+        &self,
+        slots: &'a super::placement::CpuSlots<T>,
+    ) -> &'a T {
+        // One GS-relative load and an add (this_cpu_ptr): the slot in CPU 0's region plus
+        // this CPU's delta to its own region (placement.rs).
+        let off = crate::percpu::slub_slot_offset();
+        // SAFETY: `slots.base` is the slot's address in CPU 0's region and `off` the running
+        // CPU's delta to its region (set by placement::init before any cache existed), so the
+        // sum is this CPU's live T of that slot (CpuSlots::new wrote one for every CPU).
+        unsafe { &*(slots.base.wrapping_add(off) as *const T) }
     }
 
     #[inline(always)]
