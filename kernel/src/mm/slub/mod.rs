@@ -25,6 +25,7 @@ pub mod info;
 pub mod kmalloc;
 mod kobject;
 mod object;
+mod per_node;
 pub mod placement;
 #[cfg(feature = "ktest")]
 mod placement_tests;

@@ -13,7 +13,7 @@
 //!   in CPU 0's region plus one GS-relative load, as before. At most `SLOTS_PER_CPU` caches
 //!   live at once (Linux grows more chunks; numalab refuses the cache: `CreateError::NoMemory`).
 
-use super::platform::PerNode;
+use super::per_node::PerNode;
 use crate::mm::frame::{self, Policy, PAGE_SIZE};
 use crate::sync::IrqSpinLock;
 use alloc::boxed::Box;

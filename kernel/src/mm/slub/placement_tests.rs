@@ -1,8 +1,8 @@
 //! KTAP test of where SLUB's own structures live (placement.rs): in every cache (kmalloc's,
 //! the named ones, and a fresh cache of each design) node n's list_lock and barn lock lie
 //! in node n's memory (a memoryless node's in its nearest memory node's), and each CPU's slab
-//! slot in its CPU's memory node's, by the frame allocator's node of their physical address;
-//! and vmalloc's numa design's vmap node i (its busy lock) in NUMA node i's memory.
+//! slot in its CPU's memory node's, by the frame allocator's node of their physical address.
+//! (vmalloc's numa design's vmap nodes: `vmalloc.vmap_nodes_on_their_node`.)
 
 use super::{caches, default_tunables, KmemCache};
 use crate::ktest::TestResult;
@@ -64,32 +64,6 @@ fn misplaced(c: &KmemCache, out: &mut Vec<String>) {
     }
 }
 
-/// Every vmap node of vmalloc's numa design whose busy lock is off its NUMA node's memory.
-fn misplaced_vmap_nodes(out: &mut Vec<String>) {
-    let topo = crate::topology::get();
-    let Some(v) = crate::mm::vmalloc::design(numalab_algo::vmalloc::Policy::Numa) else {
-        return;
-    };
-    let objects = v.lock_objects();
-    let busy = objects
-        .iter()
-        .filter(|(_, name)| name.starts_with("vmap node "));
-    for (i, (obj, name)) in busy.enumerate() {
-        let addr = *obj as *const dyn core::any::Any as *const u8 as usize;
-        let want = topo.mem_node(NodeId(i as u16));
-        let got = node_of(addr);
-        if got != Some(want) {
-            out.push(format!(
-                "vmalloc numa: {} at {:#x} is on node {}, want node {}",
-                name,
-                addr,
-                got.map_or(String::from("none"), |n| format!("{}", n.0)),
-                want.0
-            ));
-        }
-    }
-}
-
 pub(super) fn structures_on_their_node(_ctx: &crate::ktest::Ctx) -> TestResult {
     let mut fresh = Vec::new();
     for (name, design) in [
@@ -110,7 +84,6 @@ pub(super) fn structures_on_their_node(_ctx: &crate::ktest::Ctx) -> TestResult {
     for c in fresh {
         super::tests::destroy(c)?;
     }
-    misplaced_vmap_nodes(&mut wrong);
     crate::println!(
         "# slub structures_on_their_node: {} caches, {} misplaced structures",
         all.len(),

@@ -7,12 +7,13 @@
 
 use crate::mm::frame::{self, Pages, Policy, PAGE_SIZE};
 use crate::sync::IrqSpinLock;
-use alloc::boxed::Box;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use numalab_algo::page::VirtAddr;
 use numalab_algo::slub::{Platform, Report, SlabPages, DESC_BYTES};
 use numalab_algo::topology::{CpuId, NodeId, Topology};
 use spin::Once;
+
+pub use super::per_node::PerNode;
 
 /// The kernel's machine for the SLUB core (a zero-sized handle).
 #[derive(Clone, Copy, Default)]
@@ -52,70 +53,6 @@ pub(super) fn set_block_source(source: BlockSource) {
 /// Sheaf blocks live in kmalloc class `class`.
 pub fn sheaf_blocks(class: usize) -> i64 {
     SHEAF_BLOCKS.get(class).map_or(0, |n| n.load(Relaxed))
-}
-
-/// A counter per node of the machine: one slot for each of the topology's nodes (at most
-/// Linux's MAX_NUMNODES, 1024, the bound the ACPI and numactl readers enforce), allocated from
-/// the heap on first use, which [`super::init`] makes before SLUB takes its first page, so no
-/// two nodes ever share a slot. (Issue 24 item 7: a fixed array of 64 counted nodes 63 and up
-/// in one slot, and the soak's per-node conservation of node 63 failed on 66 nodes.)
-pub struct PerNode(Once<Box<[AtomicUsize]>>);
-
-impl Default for PerNode {
-    fn default() -> PerNode {
-        PerNode::new()
-    }
-}
-
-impl PerNode {
-    pub const fn new() -> PerNode {
-        PerNode(Once::new())
-    }
-
-    /// The slots; the first call (on the boot CPU, from `super::init`) allocates them.
-    fn slots(&self) -> &[AtomicUsize] {
-        self.0.call_once(|| {
-            let nodes = crate::topology::get().nr_nodes().max(1);
-            (0..nodes).map(|_| AtomicUsize::new(0)).collect()
-        })
-    }
-
-    /// `node`'s slot. Every node SLUB sees comes from the frame allocator, which knows only the
-    /// topology's nodes: a node outside them is a bug, and panics here rather than being
-    /// counted on another node.
-    fn slot(&self, node: NodeId) -> &AtomicUsize {
-        let slots = self.slots();
-        match slots.get(node.index()) {
-            Some(s) => s,
-            None => panic!(
-                "slub: node {} outside the machine's {} nodes",
-                node.0,
-                slots.len()
-            ),
-        }
-    }
-
-    /// Makes the slots now (before anything may count into them with a lock held).
-    pub fn init(&self) {
-        self.slots();
-    }
-
-    pub fn add(&self, node: NodeId, n: usize) {
-        self.slot(node).fetch_add(n, Relaxed);
-    }
-
-    pub fn sub(&self, node: NodeId, n: usize) {
-        self.slot(node).fetch_sub(n, Relaxed);
-    }
-
-    pub fn get(&self, node: NodeId) -> usize {
-        self.slot(node).load(Relaxed)
-    }
-
-    /// How many nodes have a slot (the machine's node count).
-    pub fn nodes(&self) -> usize {
-        self.slots().len()
-    }
 }
 
 /// Makes the per-node counters of the descriptor pool (before the first descriptor).
