@@ -101,8 +101,9 @@ struct FrameAllocator {
     nr_nodes: usize,
     /// Indexed by NodeId; None for nodes without memory.
     nodes: Vec<Option<Node>>,
-    /// Indexed by cpu * nr_nodes + node.
-    pcp: &'static [PcpList],
+    /// Per CPU: its row of lists, one per node (indexed by NodeId), in its memory node's
+    /// memory (build.rs, `pcp_row_on`).
+    pcp_rows: Vec<&'static [PcpList]>,
     /// Each CPU's list for its nearest memory node (the allocation fast path's list).
     local_lists: &'static [&'static PcpList],
     cpus: Vec<CpuCtx>,
@@ -249,7 +250,7 @@ fn free_slow(raw: u64) {
 impl FrameAllocator {
     #[inline(always)]
     fn pcp(&self, cpu: usize, node: NodeId) -> &PcpList {
-        &self.pcp[cpu * self.nr_nodes + node.index()]
+        &self.pcp_rows[cpu][node.index()]
     }
 
     #[inline]
