@@ -138,7 +138,7 @@ fn build() -> FrameAllocator {
         topo,
         nr_nodes,
         nodes,
-        pcp_rows,
+        pcp: pcp_rows.iter().flat_map(|row| row.iter()).collect(),
         local_lists,
         cpus,
         mem_nodes,

@@ -608,7 +608,7 @@ fn pcp_on_their_node(_ctx: &Ctx) -> TestResult {
     let fa = FRAME.get().ok_or_else(|| String::from("not ready"))?;
     let topo = crate::topology::get();
     let mut wrong = Vec::new();
-    for cpu in 0..fa.pcp_rows.len() {
+    for cpu in 0..fa.cpus.len() {
         let want = topo.mem_node(topo.cpus.get(cpu).map_or(NodeId(0), |c| c.node));
         for n in 0..fa.nr_nodes {
             let addr = fa.pcp(cpu, NodeId(n as u16)) as *const pcp::PcpList as u64;
