@@ -11,7 +11,9 @@
 //!   read (`acpi.dump=1`) on 4node, memoryless, cpuless, 8node and two replayed machines
 //!   (an injected SRAT with sparse domains and memoryless nodes, an 8-node numactl text).
 //! - `bench --icount --smoke --trace mem --set bench=slub_list_lock` prints perf c2c tables
-//!   whose rows name the cache's list_locks, with records of every region.
+//!   whose rows name the cache's list_locks, with records of every region, and each of
+//!   SLUB's per-node locks (`... node N list_lock`, `... barn node N lock`) is homed on node N
+//!   (the Node column; a memoryless N: its nearest memory node), as Linux places them.
 
 use numalab_boot::machine;
 use numalab_boot::trace::{self, labels, map::NodeMap, output};
@@ -246,6 +248,12 @@ fn s14_bench_trace_prints_c2c_tables_naming_the_list_locks() {
         "no row names a list_lock:\n{}",
         t.tables
     );
+    let wrong = misplaced_node_locks(&t.tables, &node_map(&args.base));
+    assert!(
+        wrong.is_empty(),
+        "per-node locks off their node:\n{}",
+        wrong.join("\n")
+    );
     for case in ["linux_default", "cpu_partial_x2"] {
         for metric in [
             "remote_access_fraction",
@@ -294,4 +302,96 @@ fn s14_slow_a_255_vcpu_boot_with_the_plugin_completes() {
         t.regions.keys().filter(|(k, _)| *k != 0).count() >= 255,
         "every vCPU marked itself"
     );
+}
+
+/// The node whose memory serves node `n` (Linux's numa_mem_id): `n` when it has memory, else
+/// the nearest node that has (the lowest id among the nearest).
+fn memory_node_of(map: &NodeMap, n: u32) -> u32 {
+    let has_memory = |m: u32| map.ranges.iter().any(|r| r.node == m);
+    if has_memory(n) {
+        return n;
+    }
+    let row = &map.distances[n as usize];
+    (0..row.len() as u32)
+        .filter(|&m| has_memory(m))
+        .min_by_key(|&m| (row[m as usize], m))
+        .unwrap_or(n)
+}
+
+/// Rows of perf c2c `tables` whose symbol names one of SLUB's per-node locks (`node N
+/// list_lock`, `barn node N lock`) and whose Node column is not N's memory node, one line
+/// each. Panics when no row names such a lock (nothing was checked). vmap nodes' labels are
+/// not checked: their N is a vmap node, a NUMA node only in the numa design.
+fn misplaced_node_locks(tables: &str, map: &NodeMap) -> Vec<String> {
+    let mut node_col = None;
+    let (mut checked, mut wrong) = (0, Vec::new());
+    for line in tables.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if line.starts_with("# Index") {
+            node_col = words[1..].iter().position(|w| *w == "Node");
+            continue;
+        }
+        let Some(col) = node_col else { continue };
+        let Some(i) = words.iter().position(|w| *w == "node") else {
+            continue;
+        };
+        let (Some(n), Some(what)) = (words.get(i + 1), words.get(i + 2)) else {
+            continue;
+        };
+        let barn = i > 0 && words[i - 1] == "barn" && *what == "lock";
+        let Ok(n) = n.parse::<u32>() else { continue };
+        if *what != "list_lock" && !barn {
+            continue;
+        }
+        checked += 1;
+        let want = memory_node_of(map, n);
+        if words.get(col).and_then(|w| w.parse::<u32>().ok()) != Some(want) {
+            wrong.push(format!("want Node {want}: {line}"));
+        }
+    }
+    assert!(checked > 0, "no row names a per-node lock:\n{tables}");
+    wrong
+}
+
+/// The check above on hand-written rows: a lock homed on its node passes, one on another
+/// node and a memoryless node's lock off its nearest memory node are reported.
+#[test]
+fn s14_misplaced_node_locks_reads_the_node_column() {
+    let map = NodeMap {
+        distances: vec![vec![10, 20, 30], vec![20, 10, 20], vec![30, 20, 10]],
+        ranges: vec![
+            numalab_boot::trace::map::MemRange {
+                start: 0,
+                end: 1 << 30,
+                node: 0,
+            },
+            numalab_boot::trace::map::MemRange {
+                start: 1 << 30,
+                end: 2 << 30,
+                node: 2,
+            },
+        ],
+        vcpu_nodes: vec![0, 1, 2],
+        ram_per_node: true,
+    };
+    let head = "# Index             Address  Node  PA cnt     Hitm    Total  LclHitm  RmtHitm  records    Loads   Stores  Atomics    Inval  Symbol";
+    let row = |node: u32, symbol: &str| {
+        format!("      0       0x280035f5440     {node}       1    0.27%       30       30        0     1488      699      527      262       30  {symbol}")
+    };
+    let good = [
+        head.to_string(),
+        row(0, "slub_list_lock node 0 list_lock"),
+        row(2, "maple_node barn node 2 lock"),
+        row(0, "slub_list_lock node 1 list_lock"),
+        row(0, "vmap node 1 busy.lock"),
+    ]
+    .join("\n");
+    assert_eq!(misplaced_node_locks(&good, &map), Vec::<String>::new());
+    let bad = [
+        head.to_string(),
+        row(0, "slub_list_lock node 2 list_lock"),
+        row(2, "maple_node barn node 1 lock"),
+    ]
+    .join("\n");
+    assert_eq!(misplaced_node_locks(&bad, &map).len(), 2);
 }

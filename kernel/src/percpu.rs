@@ -35,8 +35,9 @@ pub struct PerCpu {
     node: AtomicU16,
     mem_node: AtomicU16,
     apic_id: AtomicU32,
-    /// `cpu * CPU_SLAB_BYTES`: this CPU's byte offset in every SLUB cache's per-CPU array,
-    /// so reaching the slot is one GS-relative add (Linux's this_cpu_ptr).
+    /// This CPU's byte offset from a SLUB cache's slot in CPU 0's region to its own slot (its
+    /// region's address minus CPU 0's, set by mm/slub/placement.rs; `cpu * CPU_SLAB_BYTES`
+    /// until then), so reaching the slot is one GS-relative add (Linux's this_cpu_ptr).
     slub_slot_off: AtomicUsize,
     /// Where this CPU's `per_cpu!` copies lie: their address minus the boot copies' (0 on the
     /// boot CPU; percpu/local.rs), Linux's this_cpu_off.
@@ -78,6 +79,12 @@ impl PerCpu {
 
     pub fn apic_id(&self) -> u32 {
         self.apic_id.load(Ordering::Relaxed)
+    }
+
+    /// Points this CPU's SLUB slot offset at its region of slab slots (mm/slub/placement.rs:
+    /// the region's address minus CPU 0's), before the first cache.
+    pub fn set_slub_slot_off(&self, delta: usize) {
+        self.slub_slot_off.store(delta, Ordering::Relaxed);
     }
 
     /// Records where this CPU's `per_cpu!` copies lie (`alloc_area`'s delta), before the CPU
@@ -195,7 +202,8 @@ fn var_delta() -> usize {
     gs_load!(usize, "qword", "r", OFFSET_VAR_DELTA)
 }
 
-/// The calling CPU's byte offset in a SLUB per-CPU array (`cpu * CPU_SLAB_BYTES`).
+/// The calling CPU's byte offset from a SLUB slot in CPU 0's region to its own
+/// (mm/slub/placement.rs).
 #[inline(always)]
 pub fn slub_slot_offset() -> usize {
     gs_load!(usize, "qword", "r", OFFSET_SLUB_SLOT)

@@ -19,6 +19,7 @@ use super::geometry::{
     calculate_layout, calculate_order, cpu_partial_slabs, default_cpu_partial_objects,
     default_min_partial, DebugFlags, ObjLayout, OrderObjects, MAX_SLAB_ORDER, PAGE_SIZE,
 };
+use super::placed::{NodeArray, PerCpuSlots};
 use super::platform::Platform;
 use super::slab::NodeLists;
 use super::stats::{CpuStats, Stat, StatsSnapshot, NR_ERROR_KINDS};
@@ -39,6 +40,8 @@ pub enum CreateError {
     BadSize(usize),
     /// Alignment not a power of two or above a page.
     BadAlign(usize),
+    /// No memory for the cache's per-node or per-CPU structures.
+    NoMemory,
 }
 
 /// One CPU's slab state for one cache (Linux's kmem_cache_cpu). The first 64-byte line
@@ -157,12 +160,17 @@ pub struct Cache<P: Platform> {
     /// For each requested node, the node whose lists serve it (memoryless fix).
     pub(crate) node_map: Box<[NodeId]>,
     pub(crate) ctor: Option<fn(usize)>,
-    pub(crate) cpus: Box<[CpuSlab]>,
-    pub(crate) nodes: Box<[NodeLists<P::Lock>]>,
+    /// Each CPU's slab state, in its CPU's node's memory (Linux's alloc_percpu'd
+    /// kmem_cache_cpu).
+    pub(crate) cpus: P::PerCpu<CpuSlab>,
+    /// Each node's lists, in that node's memory (Linux's kmem_cache_node, allocated on its
+    /// node by init_kmem_cache_nodes); a memoryless node's in the nearest memory.
+    pub(crate) nodes: NodeArray<P::NodeBox<NodeLists<P::Lock>>>,
     /// The sheaves design: objects per sheaf (0: no sheaves, the partial design's paths).
     pub(crate) sheaf_capacity: usize,
-    /// Per node: its barn (empty for the partial design).
-    pub(crate) barns: Box<[Barn<P::Lock>]>,
+    /// Per node: its barn (empty for the partial design), in that node's memory (Linux
+    /// kmalloc_node's it there).
+    pub(crate) barns: NodeArray<P::NodeBox<Barn<P::Lock>>>,
     /// Sheaves stacked over the per-CPU slab (`Design::Hybrid`, opted in): refills and
     /// bypasses go through the partial design's paths (hybrid.rs).
     pub(crate) hybrid: bool,
@@ -245,10 +253,14 @@ impl<P: Platform> Cache<P> {
                 }
             })
             .collect();
-        let nodes: Vec<NodeLists<P::Lock>> = (0..topo.nr_nodes().max(1))
-            .map(|_| NodeLists::new(plat.new_lock()))
-            .collect();
-        let cpus: Vec<CpuSlab> = (0..nr_cpus).map(|_| CpuSlab::default()).collect();
+        let nodes = (0..topo.nr_nodes().max(1))
+            .map(|i| plat.node_box(NodeLists::new(plat.new_lock()), NodeId(i as u16)))
+            .collect::<Option<Vec<_>>>()
+            .ok_or(CreateError::NoMemory)?;
+        let cpus = plat
+            .alloc_per_cpu::<CpuSlab>()
+            .ok_or(CreateError::NoMemory)?;
+        debug_assert_eq!(cpus.len(), nr_cpus);
         let (sheaf_capacity, bootstrap_sheaf) = match sheaves.then(|| plat.alloc_desc()) {
             Some(Some(b)) if t.design == Design::Hybrid => {
                 (super::sheaf::hybrid_sheaf_capacity(t.sheaf_capacity), b)
@@ -259,10 +271,11 @@ impl<P: Platform> Cache<P> {
             ),
             _ => (0, 0),
         };
-        let barns: Vec<Barn<P::Lock>> = if sheaf_capacity == 0 {
+        let barns = if sheaf_capacity == 0 {
             Vec::new()
         } else {
-            for (i, c) in cpus.iter().enumerate() {
+            for i in 0..cpus.len() {
+                let c = cpus.get(i);
                 let node = topo.node_of_cpu(crate::topology::CpuId(i as u16));
                 c.home.store(topo.mem_node(node).index(), Relaxed);
                 c.cpu_node.store(node.index(), Relaxed);
@@ -272,9 +285,10 @@ impl<P: Platform> Cache<P> {
                 .map(|i| {
                     let n = NodeId(i as u16);
                     let exists = !topo.is_memoryless(n) || t.memoryless_barns;
-                    Barn::new(plat.new_lock(), exists)
+                    plat.node_box(Barn::new(plat.new_lock(), exists), n)
                 })
-                .collect()
+                .collect::<Option<Vec<_>>>()
+                .ok_or(CreateError::NoMemory)?
         };
         let stride_shift = layout.size.trailing_zeros();
         let odd = layout.size >> stride_shift;
@@ -301,11 +315,11 @@ impl<P: Platform> Cache<P> {
             tunables: t,
             node_map: node_map.into_boxed_slice(),
             ctor,
-            cpus: cpus.into_boxed_slice(),
-            nodes: nodes.into_boxed_slice(),
+            cpus,
+            nodes: NodeArray::new(nodes),
             hybrid: t.design == Design::Hybrid && sheaf_capacity != 0,
             sheaf_capacity,
-            barns: barns.into_boxed_slice(),
+            barns: NodeArray::new(barns),
             bootstrap_sheaf,
             checks_linux: AtomicBool::new(false),
             sheaves_full: AtomicUsize::new(usize::from(sheaf_capacity != 0)),

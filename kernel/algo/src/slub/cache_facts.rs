@@ -4,6 +4,7 @@
 
 use super::cache::{Cache, Tunables};
 use super::geometry::{DebugFlags, ObjLayout, OrderObjects, PAGE_SIZE};
+use super::placed::PerCpuSlots;
 use super::platform::{Platform, Report};
 use super::stats::{ErrorKind, Stat, StatsSnapshot};
 use crate::topology::NodeId;
@@ -130,10 +131,17 @@ impl<P: Platform> Cache<P> {
     /// One CPU's counters.
     pub fn cpu_stats(&self, cpu: crate::topology::CpuId) -> StatsSnapshot {
         let mut s = StatsSnapshot::default();
-        if let Some(c) = self.cpus.get(cpu.index()) {
+        if let Some(c) = self.cpus.try_get(cpu.index()) {
             c.snapshot_into(&mut s);
         }
         s
+    }
+
+    /// The address of CPU `cpu`'s slab slot (where its memory is: the placement checks).
+    pub fn cpu_slot_addr(&self, cpu: crate::topology::CpuId) -> Option<usize> {
+        self.cpus
+            .try_get(cpu.index())
+            .map(|c| c as *const super::cache::CpuSlab as usize)
     }
 
     /// Slabs held, per node.

@@ -2,6 +2,7 @@
 //! allocator per node, owner words, a descriptor pool, fake CPUs (one per thread) and a
 //! counting clock. Deterministic, so every SLUB path can be driven and checked.
 
+use super::placed::HeapPerCpu;
 use super::platform::{Platform, Report, SlabPages, DESC_BYTES};
 use super::stats::ErrorKind;
 use crate::topology::{CpuId, CpuInfo, NodeId, NodeInfo, Topology};
@@ -54,6 +55,9 @@ pub struct FakeMachine {
     /// When set, `owner_fast` finds no page (as the kernel's vmemmap for a section two
     /// nodes share): every free fast path must hand the object to a full lookup.
     pub owner_fast_misses: std::sync::atomic::AtomicBool,
+    /// Every structure placed on a node (`node_box`, `alloc_per_cpu`): its address and the
+    /// node whose memory the fake says it came from, latest last.
+    pub placed: Mutex<Vec<(usize, NodeId)>>,
 }
 
 impl FakeMachine {
@@ -127,6 +131,7 @@ impl FakeMachine {
             irq: Mutex::new(None),
             cas_ignores_tid: std::sync::atomic::AtomicBool::new(false),
             owner_fast_misses: std::sync::atomic::AtomicBool::new(false),
+            placed: Mutex::new(Vec::new()),
         }
     }
 
@@ -210,6 +215,23 @@ impl FakeMachine {
         }
     }
 
+    /// The node `addr`'s structure was placed on (its latest placement), if any.
+    pub fn placed_on<T>(&self, value: &T) -> Option<NodeId> {
+        let addr = value as *const T as usize;
+        let placed = self.placed.lock().unwrap();
+        placed.iter().rev().find(|p| p.0 == addr).map(|p| p.1)
+    }
+
+    /// The node whose memory serves a request for `node`: `node` if it has pages, else the
+    /// nearest that has (the kernel's Policy::Preferred, Linux's kmalloc_node).
+    fn memory_for(&self, node: NodeId) -> Option<NodeId> {
+        self.topo
+            .fallback_order(node)
+            .iter()
+            .copied()
+            .find(|n| self.node_pages[n.index()].1 > self.node_pages[n.index()].0)
+    }
+
     pub fn take_reports(&self) -> Vec<(std::string::String, usize, ErrorKind)> {
         std::mem::take(&mut *self.reports.lock().unwrap())
     }
@@ -217,6 +239,25 @@ impl FakeMachine {
 
 impl Platform for &FakeMachine {
     type Lock = Mutex<()>;
+    type NodeBox<T: Send + Sync + 'static> = Box<T>;
+    type PerCpu<T: Default + Send + Sync + 'static> = HeapPerCpu<T>;
+
+    fn node_box<T: Send + Sync + 'static>(&self, value: T, node: NodeId) -> Option<Box<T>> {
+        let on = self.memory_for(node)?;
+        let b = Box::new(value);
+        let addr = &*b as *const T as usize;
+        self.placed.lock().unwrap().push((addr, on));
+        Some(b)
+    }
+    fn alloc_per_cpu<T: Default + Send + Sync + 'static>(&self) -> Option<HeapPerCpu<T>> {
+        let slots = HeapPerCpu::<T>::new(self.topo.nr_cpus());
+        let mut placed = self.placed.lock().unwrap();
+        for (i, slot) in slots.0.iter().enumerate() {
+            let node = self.topo.node_of_cpu(CpuId(i as u16));
+            placed.push((slot as *const T as usize, self.memory_for(node)?));
+        }
+        Some(slots)
+    }
 
     fn new_lock(&self) -> Mutex<()> {
         Mutex::new(())

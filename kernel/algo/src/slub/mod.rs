@@ -23,6 +23,7 @@ pub mod freelist;
 pub mod geometry;
 mod hybrid;
 pub mod info;
+pub mod placed;
 pub mod platform;
 pub mod sheaf;
 mod sheaves;
@@ -42,6 +43,8 @@ mod hybrid_tests;
 #[cfg(test)]
 mod model;
 #[cfg(test)]
+mod placed_tests;
+#[cfg(test)]
 mod sheaves_tests;
 #[cfg(test)]
 mod sysfs_tests;
@@ -54,6 +57,7 @@ pub use cache::{Cache, CreateError, Design, Tunables, CPU_SLAB_BYTES, HOT_LINE_B
 pub use checks::Checks;
 pub use geometry::DebugFlags;
 pub use info::{slabinfo_line, SlabInfo, SlabinfoMode, SLABINFO_HEADER};
+pub use placed::{HeapPerCpu, NodeArray, PerCpuSlots};
 pub use platform::{Platform, Report, SlabPages, DESC_BYTES, OWNER_MARKS};
 pub use snapshot::{CacheSnapshot, NodeFigures};
 pub use stats::{ErrorKind, Stat, StatsSnapshot, STAT_NAMES};

@@ -221,6 +221,17 @@ impl ModelMachine {
 
 impl Platform for &ModelMachine {
     type Lock = shuttle::sync::Mutex<()>;
+    type NodeBox<T: Send + Sync + 'static> = Box<T>;
+    type PerCpu<T: Default + Send + Sync + 'static> = super::placed::HeapPerCpu<T>;
+
+    fn node_box<T: Send + Sync + 'static>(&self, value: T, _node: NodeId) -> Option<Box<T>> {
+        Some(Box::new(value))
+    }
+    fn alloc_per_cpu<T: Default + Send + Sync + 'static>(
+        &self,
+    ) -> Option<super::placed::HeapPerCpu<T>> {
+        Some(super::placed::HeapPerCpu::new(self.topo.nr_cpus()))
+    }
 
     fn new_lock(&self) -> Self::Lock {
         shuttle::sync::Mutex::new(())

@@ -37,7 +37,14 @@ pub const OWNER_MARKS: usize = 8;
 /// `alloc_desc`. `load`/`store` are plain (relaxed) accesses; `cas` is a full compare-and-swap.
 pub trait Platform: Sync {
     /// The per-node list_lock.
-    type Lock: Sync;
+    type Lock: Sync + Send + 'static;
+    /// An owned value in the memory of a chosen node (Linux's kmalloc_node'd or
+    /// kmem_cache_alloc_node'd structure): derefs to the value; dropping it drops the value
+    /// and gives the memory back. `Box<T>` on a platform without node memory of its own.
+    type NodeBox<T: Send + Sync + 'static>: core::ops::Deref<Target = T> + Send + Sync;
+    /// One value per CPU of the topology, each on its CPU's memory node (Linux's
+    /// alloc_percpu); `super::placed::HeapPerCpu` on a platform without node memory.
+    type PerCpu<T: Default + Send + Sync + 'static>: super::placed::PerCpuSlots<T>;
 
     fn new_lock(&self) -> Self::Lock;
     /// Runs `f` with `lock` held and interrupts off.
@@ -51,11 +58,25 @@ pub trait Platform: Sync {
     fn topology(&self) -> &Topology;
     /// The running CPU.
     fn cpu(&self) -> CpuId;
-    /// The running CPU's entry of `slots`, one entry per CPU of the topology (the core
-    /// always passes exactly that many). The kernel skips the bounds check.
+    /// `value` in the memory of `node`, or of the nearest node with memory when `node` has
+    /// none free (Linux's kmalloc_node, which falls back the same way); None when no node
+    /// has memory. The cache's per-node lists and barns live in such boxes.
+    fn node_box<T: Send + Sync + 'static>(
+        &self,
+        value: T,
+        node: NodeId,
+    ) -> Option<Self::NodeBox<T>>;
+    /// A default `T` for every CPU of the topology, each in the memory of its CPU's memory
+    /// node (Linux's alloc_percpu: the units of each CPU's node); None when out of memory.
+    fn alloc_per_cpu<T: Default + Send + Sync + 'static>(&self) -> Option<Self::PerCpu<T>>;
+    /// The running CPU's value of `slots` (Linux's this_cpu_ptr). The kernel reaches it
+    /// with one GS-relative add.
     #[inline(always)]
-    fn this_cpu<'a, T>(&self, slots: &'a [T]) -> &'a T {
-        &slots[self.cpu().index()]
+    fn this_cpu<'a, T: Default + Send + Sync + 'static>(
+        &self,
+        slots: &'a Self::PerCpu<T>,
+    ) -> &'a T {
+        super::placed::PerCpuSlots::get(slots, self.cpu().index())
     }
     /// The fast paths' commit on the running CPU's own slot: if the words `pair[0]` and
     /// `pair[1]` (adjacent, 16-byte aligned: freelist, tid) equal `old`, replace them with `new` and return true,

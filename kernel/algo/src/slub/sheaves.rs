@@ -21,6 +21,7 @@
 
 use super::barn::{MAX_EMPTY_SHEAVES, MAX_FULL_SHEAVES};
 use super::cache::{Cache, CpuSlab};
+use super::placed::PerCpuSlots;
 use super::platform::{Platform, OWNER_MARKS};
 use super::sheaf::{sheaf_bytes, Sheaf};
 use super::slab::Slab;

@@ -6,6 +6,7 @@
 use super::cache::{Cache, Design};
 use super::geometry::DebugFlags;
 use super::info::SlabInfo;
+use super::placed::PerCpuSlots;
 use super::platform::Platform;
 use super::slab::Slab;
 use super::stats::StatsSnapshot;

@@ -85,24 +85,29 @@ fn build() -> FrameAllocator {
     } else {
         0
     };
-    let pcp: &'static [PcpList] = (0..nr_cpus * nr_nodes)
+    // Each CPU's row of lists (one per node) in its memory node's memory, as Linux's
+    // setup_zone_pageset takes per_cpu_pages with alloc_percpu (docs/frame.md, "Where the
+    // per-CPU page lists live").
+    let pcp_rows: Vec<&'static [PcpList]> = (0..nr_cpus)
         .map(|i| {
-            let node = nodes[i % nr_nodes].as_ref();
-            pcp::new_list(
-                node,
-                high,
-                node_code(NodeId((i % nr_nodes) as u16)) << NODE_CODE_SHIFT,
-            )
+            let node = topo.cpus.get(i).map_or(NodeId(0), |c| c.node);
+            let lists = (0..nr_nodes).map(|n| {
+                pcp::new_list(
+                    nodes[n].as_ref(),
+                    high,
+                    node_code(NodeId(n as u16)) << NODE_CODE_SHIFT,
+                )
+            });
+            pcp_row_on(&nodes, topo.mem_node(node), lists)
         })
-        .collect::<Vec<_>>()
-        .leak();
+        .collect();
     let cpus = (0..nr_cpus)
         .map(|i| {
             let node = topo.cpus.get(i).map(|c| c.node).unwrap_or(NodeId(0));
             CpuCtx {
                 node,
                 mem_node: topo.mem_node(node),
-                row: &pcp[i * nr_nodes..i * nr_nodes + nr_nodes.min(NODE_CODE_REFUSED as usize)],
+                row: &pcp_rows[i][..nr_nodes.min(NODE_CODE_REFUSED as usize)],
                 fallback: topo.fallback_order(node),
                 interleave_next: AtomicU32::new(i as u32),
             }
@@ -125,7 +130,7 @@ fn build() -> FrameAllocator {
     let local_lists = (0..nr_cpus)
         .map(|i| {
             let node = topo.cpus.get(i).map_or(NodeId(0), |c| c.node);
-            &pcp[i * nr_nodes + topo.mem_node(node).index()]
+            &pcp_rows[i][topo.mem_node(node).index()]
         })
         .collect::<Vec<_>>()
         .leak();
@@ -133,7 +138,7 @@ fn build() -> FrameAllocator {
         topo,
         nr_nodes,
         nodes,
-        pcp,
+        pcp: pcp_rows.iter().flat_map(|row| row.iter()).collect(),
         local_lists,
         cpus,
         mem_nodes,
@@ -142,6 +147,38 @@ fn build() -> FrameAllocator {
         pcp_batch_pages: batch,
         stray_frees: AtomicU64::new(0),
     }
+}
+
+/// A row of per-CPU page lists in pages taken from `mem_node`'s buddy (before the allocator is
+/// published; never freed), or from the heap when that node has no buddy or no such block.
+fn pcp_row_on(
+    nodes: &[Option<Node>],
+    mem_node: NodeId,
+    lists: impl ExactSizeIterator<Item = PcpList>,
+) -> &'static [PcpList] {
+    let len = lists.len();
+    let bytes = (len * core::mem::size_of::<PcpList>()).max(1);
+    let order = bytes
+        .div_ceil(PAGE_SIZE as usize)
+        .next_power_of_two()
+        .trailing_zeros() as u8;
+    let pfn = nodes
+        .get(mem_node.index())
+        .and_then(|n| n.as_ref())
+        .and_then(|n| n.buddy.lock().alloc(order));
+    let Some(pfn) = pfn else {
+        return lists.collect::<Vec<_>>().leak();
+    };
+    let base = crate::arch::direct_map::phys_to_virt(PhysAddr::new(pfn << PAGE_SHIFT)).as_u64()
+        as *mut PcpList;
+    for (i, list) in lists.enumerate() {
+        // SAFETY: `base` is the start of 2^order fresh pages of the direct map just taken from
+        // the buddy and never given back, which hold `len` lists (bytes <= 2^order pages),
+        // page aligned; each slot is written once here before any reference to it exists.
+        unsafe { base.add(i).write(list) };
+    }
+    // SAFETY: the `len` lists were initialized above and live for the kernel's life.
+    unsafe { core::slice::from_raw_parts(base, len) }
 }
 
 /// One page for a page table, on the calling CPU's node: its physical address (page-table

@@ -26,6 +26,7 @@ mod vmemmap;
 #[cfg(feature = "ktest")]
 mod vmemmap_tests;
 
+use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
@@ -101,8 +102,9 @@ struct FrameAllocator {
     nr_nodes: usize,
     /// Indexed by NodeId; None for nodes without memory.
     nodes: Vec<Option<Node>>,
-    /// Indexed by cpu * nr_nodes + node.
-    pcp: &'static [PcpList],
+    /// Indexed by cpu * nr_nodes + node: each CPU's lists lie in a row of its memory node's
+    /// memory (build.rs, `pcp_row_on`); this table of references keeps the one index.
+    pcp: Box<[&'static PcpList]>,
     /// Each CPU's list for its nearest memory node (the allocation fast path's list).
     local_lists: &'static [&'static PcpList],
     cpus: Vec<CpuCtx>,
@@ -249,7 +251,7 @@ fn free_slow(raw: u64) {
 impl FrameAllocator {
     #[inline(always)]
     fn pcp(&self, cpu: usize, node: NodeId) -> &PcpList {
-        &self.pcp[cpu * self.nr_nodes + node.index()]
+        self.pcp[cpu * self.nr_nodes + node.index()]
     }
 
     #[inline]

@@ -601,6 +601,33 @@ fn pcp_double_free_race(_ctx: &Ctx) -> TestResult {
     expect_restored(&before)
 }
 
+/// Each CPU's per-CPU page lists lie in its memory node's memory (build.rs, `pcp_row_on`; Linux
+/// takes per_cpu_pages with alloc_percpu): every list of the CPU's row, by the node of its
+/// physical address.
+fn pcp_on_their_node(_ctx: &Ctx) -> TestResult {
+    let fa = FRAME.get().ok_or_else(|| String::from("not ready"))?;
+    let topo = crate::topology::get();
+    let mut wrong = Vec::new();
+    for cpu in 0..fa.cpus.len() {
+        let want = topo.mem_node(topo.cpus.get(cpu).map_or(NodeId(0), |c| c.node));
+        for n in 0..fa.nr_nodes {
+            let addr = fa.pcp(cpu, NodeId(n as u16)) as *const pcp::PcpList as u64;
+            let got = node_of_phys(virt_to_phys(VirtAddr::new(addr)));
+            if got != Some(want) {
+                wrong.push(format!(
+                    "CPU {cpu}'s list for node {n} at {addr:#x} is on node {}, want node {}",
+                    got.map_or(String::from("none"), |g| format!("{}", g.0)),
+                    want.0
+                ));
+            }
+        }
+    }
+    match wrong.first() {
+        None => Ok(()),
+        Some(first) => Err(format!("{} misplaced, first: {first}", wrong.len()).into()),
+    }
+}
+
 /// An allocation that finds its node empty while another CPU's per-CPU list holds pages of
 /// it drains every CPU's lists before failing (issue 14: it drained only its own, so those
 /// pages were out of reach): another CPU fills its list for the local node, then this CPU
@@ -659,5 +686,6 @@ ktest!(SUITE, Test, heap_large);
 ktest!(SUITE, Test, drain_all_cpus);
 ktest!(SUITE, Test, pcp_double_free_race);
 ktest!(SUITE, Test, drain_other_cpus_before_failing);
+ktest!(SUITE, Test, pcp_on_their_node);
 ktest!(SUITE, Test, dumps);
 ktest!(SUITE, Stress, stress);

@@ -25,6 +25,10 @@ pub mod info;
 pub mod kmalloc;
 mod kobject;
 mod object;
+mod per_node;
+pub mod placement;
+#[cfg(feature = "ktest")]
+mod placement_tests;
 pub mod platform;
 mod private;
 #[cfg(feature = "ktest")]
@@ -166,6 +170,7 @@ pub fn boot_slabinfo_mode() -> SlabinfoMode {
 pub fn init() {
     let t = default_tunables("");
     platform::init();
+    placement::init();
     kmalloc::init();
     READY.store(true, Relaxed);
     crate::mm::frame::register_holder(&SlubPages);
@@ -469,6 +474,6 @@ pub fn held_bytes_on(node: NodeId) -> u64 {
         .iter()
         .map(|c| c.core().slab_pages_on(node))
         .sum();
-    let pages = slab_pages + platform::desc_pool_pages_on(node);
+    let pages = slab_pages + platform::desc_pool_pages_on(node) + placement::held_pages_on(node);
     (pages * crate::mm::frame::PAGE_SIZE as usize + kmalloc::large_bytes_on(node)) as u64
 }

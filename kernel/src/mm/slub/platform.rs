@@ -7,12 +7,13 @@
 
 use crate::mm::frame::{self, Pages, Policy, PAGE_SIZE};
 use crate::sync::IrqSpinLock;
-use alloc::boxed::Box;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use numalab_algo::page::VirtAddr;
 use numalab_algo::slub::{Platform, Report, SlabPages, DESC_BYTES};
 use numalab_algo::topology::{CpuId, NodeId, Topology};
 use spin::Once;
+
+pub use super::per_node::PerNode;
 
 /// The kernel's machine for the SLUB core (a zero-sized handle).
 #[derive(Clone, Copy, Default)]
@@ -54,70 +55,6 @@ pub fn sheaf_blocks(class: usize) -> i64 {
     SHEAF_BLOCKS.get(class).map_or(0, |n| n.load(Relaxed))
 }
 
-/// A counter per node of the machine: one slot for each of the topology's nodes (at most
-/// Linux's MAX_NUMNODES, 1024, the bound the ACPI and numactl readers enforce), allocated from
-/// the heap on first use, which [`super::init`] makes before SLUB takes its first page, so no
-/// two nodes ever share a slot. (Issue 24 item 7: a fixed array of 64 counted nodes 63 and up
-/// in one slot, and the soak's per-node conservation of node 63 failed on 66 nodes.)
-pub struct PerNode(Once<Box<[AtomicUsize]>>);
-
-impl Default for PerNode {
-    fn default() -> PerNode {
-        PerNode::new()
-    }
-}
-
-impl PerNode {
-    pub const fn new() -> PerNode {
-        PerNode(Once::new())
-    }
-
-    /// The slots; the first call (on the boot CPU, from `super::init`) allocates them.
-    fn slots(&self) -> &[AtomicUsize] {
-        self.0.call_once(|| {
-            let nodes = crate::topology::get().nr_nodes().max(1);
-            (0..nodes).map(|_| AtomicUsize::new(0)).collect()
-        })
-    }
-
-    /// `node`'s slot. Every node SLUB sees comes from the frame allocator, which knows only the
-    /// topology's nodes: a node outside them is a bug, and panics here rather than being
-    /// counted on another node.
-    fn slot(&self, node: NodeId) -> &AtomicUsize {
-        let slots = self.slots();
-        match slots.get(node.index()) {
-            Some(s) => s,
-            None => panic!(
-                "slub: node {} outside the machine's {} nodes",
-                node.0,
-                slots.len()
-            ),
-        }
-    }
-
-    /// Makes the slots now (before anything may count into them with a lock held).
-    pub fn init(&self) {
-        self.slots();
-    }
-
-    pub fn add(&self, node: NodeId, n: usize) {
-        self.slot(node).fetch_add(n, Relaxed);
-    }
-
-    pub fn sub(&self, node: NodeId, n: usize) {
-        self.slot(node).fetch_sub(n, Relaxed);
-    }
-
-    pub fn get(&self, node: NodeId) -> usize {
-        self.slot(node).load(Relaxed)
-    }
-
-    /// How many nodes have a slot (the machine's node count).
-    pub fn nodes(&self) -> usize {
-        self.slots().len()
-    }
-}
-
 /// Makes the per-node counters of the descriptor pool (before the first descriptor).
 pub(super) fn init() {
     DESC_PAGES_ON.init();
@@ -154,6 +91,22 @@ fn word(addr: usize) -> &'static AtomicUsize {
 
 impl Platform for KernelPlatform {
     type Lock = IrqSpinLock<()>;
+    type NodeBox<T: Send + Sync + 'static> = super::placement::NodeBox<T>;
+    type PerCpu<T: Default + Send + Sync + 'static> = super::placement::CpuSlots<T>;
+
+    fn node_box<T: Send + Sync + 'static>(
+        &self,
+        value: T,
+        node: NodeId,
+    ) -> Option<super::placement::NodeBox<T>> {
+        super::placement::NodeBox::new(value, node)
+    }
+
+    fn alloc_per_cpu<T: Default + Send + Sync + 'static>(
+        &self,
+    ) -> Option<super::placement::CpuSlots<T>> {
+        super::placement::CpuSlots::new()
+    }
 
     fn new_lock(&self) -> IrqSpinLock<()> {
         IrqSpinLock::new(())
@@ -182,21 +135,17 @@ impl Platform for KernelPlatform {
     }
 
     #[inline(always)]
-    fn this_cpu<'a, T>(&self, slots: &'a [T]) -> &'a T {
-        if core::mem::size_of::<T>() == numalab_algo::slub::CPU_SLAB_BYTES {
-            // The per-CPU slab arrays: one GS-relative add (this_cpu_ptr).
-            let off = crate::percpu::slub_slot_offset();
-            debug_assert!(off / core::mem::size_of::<T>() < slots.len());
-            // SAFETY: as below; `off` is cpu_id() * size_of::<T>() (percpu::PerCpu::new), a
-            // whole slot inside the array.
-            return unsafe { &*slots.as_ptr().byte_add(off) };
-        }
-        let i = crate::percpu::cpu_id().index();
-        debug_assert!(i < slots.len());
-        // SAFETY: the SLUB core passes one slot per CPU of the topology (Cache::new sizes
-        // its per-CPU array with topology().nr_cpus()), and percpu::cpu_id() is the running
-        // CPU's dense id, below nr_cpus by construction of the topology and SMP bring-up.
-        unsafe { slots.get_unchecked(i) }
+    fn this_cpu<'a, T: Default + Send + Sync + 'static>(
+        &self,
+        slots: &'a super::placement::CpuSlots<T>,
+    ) -> &'a T {
+        // One GS-relative load and an add (this_cpu_ptr): the slot in CPU 0's region plus
+        // this CPU's delta to its own region (placement.rs).
+        let off = crate::percpu::slub_slot_offset();
+        // SAFETY: `slots.base` is the slot's address in CPU 0's region and `off` the running
+        // CPU's delta to its region (set by placement::init before any cache existed), so the
+        // sum is this CPU's live T of that slot (CpuSlots::new wrote one for every CPU).
+        unsafe { &*(slots.base.wrapping_add(off) as *const T) }
     }
 
     #[inline(always)]

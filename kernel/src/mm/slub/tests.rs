@@ -1158,6 +1158,12 @@ ktest!(SUITE, Test, slabinfo_exact);
 ktest!(SUITE, Test, memoryless);
 ktest!(SUITE, Test, exhausted_node);
 ktest!(SUITE, Test, owners);
+ktest!(
+    SUITE,
+    Test,
+    "structures_on_their_node",
+    super::placement_tests::structures_on_their_node
+);
 ktest!(SUITE, Test, node_counters);
 ktest!(SUITE, Test, debug_reports);
 ktest!(SUITE, Test, "kmalloc", kmalloc_api);

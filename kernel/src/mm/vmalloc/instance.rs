@@ -78,13 +78,20 @@ pub struct Counters {
     pub high_order_pages: Sharded,
 }
 
+/// One vmap node in a block of a chosen node's memory (SLUB's per-node pool).
+type VmapNodeBox = crate::mm::slub::placement::NodeBox<IrqSpinLock<VmapNode<Busy<AreaMeta>>>>;
+
 /// A vmalloc allocator (one per policy; see mod.rs).
 pub struct Vmalloc {
     pub layout: Layout,
     pub range_start: u64,
     range_bytes: u64,
     free: IrqSpinLock<FreeSpace>,
-    nodes: Box<[IrqSpinLock<VmapNode<Busy<AreaMeta>>>]>,
+    /// The vmap nodes. In the numa design vmap node i is NUMA node i, and its lock and trees'
+    /// roots lie in that node's memory (a memoryless node's: the nearest memory node); the
+    /// global and cpu designs keep Linux's one array (mm/vmalloc.c `vmap_init_nodes`:
+    /// `kmalloc_array` at boot), on node 0. docs/vmalloc.md, "Where the vmap nodes live".
+    nodes: Box<[VmapNodeBox]>,
     purge_lock: IrqSpinLock<()>,
     /// Full purges finished (`Shards::full_purges`: one exhaustion purge serves every CPU
     /// that ran out meanwhile).
@@ -177,7 +184,14 @@ impl Vmalloc {
             range_bytes,
             free: IrqSpinLock::new(FreeSpace::new(range_start, range_start + range_bytes)),
             nodes: (0..layout.nr_nodes)
-                .map(|_| IrqSpinLock::new(VmapNode::new()))
+                .map(|i| {
+                    let node = match layout.policy {
+                        Policy::Numa => NodeId(i as u16),
+                        Policy::Global | Policy::Cpu => NodeId(0),
+                    };
+                    VmapNodeBox::new(IrqSpinLock::new(VmapNode::new()), node)
+                        .expect("vmalloc: no memory on any node for a vmap node")
+                })
                 .collect(),
             purge_lock: IrqSpinLock::new(()),
             full_purges: AtomicU64::new(0),
@@ -215,7 +229,9 @@ impl Vmalloc {
         let mut out: Vec<(&dyn core::any::Any, alloc::string::String)> =
             alloc::vec![(&self.free, "vmalloc global free lock".into())];
         for (i, n) in self.nodes.iter().enumerate() {
-            out.push((n, alloc::format!("vmap node {i} busy.lock")));
+            // The lock itself (in its node's block), not the box that points at it.
+            let lock: &IrqSpinLock<VmapNode<Busy<AreaMeta>>> = n;
+            out.push((lock, alloc::format!("vmap node {i} busy.lock")));
         }
         out.push((&self.purge_lock, "vmalloc purge lock".into()));
         out.push((&*self.counters, "vmalloc counters".into()));

@@ -34,6 +34,8 @@ mod nr_vmalloc_tests;
 pub mod page_order_run;
 #[cfg(feature = "ktest")]
 mod page_order_tests;
+#[cfg(feature = "ktest")]
+mod placement_tests;
 mod probe;
 mod sharded;
 #[cfg(feature = "ktest")]

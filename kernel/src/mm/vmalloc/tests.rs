@@ -465,3 +465,9 @@ ktest!(SUITE, Test, lazy_purge_shootdown);
 ktest!(SUITE, Test, exhaustion);
 ktest!(SUITE, Test, fault_on_freed_area);
 ktest!(SUITE, Test, vmallocinfo);
+ktest!(
+    SUITE,
+    Test,
+    "vmap_nodes_on_their_node",
+    super::placement_tests::vmap_nodes_on_their_node
+);
