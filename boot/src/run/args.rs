@@ -137,7 +137,8 @@ impl BenchArgs {
             main_job: false,
             no_det: true,
             icount_only: true,
-            trace: false,
+            // Traced with the main job (issue 43): seed 006's modelled row is this boot's.
+            trace: self.trace,
             ..self.clone()
         })
     }

@@ -118,10 +118,19 @@ pub fn report(args: &BenchArgs, runs: &Runs, start: Instant) -> Reported {
         }
     }
     // The seeds table's modelled rows: which cost model gave their figures (docs/costs.md).
-    let mut models: Vec<&str> = Vec::new();
-    for r in runs.numalab.iter().filter_map(|r| r.trace.as_ref()) {
-        if !models.contains(&r.cost_model.as_str()) {
-            models.push(&r.cost_model);
+    // Each traced boot names its own model: the main job's det boot (4node) and seed 006's
+    // icount boot (8node-2mem) are different machines, so their rows can have different models.
+    let mut models: Vec<String> = Vec::new();
+    for r in &runs.numalab {
+        let Some(t) = r.trace.as_ref() else { continue };
+        let m = format!(
+            "{} boot on {}: {}",
+            r.boot.name(),
+            r.config.topology.name,
+            t.cost_model
+        );
+        if !models.contains(&m) {
+            models.push(m);
         }
     }
     if !models.is_empty() && !twin {

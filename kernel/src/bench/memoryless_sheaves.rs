@@ -10,7 +10,9 @@
 //! (alloc_slowpath + free_slowpath per 1000 operations) and `list_lock_acquisitions_per_kop`.
 //! icount boot (one CPU, on a memoryless node in the preset): `instructions_per_pair` of the
 //! burst workload less the harness, and its inverse `pairs_per_kinstruction` (higher is
-//! better, like the thread's IOPS).
+//! better, like the thread's IOPS). Its burst256 loop of each case is a one-CPU trace region
+//! (`memoryless_sheaves CASE cpus 1`, ops = its pairs), so `--trace mem` gives seed 006's
+//! modelled row from this boot (`BurstRegion`).
 
 use super::pairs::{record_pair, with_interrupts};
 use super::slub_cache::BenchCache;
@@ -18,7 +20,7 @@ use super::workload;
 use crate::ktest::{Ctx, TestError, TestResult};
 use crate::mm::slub::{Object, PrivateCache};
 use crate::peers::slub::Cache;
-use crate::peers::{run, Empty, OutOfLine};
+use crate::peers::{run, Empty, Mark, OutOfLine, Profiled, BURST as PEER_BURST, BURST_ROUNDS};
 use alloc::format;
 use alloc::vec::Vec;
 use numalab_algo::knob::{self, CaseCounters};
@@ -75,6 +77,29 @@ fn sheaf_share(s: &StatsSnapshot) -> f64 {
     s.get(Stat::AllocCpuSheaf) as f64 / all.max(1) as f64
 }
 
+/// The burst256 workload of `peers::run` as a one-CPU trace region (docs/trace.md): the
+/// CPU marks itself in right before the timed loop and out right after it, outside the
+/// timed window, so the figures of record are the same with and without the plugin.
+struct BurstRegion {
+    region: super::region::Solo,
+}
+
+impl<P> Mark<P> for BurstRegion {
+    fn mark(&mut self, _peer: &P, workload: &str, end: bool) {
+        if workload != "burst256" {
+            return;
+        }
+        if end {
+            self.region.leave();
+            self.region
+                .key()
+                .ops(BURST_ROUNDS * PEER_BURST as u64);
+        } else {
+            self.region.enter();
+        }
+    }
+}
+
 /// The one-CPU icount boot: instructions per pair of the burst on the boot CPU.
 fn pairs(clock: numalab_algo::bench::Clock) -> TestResult {
     let knobs = with_interrupts(|| -> Result<Vec<CaseCounters>, TestError> {
@@ -83,7 +108,12 @@ fn pairs(clock: numalab_algo::bench::Clock) -> TestResult {
         for (case, t) in super::rep_order(cases()) {
             let c = create(case, t)?;
             let before = c.stats();
-            let v = run(&mut OutOfLine(Cache(&c)))[2];
+            let v = run(&mut OutOfLine(Profiled {
+                peer: Cache(&c),
+                profile: BurstRegion {
+                    region: super::region::Solo::open(NAME, case),
+                },
+            }))[2];
             let s = c.stats().since(&before);
             let mut counters = CaseCounters::new(case);
             for stat in [
