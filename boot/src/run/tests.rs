@@ -341,14 +341,23 @@ fn trace_loads_the_plugin_into_the_deterministic_boots_only() {
     }
     let plain = parse(&args(&format!("--smoke --set bench={}", SLL.name))).unwrap();
     assert!(plan::plan(&plain).unwrap().boots.iter().all(|b| !b.trace));
-    // The main job traces its det boot, not its one-CPU icount boot.
+    // The main job traces its det boot and seed 006's icount boot on 8node-2mem (its
+    // modelled row), not its 4node one-CPU icount boot.
     let main = BenchArgs::main_job(crate::qemu::RunConfig::new(
         "4node",
         numalab_algo::options::Suite::All,
     ));
     let p = plan::plan(&main).unwrap();
     assert!(p.boots.iter().any(|b| b.trace && b.boot == Boot::Det));
-    assert!(p.boots.iter().all(|b| !b.trace || b.boot == Boot::Det));
+    let on = |b: &plan::PlannedBoot| b.config.topology.name;
+    assert!(p
+        .boots
+        .iter()
+        .any(|b| b.trace && b.boot == Boot::Icount && on(b) == "8node-2mem"));
+    assert!(p
+        .boots
+        .iter()
+        .all(|b| !b.trace || b.boot == Boot::Det || on(b) == "8node-2mem"));
     // A machine whose layout the plugin's map cannot derive is refused before any build.
     let q35 = parse(&args("--trace mem -- -M q35")).unwrap();
     match plan::plan(&q35) {
