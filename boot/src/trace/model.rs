@@ -10,8 +10,10 @@
 //! reader's node R = c2c[F][R] ns x GHz (costs/apply.rs). Writebacks are posted: counted and
 //! shown, no cycles. Every figure goes out with its breakdown by class and the model's name.
 
+use super::mlc_table::MlcModel;
 use super::output::TraceOutput;
 use crate::costs::Applied;
+use numalab_algo::bench::mlc::Level;
 use std::collections::BTreeMap;
 
 /// One region's modelled cycles, by class.
@@ -128,6 +130,61 @@ pub fn region(out: &TraceOutput, key: u64, costs: &Applied) -> Breakdown {
         }
     }
     b
+}
+
+/// The applied cost model with one boot's plugin output: what `latency_matrix`'s tables
+/// (mlc_table.rs) need, in ns (cycles / GHz).
+pub struct Modelled<'a> {
+    pub costs: &'a Applied,
+    pub out: &'a TraceOutput,
+}
+
+impl MlcModel for Modelled<'_> {
+    fn name(&self) -> String {
+        self.costs.label()
+    }
+
+    fn note(&self) -> Option<String> {
+        let c = self.costs;
+        if c.dram_fallback {
+            Some(format!("DRAM and HITM: {}", crate::costs::apply::FALLBACK))
+        } else if c.hitm_fallback && c.shape.cpu_nodes().len() > 1 {
+            Some(format!(
+                "remote HITM: {}: the cost model has no c2c table for this machine, so its remote c2c cells are the model's local HITM x SLIT / 10",
+                crate::costs::apply::FALLBACK
+            ))
+        } else {
+            None
+        }
+    }
+
+    fn region_ns(&self, key: u64) -> Option<f64> {
+        if self.out.region_total(key).get("insns") == 0 {
+            return None;
+        }
+        Some(region(self.out, key, self.costs).total() / self.costs.model.ghz)
+    }
+
+    fn dram_ns(&self, cpu_node: usize, mem_node: usize) -> Option<f64> {
+        let c = self.costs;
+        Some(c.dram_cycles(cpu_node as u32, mem_node as u32) / c.model.ghz)
+    }
+
+    fn c2c_ns(&self, writer_node: usize, reader_node: usize, home_node: usize) -> Option<f64> {
+        let c = self.costs;
+        let (w, r, h) = (writer_node as u32, reader_node as u32, home_node as u32);
+        Some(c.hitm_cycles(w, r, h) / c.model.ghz)
+    }
+
+    fn level_ns(&self, level: Level) -> Option<f64> {
+        let m = &self.costs.model;
+        let l = match level {
+            Level::L1 => m.l1d,
+            Level::L2 => m.l2,
+            Level::Llc => m.llc,
+        };
+        Some(l.cycles / m.ghz)
+    }
 }
 
 #[cfg(test)]
