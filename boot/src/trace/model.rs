@@ -253,4 +253,27 @@ mod tests {
         let per_load = region(&out, 1, &a).total() / n as f64;
         assert!((per_load - 144.1 * 2.5).abs() < 1e-9, "{per_load}");
     }
+
+    #[test]
+    fn the_mlc_tables_get_the_models_own_figures_in_ns() {
+        let a = two_nodes();
+        let out = parse(SAMPLE).unwrap();
+        let m = Modelled {
+            costs: &a,
+            out: &out,
+        };
+        let near = |x: Option<f64>, y: f64| (x.unwrap() - y).abs() < 1e-9;
+        assert_eq!(m.name(), "cascadelake-2s");
+        assert_eq!(m.note(), None);
+        assert!(near(m.dram_ns(0, 1), 144.1));
+        assert!(near(m.dram_ns(1, 1), 78.5));
+        // Homed at the writer, at the reader, and the diagonal (the local HITM).
+        assert!(near(m.c2c_ns(1, 0, 1), 111.0));
+        assert!(near(m.c2c_ns(1, 0, 0), 176.8));
+        assert!(near(m.c2c_ns(0, 0, 0), 50.1));
+        assert!(near(m.level_ns(Level::L1), 4.0 / 2.5));
+        assert!(near(m.level_ns(Level::Llc), 50.0 / 2.5));
+        assert!(near(m.region_ns(0x10), region(&out, 0x10, &a).total() / 2.5));
+        assert_eq!(m.region_ns(0x999), None);
+    }
 }
