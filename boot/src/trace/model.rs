@@ -273,7 +273,10 @@ mod tests {
         assert!(near(m.c2c_ns(0, 0, 0), 50.1));
         assert!(near(m.level_ns(Level::L1), 4.0 / 2.5));
         assert!(near(m.level_ns(Level::Llc), 50.0 / 2.5));
-        assert!(near(m.region_ns(0x10), region(&out, 0x10, &a).total() / 2.5));
+        assert!(near(
+            m.region_ns(0x10),
+            region(&out, 0x10, &a).total() / 2.5
+        ));
         assert_eq!(m.region_ns(0x999), None);
     }
 }
