@@ -75,6 +75,7 @@ fn s15_latency_matrix_reproduces_every_preset() {
     for (p, cpu, mem) in presets {
         let text = check(&latency_matrix(p, p), cpu, mem, cpu * (cpu - 1));
         assert!(text.contains(&format!("cost model {p}")), "{text}");
+        println!("{text}");
     }
 }
 
@@ -87,21 +88,23 @@ fn cost_dir() -> PathBuf {
 }
 
 /// MLC's raw output for a 2-node machine, figures of our own (not a preset's).
-const HAND: &str = "Intel(R) Memory Latency Checker - v3.11\n\
-Measuring idle latencies for random access (in ns)...\n\
-\t\tNuma node\n\
-Numa node\t     0\t     1\n\
-       0\t  90.0\t 160.0\n\
-       1\t 170.0\t  95.0\n\
-\n\
-Measuring cache-to-cache transfer latency (in ns)...\n\
-Local Socket L2->L2 HIT  latency\t60.0\n\
-Local Socket L2->L2 HITM latency\t62.0\n\
-Remote Socket L2->L2 HITM latency (data address homed in writer socket)\n\
-\t\t\tReader Numa Node\n\
-Writer Numa Node     0\t     1\n\
-            0\t     -\t 130.0\n\
-            1\t 140.0\t     -\n";
+const HAND: &str = concat!(
+    "Intel(R) Memory Latency Checker - v3.11\n",
+    "Measuring idle latencies for random access (in ns)...\n",
+    "\t\tNuma node\n",
+    "Numa node\t     0\t     1\n",
+    "       0\t  90.0\t 160.0\n",
+    "       1\t 170.0\t  95.0\n",
+    "\n",
+    "Measuring cache-to-cache transfer latency (in ns)...\n",
+    "Local Socket L2->L2 HIT  latency\t60.0\n",
+    "Local Socket L2->L2 HITM latency\t62.0\n",
+    "Remote Socket L2->L2 HITM latency (data address homed in writer socket)\n",
+    "\t\t\tReader Numa Node\n",
+    "Writer Numa Node     0\t     1\n",
+    "            0\t     -\t 130.0\n",
+    "            1\t 140.0\t     -\n",
+);
 
 #[test]
 #[ignore]
@@ -121,6 +124,10 @@ fn s15_a_hand_written_mlc_text_works_the_same() {
 fn s15_a_malformed_mlc_text_exits_2() {
     // A row one entry short: refused before anything is built or booted, naming its line.
     let bad = HAND.replace("       1\t 170.0\t  95.0\n", "       1\t 170.0\n");
+    assert_ne!(
+        bad, HAND,
+        "the malformed text must differ from the good one"
+    );
     let path = cost_dir().join("malformed.mlc");
     std::fs::write(&path, bad).expect("write the cost model");
     let (status, _, err) = numalab::qemu_run_sh(&[
