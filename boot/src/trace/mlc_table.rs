@@ -403,6 +403,17 @@ pub fn report(log: &str, out: &TraceOutput, model: &dyn MlcModel) -> Option<MlcR
             f.served.0
         ));
     }
+    // A cell the kernel could not measure is not checked: say which and why.
+    let skip = format!("# {BENCH}: ");
+    for line in log.lines() {
+        if let Some((case, why)) = line
+            .trim_end()
+            .strip_prefix(&skip)
+            .and_then(|r| r.split_once(": skipped: "))
+        {
+            text.push_str(&format!("{case}\tnot measured (not checked): {why}\n"));
+        }
+    }
     for (what, level) in [("matrix cell", false), ("level", true)] {
         let worst = figs
             .iter()

@@ -144,6 +144,10 @@ fn a_model_that_reproduces_itself_passes_and_prints_mlcs_tables() {
         "{t}"
     );
     assert!(t.contains("check passed"), "{t}");
+    assert!(
+        t.contains("c2c_0_1\tnot measured (not checked): no reader\n"),
+        "{t}"
+    );
 }
 
 #[test]
