@@ -32,6 +32,8 @@ mod s12_slabsys;
 mod s13_kvm;
 #[path = "s14_trace.rs"]
 mod s14_trace;
+#[path = "s15_costs.rs"]
+mod s15_costs;
 
 /// Cargo.toml turns off test auto-discovery: a new tests/*.rs file must be a module above (or
 /// a `[[test]]` of its own), or it would silently never run.

@@ -101,6 +101,19 @@ pub fn run_all(
 /// (in the det boot only the counts, `bench::det_keeps`).
 pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Result<BootRun, String> {
     let mut config = b.config.clone();
+    if let Some(c) = b.costs.as_ref().filter(|_| b.trace) {
+        // latency_matrix's buffers match the caches the plugin models (docs/costs.md).
+        use numalab_algo::options::bench as o;
+        config
+            .options
+            .set(&o::BENCH_MLC_L1D_BYTES, c.model.l1d.bytes)?;
+        config
+            .options
+            .set(&o::BENCH_MLC_L2_BYTES, c.model.l2.bytes)?;
+        config
+            .options
+            .set(&o::BENCH_MLC_LLC_BYTES, c.scaled_llc_bytes())?;
+    }
     let what = match &b.guest {
         Guest::Numalab => {
             let what = format!(

@@ -77,6 +77,22 @@ pub fn report(args: &BenchArgs, runs: &Runs, start: Instant) -> Reported {
         }
         status = status.max(exit::FAIL);
     }
+    // latency_matrix under the trace: a cell off the cost model fails the run, naming it
+    // (boot/src/trace/mlc_table.rs).
+    for r in &runs.numalab {
+        if let Some(m) = r.trace.as_ref().and_then(|t| t.mlc.as_ref()) {
+            if !m.failures.is_empty() {
+                eprintln!(
+                    "numalab: bench: the {} boot's latency_matrix check failed:",
+                    r.boot.name()
+                );
+                for f in &m.failures {
+                    eprintln!("  {f}");
+                }
+                status = status.max(exit::FAIL);
+            }
+        }
+    }
     let numalab: Vec<BenchRecord> = runs
         .numalab
         .iter()
@@ -145,6 +161,10 @@ pub fn report(args: &BenchArgs, runs: &Runs, start: Instant) -> Reported {
         if show_c2c && !r.console.is_empty() {
             println!("\n== perf c2c: the hottest lines of each experiment at its most CPUs (trace plugin, {}) ==", r.summary.trim_start_matches("numalab: trace "));
             print!("{}", r.console);
+        }
+        if let Some(m) = r.mlc.as_ref().filter(|_| show_c2c) {
+            println!();
+            print!("{}", m.text);
         }
     }
     println!("\n== experiments: the metric of record of each (catalog headline) ==");

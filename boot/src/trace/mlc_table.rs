@@ -10,10 +10,13 @@
 //! node, the buffer's node). The modelled ns and the cost model's own figures come through
 //! [`MlcModel`], which the cost model implements; the counts from the plugin's output.
 //!
-//! Not wired yet: the merge with the cost model calls [`report`] from `trace::analyse` with
-//! the boot's log, the parsed plugin output and the cost model as an [`MlcModel`], appends
-//! [`MlcReport::text`] to the console and the run folder, and fails the run (the experiment's
-//! check) when [`MlcReport::failures`] is not empty.
+//! Wired: `trace::analyse` calls [`report`] with the boot's log, the parsed plugin output and
+//! the applied cost model (`model::Modelled` implements [`MlcModel`]); the bench console (and
+//! the main job's `--verbose` one) prints [`MlcReport::text`], the run folder's
+//! `c2c-BOOT-repN.txt` holds it, and the run exits 1 naming each failing cell when
+//! [`MlcReport::failures`] is not empty (run/report.rs). The runner sets `bench.mlc_*` from
+//! the cost model whenever the plugin is loaded (run/execute.rs), so the buffers match the
+//! caches the plugin models.
 //!
 //! MLC's layout, as published `mlc --latency_matrix` and `mlc --c2c_latency` runs print it
 //! (tab-separated, six-wide columns, `-` where MLC measures nothing):
@@ -399,6 +402,27 @@ pub fn report(log: &str, out: &TraceOutput, model: &dyn MlcModel) -> Option<MlcR
             f.served.1 * 100.0,
             f.served.0
         ));
+    }
+    // A cell the kernel could not measure is not checked: say which and why.
+    let skip = format!("# {BENCH}: ");
+    for line in log.lines() {
+        if let Some((case, why)) = line
+            .trim_end()
+            .strip_prefix(&skip)
+            .and_then(|r| r.split_once(": skipped: "))
+        {
+            text.push_str(&format!("{case}\tnot measured (not checked): {why}\n"));
+        }
+    }
+    for (what, level) in [("matrix cell", false), ("level", true)] {
+        let worst = figs
+            .iter()
+            .filter(|f| matches!(f.cell.kind, Kind::Level(_)) == level)
+            .filter_map(|f| f.ratio().map(|r| (f, r)))
+            .max_by(|a, b| (a.1 - 1.0).abs().total_cmp(&(b.1 - 1.0).abs()));
+        if let Some((f, r)) = worst {
+            text.push_str(&format!("worst {what}: {} ratio {r:.4}\n", f.cell.case));
+        }
     }
     if let Some(note) = model.note() {
         text.push_str(&format!("({note})\n"));

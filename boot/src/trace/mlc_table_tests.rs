@@ -144,6 +144,10 @@ fn a_model_that_reproduces_itself_passes_and_prints_mlcs_tables() {
         "{t}"
     );
     assert!(t.contains("check passed"), "{t}");
+    assert!(
+        t.contains("c2c_0_1\tnot measured (not checked): no reader\n"),
+        "{t}"
+    );
 }
 
 #[test]
@@ -158,6 +162,16 @@ fn a_cell_past_two_percent_fails_a_level_past_five() {
     assert!(r.failures[1].contains("dram_0_1:") && r.failures[1].contains("limit 2%"));
     assert!(r.failures[2].contains("c2c_1_0:"));
     assert!(r.text.contains("1.021!"), "{}", r.text);
+    assert!(
+        r.text.contains("worst matrix cell: c2c_1_0 ratio 0.9790\n"),
+        "{}",
+        r.text
+    );
+    assert!(
+        r.text.contains("worst level: l1 ratio 1.0510\n"),
+        "{}",
+        r.text
+    );
     assert!(r.text.contains("check FAILED: 3 problems"), "{}", r.text);
 }
 

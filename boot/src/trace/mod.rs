@@ -135,6 +135,9 @@ pub struct TraceReport {
     pub summary: String,
     /// The cost model of the modelled figures, as printed beside them.
     pub cost_model: String,
+    /// `latency_matrix`'s tables in MLC's layout and its check (mlc_table.rs), when the boot
+    /// ran it.
+    pub mlc: Option<mlc_table::MlcReport>,
 }
 
 /// One derived record of `region`.
@@ -324,6 +327,11 @@ pub fn analyse(
                 .collect();
             rep.console.push_str(&c2c::table(r, &short, c.hitm(), syms));
         }
+    }
+    let modelled = model::Modelled { costs, out: &out };
+    rep.mlc = mlc_table::report(log, &out, &modelled);
+    if let Some(m) = &rep.mlc {
+        rep.tables.push_str(&m.text);
     }
     Ok(rep)
 }

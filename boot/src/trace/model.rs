@@ -10,8 +10,10 @@
 //! reader's node R = c2c[F][R] ns x GHz (costs/apply.rs). Writebacks are posted: counted and
 //! shown, no cycles. Every figure goes out with its breakdown by class and the model's name.
 
+use super::mlc_table::MlcModel;
 use super::output::TraceOutput;
 use crate::costs::Applied;
+use numalab_algo::bench::mlc::Level;
 use std::collections::BTreeMap;
 
 /// One region's modelled cycles, by class.
@@ -130,6 +132,61 @@ pub fn region(out: &TraceOutput, key: u64, costs: &Applied) -> Breakdown {
     b
 }
 
+/// The applied cost model with one boot's plugin output: what `latency_matrix`'s tables
+/// (mlc_table.rs) need, in ns (cycles / GHz).
+pub struct Modelled<'a> {
+    pub costs: &'a Applied,
+    pub out: &'a TraceOutput,
+}
+
+impl MlcModel for Modelled<'_> {
+    fn name(&self) -> String {
+        self.costs.label()
+    }
+
+    fn note(&self) -> Option<String> {
+        let c = self.costs;
+        if c.dram_fallback {
+            Some(format!("DRAM and HITM: {}", crate::costs::apply::FALLBACK))
+        } else if c.hitm_fallback && c.shape.cpu_nodes().len() > 1 {
+            Some(format!(
+                "remote HITM: {}: the cost model has no c2c table for this machine, so its remote c2c cells are the model's local HITM x SLIT / 10",
+                crate::costs::apply::FALLBACK
+            ))
+        } else {
+            None
+        }
+    }
+
+    fn region_ns(&self, key: u64) -> Option<f64> {
+        if self.out.region_total(key).get("insns") == 0 {
+            return None;
+        }
+        Some(region(self.out, key, self.costs).total() / self.costs.model.ghz)
+    }
+
+    fn dram_ns(&self, cpu_node: usize, mem_node: usize) -> Option<f64> {
+        let c = self.costs;
+        Some(c.dram_cycles(cpu_node as u32, mem_node as u32) / c.model.ghz)
+    }
+
+    fn c2c_ns(&self, writer_node: usize, reader_node: usize, home_node: usize) -> Option<f64> {
+        let c = self.costs;
+        let (w, r, h) = (writer_node as u32, reader_node as u32, home_node as u32);
+        Some(c.hitm_cycles(w, r, h) / c.model.ghz)
+    }
+
+    fn level_ns(&self, level: Level) -> Option<f64> {
+        let m = &self.costs.model;
+        let l = match level {
+            Level::L1 => m.l1d,
+            Level::L2 => m.l2,
+            Level::Llc => m.llc,
+        };
+        Some(l.cycles / m.ghz)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,5 +252,31 @@ mod tests {
         let out = parse(&text).unwrap();
         let per_load = region(&out, 1, &a).total() / n as f64;
         assert!((per_load - 144.1 * 2.5).abs() < 1e-9, "{per_load}");
+    }
+
+    #[test]
+    fn the_mlc_tables_get_the_models_own_figures_in_ns() {
+        let a = two_nodes();
+        let out = parse(SAMPLE).unwrap();
+        let m = Modelled {
+            costs: &a,
+            out: &out,
+        };
+        let near = |x: Option<f64>, y: f64| (x.unwrap() - y).abs() < 1e-9;
+        assert_eq!(m.name(), "cascadelake-2s");
+        assert_eq!(m.note(), None);
+        assert!(near(m.dram_ns(0, 1), 144.1));
+        assert!(near(m.dram_ns(1, 1), 78.5));
+        // Homed at the writer, at the reader, and the diagonal (the local HITM).
+        assert!(near(m.c2c_ns(1, 0, 1), 111.0));
+        assert!(near(m.c2c_ns(1, 0, 0), 176.8));
+        assert!(near(m.c2c_ns(0, 0, 0), 50.1));
+        assert!(near(m.level_ns(Level::L1), 4.0 / 2.5));
+        assert!(near(m.level_ns(Level::Llc), 50.0 / 2.5));
+        assert!(near(
+            m.region_ns(0x10),
+            region(&out, 0x10, &a).total() / 2.5
+        ));
+        assert_eq!(m.region_ns(0x999), None);
     }
 }
