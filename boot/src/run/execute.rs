@@ -101,8 +101,9 @@ pub fn run_all(
 /// (in the det boot only the counts, `bench::det_keeps`).
 pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Result<BootRun, String> {
     let mut config = b.config.clone();
-    if let Some(c) = b.costs.as_ref().filter(|_| b.trace) {
-        // latency_matrix's buffers match the caches the plugin models (docs/costs.md).
+    if let Some(c) = b.costs.as_ref().filter(|_| b.guest == Guest::Numalab) {
+        // latency_matrix's buffers match the caches the plugin models (docs/costs.md), in
+        // traced and untraced boots alike (the records are the same with and without it).
         use numalab_algo::options::bench as o;
         config
             .options

@@ -198,7 +198,15 @@ pub fn numalab_boot(
             &map.shape(),
         )?)
     } else {
-        None
+        // Untraced boots get the same model where one applies, so that latency_matrix's
+        // buffer sizes (bench.mlc_*, set from it in execute.rs) and so every record of record
+        // are the same with and without --trace (docs/trace.md).
+        crate::trace::map::NodeMap::of(&config.typed_machine(), &config.extra)
+            .ok()
+            .and_then(|map| {
+                let chosen = cost_model(args).ok()?;
+                crate::costs::presets::for_machine(chosen.as_ref(), &map.shape()).ok()
+            })
     };
     Ok(PlannedBoot {
         guest: Guest::Numalab,
