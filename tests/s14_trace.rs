@@ -220,16 +220,11 @@ fn s14_plugin_node_map_equals_the_kernels_srat() {
 #[test]
 #[ignore]
 fn s14_bench_trace_prints_c2c_tables_naming_the_list_locks() {
-    let words: Vec<String> = "--icount --smoke --trace mem --set bench=slub_list_lock"
-        .split_whitespace()
-        .map(String::from)
-        .collect();
-    let mut args = numalab_boot::run::parse(&words).expect("bench arguments parse");
-    args.base.timeout = Duration::from_secs(600);
-    let img = numalab::image(args.base.firmware);
-    let cost = 4 * numalab::cost(&args.base);
-    let runs = numalab::with_qemu_slot(cost, || numalab_boot::run::run_boots(&args, &img))
-        .expect("boots start");
+    let words = "--icount --smoke --trace mem --set bench=slub_list_lock";
+    let runs = numalab::bench_boots(words);
+    // The same arguments, for the machine's node map.
+    let split: Vec<String> = words.split_whitespace().map(String::from).collect();
+    let args = numalab_boot::run::parse(&split).expect("bench arguments parse");
     let det = runs
         .iter()
         .find(|r| r.boot == numalab_boot::bench::Boot::Det)

@@ -10,23 +10,13 @@ use numalab_boot::bench::Boot;
 use numalab_boot::run::BootRun;
 use numalab_boot::trace::mlc_table::{self, Kind};
 use std::path::PathBuf;
-use std::time::Duration;
 
 /// `bench --icount --smoke --trace mem --set bench=latency_matrix --topology TOPO
 /// --cost-model MODEL`: its traced boots (icount and det).
 fn latency_matrix(topology: &str, model: &str) -> Vec<BootRun> {
-    let words: Vec<String> = format!(
+    numalab::bench_boots(&format!(
         "--icount --smoke --trace mem --set bench=latency_matrix --topology {topology} --cost-model {model}"
-    )
-    .split_whitespace()
-    .map(String::from)
-    .collect();
-    let mut args = numalab_boot::run::parse(&words).expect("bench arguments parse");
-    args.base.timeout = Duration::from_secs(600);
-    let img = numalab::image(args.base.firmware);
-    let cost = 4 * numalab::cost(&args.base);
-    numalab::with_qemu_slot(cost, || numalab_boot::run::run_boots(&args, &img))
-        .expect("boots start")
+    ))
 }
 
 /// Every traced boot passed its check; the det boot measured every DRAM cell (CPU nodes x

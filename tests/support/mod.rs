@@ -235,3 +235,15 @@ pub fn qemu_run_sh(args: &[&str]) -> (Option<i32>, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// `./qemu-run.sh bench WORDS` run in this process with a 600 s limit and a QEMU slot of four
+/// boots' cost: its numalab boots, for the tests that read their records and trace reports
+/// (s14_trace.rs, s15_costs.rs).
+pub fn bench_boots(words: &str) -> Vec<numalab_boot::run::BootRun> {
+    let words: Vec<String> = words.split_whitespace().map(String::from).collect();
+    let mut args = numalab_boot::run::parse(&words).expect("bench arguments parse");
+    args.base.timeout = Duration::from_secs(600);
+    let img = image(args.base.firmware);
+    let slot = 4 * cost(&args.base);
+    with_qemu_slot(slot, || numalab_boot::run::run_boots(&args, &img)).expect("boots start")
+}

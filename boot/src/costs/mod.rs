@@ -24,7 +24,10 @@ pub struct Level {
     pub cycles: f64,
 }
 
-/// How the LLC relates to the private caches (the plugin's `llc ... POLICY`).
+/// How the LLC relates to the private caches (the plugin's `llc ... POLICY`). The plugin's
+/// own `Policy` (trace/src/config.rs) has the same three names; the runner does not link the
+/// plugin's crate, which is GPL through the qemu-plugin crate (docs/trace.md), so each keeps
+/// its copy and the config text between them is the contract.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Policy {
     Inclusive,
