@@ -104,16 +104,18 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
     if let Some(c) = b.costs.as_ref().filter(|_| b.guest == Guest::Numalab) {
         // latency_matrix's buffers match the caches the plugin models (docs/costs.md), in
         // traced and untraced boots alike (the records are the same with and without it).
+        // A size the user set with --set stays (under the trace, a buffer that does not fit
+        // the modelled caches then fails latency_matrix's check, naming the cell).
         use numalab_algo::options::bench as o;
-        config
-            .options
-            .set(&o::BENCH_MLC_L1D_BYTES, c.model.l1d.bytes)?;
-        config
-            .options
-            .set(&o::BENCH_MLC_L2_BYTES, c.model.l2.bytes)?;
-        config
-            .options
-            .set(&o::BENCH_MLC_LLC_BYTES, c.scaled_llc_bytes())?;
+        for (opt, bytes) in [
+            (&o::BENCH_MLC_L1D_BYTES, c.model.l1d.bytes),
+            (&o::BENCH_MLC_L2_BYTES, c.model.l2.bytes),
+            (&o::BENCH_MLC_LLC_BYTES, c.scaled_llc_bytes()),
+        ] {
+            if !config.options.is_set(opt) {
+                config.options.set(opt, bytes)?;
+            }
+        }
     }
     let what = match &b.guest {
         Guest::Numalab => {
