@@ -49,7 +49,8 @@ impl Breakdown {
             .iter()
             .filter(|((i, j), _)| i == j)
             .map(|(_, (_, c))| c)
-            .sum()
+            // From +0.0: an empty f64 sum is -0.0, printed as "-0.0" cycles.
+            .fold(0.0, |a, c| a + c)
     }
 
     pub fn dram_remote(&self) -> f64 {
@@ -57,7 +58,8 @@ impl Breakdown {
             .iter()
             .filter(|((i, j), _)| i != j)
             .map(|(_, (_, c))| c)
-            .sum()
+            // From +0.0: an empty f64 sum is -0.0, printed as "-0.0" cycles.
+            .fold(0.0, |a, c| a + c)
     }
 
     /// The classes' cycles in [`CLASSES`] order.
@@ -200,6 +202,12 @@ mod tests {
             mem_nodes: vec![0, 1],
         };
         presets::for_machine(None, &shape).unwrap()
+    }
+
+    #[test]
+    fn a_class_without_events_is_plus_zero() {
+        let b = Breakdown::default();
+        assert!(b.dram_local().is_sign_positive() && b.dram_remote().is_sign_positive());
     }
 
     #[test]
