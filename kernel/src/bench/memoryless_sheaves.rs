@@ -91,9 +91,7 @@ impl<P> Mark<P> for BurstRegion {
         }
         if end {
             self.region.leave();
-            self.region
-                .key()
-                .ops(BURST_ROUNDS * PEER_BURST as u64);
+            self.region.key().ops(BURST_ROUNDS * PEER_BURST as u64);
         } else {
             self.region.enter();
         }
