@@ -8,6 +8,7 @@ use crate::config::Config;
 use crate::directory::{Directory, Source, LINE_BYTES};
 use crate::fasthash::FastBuild;
 use crate::hierarchy::{Hierarchy, Served};
+use crate::lines::LineTable;
 
 /// The counters of one (region, vCPU), or of the whole boot.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -121,7 +122,7 @@ pub struct LineStats {
 }
 
 impl LineStats {
-    fn merge(&mut self, o: &LineStats) {
+    pub(crate) fn merge(&mut self, o: &LineStats) {
         self.loads += o.loads;
         self.stores += o.stores;
         self.atomics += o.atomics;
@@ -180,7 +181,7 @@ pub struct Model {
     /// vCPUs now in each key != 0.
     occupants: HashMap<u64, u32, FastBuild>,
     /// Lines of regions some vCPU is in: by key, then line paddr.
-    live: HashMap<u64, HashMap<u64, LineStats, FastBuild>, FastBuild>,
+    live: HashMap<u64, LineTable, FastBuild>,
     /// Each left region's top-K lines, ranked: (line paddr, stats).
     kept: BTreeMap<u64, Vec<(u64, LineStats)>>,
     /// Lines the kernel named (watch markers): kept past the top K.
@@ -290,14 +291,7 @@ impl Model {
     fn prune(&mut self, key: u64) {
         let mut lines = self.live.remove(&key).unwrap_or_default();
         for (line, s) in self.kept.remove(&key).unwrap_or_default() {
-            lines
-                .entry(line)
-                .and_modify(|cur| {
-                    let mut merged = s;
-                    merged.merge(cur);
-                    *cur = merged;
-                })
-                .or_insert(s);
+            lines.merge_kept(line, s);
         }
         let rank = |line: u64, s: &LineStats| {
             (
@@ -310,7 +304,7 @@ impl Model {
         // watched lines outside them.
         let top = self.cfg.top;
         let mut best = BinaryHeap::with_capacity(top.min(lines.len()) + 1);
-        for (&line, s) in &lines {
+        for (line, s) in lines.iter() {
             if top == 0 {
                 break;
             }
@@ -325,10 +319,12 @@ impl Model {
             self.watched
                 .iter()
                 .copied()
-                .filter(|l| lines.contains_key(l) && !in_top.contains(l)),
+                .filter(|&l| lines.get(l).is_some() && !in_top.contains(&l)),
         );
-        let mut ranked: Vec<(u64, LineStats)> =
-            chosen.into_iter().map(|l| (l, lines[&l])).collect();
+        let mut ranked: Vec<(u64, LineStats)> = chosen
+            .into_iter()
+            .map(|l| (l, *lines.get(l).expect("chosen from the table")))
+            .collect();
         ranked.sort_by_key(|(line, s)| rank(*line, s));
         if !ranked.is_empty() {
             self.kept.insert(key, ranked);
@@ -443,8 +439,7 @@ impl Model {
             .live
             .entry(key)
             .or_default()
-            .entry(paddr - offset)
-            .or_insert_with(|| LineStats {
+            .entry(paddr - offset, || LineStats {
                 vaddr: vaddr.wrapping_sub(offset),
                 node: mem_node,
                 ..LineStats::default()
