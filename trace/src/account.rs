@@ -2,12 +2,13 @@
 //! node, SLIT distance, the directory's hits/misses/HITMs, and per region its top-K lines.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 
 use crate::config::Config;
 use crate::directory::{Directory, Source, LINE_BYTES};
 use crate::fasthash::FastBuild;
 use crate::hierarchy::{Hierarchy, Served};
+use crate::lines::LineTable;
 
 /// The counters of one (region, vCPU), or of the whole boot.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -121,7 +122,7 @@ pub struct LineStats {
 }
 
 impl LineStats {
-    fn merge(&mut self, o: &LineStats) {
+    pub(crate) fn merge(&mut self, o: &LineStats) {
         self.loads += o.loads;
         self.stores += o.stores;
         self.atomics += o.atomics;
@@ -179,12 +180,12 @@ pub struct Model {
     region_of_key: HashMap<u64, usize, FastBuild>,
     /// vCPUs now in each key != 0.
     occupants: HashMap<u64, u32, FastBuild>,
-    /// Lines of regions some vCPU is in, by (key, line paddr).
-    live: HashMap<(u64, u64), LineStats, FastBuild>,
+    /// Lines of regions some vCPU is in: by key, then line paddr.
+    live: HashMap<u64, LineTable, FastBuild>,
     /// Each left region's top-K lines, ranked: (line paddr, stats).
     kept: BTreeMap<u64, Vec<(u64, LineStats)>>,
     /// Lines the kernel named (watch markers): kept past the top K.
-    watched: std::collections::HashSet<u64, FastBuild>,
+    watched: HashSet<u64, FastBuild>,
     last_vcpu: Option<usize>,
 }
 
@@ -284,37 +285,47 @@ impl Model {
         self.vcpus[vcpu].region = at;
     }
 
-    /// Keeps only region `key`'s top lines (with those kept when it was last left).
+    /// Keeps only region `key`'s top lines (with those kept when it was last left) and frees
+    /// its live table. Only the top K and the watched lines are copied: a region can touch
+    /// millions of lines (latency_matrix's buffers), so no second table or full sort of them.
     fn prune(&mut self, key: u64) {
-        let mut lines: HashMap<u64, LineStats, FastBuild> = HashMap::default();
+        let mut lines = self.live.remove(&key).unwrap_or_default();
         for (line, s) in self.kept.remove(&key).unwrap_or_default() {
-            lines.insert(line, s);
+            lines.merge_kept(line, s);
         }
-        self.live.retain(|&(k, line), s| {
-            if k != key {
-                return true;
-            }
-            lines
-                .entry(line)
-                .and_modify(|old| old.merge(s))
-                .or_insert(*s);
-            false
-        });
-        let mut ranked: Vec<(u64, LineStats)> = lines.into_iter().collect();
-        ranked.sort_by_key(|(line, s)| {
+        let rank = |line: u64, s: &LineStats| {
             (
                 Reverse(s.hitm_local + s.hitm_remote),
                 Reverse(s.stores + s.atomics),
-                *line,
+                line,
             )
-        });
+        };
+        // The `top` best ranks (a max-heap of the best seen, its worst on top), then the
+        // watched lines outside them.
         let top = self.cfg.top;
-        let watched = &self.watched;
-        let mut rank = 0;
-        ranked.retain(|(line, _)| {
-            rank += 1;
-            rank <= top || watched.contains(line)
-        });
+        let mut best = BinaryHeap::with_capacity(top.min(lines.len()) + 1);
+        for (line, s) in lines.iter() {
+            if top == 0 {
+                break;
+            }
+            best.push(rank(line, s));
+            if best.len() > top {
+                best.pop();
+            }
+        }
+        let mut chosen: Vec<u64> = best.into_iter().map(|(_, _, line)| line).collect();
+        let in_top: HashSet<u64, FastBuild> = chosen.iter().copied().collect();
+        chosen.extend(
+            self.watched
+                .iter()
+                .copied()
+                .filter(|&l| lines.get(l).is_some() && !in_top.contains(&l)),
+        );
+        let mut ranked: Vec<(u64, LineStats)> = chosen
+            .into_iter()
+            .map(|l| (l, *lines.get(l).expect("chosen from the table")))
+            .collect();
+        ranked.sort_by_key(|(line, s)| rank(*line, s));
         if !ranked.is_empty() {
             self.kept.insert(key, ranked);
         }
@@ -426,8 +437,9 @@ impl Model {
         let offset = paddr % LINE_BYTES;
         let s = self
             .live
-            .entry((key, paddr - offset))
-            .or_insert_with(|| LineStats {
+            .entry(key)
+            .or_default()
+            .entry(paddr - offset, || LineStats {
                 vaddr: vaddr.wrapping_sub(offset),
                 node: mem_node,
                 ..LineStats::default()
@@ -517,7 +529,7 @@ impl Model {
 
     /// Lines held in the live per-region table (bounded: regions now occupied).
     pub fn live_lines(&self) -> usize {
-        self.live.len()
+        self.live.values().map(|t| t.len()).sum()
     }
 }
 

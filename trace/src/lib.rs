@@ -9,6 +9,7 @@ pub mod directory;
 pub mod fasthash;
 pub mod hierarchy;
 pub mod hwaddr;
+pub mod lines;
 #[cfg(not(test))]
 pub mod plugin;
 pub mod report;
