@@ -230,7 +230,7 @@ pub fn parse(text: &str) -> Result<TraceOutput, String> {
 pub(crate) mod tests {
     use super::*;
 
-    // Format 2 as docs (the contract, /work/notes/issue43-spec.md section 3) lays it out.
+    // Format 2 as docs/trace.md ("Output file") lays it out.
     pub const SAMPLE: &str = "numalab-trace 2\nvcpus 2\n\
         caches l1d 32768 8 l2 1048576 16 llc 4194304 16 non_inclusive\n\
         region 0x10 vcpu 0 insns 100 turns 2 loads 5 stores 3 atomics 1 io 0 unmapped 0 local 6 remote 3 dist_sum 120 hits 2 l2_hits 1 llc_hits 1 miss_local 2 miss_remote 1 hitm_local 0 hitm_remote 2 inval 1 writebacks 1\n\
