@@ -125,7 +125,13 @@ pub fn parse(text: &str) -> Result<Vec<DumpedTable>, String> {
                     ));
                 }
             }
-            Some(Err(why)) => return Err(format!("line {n}: {why}: {:?}", line.trim_end())),
+            Some(Err(why)) => {
+                let table = match tables.last().filter(|_| open) {
+                    Some(t) => format!(" in table {} (header on line {})", t.name, t.line),
+                    None => String::new(),
+                };
+                return Err(format!("line {n}{table}: {why}: {:?}", line.trim_end()));
+            }
             Some(Ok((offset, bytes))) => {
                 let Some(t) = tables.last_mut().filter(|_| open) else {
                     return Err(format!(
@@ -155,7 +161,34 @@ pub fn parse(text: &str) -> Result<Vec<DumpedTable>, String> {
             "no table dump (a 'NAME @ 0xADDRESS' line followed by hex rows)",
         ));
     }
+    if let Some(why) = tables.iter().find_map(cut_short) {
+        return Err(why);
+    }
     Ok(tables)
+}
+
+/// Why a dumped table is cut short, naming it and its header line: fewer bytes than the
+/// length field of its own header says (a text cut mid-table or mid-row, issue 47). Only a
+/// table whose bytes begin with its name has a standard header (RSDP's begin `RSD PTR `); a
+/// cut inside those first 8 bytes leaves no length to check against, so is cut short too.
+/// A table the replay never reads is checked as well: a cut there means the tables after it
+/// are missing.
+fn cut_short(t: &DumpedTable) -> Option<String> {
+    let name = t.name.as_bytes();
+    if name.len() != 4 || !name.starts_with(&t.bytes[..t.bytes.len().min(4)]) {
+        return None;
+    }
+    let present = t.bytes.len();
+    let what = match super::sdt::header_length(&t.bytes) {
+        Some(length) if present < length as usize => format!("{present} of its {length} bytes"),
+        Some(_) => return None,
+        None => format!("{present} bytes, not even the 8 that hold its length"),
+    };
+    Some(format!(
+        "line {}: table {} is cut short: its hex rows hold {what} (the text was cut mid-table \
+         or mid-row)",
+        t.line, t.name
+    ))
 }
 
 #[cfg(test)]
@@ -197,7 +230,7 @@ mod tests {
             ),
             (
                 good.replacen(" 53 ", " 5G ", 1),
-                "line 2: expected two hex digits",
+                "line 2 in table SRAT (header on line 1): expected two hex digits",
             ),
             (
                 good.replacen("    0010:", "garbage", 1),
@@ -216,5 +249,46 @@ mod tests {
         for cut in 0..good.len() {
             let _ = parse(&good[..cut]);
         }
+    }
+
+    #[test]
+    fn a_text_cut_mid_table_mid_row_or_mid_byte_names_the_table_and_line() {
+        let a = build_table(b"APIC", 3, &[0u8; 30]);
+        let s = build_table(b"SRAT", 3, &[0u8; 40]);
+        let text = write_table("APIC", 0, &a) + &write_table("SRAT", 0x10, &s);
+        assert!(parse(&text).is_ok());
+        // Cut after each character of the SRAT's text up to half of its last byte: every cut
+        // is refused with a line number and the table's name.
+        let srat_at = text.find("SRAT @").unwrap();
+        let line = text[..srat_at].lines().count() + 1;
+        let last_row = text[..text.len() - 2].rfind('\n').unwrap() + 1;
+        let last_half_byte = last_row + "    0040:".len() + 3 * (76 - 64) - 1;
+        for cut in srat_at + "SRAT @ 0x0".len()..=last_half_byte {
+            let e = parse(&text[..cut]).unwrap_err();
+            assert!(
+                e.starts_with("line ") && e.contains("table SRAT"),
+                "{cut}: {e}"
+            );
+        }
+        let half = parse(&text[..last_half_byte]).unwrap_err();
+        assert!(
+            half.contains(&format!("in table SRAT (header on line {line})")),
+            "{half}"
+        );
+        let second_row = srat_at + text[srat_at..].find("    0010:").unwrap();
+        let e = parse(&text[..second_row]).unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "line {line}: table SRAT is cut short: its hex rows hold 16 of its 76 bytes (the \
+                 text was cut mid-table or mid-row)"
+            )
+        );
+        let e = parse(&text[..srat_at + 20]).unwrap_err();
+        assert!(e.contains("0 bytes, not even the 8"), "{e}");
+        assert!(parse(&text[..last_half_byte + 1]).is_ok());
+        // RSDP's bytes are not a standard header: not checked.
+        let rsdp = write_table("RSDP", 0, b"RSD PTR \x01\x02");
+        assert!(parse(&rsdp).is_ok());
     }
 }

@@ -124,6 +124,27 @@ fn linux_turns_numa_off_for_a_zero_length_entry() {
 }
 
 #[test]
+fn linux_steps_over_a_one_byte_entry_by_one_byte() {
+    // lib/fw_table.c (drivers/acpi/tables.c in 6.1) acpi_parse_entries_array: `entry.hdr +=
+    // entry_len` for any type and any length but 0, so a 1-byte entry of a type no handler
+    // takes is stepped over by one byte and the walk goes on at its length byte. Here that
+    // byte is the type (1) of the memory entry of PXM 1, which Linux then reads whole.
+    let mut with_mem = two_nodes(&[]);
+    with_mem.pop();
+    let mut one_byte = vec![0x7fu8];
+    one_byte.extend(mem(1, 512 * MIB, 512 * MIB, FLAG_ENABLED));
+    with_mem.push(one_byte);
+    let o = run(&srat(&with_mem), &[]);
+    assert!(o.warnings.is_empty(), "{:#?}", o.warnings);
+    assert_eq!(o.topology.nr_nodes(), 2);
+    assert_eq!(o.topology.nodes[1].mem_ranges, vec![(512 * MIB, 1 << 30)]);
+    // Before a processor entry, the byte after the length is that entry's type, 0: a memory
+    // entry of length 0 for Linux, "Invalid zero length", and NUMA off.
+    let o = run(&srat(&two_nodes(&[vec![0x7f, 1], cpu(1, 3, false)])), &[]);
+    numa_off(&o, &["(type 1): length 0", "Invalid zero length"]);
+}
+
+#[test]
 fn linux_declares_a_srat_bad_for_a_domain_at_or_past_max_pxm_domains() {
     // acpi_map_pxm_to_node: pxm >= MAX_PXM_DOMAINS (MAX_NUMNODES, 1024 with Debian's
     // NODES_SHIFT=10) is NUMA_NO_NODE, and both entry kinds then call bad_srat().

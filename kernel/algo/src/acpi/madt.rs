@@ -229,7 +229,8 @@ mod tests {
     fn bad_tables_are_refused() {
         let mut t = madt(&[local_apic(0, 0, 1)]);
         t[12] ^= 0xff;
-        assert!(parse(&t).unwrap_err().starts_with("MADT: bad checksum"));
+        // A bad checksum alone is read (ACPICA warns and uses the table; numa::build warns).
+        assert_eq!(parse(&t).map(|m| m.cpus.len()), Ok(1));
         assert!(parse(&t[..20]).unwrap_err().contains("truncated"));
     }
 }

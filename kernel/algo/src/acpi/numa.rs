@@ -99,6 +99,10 @@ fn pick<T>(
             ));
             continue;
         }
+        // ACPICA warns about a bad checksum and installs the table; Linux uses it (issue 47).
+        if let Some(w) = super::sdt::bad_checksum(name, t) {
+            warnings.push(w);
+        }
         match parse(t) {
             Ok(v) => chosen = Some(v),
             Err(e) => errors.push(e),

@@ -96,14 +96,29 @@ pub fn check_table<'a>(
             bytes.len()
         ));
     }
-    let table = &bytes[..length];
+    // A bad checksum is not a reason to refuse: see [`bad_checksum`].
+    Ok(&bytes[..length])
+}
+
+/// The warning for a table whose bytes do not sum to zero, or None when they do (or when
+/// the bytes hold no whole header). ACPICA checks the checksum when it installs a table and
+/// only warns, "Incorrect checksum in table [SRAT] - 0x12, should be 0x34"
+/// (tables/tbprint.c `acpi_tb_verify_checksum`; it refuses only when built with
+/// `ACPI_CHECKSUM_ABORT`, which Linux is not), and Linux then uses the table. numalab does
+/// the same (issue 47): the warning names the table, the checksum byte, the byte that would
+/// make the sum zero and the sum itself, and the table is used.
+pub fn bad_checksum(name: &str, bytes: &[u8]) -> Option<String> {
+    let length = header_length(bytes)? as usize;
+    let table = bytes.get(..length).filter(|_| length >= HEADER_BYTES)?;
     let sum = table.iter().fold(0u8, |acc, &b| acc.wrapping_add(b));
-    if sum != 0 {
-        return Err(format!(
-            "{name}: bad checksum (bytes sum to {sum:#04x}, not 0)"
-        ));
-    }
-    Ok(table)
+    (sum != 0).then(|| {
+        let stored = table[9];
+        let wanted = stored.wrapping_sub(sum);
+        format!(
+            "{name}: incorrect checksum {stored:#04x}, should be {wanted:#04x} (its {length} \
+             bytes sum to {sum:#04x}, not 0): table used anyway, as ACPICA and Linux do"
+        )
+    })
 }
 
 /// One `(type, length, body...)` entry of a MADT or SRAT.
@@ -118,8 +133,11 @@ pub struct Entry<'a> {
     pub bytes: &'a [u8],
 }
 
-/// Splits `table[start..]` into entries. A length that cannot advance (0 or 1) or that runs
-/// past the table ends the walk with one warning: what follows cannot be located reliably.
+/// Splits `table[start..]` into entries. A length of 0 cannot advance and ends the walk with
+/// one warning (Linux's `acpi_parse_entries_array`, lib/fw_table.c, returns -EINVAL: "Invalid
+/// zero length"). A length of 1 advances by one byte, as that loop does (`entry.hdr +=
+/// entry_len` whatever the type): the next entry starts at the 1-byte entry's length byte.
+/// A length that runs past the table ends the walk with one warning.
 pub fn entries<'a>(
     table: &'a [u8],
     start: usize,
@@ -137,9 +155,9 @@ pub fn entries<'a>(
             break;
         };
         let len = len as usize;
-        if len < 2 {
+        if len == 0 {
             warnings.push(format!(
-                "{name} entry {index} at offset {offset} (type {kind}): length {len} cannot advance: \
+                "{name} entry {index} at offset {offset} (type {kind}): length 0 cannot advance: \
                  this entry and the rest of the table ignored"
             ));
             break;
@@ -215,9 +233,19 @@ mod tests {
             .contains("signature"));
         let mut bad = t.clone();
         bad[20] ^= 1;
-        assert!(check_table(&bad, b"SLIT", 44)
-            .unwrap_err()
-            .contains("bad checksum"));
+        // A bad checksum is used (ACPICA warns and goes on), with the warning naming it.
+        assert_eq!(check_table(&bad, b"SLIT", 44), Ok(&bad[..]));
+        assert_eq!(bad_checksum("SLIT", &t), None);
+        assert_eq!(
+            bad_checksum("SLIT", &bad).unwrap(),
+            format!(
+                "SLIT: incorrect checksum {:#04x}, should be {:#04x} (its 48 bytes sum to 0x01, \
+                 not 0): table used anyway, as ACPICA and Linux do",
+                bad[9],
+                bad[9].wrapping_sub(1)
+            )
+        );
+        assert_eq!(bad_checksum("SLIT", &bad[..20]), None);
         assert!(check_table(&t[..40], b"SLIT", 44)
             .unwrap_err()
             .contains("truncated"));
@@ -243,6 +271,13 @@ mod tests {
         assert_eq!(e.len(), 1);
         assert!(w[0].contains("MADT entry 1") && w[0].contains("cannot advance"));
         w.clear();
+        // Length 1 steps one byte, as Linux's acpi_parse_entries_array: the next entry's type
+        // is that length byte (1) and its length the byte after.
+        let e = entries(&[0u8, 4, 0, 0, 0x7f, 1, 3, 9, 0x22, 2], 0, "SRAT", &mut w);
+        let kinds: Vec<(u8, usize, usize)> =
+            e.iter().map(|e| (e.kind, e.offset, e.bytes.len())).collect();
+        assert_eq!(kinds, vec![(0, 0, 4), (0x7f, 4, 1), (1, 5, 3), (0x22, 8, 2)]);
+        assert!(w.is_empty(), "{w:?}");
         let e = entries(&[0u8, 4, 0, 0, 1, 9, 5], 0, "SRAT", &mut w);
         assert_eq!(e.len(), 1);
         assert!(w[0].contains("SRAT entry 1") && w[0].contains("runs past"));

@@ -196,7 +196,8 @@ pub const MAX_PXM_DOMAINS: u32 = 1024;
 /// fails `acpi_numa_init`), or a length that does not fit the entry's type (arch/x86/mm/srat.c:
 /// a processor entry of length other than 16 or an x2APIC entry under 24; drivers/acpi/numa/
 /// srat.c: a memory entry under 40; each `bad_srat()`). Disabled entries included: Linux
-/// checks the length first. A length of 1 is a bad length for those types too.
+/// checks the length first. A length of 1 is a bad length for those types too; an entry of
+/// another type and length 1 is stepped over by one byte, as Linux does (`sdt::entries`).
 pub fn linux_bad_entry(table: &[u8], entries: &[Entry]) -> Option<String> {
     for e in entries {
         let len = e.bytes.len();
@@ -219,19 +220,15 @@ pub fn linux_bad_entry(table: &[u8], entries: &[Entry]) -> Option<String> {
         .last()
         .map_or(SRAT_FIXED_BYTES, |e| e.offset + e.bytes.len());
     let (kind, len) = (sdt::u8_at(table, offset)?, sdt::u8_at(table, offset + 1)?);
-    match len {
-        0 => Some(format!(
+    // A length of 1 advances one byte (sdt::entries, as Linux): the 1-byte entry is one of
+    // `entries`, judged above by its type, and only a length of 0 stops the walk here.
+    (len == 0).then(|| {
+        format!(
             "SRAT entry {} at offset {offset} (type {kind}): length 0 (Linux's \
              acpi_parse_entries_array: \"Invalid zero length\", the SRAT not used)",
             entries.len()
-        )),
-        1 if kind <= 2 => Some(format!(
-            "SRAT entry {} at offset {offset} (type {kind}): length 1, Linux needs at least 16 \
-             (bad_srat(): \"SRAT: SRAT not used.\")",
-            entries.len()
-        )),
-        _ => None,
-    }
+        )
+    })
 }
 
 /// The first enabled entry whose proximity domain Linux cannot map to a node, as one line:
