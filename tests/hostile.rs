@@ -13,6 +13,9 @@
 //! (outputs over inputs, two-run JSONL, `--out` naming a file), hostile/paths.rs (relative
 //! paths read from the caller's folder), hostile/machines.rs (encodings, two machines in one
 //! text, bounded quotes); hostile/script.rs runs the script and checks a refusal.
+//!
+//! Issue 47's classes: hostile/tables.rs (acpidump texts cut mid-table, mid-row, mid-byte; bad
+//! checksums; a 1-byte SRAT entry).
 
 #[path = "hostile/costs.rs"]
 mod costs;
@@ -26,6 +29,8 @@ mod outputs;
 mod paths;
 #[path = "hostile/script.rs"]
 mod script;
+#[path = "hostile/tables.rs"]
+mod tables;
 
 use numalab_boot::image::repo_root;
 use std::path::{Path, PathBuf};
