@@ -167,23 +167,11 @@ pub fn parse(text: &str) -> Result<Vec<DumpedTable>, String> {
     Ok(tables)
 }
 
-/// Why a dumped table is cut short, naming it and its header line: fewer bytes than the
-/// length field of its own header says (a text cut mid-table or mid-row, issue 47). Only a
-/// table whose bytes begin with its name has a standard header (RSDP's begin `RSD PTR `); a
-/// cut inside those first 8 bytes leaves no length to check against, so is cut short too.
-/// A table the replay never reads is checked as well: a cut there means the tables after it
-/// are missing.
+/// Why a dumped table is cut short, naming it and its header line (issue 47): see
+/// [`super::sdt::cut_short`]. A table the replay never reads is checked as well: a cut there
+/// means the tables after it are missing.
 fn cut_short(t: &DumpedTable) -> Option<String> {
-    let name = t.name.as_bytes();
-    if name.len() != 4 || !name.starts_with(&t.bytes[..t.bytes.len().min(4)]) {
-        return None;
-    }
-    let present = t.bytes.len();
-    let what = match super::sdt::header_length(&t.bytes) {
-        Some(length) if present < length as usize => format!("{present} of its {length} bytes"),
-        Some(_) => return None,
-        None => format!("{present} bytes, not even the 8 that hold its length"),
-    };
+    let what = super::sdt::cut_short(&t.name, &t.bytes)?;
     Some(format!(
         "line {}: table {} is cut short: its hex rows hold {what} (the text was cut mid-table \
          or mid-row)",

@@ -121,6 +121,24 @@ pub fn bad_checksum(name: &str, bytes: &[u8]) -> Option<String> {
     })
 }
 
+/// How a captured table named `name` is cut short, or None: fewer bytes than the length field
+/// of its own header says ("16 of its 76 bytes"). Only bytes that begin with the name (or a
+/// piece of it) hold a standard header (RSDP's begin `RSD PTR `: not checked); a cut inside
+/// the first 8 bytes leaves no length field, so is cut short too. A firmware table in memory
+/// always has its length; a capture (an acpidump text, a .dat file) shorter than that was cut.
+pub fn cut_short(name: &str, bytes: &[u8]) -> Option<String> {
+    let name = name.as_bytes();
+    if name.len() != 4 || !name.starts_with(&bytes[..bytes.len().min(4)]) {
+        return None;
+    }
+    let present = bytes.len();
+    match header_length(bytes) {
+        Some(length) if present < length as usize => Some(format!("{present} of its {length} bytes")),
+        Some(_) => None,
+        None => Some(format!("{present} bytes, not even the 8 that hold its length")),
+    }
+}
+
 /// One `(type, length, body...)` entry of a MADT or SRAT.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Entry<'a> {
