@@ -15,7 +15,8 @@
 //! text, bounded quotes); hostile/script.rs runs the script and checks a refusal.
 //!
 //! Issue 47's classes: hostile/tables.rs (acpidump texts cut mid-table, mid-row, mid-byte; bad
-//! checksums; a 1-byte SRAT entry).
+//! checksums; a 1-byte SRAT entry), hostile/out_paths.rs (`--log` over an input or in a
+//! missing folder, `--out` under /proc, `--hugepages` off hugetlbfs, a FIFO cost model).
 
 #[path = "hostile/costs.rs"]
 mod costs;
@@ -23,6 +24,8 @@ mod costs;
 mod machines;
 #[path = "hostile/options.rs"]
 mod options;
+#[path = "hostile/out_paths.rs"]
+mod out_paths;
 #[path = "hostile/outputs.rs"]
 mod outputs;
 #[path = "hostile/paths.rs"]

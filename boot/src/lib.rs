@@ -17,6 +17,7 @@ pub mod image;
 pub mod ktap;
 pub mod linux_kernel;
 pub mod machine;
+pub mod out_paths;
 pub mod presets;
 pub mod progress;
 pub mod qemu;

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 /// the host cannot serve it.
 pub fn resolve(job: Job) -> Job {
     let mut job = caller_paths(job);
-    if let Some(why) = out_problem(&job) {
+    if let Some(why) = out_problem(&job).or_else(|| crate::out_paths::problem(&job)) {
         return Job::Error(why);
     }
     let asked_kvm = accel_of(&job) == Some(crate::accel::Accel::Kvm);
@@ -67,10 +67,12 @@ fn caller_paths(job: Job) -> Job {
     let machine = |mut m: MachineOptions| {
         m.machine = at(m.machine);
         m.qemu = m.qemu.map(|q| program_at_caller(&q));
+        m.hugepages = at(m.hugepages);
         m
     };
     let config = |mut c: crate::RunConfig| {
         c.log = at(c.log);
+        c.placement.hugepages = at(c.placement.hugepages);
         c.qemu = c.qemu.map(|q| program_at_caller(&q));
         c
     };

@@ -74,13 +74,36 @@ pub fn same_or_inside(path: &Path, folder: &Path) -> bool {
     normalized(path).starts_with(normalized(folder))
 }
 
+/// Why nothing can be written in the folder `dir` (an I/O error in words), or None: a probe
+/// folder is made in it and removed at once, so the answer is the file system's own
+/// (permissions, a read-only mount, /proc) and nothing is left behind.
+pub fn writable_problem(dir: &Path) -> Option<String> {
+    let probe = dir.join(format!(".numalab-write-check-{}", std::process::id()));
+    match std::fs::create_dir(&probe) {
+        Ok(()) => {
+            let _ = std::fs::remove_dir(&probe);
+            None
+        }
+        Err(e) => Some(crate::machine::io_problem(&e)),
+    }
+}
+
 /// Why `path` cannot be the folder an option (`flag`) names for its output: it, or a folder
-/// it would be created under, is a file. None when it is a folder or can be made one.
+/// it would be created under, is a file, or the nearest folder of it that exists cannot be
+/// written (issue 47: `--out /proc/x`). None when it is a folder or can be made one.
 pub fn folder_problem(flag: &str, path: &Path) -> Option<String> {
     let mut p = Some(path);
     while let Some(here) = p.filter(|h| !h.as_os_str().is_empty()) {
         match std::fs::metadata(here) {
-            Ok(m) if m.is_dir() => return None,
+            Ok(m) if m.is_dir() => {
+                return writable_problem(here).map(|e| {
+                    format!(
+                        "{flag} {}: cannot be written: nothing can be made in {} ({e})",
+                        path.display(),
+                        here.display()
+                    )
+                })
+            }
             Ok(_) if here == path => {
                 return Some(format!(
                     "{flag} {}: is a file, not a folder (it names the folder results go to)",
@@ -121,6 +144,13 @@ mod tests {
         assert!(e.contains("is a file, not a folder"), "{e}");
         let e = folder_problem("--out", &d.join("file/sub")).unwrap();
         assert!(e.contains("file is a file, not a folder"), "{e}");
+        // Issue 47: a folder that cannot be made (under /proc), nothing left in `d` either.
+        let e = folder_problem("--out", Path::new("/proc/numalab-out")).unwrap();
+        assert!(e.contains("nothing can be made in /proc"), "{e}");
+        assert_eq!(writable_problem(&d), None);
+        assert!(!std::fs::read_dir(&d)
+            .unwrap()
+            .any(|e| e.unwrap().file_name().to_string_lossy().starts_with(".numalab")));
         assert_eq!(
             program_at_caller(Path::new("qemu-system-x86_64")),
             PathBuf::from("qemu-system-x86_64")

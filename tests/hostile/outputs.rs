@@ -38,7 +38,7 @@ fn job(root: &Path, name: &str, value: u32) -> PathBuf {
 }
 
 /// Every file under `dir` with its contents (to see that nothing changed).
-fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+pub fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut out = Vec::new();
     let mut todo = vec![dir.to_path_buf()];
     while let Some(d) = todo.pop() {
