@@ -218,7 +218,24 @@ pub fn facts(run: &Run) -> Facts {
         "record kernels",
         kernels.into_iter().collect::<Vec<_>>().join(" "),
     ));
+    // The guest's node counts its records give: a machine fact the header may not show (two
+    // `--machine` replays both say "custom (QEMU arguments)").
+    let nodes: BTreeSet<u32> = run.records.iter().map(|r| r.nodes).collect();
+    let nodes: Vec<String> = nodes.iter().map(u32::to_string).collect();
+    out.push(("nodes", nodes.join(" ")));
     out
+}
+
+/// One side's machine in a few words: topology, vCPUs, nodes, host.
+fn machine_words(f: &Facts) -> String {
+    let fact = |name: &str| f.iter().find(|x| x.0 == name).map_or("unknown", |x| x.1.as_str());
+    format!(
+        "{}, {} vCPUs, {} nodes, host {}",
+        fact("topology"),
+        fact("vCPUs"),
+        fact("nodes"),
+        fact("host")
+    )
 }
 
 /// The lines that say where two runs' facts differ (empty: same machine, kernels, options).
@@ -231,7 +248,10 @@ fn warnings(base: &Run, new: &Run, fb: &Facts, fnew: &Facts) -> Vec<String> {
             ));
         }
     }
-    let kind_of = |name: &str| FACTS.iter().find(|f| f.0 == name).map_or("kernel", |f| f.2);
+    let kind_of = |name: &str| match name {
+        "nodes" => "machine",
+        _ => FACTS.iter().find(|f| f.0 == name).map_or("kernel", |f| f.2),
+    };
     for (kind, loud) in [
         ("machine", "MACHINES DIFFER"),
         ("kernel", "KERNELS DIFFER"),
@@ -243,11 +263,57 @@ fn warnings(base: &Run, new: &Run, fb: &Facts, fnew: &Facts) -> Vec<String> {
             .filter(|((name, a), (_, b))| kind_of(name) == kind && a != b)
             .map(|((name, a), (_, b))| format!("{name}: {a} -> {b}"))
             .collect();
-        if !diffs.is_empty() {
-            out.push(format!("WARNING: {loud}: {}", diffs.join("; ")));
+        if diffs.is_empty() {
+            continue;
         }
+        let mut line = format!("WARNING: {loud}: {}", diffs.join("; "));
+        if kind == "machine" {
+            // Both machines named (issue 47 class 5), not only the facts that differ.
+            line.push_str(&format!(
+                " (base: {}; new: {})",
+                machine_words(fb),
+                machine_words(fnew)
+            ));
+        }
+        out.push(line);
     }
     out
+}
+
+/// The line that says, on top, which measurements only one side has (issue 47 class 5: runs
+/// of different experiment sets), grouped by experiment; None when both have the same.
+fn experiments_differ(rows: &[Row]) -> Option<String> {
+    let mut parts = Vec::new();
+    for (side, v) in [("base", Verdict::OnlyBase), ("new", Verdict::OnlyNew)] {
+        let mut by_bench: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+        for r in rows {
+            let e = by_bench.entry(r.bench.as_str()).or_insert((0, 0));
+            e.1 += 1;
+            if r.verdict == v {
+                e.0 += 1;
+            }
+        }
+        let words: Vec<String> = by_bench
+            .iter()
+            .filter(|(_, (only, _))| *only > 0)
+            .map(|(bench, (only, all))| {
+                if only == all {
+                    format!("{bench} (the whole experiment, {only} metrics)")
+                } else {
+                    format!("{bench} ({only} of its {all} metrics)")
+                }
+            })
+            .collect();
+        if !words.is_empty() {
+            parts.push(format!("only in {side}: {}", words.join(", ")));
+        }
+    }
+    (!parts.is_empty()).then(|| {
+        format!(
+            "WARNING: EXPERIMENTS DIFFER: {}; those are listed at the end, not compared",
+            parts.join("; ")
+        )
+    })
 }
 
 type RowKey = (String, String, String, String, u32, Boot);
@@ -339,10 +405,12 @@ pub fn compare(base: &Run, new: &Run) -> Comparison {
             .then_with(|| mag(y).total_cmp(&mag(x)))
     });
     let (fb, fnew) = (facts(base), facts(new));
+    let mut warnings = warnings(base, new, &fb, &fnew);
+    warnings.extend(experiments_differ(&rows));
     Comparison {
         base_label: base.label.clone(),
         new_label: new.label.clone(),
-        warnings: warnings(base, new, &fb, &fnew),
+        warnings,
         base_facts: fb,
         new_facts: fnew,
         lone_kernels,

@@ -361,3 +361,47 @@ fn a_count_from_a_host_time_boot_says_it_depends_on_the_host() {
         "{text}"
     );
 }
+
+/// Issue 47 class 5: two replays whose headers alike ("custom (QEMU arguments)") ran on
+/// machines of 4 and 2 nodes: said on top, both machines named.
+#[test]
+fn runs_of_different_machines_say_so_on_top_naming_both() {
+    let mut a = run("A", reps("ops_per_cpu", &[1.0, 2.0, 3.0]));
+    a.header = Some(header("custom (QEMU arguments)", &["bench=slub_list_lock"]));
+    let mut b = a.clone();
+    for r in &mut b.records {
+        r.nodes = 2;
+    }
+    a.records.iter_mut().for_each(|r| r.nodes = 4);
+    let text = render_text(&compare(&a, &b), true);
+    let want = "WARNING: MACHINES DIFFER: nodes: 4 -> 2 (base: custom (QEMU arguments), 8 vCPUs, \
+                4 nodes, host h; new: custom (QEMU arguments), 8 vCPUs, 2 nodes, host h)";
+    assert!(text.contains(want), "{text}");
+    // On top: before the first row.
+    assert!(text.find(want) < text.find("slub_list_lock.linux_default."), "{text}");
+}
+
+/// Issue 47 class 5: runs of different experiment sets say on top what only one side has.
+#[test]
+fn runs_of_different_experiment_sets_say_what_only_one_side_has_on_top() {
+    let mut a = reps("ops_per_cpu", &[1.0, 2.0, 3.0]);
+    a.push(rec("gone_kib", "kib", Boot::Det, 0, 3.0));
+    let mut other = rec("x", "kib", Boot::Det, 0, 1.0);
+    other.bench = "vmalloc_scaling".into();
+    a.push(other.clone());
+    let mut b = reps("ops_per_cpu", &[1.0, 2.0, 3.0]);
+    other.bench = "numa_locality".into();
+    b.push(other);
+    let text = render_text(&compare(&run("A", a), &run("B", b)), false);
+    let want = "WARNING: EXPERIMENTS DIFFER: only in base: slub_list_lock (1 of its 2 metrics), \
+                vmalloc_scaling (the whole experiment, 1 metrics); only in new: numa_locality \
+                (the whole experiment, 1 metrics); those are listed at the end, not compared";
+    assert!(text.contains(want), "{text}");
+    assert!(text.find(want) < text.find("slub_list_lock.linux_default."), "{text}");
+    // Alike runs: no such line.
+    let same = render_text(
+        &compare(&run("A", reps("m", &[1.0])), &run("B", reps("m", &[2.0]))),
+        false,
+    );
+    assert!(!same.contains("DIFFER"), "{same}");
+}
