@@ -16,8 +16,11 @@
 //!
 //! Issue 47's classes: hostile/tables.rs (acpidump texts cut mid-table, mid-row, mid-byte; bad
 //! checksums; a 1-byte SRAT entry), hostile/out_paths.rs (`--log` over an input or in a
-//! missing folder, `--out` under /proc, `--hugepages` off hugetlbfs, a FIFO cost model).
+//! missing folder, `--out` under /proc, `--hugepages` off hugetlbfs, a FIFO cost model),
+//! hostile/compare.rs (compare of runs of different machines or experiment sets).
 
+#[path = "hostile/compare.rs"]
+mod compare;
 #[path = "hostile/costs.rs"]
 mod costs;
 #[path = "hostile/machines.rs"]
