@@ -566,9 +566,11 @@ fn s01_srat_with_bad_checksum_is_used_with_a_warning() {
     let out = boot_pass(&c);
     let warnings = lines_with_prefix(&out.log, "numalab: warning: SRAT");
     assert!(
-        warnings.iter().any(|l| l.contains("SRAT: incorrect checksum")
-            && l.contains("sum to 0x01, not 0")
-            && l.contains("table used anyway")),
+        warnings
+            .iter()
+            .any(|l| l.contains("SRAT: incorrect checksum")
+                && l.contains("sum to 0x01, not 0")
+                && l.contains("table used anyway")),
         "{warnings:#?}"
     );
     let block = numactl_block(&out.log);

@@ -114,9 +114,7 @@ pub fn mount_of(mountinfo: &str, path: &Path) -> Option<(PathBuf, String)> {
         let Some((left, right)) = line.split_once(" - ") else {
             continue;
         };
-        let (Some(point), Some(fstype)) =
-            (left.split(' ').nth(4), right.split(' ').next())
-        else {
+        let (Some(point), Some(fstype)) = (left.split(' ').nth(4), right.split(' ').next()) else {
             continue;
         };
         let point = PathBuf::from(unescape(point));
@@ -136,7 +134,9 @@ fn unescape(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        let octal = b.get(i + 1..i + 4).filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
         match (b[i], octal) {
             (b'\\', Some(d)) => {
                 out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
@@ -158,7 +158,11 @@ pub fn hugetlbfs_problem(dir: &Path, mountinfo: &str) -> Option<String> {
     let shown = dir.display();
     match std::fs::metadata(dir) {
         Ok(m) if m.is_dir() => {}
-        Ok(_) => return Some(format!("--hugepages {shown}: is a file, not a hugetlbfs mount")),
+        Ok(_) => {
+            return Some(format!(
+                "--hugepages {shown}: is a file, not a hugetlbfs mount"
+            ))
+        }
         Err(e) => {
             return Some(format!(
                 "--hugepages {shown}: {}",
@@ -208,7 +212,10 @@ mod tests {
     fn hugepages_on_another_file_system_is_refused() {
         let d = std::env::temp_dir();
         let e = hugetlbfs_problem(&d, MOUNTINFO).unwrap();
-        assert!(e.contains("not a hugetlbfs mount") && e.contains("is ext4"), "{e}");
+        assert!(
+            e.contains("not a hugetlbfs mount") && e.contains("is ext4"),
+            "{e}"
+        );
         let e = hugetlbfs_problem(&d.join("numalab-no-such-folder"), MOUNTINFO).unwrap();
         assert!(e.contains("No such file"), "{e}");
     }
@@ -233,7 +240,10 @@ mod tests {
         assert!(e.contains("is a folder"), "{e}");
         assert_eq!(log_problem(&d.join("run.log"), &inputs), None);
         assert_eq!(
-            paths_in_args(&["-acpitable".into(), format!("sig=SRAT,file={}", src.display())]),
+            paths_in_args(&[
+                "-acpitable".into(),
+                format!("sig=SRAT,file={}", src.display())
+            ]),
             vec![src.clone()]
         );
         let _ = std::fs::remove_dir_all(&d);

@@ -148,9 +148,11 @@ mod tests {
         let e = folder_problem("--out", Path::new("/proc/numalab-out")).unwrap();
         assert!(e.contains("nothing can be made in /proc"), "{e}");
         assert_eq!(writable_problem(&d), None);
-        assert!(!std::fs::read_dir(&d)
+        assert!(!std::fs::read_dir(&d).unwrap().any(|e| e
             .unwrap()
-            .any(|e| e.unwrap().file_name().to_string_lossy().starts_with(".numalab")));
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".numalab")));
         assert_eq!(
             program_at_caller(Path::new("qemu-system-x86_64")),
             PathBuf::from("qemu-system-x86_64")

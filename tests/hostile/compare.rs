@@ -35,7 +35,12 @@ fn compare_of_unlike_runs_says_what_differs_on_top() {
     .unwrap();
     let (out, secs) = qemu_run(&d, &["bench", "--compare", "a.jsonl", "b.jsonl", "--all"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let first_row = stdout.find("b1.c.m").expect("no row");
     for want in [
         "WARNING: MACHINES DIFFER: nodes: 4 -> 2 (base: custom (QEMU arguments), 4 vCPUs, 4 \
@@ -43,7 +48,9 @@ fn compare_of_unlike_runs_says_what_differs_on_top() {
         "WARNING: EXPERIMENTS DIFFER: only in base: b2 (the whole experiment, 1 metrics); only \
          in new: b3 (the whole experiment, 1 metrics)",
     ] {
-        let at = stdout.find(want).unwrap_or_else(|| panic!("no {want:?} in:\n{stdout}"));
+        let at = stdout
+            .find(want)
+            .unwrap_or_else(|| panic!("no {want:?} in:\n{stdout}"));
         assert!(at < first_row, "not on top:\n{stdout}");
     }
     println!("hostile: bench --compare of unlike runs: exit 0 in {secs:.3} s");

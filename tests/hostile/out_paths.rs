@@ -18,7 +18,14 @@ fn a_log_over_an_input_or_in_a_missing_folder_is_refused_and_nothing_written() {
     std::fs::write(d.join("box.numactl"), NUMACTL).unwrap();
     std::fs::create_dir_all(d.join("tables")).unwrap();
     let before = snapshot(&d);
-    let m = ["--machine", "box.numactl", "--suite", "test", "--timeout", "5"];
+    let m = [
+        "--machine",
+        "box.numactl",
+        "--suite",
+        "test",
+        "--timeout",
+        "5",
+    ];
     let with = |extra: &[&'static str]| -> Vec<&str> { m.iter().chain(extra).copied().collect() };
     let cases: Vec<(&str, Vec<&str>, &str)> = vec![
         (
@@ -60,9 +67,18 @@ fn an_out_that_cannot_be_made_and_hugepages_off_hugetlbfs_are_refused() {
     let d = scratch("out-proc");
     let before = snapshot(&d);
     for (label, args) in [
-        ("bench --out /proc/x", vec!["bench", "--smoke", "--out", "/proc/numalab-out"]),
-        ("bench --out /proc", vec!["bench", "--smoke", "--out", "/proc"]),
-        ("sweep --out /proc/x", vec!["sweep", "--out", "/proc/numalab-out", "--", "--smoke"]),
+        (
+            "bench --out /proc/x",
+            vec!["bench", "--smoke", "--out", "/proc/numalab-out"],
+        ),
+        (
+            "bench --out /proc",
+            vec!["bench", "--smoke", "--out", "/proc"],
+        ),
+        (
+            "sweep --out /proc/x",
+            vec!["sweep", "--out", "/proc/numalab-out", "--", "--smoke"],
+        ),
     ] {
         refused_in(&d, label, &args, "cannot be written");
     }
@@ -72,8 +88,16 @@ fn an_out_that_cannot_be_made_and_hugepages_off_hugetlbfs_are_refused() {
         vec!["--suite", "test", "--accel", "kvm", "--hugepages", "huge"],
         vec!["bench", "--smoke", "--hugepages", "huge"],
     ] {
-        let line = refused_in(&d, "--hugepages on a plain folder", &args, "not a hugetlbfs mount");
-        assert!(line.contains(&d.join("huge").display().to_string()), "{line}");
+        let line = refused_in(
+            &d,
+            "--hugepages on a plain folder",
+            &args,
+            "not a hugetlbfs mount",
+        );
+        assert!(
+            line.contains(&d.join("huge").display().to_string()),
+            "{line}"
+        );
     }
     refused_in(
         &d,
@@ -90,7 +114,11 @@ fn an_out_that_cannot_be_made_and_hugepages_off_hugetlbfs_are_refused() {
 fn a_cost_model_that_is_a_fifo_or_a_device_is_refused_at_once() {
     let d = scratch("cost-fifo");
     let fifo = d.join("fifo.mlc");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
     for (label, model) in [("a FIFO", "fifo.mlc"), ("a device", "/dev/zero")] {
         refused_in(
             &d,

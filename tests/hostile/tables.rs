@@ -23,8 +23,16 @@ fn an_acpidump_text_cut_short_is_refused_naming_table_and_line() {
     let cases = [
         // Between two rows (mid-table), inside a row's bytes (mid-row), inside a byte.
         ("mid-table", row("    0020:"), "is cut short"),
-        ("mid-row", row("    0020:") + "    0020: 00 00".len(), "is cut short"),
-        ("mid-byte", row("    0020:") + "    0020: 0".len(), "expected two hex digits"),
+        (
+            "mid-row",
+            row("    0020:") + "    0020: 00 00".len(),
+            "is cut short",
+        ),
+        (
+            "mid-byte",
+            row("    0020:") + "    0020: 0".len(),
+            "expected two hex digits",
+        ),
     ];
     for (label, cut, want) in cases {
         std::fs::write(d.join("cut.acpidump"), &text[..cut]).unwrap();
@@ -82,7 +90,12 @@ fn a_bad_checksum_is_used_with_a_warning_naming_the_sums() {
     std::fs::write(d.join("bad.acpidump"), text).unwrap();
     let (out, secs) = qemu_run(&d, &["topology", "bad.acpidump"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.starts_with("available: 2 nodes (0-1)"), "{stdout}");
     let warning = stdout
         .lines()
@@ -108,7 +121,12 @@ fn a_one_byte_srat_entry_of_an_unknown_type_is_stepped_over() {
     std::fs::write(d.join("one.acpidump"), two_node_text(&entries, |_| {})).unwrap();
     let (out, _) = qemu_run(&d, &["topology", "one.acpidump"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(
         stdout.contains("node 1 size: 512 MB") && !stdout.contains("# warning"),
         "{stdout}"

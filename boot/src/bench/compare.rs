@@ -228,7 +228,11 @@ pub fn facts(run: &Run) -> Facts {
 
 /// One side's machine in a few words: topology, vCPUs, nodes, host.
 fn machine_words(f: &Facts) -> String {
-    let fact = |name: &str| f.iter().find(|x| x.0 == name).map_or("unknown", |x| x.1.as_str());
+    let fact = |name: &str| {
+        f.iter()
+            .find(|x| x.0 == name)
+            .map_or("unknown", |x| x.1.as_str())
+    };
     format!(
         "{}, {} vCPUs, {} nodes, host {}",
         fact("topology"),

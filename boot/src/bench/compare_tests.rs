@@ -378,7 +378,10 @@ fn runs_of_different_machines_say_so_on_top_naming_both() {
                 4 nodes, host h; new: custom (QEMU arguments), 8 vCPUs, 2 nodes, host h)";
     assert!(text.contains(want), "{text}");
     // On top: before the first row.
-    assert!(text.find(want) < text.find("slub_list_lock.linux_default."), "{text}");
+    assert!(
+        text.find(want) < text.find("slub_list_lock.linux_default."),
+        "{text}"
+    );
 }
 
 /// Issue 47 class 5: runs of different experiment sets say on top what only one side has.
@@ -397,7 +400,10 @@ fn runs_of_different_experiment_sets_say_what_only_one_side_has_on_top() {
                 vmalloc_scaling (the whole experiment, 1 metrics); only in new: numa_locality \
                 (the whole experiment, 1 metrics); those are listed at the end, not compared";
     assert!(text.contains(want), "{text}");
-    assert!(text.find(want) < text.find("slub_list_lock.linux_default."), "{text}");
+    assert!(
+        text.find(want) < text.find("slub_list_lock.linux_default."),
+        "{text}"
+    );
     // Alike runs: no such line.
     let same = render_text(
         &compare(&run("A", reps("m", &[1.0])), &run("B", reps("m", &[2.0]))),

@@ -340,9 +340,17 @@ fn unusable_sources_are_one_error_naming_the_file() {
         "line 2: the text ends before 'node distances:'",
     );
     std::fs::write(&f, "SRAT @ 0x0\n  0000: 53 52 zz\n").unwrap();
-    fails(load(&f), &f, "line 2 in table SRAT (header on line 1): expected two hex digits");
+    fails(
+        load(&f),
+        &f,
+        "line 2 in table SRAT (header on line 1): expected two hex digits",
+    );
     std::fs::write(&f, "SRAT @ 0x0\n  0000: 53 52\n").unwrap();
-    fails(load(&f), &f, "line 1: table SRAT is cut short: its hex rows hold 2 bytes");
+    fails(
+        load(&f),
+        &f,
+        "line 1: table SRAT is cut short: its hex rows hold 2 bytes",
+    );
     std::fs::write(&f, "SLIT @ 0x0\n  0000: 53 4C 49 54 08 00 00 00\n").unwrap();
     fails(load(&f), &f, "no APIC (MADT) table");
     let big = std::fs::File::create(&f).unwrap();

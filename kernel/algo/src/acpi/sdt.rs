@@ -133,9 +133,13 @@ pub fn cut_short(name: &str, bytes: &[u8]) -> Option<String> {
     }
     let present = bytes.len();
     match header_length(bytes) {
-        Some(length) if present < length as usize => Some(format!("{present} of its {length} bytes")),
+        Some(length) if present < length as usize => {
+            Some(format!("{present} of its {length} bytes"))
+        }
         Some(_) => None,
-        None => Some(format!("{present} bytes, not even the 8 that hold its length")),
+        None => Some(format!(
+            "{present} bytes, not even the 8 that hold its length"
+        )),
     }
 }
 
@@ -292,9 +296,14 @@ mod tests {
         // Length 1 steps one byte, as Linux's acpi_parse_entries_array: the next entry's type
         // is that length byte (1) and its length the byte after.
         let e = entries(&[0u8, 4, 0, 0, 0x7f, 1, 3, 9, 0x22, 2], 0, "SRAT", &mut w);
-        let kinds: Vec<(u8, usize, usize)> =
-            e.iter().map(|e| (e.kind, e.offset, e.bytes.len())).collect();
-        assert_eq!(kinds, vec![(0, 0, 4), (0x7f, 4, 1), (1, 5, 3), (0x22, 8, 2)]);
+        let kinds: Vec<(u8, usize, usize)> = e
+            .iter()
+            .map(|e| (e.kind, e.offset, e.bytes.len()))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![(0, 0, 4), (0x7f, 4, 1), (1, 5, 3), (0x22, 8, 2)]
+        );
         assert!(w.is_empty(), "{w:?}");
         let e = entries(&[0u8, 4, 0, 0, 1, 9, 5], 0, "SRAT", &mut w);
         assert_eq!(e.len(), 1);
