@@ -17,7 +17,9 @@
 //! Issue 47's classes: hostile/tables.rs (acpidump texts cut mid-table, mid-row, mid-byte; bad
 //! checksums; a 1-byte SRAT entry), hostile/out_paths.rs (`--log` over an input or in a
 //! missing folder, `--out` under /proc, `--hugepages` off hugetlbfs, a FIFO cost model),
-//! hostile/compare.rs (compare of runs of different machines or experiment sets).
+//! hostile/compare.rs (compare of runs of different machines or experiment sets),
+//! hostile/merges.rs (`--emit-jobs` over an input; merge of a cut JSONL, a link loop, an
+//! empty job folder, two revisions).
 
 #[path = "hostile/compare.rs"]
 mod compare;
@@ -25,6 +27,8 @@ mod compare;
 mod costs;
 #[path = "hostile/machines.rs"]
 mod machines;
+#[path = "hostile/merges.rs"]
+mod merges;
 #[path = "hostile/options.rs"]
 mod options;
 #[path = "hostile/out_paths.rs"]

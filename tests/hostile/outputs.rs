@@ -6,7 +6,7 @@ use super::script::{refused_in, scratch};
 use std::path::{Path, PathBuf};
 
 /// A bench header as the runner writes it, reduced to what compare and merge read.
-fn header(host: &str) -> String {
+pub fn header(host: &str) -> String {
     format!(
         "{{\"record\":\"header\",\"git_rev\":\"abc1234\",\"host\":\"{host}\",\"host_cpus\":2,\
          \"vcpus\":4,\"reps\":1,\"topology\":\"4node\",\"oversubscribed\":false,\"options\":\
@@ -16,7 +16,7 @@ fn header(host: &str) -> String {
 }
 
 /// One measurement record.
-fn record(value: u32) -> String {
+pub fn record(value: u32) -> String {
     format!(
         "{{\"bench\":\"b\",\"case\":\"c\",\"metric\":\"m\",\"value\":{value},\"unit\":\"ops\",\
          \"cpus\":1,\"nodes\":4,\"clock\":\"tsc\"}}\n"
@@ -24,7 +24,7 @@ fn record(value: u32) -> String {
 }
 
 /// A job folder `root/name` as `bench --out` leaves it: one JSONL and its run folder.
-fn job(root: &Path, name: &str, value: u32) -> PathBuf {
+pub fn job(root: &Path, name: &str, value: u32) -> PathBuf {
     let dir = root.join(name);
     let stem = "20261201-120000-abc1234";
     std::fs::create_dir_all(dir.join(stem)).unwrap();
@@ -37,14 +37,20 @@ fn job(root: &Path, name: &str, value: u32) -> PathBuf {
     dir
 }
 
-/// Every file under `dir` with its contents (to see that nothing changed).
+/// Every file under `dir` with its contents, and every link with its target (to see that
+/// nothing changed).
 pub fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut out = Vec::new();
     let mut todo = vec![dir.to_path_buf()];
     while let Some(d) = todo.pop() {
         for e in std::fs::read_dir(&d).unwrap() {
             let p = e.unwrap().path();
-            if p.is_dir() {
+            let meta = std::fs::symlink_metadata(&p).unwrap();
+            if meta.file_type().is_symlink() {
+                // A link is its target's name (never followed: it may loop).
+                let target = std::fs::read_link(&p).unwrap();
+                out.push((p, target.into_os_string().into_encoded_bytes()));
+            } else if meta.is_dir() {
                 todo.push(p.clone());
                 out.push((p, Vec::new()));
             } else {

@@ -48,6 +48,18 @@ pub fn load(dir: &Path) -> Result<JobResult, String> {
     };
     let text = std::fs::read_to_string(&jsonl)
         .map_err(|e| format!("{}: cannot read: {e}", jsonl.display()))?;
+    // A last line without its newline is a write cut short (a job killed mid-line, a copy
+    // not finished): said as such, not as a JSON error (issue 47 class 4).
+    if let Some(last) = text.lines().last().filter(|_| !text.ends_with('\n')) {
+        if serde_json::from_str::<Value>(last).is_err() {
+            return Err(format!(
+                "{}: line {} is cut short (the file ends mid-line, without its newline): the \
+                 job was interrupted or its copy is partial; rerun the job or copy it again",
+                jsonl.display(),
+                text.lines().count()
+            ));
+        }
+    }
     let (header, records) = read_jsonl(&text).map_err(|v| {
         format!(
             "{}: {}",
@@ -59,6 +71,10 @@ pub fn load(dir: &Path) -> Result<JobResult, String> {
         )
     })?;
     let header = header.ok_or_else(|| format!("{}: no header line", jsonl.display()))?;
+    let stem_dir = dir.join(jsonl.file_stem().unwrap_or_default());
+    if let Some(why) = link_to_a_folder(&stem_dir) {
+        return Err(why);
+    }
     if header.get("merged").is_some() {
         return Err(format!(
             "{}: already a merged sweep; merge the job folders",
@@ -229,14 +245,56 @@ pub fn merged(
     Ok((header, records, lines))
 }
 
-/// Copies the files under `from` into `to` (folders recursively).
+/// Folders deeper than this in a job's run folder are not walked (a run folder is 2 deep).
+const MAX_DEPTH: usize = 32;
+
+/// The first symbolic link under `dir` that leads to a folder, or nowhere (a loop, a dangling
+/// link), as one line naming it; or a folder nested past [`MAX_DEPTH`]. Links are never
+/// followed, so a loop (`loop -> .`) cannot make the merge recurse (issue 47 class 4); a
+/// link to a file is copied as the file.
+pub fn link_to_a_folder(dir: &Path) -> Option<String> {
+    let mut todo = vec![(dir.to_path_buf(), 0usize)];
+    while let Some((d, depth)) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.filter_map(Result::ok) {
+            let p = e.path();
+            let Ok(t) = e.file_type() else { continue };
+            if t.is_symlink() {
+                let why = match std::fs::metadata(&p) {
+                    Ok(m) if m.is_dir() => "a symbolic link to a folder",
+                    Ok(_) => continue,
+                    Err(_) => "a symbolic link that leads nowhere (a loop, or a missing target)",
+                };
+                return Some(format!(
+                    "{}: {why}: a job's run folder holds files and folders only; remove the link",
+                    p.display()
+                ));
+            }
+            if t.is_dir() {
+                if depth + 1 > MAX_DEPTH {
+                    return Some(format!(
+                        "{}: folders nested more than {MAX_DEPTH} deep in a job's run folder",
+                        p.display()
+                    ));
+                }
+                todo.push((p, depth + 1));
+            }
+        }
+    }
+    None
+}
+
+/// Copies the files under `from` into `to` (folders recursively; a link is never followed
+/// into a folder: `load` refused those).
 fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
     std::fs::create_dir_all(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
     let entries =
         std::fs::read_dir(from).map_err(|e| format!("cannot read {}: {e}", from.display()))?;
     for e in entries.filter_map(Result::ok) {
         let (src, dst) = (e.path(), to.join(e.file_name()));
-        if src.is_dir() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
             copy_tree(&src, &dst)?;
         } else if src.is_file() {
             std::fs::copy(&src, &dst)
@@ -257,8 +315,21 @@ pub fn write(
     stem: &str,
 ) -> Result<(PathBuf, PathBuf), String> {
     let run_dir = out.join(stem);
-    std::fs::create_dir_all(&run_dir)
-        .map_err(|e| format!("cannot create {}: {e}", run_dir.display()))?;
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    // Made, never reused: a second merge into `out` in the same second (the same stem) finds
+    // the run folder there and stops before writing, so neither merge's result is lost.
+    std::fs::create_dir(&run_dir).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            format!(
+                "{} already exists: another merge into {} wrote (or is writing) a run of the \
+                 same second and revision; nothing was overwritten: merge again",
+                run_dir.display(),
+                out.display()
+            )
+        } else {
+            format!("cannot create {}: {e}", run_dir.display())
+        }
+    })?;
     let mut text = header.to_string();
     text.push('\n');
     for l in lines {
@@ -266,7 +337,12 @@ pub fn write(
         text.push('\n');
     }
     let jsonl = out.join(format!("{stem}.jsonl"));
-    std::fs::write(&jsonl, text).map_err(|e| format!("cannot write {}: {e}", jsonl.display()))?;
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&jsonl)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+    written.map_err(|e| format!("cannot write {}: {e}", jsonl.display()))?;
     for j in jobs {
         let to = run_dir.join(&j.name);
         let from = j.dir.join(&j.stem);

@@ -59,6 +59,9 @@ pub fn run(o: &SweepOptions) -> i32 {
         o.reps
     );
     if let Some(file) = &o.emit_jobs {
+        if let Some(why) = emit_jobs_problem(file, &o.bench_args, &root, &repo) {
+            return refuse(&why);
+        }
         let mut text = lines.join("\n");
         text.push('\n');
         if let Err(e) = std::fs::write(file, text) {
@@ -185,6 +188,39 @@ pub fn failure_lines(console: &str) -> Vec<&str> {
     }
 }
 
+/// Why `--emit-jobs FILE` would overwrite one of the sweep's inputs (issue 47 class 4): a
+/// file the BENCH ARGS name (whole words or `KEY=PATH`), or a file of the checkout the jobs
+/// run from (`root` or `--repo`; its build outputs under target/ aside), or a folder.
+fn emit_jobs_problem(file: &Path, bench_args: &[String], root: &Path, repo: &Path) -> Option<String> {
+    use crate::user_path::{at_caller, normalized, same_or_inside};
+    let shown = file.display();
+    if file.is_dir() {
+        return Some(format!("--emit-jobs {shown}: is a folder, not a file"));
+    }
+    for w in bench_args {
+        for p in std::iter::once(w.as_str()).chain(w.split_once('=').map(|(_, v)| v)) {
+            let input = at_caller(Path::new(p));
+            if !p.is_empty() && input.is_file() && normalized(&input) == normalized(file) {
+                return Some(format!(
+                    "--emit-jobs {shown}: is {p}, an input the BENCH ARGS name: the job list \
+                     would overwrite it"
+                ));
+            }
+        }
+    }
+    for checkout in [root, repo] {
+        let outputs = checkout.join("target");
+        if file.exists() && same_or_inside(file, checkout) && !same_or_inside(file, &outputs) {
+            return Some(format!(
+                "--emit-jobs {shown}: is a file of the checkout {} the jobs run from: the job \
+                 list would overwrite it; write it outside the checkout or under target/",
+                checkout.display()
+            ));
+        }
+    }
+    None
+}
+
 /// Runs `qemu-run.sh merge DIR... --out OUT`.
 pub fn merge_command(o: &MergeOptions) -> i32 {
     merge_dirs(&o.dirs, &o.out, o.force)
@@ -242,8 +278,16 @@ pub fn merge_dirs(dirs: &[PathBuf], out: &Path, force: bool) -> i32 {
     if rev.ends_with("-dirty") {
         eprintln!("numalab: merge: warning: revision {rev} has uncommitted changes: jobs from different checkouts may not have run the same code");
     }
+    let stem = format!("{stamp}-{rev}");
+    if out.join(&stem).exists() || out.join(format!("{stem}.jsonl")).exists() {
+        return say(&format!(
+            "{} already holds a merged run {stem} (another merge into it in the same second?): \
+             nothing was overwritten; merge again",
+            out.display()
+        ));
+    }
     let (jsonl, run_dir) =
-        match merge::write(&jobs, &header, &lines, out, &format!("{stamp}-{rev}")) {
+        match merge::write(&jobs, &header, &lines, out, &stem) {
             Ok(w) => w,
             Err(e) => {
                 eprintln!("numalab: merge: {e}");
