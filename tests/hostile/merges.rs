@@ -15,7 +15,15 @@ fn emit_jobs_over_an_input_is_refused_and_the_input_kept() {
     refused_in(
         &d,
         "--emit-jobs naming a BENCH ARGS input",
-        &["sweep", "--emit-jobs", "my-qemu", "--", "--smoke", "--qemu", "./my-qemu"],
+        &[
+            "sweep",
+            "--emit-jobs",
+            "my-qemu",
+            "--",
+            "--smoke",
+            "--qemu",
+            "./my-qemu",
+        ],
         "an input the BENCH ARGS name",
     );
     let readme = repo_root().join("README.md");
@@ -23,7 +31,13 @@ fn emit_jobs_over_an_input_is_refused_and_the_input_kept() {
     refused_in(
         &d,
         "--emit-jobs naming a file of the checkout",
-        &["sweep", "--emit-jobs", &readme.display().to_string(), "--", "--smoke"],
+        &[
+            "sweep",
+            "--emit-jobs",
+            &readme.display().to_string(),
+            "--",
+            "--smoke",
+        ],
         "is a file of the checkout",
     );
     assert_eq!(std::fs::read(&readme).unwrap(), kept, "README.md changed");
@@ -55,7 +69,11 @@ fn merge_names_the_file_of_a_cut_jsonl_a_link_loop_an_empty_job_and_two_revision
     let before = snapshot(&d);
     for (label, bad, want) in [
         ("a JSONL cut mid-line", "cut", "line 2 is cut short"),
-        ("a symbolic link loop", "looped", "loop: a symbolic link to a folder"),
+        (
+            "a symbolic link loop",
+            "looped",
+            "loop: a symbolic link to a folder",
+        ),
         ("an empty job folder", "empty", "no bench JSONL"),
         ("two revisions", "other", "different git revisions"),
     ] {

@@ -191,7 +191,12 @@ pub fn failure_lines(console: &str) -> Vec<&str> {
 /// Why `--emit-jobs FILE` would overwrite one of the sweep's inputs (issue 47 class 4): a
 /// file the BENCH ARGS name (whole words or `KEY=PATH`), or a file of the checkout the jobs
 /// run from (`root` or `--repo`; its build outputs under target/ aside), or a folder.
-fn emit_jobs_problem(file: &Path, bench_args: &[String], root: &Path, repo: &Path) -> Option<String> {
+fn emit_jobs_problem(
+    file: &Path,
+    bench_args: &[String],
+    root: &Path,
+    repo: &Path,
+) -> Option<String> {
     use crate::user_path::{at_caller, normalized, same_or_inside};
     let shown = file.display();
     if file.is_dir() {
@@ -286,14 +291,13 @@ pub fn merge_dirs(dirs: &[PathBuf], out: &Path, force: bool) -> i32 {
             out.display()
         ));
     }
-    let (jsonl, run_dir) =
-        match merge::write(&jobs, &header, &lines, out, &stem) {
-            Ok(w) => w,
-            Err(e) => {
-                eprintln!("numalab: merge: {e}");
-                return exit::FAIL;
-            }
-        };
+    let (jsonl, run_dir) = match merge::write(&jobs, &header, &lines, out, &stem) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("numalab: merge: {e}");
+            return exit::FAIL;
+        }
+    };
     // The merged run's report, as a single run's (html/): every variant's tables and charts.
     let report = match crate::html::write_report(&jsonl, &run_dir) {
         Ok(r) => r,
