@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 
 /// The first problem of `job`'s `--log` or `--hugepages`, if any.
 pub fn problem(job: &Job) -> Option<String> {
+    if let Job::Sweep(s) = job {
+        return sweep_args_problem(&s.bench_args);
+    }
     let (log, config, source, machine_opts) = match job {
         Job::Main(c, _) | Job::Run(c) => (c.log.as_deref(), Some(c), None, None),
         Job::Machine(c, m) => (c.log.as_deref(), Some(c), Some(m.source.as_path()), None),
@@ -53,6 +56,36 @@ pub fn problem(job: &Job) -> Option<String> {
         inputs.push((format!("{} (named in the QEMU arguments)", p.display()), p));
     }
     log_problem(log, &inputs)
+}
+
+/// Why a sweep's BENCH ARGS would fail every job (issue 47 class 4: a bad option there is
+/// refused before any job runs): a `--cost-model` that is no preset and no readable cost
+/// model file (a FIFO is not read), a `--hugepages` that is not a hugetlbfs mount. The
+/// paths are the caller's (resolve made them absolute); words after `--` are QEMU's.
+pub fn sweep_args_problem(args: &[String]) -> Option<String> {
+    let mut words = args.iter().take_while(|w| *w != "--");
+    while let Some(w) = words.next() {
+        let (flag, value) = match w.split_once('=') {
+            Some((f, v)) => (f, Some(v.to_string())),
+            None => (w.as_str(), None),
+        };
+        if flag != "--cost-model" && flag != "--hugepages" {
+            continue;
+        }
+        let Some(value) = value.or_else(|| words.next().cloned()) else {
+            continue;
+        };
+        let why = if flag == "--cost-model" {
+            crate::costs::presets::resolve(&value).err()
+        } else {
+            let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+            hugetlbfs_problem(Path::new(&value), &mounts)
+        };
+        if let Some(why) = why {
+            return Some(format!("sweep: BENCH ARGS: {why}"));
+        }
+    }
+    None
 }
 
 /// Why `log` cannot be the serial log's file: it is a folder, its folder is missing or

@@ -105,6 +105,7 @@ fn caller_paths(job: Job) -> Job {
             Job::Soak(s)
         }
         Job::Sweep(mut s) => {
+            s.bench_args = bench_args_at(&s.bench_args, &|p| at_caller(p));
             s.out = at(s.out);
             s.emit_jobs = at(s.emit_jobs);
             s.repo = at(s.repo);
@@ -117,6 +118,50 @@ fn caller_paths(job: Job) -> Job {
         }
         other @ (Job::Replay(..) | Job::Error(_)) => other,
     }
+}
+
+/// Bench options whose value is a path (a `--cost-model` preset name or a bare `--qemu`
+/// program name stays as it is).
+const BENCH_PATH_OPTIONS: &[&str] = &["--cost-model", "--qemu", "--hugepages"];
+
+/// A sweep's BENCH ARGS with each path option's value read by `at` (the caller's folder):
+/// the jobs run in the checkout, so a relative path would otherwise mean the checkout's
+/// (issue 47 class 4). Words after `--` (QEMU's) are left as typed.
+fn bench_args_at(args: &[String], at: &dyn Fn(&std::path::Path) -> PathBuf) -> Vec<String> {
+    let map = |flag: &str, value: &str| -> String {
+        let keep = value.is_empty()
+            || (flag == "--cost-model" && crate::costs::presets::NAMES.contains(&value))
+            || (flag == "--qemu" && !value.contains('/'));
+        if keep {
+            value.to_string()
+        } else {
+            at(std::path::Path::new(value)).display().to_string()
+        }
+    };
+    let mut out = Vec::with_capacity(args.len());
+    let mut pending: Option<&str> = None;
+    for (i, w) in args.iter().enumerate() {
+        if w == "--" {
+            out.extend(args[i..].iter().cloned());
+            break;
+        }
+        if let Some(flag) = pending.take() {
+            out.push(map(flag, w));
+            continue;
+        }
+        match BENCH_PATH_OPTIONS
+            .iter()
+            .find(|f| w == **f || w.strip_prefix(**f).is_some_and(|r| r.starts_with('=')))
+        {
+            Some(f) if w == f => {
+                pending = Some(f);
+                out.push(w.clone());
+            }
+            Some(f) => out.push(format!("{f}={}", map(f, &w[f.len() + 1..]))),
+            None => out.push(w.clone()),
+        }
+    }
+    out
 }
 
 /// Why an output folder (`--out`) cannot be one: it names a file, or lies under one. Checked
@@ -270,6 +315,27 @@ fn small_nodes_of(job: &Job) -> Option<String> {
 mod tests {
     use super::*;
     use crate::cli::parse;
+
+    #[test]
+    fn path_options_in_a_sweeps_bench_args_are_read_from_the_callers_folder() {
+        let words = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+        let at = |p: &std::path::Path| std::path::Path::new("/caller").join(p);
+        let preset = crate::costs::presets::NAMES[0];
+        let got = bench_args_at(
+            &words(&format!(
+                "--smoke --cost-model m.mlc --qemu=bin/q --qemu q --hugepages hp \
+                 --cost-model={preset} --qemu /abs/q -- -acpitable file=t.dat"
+            )),
+            &at,
+        );
+        assert_eq!(
+            got,
+            words(&format!(
+                "--smoke --cost-model /caller/m.mlc --qemu=/caller/bin/q --qemu q --hugepages \
+                 /caller/hp --cost-model={preset} --qemu /abs/q -- -acpitable file=t.dat"
+            ))
+        );
+    }
 
     #[test]
     fn a_preset_whose_nodes_the_bootstrap_heap_would_swallow_is_refused() {

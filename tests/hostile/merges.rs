@@ -88,3 +88,80 @@ fn merge_names_the_file_of_a_cut_jsonl_a_link_loop_an_empty_job_and_two_revision
     assert_eq!(snapshot(&d), before, "merge wrote something");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Issue 47 class 4 (issue 37's leftover): a relative path inside `-- BENCH ARGS` means the
+/// caller's folder, as every other path typed: the job list carries it absolute, since the
+/// jobs run in the checkout.
+#[test]
+fn relative_paths_in_bench_args_are_the_callers() {
+    let d = scratch("sweep-rel");
+    std::fs::create_dir_all(d.join("models")).unwrap();
+    std::fs::copy(
+        repo_root().join("costs/cascadelake-2s.mlc"),
+        d.join("models/box.mlc"),
+    )
+    .unwrap();
+    let (out, _) = super::script::qemu_run(
+        &d,
+        &[
+            "sweep",
+            "--emit-jobs",
+            "jobs.txt",
+            "--",
+            "--smoke",
+            "--trace",
+            "mem",
+            "--cost-model",
+            "models/box.mlc",
+            "--qemu=bin/qemu",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let jobs = std::fs::read_to_string(d.join("jobs.txt")).unwrap();
+    let model = d.join("models/box.mlc").display().to_string();
+    let qemu = d.join("bin/qemu").display().to_string();
+    assert!(jobs.contains(&format!(" --cost-model {model} ")), "{jobs}");
+    assert!(jobs.contains(&format!(" --qemu={qemu} ")), "{jobs}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Issue 47 class 4: a bad option inside `-- BENCH ARGS` is refused before any job runs (or
+/// is written to a job list), not once per job: a cost model that is missing or a FIFO.
+#[test]
+fn a_bad_path_in_bench_args_is_refused_before_any_job() {
+    let d = scratch("sweep-bad-arg");
+    let fifo = d.join("fifo.mlc");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    for (label, model, want) in [
+        ("missing", "nope.mlc", "not a readable file"),
+        ("a FIFO", "fifo.mlc", "not a regular file"),
+    ] {
+        refused_in(
+            &d,
+            &format!("sweep with a {label} cost model"),
+            &[
+                "sweep",
+                "--emit-jobs",
+                "jobs.txt",
+                "--",
+                "--smoke",
+                "--trace",
+                "mem",
+                "--cost-model",
+                model,
+            ],
+            want,
+        );
+    }
+    assert!(!d.join("jobs.txt").exists(), "a job list was written");
+    let _ = std::fs::remove_dir_all(&d);
+}
