@@ -124,6 +124,7 @@ void twin_name(const void *addr, size_t bytes, const char *fmt, ...)
 static void __iomem *twin_hpet;
 static u32 twin_hpet_ticks; /* the period in HPET ticks; 0: no quantum */
 static u32 twin_hpet_cfg0; /* timer 2's configuration before the first region */
+static u32 twin_hpet_cmp0, twin_hpet_now0; /* comparator and counter at the region's start */
 
 void twin_quantum_setup(void)
 {
@@ -193,12 +194,27 @@ void twin_quantum_start(void)
 	now = readl(twin_hpet + HPET_COUNTER);
 	writel(now + twin_hpet_ticks, twin_hpet + HPET_Tn_CMP(TWIN_HPET_TIMER));
 	writel(twin_hpet_ticks, twin_hpet + HPET_Tn_CMP(TWIN_HPET_TIMER));
+	twin_hpet_now0 = now;
+	twin_hpet_cmp0 = readl(twin_hpet + HPET_Tn_CMP(TWIN_HPET_TIMER));
 }
 
 void twin_quantum_stop(void)
 {
+	u32 cmp, now, gen;
+
 	if (!twin_hpet_ticks)
 		return;
+	/*
+	 * The check that the deadlines were there: QEMU moves the comparator on by one period
+	 * at each deadline it handles, so (comparator now - at the start) / period deadlines
+	 * passed, against (counter now - at the start) / period that should have.
+	 */
+	cmp = readl(twin_hpet + HPET_Tn_CMP(TWIN_HPET_TIMER));
+	now = readl(twin_hpet + HPET_COUNTER);
+	gen = readl(twin_hpet + HPET_CFG);
+	TWIN_OUT("# bench: det quantum: HPET timer 2's comparator moved %u periods while its counter moved %u (main counter running %d)",
+		 (cmp - twin_hpet_cmp0) / twin_hpet_ticks, (now - twin_hpet_now0) / twin_hpet_ticks,
+		 !!(gen & HPET_CFG_ENABLE));
 	/* One-shot again, as found: QEMU's pending timer fires once more and is not re-armed. */
 	writel(twin_hpet_cfg0 & ~(HPET_TN_PERIODIC | HPET_TN_SETVAL | HPET_TN_ENABLE),
 	       twin_hpet + HPET_Tn_CFG(TWIN_HPET_TIMER));
