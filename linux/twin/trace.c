@@ -123,6 +123,8 @@ void twin_name(const void *addr, size_t bytes, const char *fmt, ...)
 
 static void __iomem *twin_hpet;
 static u32 twin_hpet_ticks; /* the period in HPET ticks; 0: no quantum */
+/* The first deadline of a region, in periods from its start (see twin_quantum_start). */
+#define TWIN_HPET_LEAD 64
 static u32 twin_hpet_cfg0; /* timer 2's configuration before the first region */
 static u32 twin_hpet_cmp0, twin_hpet_now0; /* comparator and counter at the region's start */
 
@@ -182,20 +184,43 @@ void twin_quantum_setup(void)
 
 void twin_quantum_start(void)
 {
-	u32 cfg, now;
+	unsigned long flags;
+	u32 cfg, now = 0, cmp = 0;
+	int tries;
 
 	if (!twin_hpet_ticks)
 		return;
-	/* 32-bit periodic, SETVAL: the first comparator write sets the comparator, the second
-	 * (SETVAL cleared by the first) the period. ENABLE stays clear: no interrupt. */
+	/*
+	 * 32-bit periodic, SETVAL: the first comparator write sets the comparator and the period
+	 * (QEMU's hpet.c sets both while SETVAL is on), the second (SETVAL cleared by the first)
+	 * the period alone. ENABLE stays clear: no interrupt. Should the first deadline pass
+	 * between the two writes, QEMU moves the comparator on by the first write's value (a
+	 * period of about the counter's value: no deadline for seconds). That happened in a 7.3
+	 * det boot (three regions in six had no deadline): the first write moves the next
+	 * deadline closer, QEMU kicks this vCPU out and gives each busy vCPU its share of the
+	 * time to that deadline before this one runs again. So the first deadline is
+	 * TWIN_HPET_LEAD periods away (this vCPU comes back with an eighth of it or more), and
+	 * should it still pass, the two writes are made again.
+	 */
 	cfg = (twin_hpet_cfg0 & ~(HPET_TN_ENABLE | HPET_TN_LEVEL)) | HPET_TN_PERIODIC |
 	      HPET_TN_SETVAL | HPET_TN_32BIT;
-	writel(cfg, twin_hpet + HPET_Tn_CFG(TWIN_HPET_TIMER));
-	now = readl(twin_hpet + HPET_COUNTER);
-	writel(now + twin_hpet_ticks, twin_hpet + HPET_Tn_CMP(TWIN_HPET_TIMER));
-	writel(twin_hpet_ticks, twin_hpet + HPET_Tn_CMP(TWIN_HPET_TIMER));
+	for (tries = 0; tries < 8; tries++) {
+		local_irq_save(flags);
+		writel(cfg, twin_hpet + HPET_Tn_CFG(TWIN_HPET_TIMER));
+		now = readl(twin_hpet + HPET_COUNTER);
+		writel(now + TWIN_HPET_LEAD * twin_hpet_ticks,
+		       twin_hpet + HPET_Tn_CMP(TWIN_HPET_TIMER));
+		writel(twin_hpet_ticks, twin_hpet + HPET_Tn_CMP(TWIN_HPET_TIMER));
+		cmp = readl(twin_hpet + HPET_Tn_CMP(TWIN_HPET_TIMER));
+		local_irq_restore(flags);
+		if (cmp - now < 2 * TWIN_HPET_LEAD * twin_hpet_ticks)
+			break;
+	}
+	if (tries)
+		TWIN_OUT("# bench: det quantum: HPET timer 2 set again %d times (the first deadline passed between the two writes)",
+			 tries);
 	twin_hpet_now0 = now;
-	twin_hpet_cmp0 = readl(twin_hpet + HPET_Tn_CMP(TWIN_HPET_TIMER));
+	twin_hpet_cmp0 = cmp;
 }
 
 void twin_quantum_stop(void)
