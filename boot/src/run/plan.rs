@@ -130,10 +130,8 @@ pub fn plan(args: &BenchArgs) -> Result<Plan, PlanError> {
     if args.kernel != Kernel::Numalab {
         let (boots, mut notes) = linux_boots(args).map_err(PlanError::Linux)?;
         if args.trace {
-            notes.push(
-                "numalab: --trace: the Linux twin's boots are not traced (its module has no region markers yet; docs/trace.md)"
-                    .into(),
-            );
+            let det = boots.iter().any(|b| b.boot == Boot::Det);
+            notes.push(twin::det::note(det));
         }
         plan.boots.extend(boots);
         plan.linux_notes = notes;
@@ -189,14 +187,7 @@ pub fn numalab_boot(
     // The main job traces its det boot only (the modelled seed rows).
     let trace = args.trace && boot.deterministic() && !(args.main_job && boot == Boot::Icount);
     let costs = if trace {
-        // A machine whose node map cannot be derived, or that the named cost model does not
-        // fit, is refused here, before any build.
-        let map = crate::trace::map::NodeMap::of(&config.typed_machine(), &config.extra)?;
-        let chosen = cost_model(args)?;
-        Some(crate::costs::presets::for_machine(
-            chosen.as_ref(),
-            &map.shape(),
-        )?)
+        Some(traced_costs(args, &config)?)
     } else {
         // Untraced boots get the same model where one applies, so that latency_matrix's
         // buffer sizes (bench.mlc_*, set from it in execute.rs) and so every record of record
@@ -220,6 +211,15 @@ pub fn numalab_boot(
         trace,
         costs,
     })
+}
+
+/// The cost model of a traced boot of `config`'s machine (`--cost-model`, else the machine's
+/// default). A machine whose node map cannot be derived, or that the named cost model does
+/// not fit, is refused here, before any build.
+fn traced_costs(args: &BenchArgs, config: &RunConfig) -> Result<crate::costs::Applied, String> {
+    let map = crate::trace::map::NodeMap::of(&config.typed_machine(), &config.extra)?;
+    let chosen = cost_model(args)?;
+    crate::costs::presets::for_machine(chosen.as_ref(), &map.shape())
 }
 
 /// The cost model `--cost-model` names, read and checked before anything boots.
@@ -290,8 +290,7 @@ pub fn boot_config(args: &BenchArgs, boot: Boot, rep: u32) -> Result<RunConfig, 
             c.machine_args()?;
         }
         Boot::Det => {
-            c.icount = true;
-            c.accel = Accel::Tcg;
+            det_machine(&mut c);
             let only = det_selection(args).ok_or("bench: no count experiment selected for det")?;
             c.options.set(&BENCH, &only)?;
         }
@@ -306,6 +305,13 @@ pub fn boot_config(args: &BenchArgs, boot: Boot, rep: u32) -> Result<RunConfig, 
         }
     }
     Ok(c)
+}
+
+/// The det boot's machine: every CPU online under `-icount shift=0,sleep=off`, on TCG (as
+/// every icount boot, accel.rs): numalab's and the twin's det boots alike.
+fn det_machine(c: &mut RunConfig) {
+    c.icount = true;
+    c.accel = Accel::Tcg;
 }
 
 /// Whether the experiment `name` measures only in the multi-CPU boots (it skips the icount
@@ -387,17 +393,25 @@ pub fn linux_kernel_boots(
         .collect();
     let append = args.linux_append.clone();
     let boot = |boot, experiments: &[&str], append: Option<String>, when| {
+        let config = linux_config(args, boot, experiments)?;
+        // Only the det boots are traced (twin/det.rs), with numalab's det boot's cost model.
+        let trace = boot == Boot::Det;
+        let costs = if trace {
+            Some(traced_costs(args, &config)?)
+        } else {
+            None
+        };
         Ok::<_, String>(PlannedBoot {
             guest: Guest::Linux { kernel, append },
             boot,
             rep: 0,
             reps: 1,
             smoke: args.smoke,
-            config: linux_config(args, boot, experiments)?,
+            config,
             when,
             machine: 0,
-            trace: false,
-            costs: None,
+            trace,
+            costs,
         })
     };
     let mut out = Vec::new();
@@ -424,17 +438,40 @@ pub fn linux_kernel_boots(
             )?);
         }
     }
+    // Under --trace: the det boot of the contention experiments, and slub_list_lock's
+    // order-4 half in a second one (its command line, as the tsc boots).
+    let det = twin::det::selection(&mirrored);
+    if args.trace && !args.no_det && !det.is_empty() {
+        out.push(boot(Boot::Det, &det, append.clone(), When::Always)?);
+        if det.contains(&catalog::SLUB_LIST_LOCK.name) {
+            let order4 = twin::cmdline::order4_append(append.as_deref());
+            out.push(boot(
+                Boot::Det,
+                &[catalog::SLUB_LIST_LOCK.name],
+                Some(order4),
+                When::Always,
+            )?);
+        }
+    }
     Ok((out, notes))
 }
 
 /// The configuration of a Linux boot: numalab's `boot` of the same machine, with `bench=`
-/// narrowed to the mirrored experiments (the executor adds the Linux image for the disk).
+/// narrowed to the mirrored experiments (the executor adds the Linux image for the disk). A
+/// det boot is numalab's det machine whatever numalab's det boot selects (or whether it has
+/// one).
 pub fn linux_config(
     args: &BenchArgs,
     boot: Boot,
     experiments: &[&str],
 ) -> Result<RunConfig, String> {
-    let mut c = boot_config(args, boot, 0)?;
+    let mut c = if boot == Boot::Det {
+        let mut c = boot_config(args, Boot::Tsc, 0)?;
+        det_machine(&mut c);
+        c
+    } else {
+        boot_config(args, boot, 0)?
+    };
     c.options.set(&BENCH, &Selection::of(experiments))?;
     Ok(c)
 }

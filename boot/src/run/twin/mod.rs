@@ -11,6 +11,7 @@
 
 pub mod cmdline;
 pub mod contract;
+pub mod det;
 pub mod initramfs;
 pub mod linux7;
 pub mod module;

@@ -1,0 +1,103 @@
+//! The twin's det boots (issue 44, docs/linux-twin.md): under `--trace mem`, each Linux kernel
+//! boots the same machine as numalab's det boot (all CPUs, `-icount shift=0,sleep=off`,
+//! TCG) with the module in `clock=det` and numalab's `bench.det_quantum`, runs the contention
+//! experiments of [`DET_EXPERIMENTS`] in marked regions, and the runner reads its trace with
+//! numalab's code (trace::analyse). Here: which experiments, the planning note, where the
+//! kernel's System.map is, and the `kernel` field of its trace records.
+
+use super::linux7;
+use crate::linux_kernel::LinuxKernel;
+use crate::trace::sysmap;
+use std::path::{Path, PathBuf};
+
+/// The experiments the module runs in a det boot, in catalog order.
+pub const DET_EXPERIMENTS: [&str; 4] = [
+    "slub_list_lock",
+    "numa_locality",
+    "sheaves_vs_partial",
+    "vmalloc_scaling",
+];
+
+/// Why the twin's det boots are planned only under `--trace mem`.
+pub const WHY_TRACED_ONLY: &str = "Debian's configs have no SLUB_STATS nor lock_stat, so an \
+     untraced det boot of Linux would count nothing but instructions";
+
+/// Of the mirrored experiments to run (`mirrored`), those of a det boot.
+pub fn selection(mirrored: &[&'static str]) -> Vec<&'static str> {
+    mirrored
+        .iter()
+        .copied()
+        .filter(|n| DET_EXPERIMENTS.contains(n))
+        .collect()
+}
+
+/// The note printed before the twin's boots under `--trace` (`planned`: whether a det boot is
+/// in the plan).
+pub fn note(planned: bool) -> String {
+    if planned {
+        format!(
+            "numalab: --trace: the Linux twin's det boots are traced, its icount and tsc boots \
+             are not; without --trace it has no det boot ({WHY_TRACED_ONLY})"
+        )
+    } else {
+        format!(
+            "numalab: --trace: no Linux det boot: none of {} is selected (the twin's other \
+             boots are not traced)",
+            DET_EXPERIMENTS.join(", ")
+        )
+    }
+}
+
+/// Where the System.map of `kernel` (release `release`) is: 6.1 `/boot/System.map-RELEASE`;
+/// 7.x the linux7 cache's `ABI/System.map` (linux/linux7.sh copies it there), else the build
+/// root's `usr/lib/modules/RELEASE/System.map` (`cache`: the linux7 cache folder).
+pub fn system_map_path(kernel: LinuxKernel, release: &str, cache: Option<&Path>) -> PathBuf {
+    match kernel {
+        LinuxKernel::V6_1 => PathBuf::from(format!("/boot/System.map-{release}")),
+        LinuxKernel::V7 => {
+            let Some(cache) = cache else {
+                return PathBuf::from(format!("/lib/modules/{release}/System.map"));
+            };
+            let abi = release.strip_suffix("-amd64").unwrap_or(release);
+            let copied = cache.join(abi).join("System.map");
+            if copied.is_file() {
+                return copied;
+            }
+            cache
+                .join("root/usr/lib/modules")
+                .join(release)
+                .join("System.map")
+        }
+    }
+}
+
+/// The data symbols of `kernel`'s System.map (link-time addresses), or one line saying why
+/// there are none.
+pub fn symbols(kernel: LinuxKernel, release: &str) -> Result<Vec<(u64, u64, String)>, String> {
+    let xdg = std::env::var("XDG_CACHE_HOME").ok();
+    let home = std::env::var("HOME").ok();
+    let cache = linux7::cache_dir(xdg.as_deref(), home.as_deref());
+    let path = system_map_path(kernel, release, cache.as_deref());
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    sysmap::symbols(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The `kernel` field of a Linux boot's trace records: the name the module printed on its
+/// `# bench: clock=... kernel=NAME` line (`linux-6.1.192`), else the first BENCH record's,
+/// else the `--kernel` name.
+pub fn kernel_name(log: &str, records: &[crate::bench::BenchRecord], kernel: LinuxKernel) -> String {
+    log.lines()
+        .filter(|l| l.starts_with("# bench: clock="))
+        .flat_map(str::split_whitespace)
+        .find_map(|w| w.strip_prefix("kernel="))
+        .filter(|k| k.starts_with("linux-"))
+        .map(String::from)
+        .or_else(|| {
+            records
+                .iter()
+                .map(|r| r.kernel.clone())
+                .find(|k| k.starts_with("linux-"))
+        })
+        .unwrap_or_else(|| kernel.name().to_string())
+}
