@@ -479,3 +479,6 @@ mod tests {
         assert!(rep.console.contains("[cascadelake-2s]"), "{}", rep.console);
     }
 }
+
+#[cfg(test)]
+mod twin_tests;
