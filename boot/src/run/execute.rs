@@ -183,7 +183,13 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
     let (mut records, violations) = bench::parse_log(&outcome.log, b.boot);
     records.retain(bench::det_keeps);
     let trace = match &config.trace {
-        Some(files) => Some(traced(b, config.linux.as_ref(), files, &outcome.log, &mut records)?),
+        Some(files) => Some(traced(
+            b,
+            config.linux.as_ref(),
+            files,
+            &outcome.log,
+            &mut records,
+        )?),
         None => None,
     };
     let kvm = config.runs_on() == "kvm";

@@ -190,7 +190,10 @@ pub fn c2c_names<'a>(args: &BenchArgs, runs: &'a Runs) -> Vec<(String, &'a BootR
         .into_iter()
         .skip(runs.numalab.len())
         .map(|(log, r)| (format!("c2c-{}.txt", log.trim_end_matches(".log")), r));
-    numalab.chain(linux).filter(|(_, r)| r.trace.is_some()).collect()
+    numalab
+        .chain(linux)
+        .filter(|(_, r)| r.trace.is_some())
+        .collect()
 }
 
 /// Writes the JSONL (`all`: every record; with the twin, numalab's header gets the Linux boots

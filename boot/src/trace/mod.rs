@@ -154,7 +154,13 @@ pub struct Traced<'a> {
 pub const NUMALAB: &str = "numalab";
 
 /// One derived record of `region`.
-fn record(region: &labels::Region, of: Traced, metric: &str, value: f64, unit: &str) -> BenchRecord {
+fn record(
+    region: &labels::Region,
+    of: Traced,
+    metric: &str,
+    value: f64,
+    unit: &str,
+) -> BenchRecord {
     BenchRecord {
         bench: region.bench.clone(),
         case: region.case.clone(),
@@ -223,7 +229,11 @@ pub fn analyse(
     let from = if of.kernel == NUMALAB {
         format!("{} boot, from the kernel's entry", boot.name())
     } else {
-        format!("{} {} boot, from the module's first mark", of.kernel, boot.name())
+        format!(
+            "{} {} boot, from the module's first mark",
+            of.kernel,
+            boot.name()
+        )
     };
     rep.summary = format!(
         "numalab: trace ({from}): {} instructions, {} RAM accesses ({:.2}% remote), {} HITM ({} remote), {} vCPU turns (mean {:.0} instructions)",

@@ -21,7 +21,10 @@ const KERNEL_SPACE: u64 = 0xffff_0000_0000_0000;
 /// Err: the text has no symbol line at all, or it is Debian's stub (one line saying that the
 /// real System.map is in the `-dbg` package), in one line saying so.
 pub fn symbols(text: &str) -> Result<Vec<(u64, u64, String)>, String> {
-    if let Some(l) = text.lines().find(|l| l.contains("The real System.map is in")) {
+    if let Some(l) = text
+        .lines()
+        .find(|l| l.contains("The real System.map is in"))
+    {
         let said = l.split_once(" B ").map_or(l, |(_, s)| s).trim();
         return Err(format!("a stub, not a symbol table (it says: {said})"));
     }

@@ -104,7 +104,14 @@ fn a_linux_boot_and_a_numalab_boot_are_read_by_one_code_path() {
     let figures = |r: &TraceReport| -> Vec<(String, String, u64, String)> {
         r.records
             .iter()
-            .map(|x| (x.metric.clone(), x.unit.clone(), x.value.to_bits(), x.bench.clone()))
+            .map(|x| {
+                (
+                    x.metric.clone(),
+                    x.unit.clone(),
+                    x.value.to_bits(),
+                    x.bench.clone(),
+                )
+            })
             .collect()
     };
     assert!(!n.records.is_empty());
@@ -118,7 +125,10 @@ fn a_linux_boot_and_a_numalab_boot_are_read_by_one_code_path() {
         .records
         .iter()
         .all(|x| x.kernel == "linux-6.1.192" && x.case == "linux/default" && x.cpus == 2));
-    assert!(l.records.iter().all(|x| x.boot == Boot::Det && x.nodes == 2));
+    assert!(l
+        .records
+        .iter()
+        .all(|x| x.boot == Boot::Det && x.nodes == 2));
     // The trace's instructions per operation: (1000 + 3000) / 2000.
     let ipo = |r: &TraceReport| {
         r.records
@@ -135,12 +145,24 @@ fn each_kernels_lines_are_named_static_and_dynamic() {
     let (n, _) = numalab_boot();
     let (l, _) = linux_boot();
     // numalab: its ELF symbol after the loader's move, and the kernel's label.
-    assert!(n.tables.contains("numalab::vmalloc::VMAP_LOCK+0x8"), "{}", n.tables);
-    assert!(n.tables.contains("numalab_sll node 0 list_lock"), "{}", n.tables);
+    assert!(
+        n.tables.contains("numalab::vmalloc::VMAP_LOCK+0x8"),
+        "{}",
+        n.tables
+    );
+    assert!(
+        n.tables.contains("numalab_sll node 0 list_lock"),
+        "{}",
+        n.tables
+    );
     // Linux: the System.map symbol after KASLR's move, and the module's label (the lock's own
     // name wins over the kmem_cache_node printed before it).
     assert!(l.tables.contains("vmap_area_lock+0x8"), "{}", l.tables);
-    assert!(l.tables.contains("numalab_sll node 0 list_lock"), "{}", l.tables);
+    assert!(
+        l.tables.contains("numalab_sll node 0 list_lock"),
+        "{}",
+        l.tables
+    );
     assert!(!l.tables.contains("[dynamic]"), "{}", l.tables);
     // The console view of the region (its largest CPU count) names the hot lock too.
     assert!(l.console.contains("vmap_area_lock+0x8"), "{}", l.console);
@@ -157,7 +179,8 @@ fn each_kernels_lines_are_named_static_and_dynamic() {
 fn without_the_linux_symbols_static_lines_stay_unnamed() {
     // Debian's /boot/System.map is a stub: no symbols, the anchor is not found, the dynamic
     // names still hold.
-    let stub = "ffffffffffffffff B The real System.map is in the linux-image-6.1.0-57-amd64-dbg package\n";
+    let stub =
+        "ffffffffffffffff B The real System.map is in the linux-image-6.1.0-57-amd64-dbg package\n";
     assert!(sysmap::symbols(stub).is_err());
     let (_, log) = linux_boot();
     let key = 0xffff_ffff_c0a0_2001_u64;

@@ -32,7 +32,10 @@ pub fn contract_problems(runs: &[BootRun]) -> Vec<String> {
         if r.boot == Boot::Det {
             // The det boot keeps counts only, and Debian's Linux counts nothing itself (no
             // SLUB_STATS, no lock_stat): what it must give is its traced regions.
-            for bench in super::det::DET_EXPERIMENTS.iter().filter(|b| ran.contains(**b)) {
+            for bench in super::det::DET_EXPERIMENTS
+                .iter()
+                .filter(|b| ran.contains(**b))
+            {
                 let traced = r.records.iter().any(|x| {
                     x.bench == *bench && x.metric == "instructions_per_op" && x.boot == Boot::Det
                 });

@@ -10,7 +10,7 @@ use crate::linux_kernel::LinuxKernel;
 use crate::trace::sysmap;
 use std::path::{Path, PathBuf};
 
-/// The experiments the module runs in a det boot, in catalog order.
+/// The experiments the module runs in a det boot (a det boot lists them in the catalog's order).
 pub const DET_EXPERIMENTS: [&str; 4] = [
     "slub_list_lock",
     "numa_locality",
@@ -86,7 +86,11 @@ pub fn symbols(kernel: LinuxKernel, release: &str) -> Result<Vec<(u64, u64, Stri
 /// The `kernel` field of a Linux boot's trace records: the name the module printed on its
 /// `# bench: clock=... kernel=NAME` line (`linux-6.1.192`), else the first BENCH record's,
 /// else the `--kernel` name.
-pub fn kernel_name(log: &str, records: &[crate::bench::BenchRecord], kernel: LinuxKernel) -> String {
+pub fn kernel_name(
+    log: &str,
+    records: &[crate::bench::BenchRecord],
+    kernel: LinuxKernel,
+) -> String {
     log.lines()
         .filter(|l| l.starts_with("# bench: clock="))
         .flat_map(str::split_whitespace)

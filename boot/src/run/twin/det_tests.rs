@@ -1,0 +1,150 @@
+//! Host tests of the twin's det boots (det.rs): planned under `--trace mem` only, on numalab's
+//! det machine with `clock=det` and numalab's quantum, traced with numalab's cost model, the
+//! order-4 half in a second boot; their logs' and c2c files' names; the contract's det rule.
+
+use super::*;
+use crate::bench::Boot;
+use crate::run::plan::{self, Guest, PlannedBoot};
+use crate::run::{self, BenchArgs};
+use std::path::Path;
+
+fn args(s: &str) -> BenchArgs {
+    let words: Vec<String> = s.split_whitespace().map(String::from).collect();
+    run::parse(&words).unwrap()
+}
+
+fn linux() -> LinuxBoot {
+    LinuxBoot {
+        vmlinuz: "/boot/vmlinuz-6.1.0-57-amd64".into(),
+        initramfs: "/t/initramfs.cpio".into(),
+        release: "6.1.0-57-amd64".into(),
+        append: None,
+        kernel: LinuxKernel::V6_1,
+        packages: vec![],
+    }
+}
+
+/// The Linux det boots of `a`'s plan.
+fn det_boots(a: &BenchArgs) -> Vec<PlannedBoot> {
+    plan::plan(a)
+        .unwrap()
+        .boots
+        .into_iter()
+        .filter(|b| b.guest != Guest::Numalab && b.boot == Boot::Det)
+        .collect()
+}
+
+/// The command line Linux gets in boot `b`.
+fn cmdline(b: &PlannedBoot) -> String {
+    let mut l = linux();
+    if let Guest::Linux { append, .. } = &b.guest {
+        l.append = append.clone();
+    }
+    l.cmdline(&b.config)
+}
+
+#[test]
+fn det_boots_only_under_trace_with_the_det_words() {
+    let sel =
+        "--set bench=slub_list_lock,numa_locality,sheaves_vs_partial,vmalloc_scaling,page_alloc";
+    assert!(det_boots(&args(&format!("--kernel linux --smoke {sel}"))).is_empty());
+    let a = args(&format!("--kernel all --smoke --trace mem {sel}"));
+    let p = plan::plan(&a).unwrap();
+    let numalab_det = p
+        .boots
+        .iter()
+        .find(|b| b.guest == Guest::Numalab && b.boot == Boot::Det)
+        .unwrap();
+    let det = det_boots(&a);
+    // Two kernels, each a det boot of the four and the order-4 one of slub_list_lock.
+    assert_eq!(det.len(), 4, "{det:?}");
+    for b in &det {
+        assert!(b.trace && b.costs.is_some());
+        assert_eq!(
+            b.costs.as_ref().map(|c| c.label()),
+            numalab_det.costs.as_ref().map(|c| c.label())
+        );
+        // numalab's det machine: all CPUs, icount, TCG, the same machine arguments.
+        assert!(b.config.icount && b.config.cpus_online.is_none());
+        assert_eq!(b.config.accel, numalab_det.config.accel);
+        assert_eq!(
+            b.config.machine_args().unwrap(),
+            numalab_det.config.machine_args().unwrap()
+        );
+        let q = {
+            let mut c = b.config.clone();
+            c.linux = Some(linux());
+            c.qemu_args(Path::new("-")).unwrap().join(" ")
+        };
+        assert!(q.contains("-icount shift=0,sleep=off"), "{q}");
+    }
+    let line = cmdline(&det[0]);
+    assert!(
+        line.contains(
+            "numalab_twin.clock=det numalab_twin.det_quantum=1000 numalab_twin.smoke=1 \
+             numalab_twin.bench=slub_list_lock,numa_locality,vmalloc_scaling,sheaves_vs_partial"
+        ),
+        "{line}"
+    );
+    assert!(!line.contains("sll_order4"), "{line}");
+    let order4 = cmdline(&det[1]);
+    assert!(
+        order4.contains("numalab_twin.bench=slub_list_lock")
+            && order4.contains(cmdline::ORDER4_WORDS),
+        "{order4}"
+    );
+    // The quantum is numalab's for the run.
+    let a =
+        args("--kernel linux --trace mem --set bench=numa_locality --set bench.det_quantum=250");
+    let det = det_boots(&a);
+    assert_eq!(det.len(), 1);
+    assert!(cmdline(&det[0]).contains("numalab_twin.det_quantum=250"));
+    // Without one of the four, no det boot, and a note says so.
+    let a = args("--kernel linux --trace mem --set bench=page_alloc");
+    assert!(det_boots(&a).is_empty());
+    let notes = plan::plan(&a).unwrap().linux_notes;
+    assert!(
+        notes.iter().any(|n| n.contains("no Linux det boot")),
+        "{notes:?}"
+    );
+    let a = args("--kernel linux --trace mem --set bench=vmalloc_scaling");
+    let notes = plan::plan(&a).unwrap().linux_notes;
+    assert!(notes.iter().any(|n| n.contains("SLUB_STATS")), "{notes:?}");
+    // The icount boot keeps clock=icount.
+    let icount = plan::plan(&a)
+        .unwrap()
+        .boots
+        .into_iter()
+        .find(|b| b.boot == Boot::Icount && b.guest != Guest::Numalab)
+        .unwrap();
+    let line = cmdline(&icount);
+    assert!(
+        line.contains("numalab_twin.clock=icount ") && !line.contains("det_quantum"),
+        "{line}"
+    );
+}
+
+#[test]
+fn system_map_paths_and_the_kernel_name() {
+    assert_eq!(
+        det::system_map_path(LinuxKernel::V6_1, "6.1.0-57-amd64", None),
+        Path::new("/boot/System.map-6.1.0-57-amd64")
+    );
+    let cache = Path::new("/nonexistent/cache/numalab/linux7");
+    assert_eq!(
+        det::system_map_path(LinuxKernel::V7, "7.3.4+deb13-amd64", Some(cache)),
+        cache.join("root/usr/lib/modules/7.3.4+deb13-amd64/System.map")
+    );
+    let dir = std::env::temp_dir().join(format!("numalab-det-test-{}", std::process::id()));
+    let abi = dir.join("7.3.4+deb13");
+    std::fs::create_dir_all(&abi).unwrap();
+    std::fs::write(abi.join("System.map"), "ffffffff82a0b000 D jiffies_64\n").unwrap();
+    assert_eq!(
+        det::system_map_path(LinuxKernel::V7, "7.3.4+deb13-amd64", Some(&dir)),
+        abi.join("System.map")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let log = "# bench: clock=det smoke=0 cpus_online=8 nodes=4 selected=all kernel=linux-7.3.4 sll_order4=0\n";
+    assert_eq!(det::kernel_name(log, &[], LinuxKernel::V7), "linux-7.3.4");
+    assert_eq!(det::kernel_name("", &[], LinuxKernel::V7), "linux-7");
+}
