@@ -196,10 +196,12 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
     for r in &mut records {
         r.rep = b.rep;
         r.kvm = kvm;
+        r.variant = b.variant.clone();
     }
     Ok(BootRun {
         boot: b.boot,
         rep: b.rep,
+        variant: b.variant.clone(),
         config,
         outcome,
         records,

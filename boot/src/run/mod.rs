@@ -122,6 +122,8 @@ pub struct BootRun {
     pub boot: Boot,
     /// Its repetition (0-based; only tsc and uma boots are repeated).
     pub rep: u32,
+    /// Its records' variant (`PlannedBoot::variant`).
+    pub variant: Option<String>,
     pub config: RunConfig,
     pub outcome: Outcome,
     /// The BENCH lines that keep the contract.

@@ -97,6 +97,9 @@ pub struct PlannedBoot {
     /// The cost model on this boot's machine (`--cost-model`, else the machine's default),
     /// with `trace` only.
     pub costs: Option<crate::costs::Applied>,
+    /// The `variant` of its records: `slub.design=NAME` for numalab's det boots under the
+    /// SLUB designs other than the run's, which face Linux (twin/det.rs); None otherwise.
+    pub variant: Option<String>,
 }
 
 /// The boots of a run, in order: numalab's first, then the twin's.
@@ -126,6 +129,8 @@ pub fn plan(args: &BenchArgs) -> Result<Plan, PlanError> {
     };
     if args.kernel.runs_numalab() {
         plan.boots = numalab_boots(args, 0).map_err(PlanError::Numalab)?;
+        plan.boots
+            .extend(twin::det::design_boots(args).map_err(PlanError::Numalab)?);
     }
     if args.kernel != Kernel::Numalab {
         let (boots, mut notes) = linux_boots(args).map_err(PlanError::Linux)?;
@@ -210,6 +215,7 @@ pub fn numalab_boot(
         machine,
         trace,
         costs,
+        variant: None,
     })
 }
 
@@ -412,6 +418,7 @@ pub fn linux_kernel_boots(
             machine: 0,
             trace,
             costs,
+            variant: None,
         })
     };
     let mut out = Vec::new();

@@ -93,6 +93,7 @@ pub fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &s
             json!({
                 "boot": r.boot.name(),
                 "rep": r.rep,
+                "variant": r.variant,
                 "topology": if r.config.user_describes_machine() { "custom (QEMU arguments)" } else { r.config.topology.name },
                 "vcpus": r.config.vcpus(),
                 "accel": r.config.runs_on(),
@@ -164,6 +165,10 @@ pub fn log_names<'a>(args: &BenchArgs, runs: &'a Runs) -> Vec<(String, &'a BootR
             stem.push('-');
             stem.push_str(topology);
         }
+        if let Some(v) = &r.variant {
+            stem.push('-');
+            stem.push_str(variant_word(v));
+        }
         if r.rep > 0 {
             stem.push_str(&format!("-rep{}", r.rep));
         }
@@ -178,14 +183,24 @@ pub fn log_names<'a>(args: &BenchArgs, runs: &'a Runs) -> Vec<(String, &'a BootR
     out
 }
 
-/// The file name of every traced boot's c2c tables: numalab's `c2c-BOOT-repN.txt`, a Linux
-/// boot's `c2c-` and its log's name (`c2c-linux-det.txt`, `c2c-linux7-det-2.txt`: the
-/// order-4 det boot).
+/// A variant's word in file names: `partial` for `slub.design=partial`.
+fn variant_word(variant: &str) -> &str {
+    variant.rsplit('=').next().unwrap_or(variant)
+}
+
+/// The file name of every traced boot's c2c tables: numalab's `c2c-BOOT-repN.txt`
+/// (`c2c-det-partial-rep0.txt` for its det boot under another SLUB design), a Linux boot's
+/// `c2c-` and its log's name (`c2c-linux-det.txt`, `c2c-linux7-det-2.txt`: the order-4 det
+/// boot).
 pub fn c2c_names<'a>(args: &BenchArgs, runs: &'a Runs) -> Vec<(String, &'a BootRun)> {
-    let numalab = runs
-        .numalab
-        .iter()
-        .map(|r| (format!("c2c-{}-rep{}.txt", r.boot.name(), r.rep), r));
+    let numalab = runs.numalab.iter().map(|r| {
+        let design = r
+            .variant
+            .as_deref()
+            .map(|v| format!("-{}", variant_word(v)))
+            .unwrap_or_default();
+        (format!("c2c-{}{design}-rep{}.txt", r.boot.name(), r.rep), r)
+    });
     let linux = log_names(args, runs)
         .into_iter()
         .skip(runs.numalab.len())

@@ -148,3 +148,57 @@ fn system_map_paths_and_the_kernel_name() {
     assert_eq!(det::kernel_name(log, &[], LinuxKernel::V7), "linux-7.3.4");
     assert_eq!(det::kernel_name("", &[], LinuxKernel::V7), "linux-7");
 }
+
+#[test]
+fn numalabs_other_designs_face_linux_in_traced_runs_with_both_kernels() {
+    let sel = "--set bench=slub_list_lock,numa_locality,vmalloc_scaling,sheaves_vs_partial";
+    let designs = |a: &BenchArgs| -> Vec<(Option<String>, String)> {
+        plan::plan(a)
+            .unwrap()
+            .boots
+            .iter()
+            .filter(|b| b.guest == Guest::Numalab && b.boot == Boot::Det)
+            .map(|b| (b.variant.clone(), b.config.kernel_cmdline()))
+            .collect()
+    };
+    let d = designs(&args(&format!("--kernel all --smoke --trace mem {sel}")));
+    assert_eq!(d.len(), 3, "{d:?}");
+    assert_eq!(d[0].0, None);
+    assert!(!d[0].1.contains("slub.design="), "{}", d[0].1);
+    for (i, name) in [(1, "partial"), (2, "hybrid")] {
+        assert_eq!(
+            d[i].0.as_deref(),
+            Some(format!("slub.design={name}").as_str())
+        );
+        assert!(
+            d[i].1.contains(&format!("slub.design={name}")),
+            "{}",
+            d[i].1
+        );
+        assert!(
+            d[i].1
+                .contains("bench=slub_list_lock,numa_locality,vmalloc_scaling "),
+            "{}",
+            d[i].1
+        );
+        assert!(d[i].1.contains("bench.clock=icount"), "{}", d[i].1);
+    }
+    // The run's design is the one left out.
+    let d = designs(&args(&format!(
+        "--kernel both --trace mem --set slub.design=partial {sel}"
+    )));
+    let v: Vec<Option<&str>> = d.iter().map(|x| x.0.as_deref()).collect();
+    assert_eq!(
+        v,
+        [
+            None,
+            Some("slub.design=sheaves"),
+            Some("slub.design=hybrid")
+        ]
+    );
+    // Not without --trace, nor without Linux, nor without one of its experiments.
+    assert_eq!(designs(&args(&format!("--kernel both {sel}"))).len(), 1);
+    assert_eq!(designs(&args(&format!("--trace mem {sel}"))).len(), 1);
+    let only = "--kernel both --trace mem --set bench=sheaves_vs_partial";
+    assert!(designs(&args(only)).iter().all(|x| x.0.is_none()));
+}
