@@ -233,7 +233,8 @@ fn traced(
         .ok_or("--trace: the boot has no cost model (planned without --trace)")?;
     let (syms, kernel) = match (&b.guest, linux) {
         (Guest::Linux { kernel, .. }, Some(l)) => {
-            let syms = twin::det::symbols(*kernel, &l.release).unwrap_or_else(|e| {
+            let qemu = b.config.qemu_binary();
+            let syms = twin::det::symbols(l, &qemu).unwrap_or_else(|e| {
                 progress::println(&format!(
                     "numalab: --trace: {} has no symbols ({e}): its static lines stay unnamed",
                     l.release

@@ -9,6 +9,7 @@ use super::linux7;
 use crate::bench::catalog;
 use crate::bench::Boot;
 use crate::linux_kernel::LinuxKernel;
+use crate::qemu::LinuxBoot;
 use crate::run::plan::{self, PlannedBoot, When};
 use crate::run::BenchArgs;
 use crate::trace::sysmap;
@@ -79,16 +80,32 @@ pub fn system_map_path(kernel: LinuxKernel, release: &str, cache: Option<&Path>)
     }
 }
 
-/// The data symbols of `kernel`'s System.map (link-time addresses), or one line saying why
+/// The data symbols of the twin's kernel `linux` (link-time addresses): its System.map, or
+/// where that is Debian's stub, the kernel's own /proc/kallsyms read once in a symbol boot
+/// under `qemu` (kallsyms.rs, cached in the twin's build folder); or one line saying why
 /// there are none.
-pub fn symbols(kernel: LinuxKernel, release: &str) -> Result<Vec<(u64, u64, String)>, String> {
+pub fn symbols(linux: &LinuxBoot, qemu: &Path) -> Result<Vec<(u64, u64, String)>, String> {
     let xdg = std::env::var("XDG_CACHE_HOME").ok();
     let home = std::env::var("HOME").ok();
     let cache = linux7::cache_dir(xdg.as_deref(), home.as_deref());
-    let path = system_map_path(kernel, release, cache.as_deref());
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    sysmap::symbols(&text).map_err(|e| format!("{}: {e}", path.display()))
+    let path = system_map_path(linux.kernel, &linux.release, cache.as_deref());
+    let map = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))
+        .and_then(|text| sysmap::symbols(&text).map_err(|e| format!("{}: {e}", path.display())));
+    match map {
+        Ok(syms) => Ok(syms),
+        Err(why) => {
+            let dir = crate::image::repo_root()
+                .join("target")
+                .join(match linux.kernel {
+                    LinuxKernel::V6_1 => "linux-twin",
+                    LinuxKernel::V7 => "linux7-twin",
+                });
+            let text = super::kallsyms::system_map(&dir, linux, qemu)
+                .map_err(|e| format!("{why}; {e}"))?;
+            sysmap::symbols(&text)
+        }
+    }
 }
 
 /// The `kernel` field of a Linux boot's trace records: the name the module printed on its
