@@ -14,18 +14,23 @@
  * Under QEMU's -icount shift=0,sleep=off, rdtsc reads virtual time in ns, one ns per
  * executed instruction: the same clock numalab's icount boot reads (kernel/src/ktest/bench.rs).
  *
- * Parameters: bench=NAME[,NAME] (empty: every experiment), clock=icount|tsc (set by the
- * host runner: how rdtsc ticks are to be read), smoke=1 (the short variants, as numalab's
- * bench.smoke=1).
+ * Parameters: bench=NAME[,NAME] (empty: every experiment), clock=icount|tsc|det (set by the
+ * host runner: how rdtsc ticks are to be read; det: every CPU under icount, trace regions,
+ * trace.c), det_quantum=N, smoke=1 (the short variants, as numalab's bench.smoke=1).
  */
 #include "twin.h"
+#include "trace.h"
 
 static char *twin_bench = "";
 module_param_named(bench, twin_bench, charp, 0444);
 MODULE_PARM_DESC(bench, "experiments to run, comma-separated (empty: all)");
 char *twin_clock = "tsc";
 module_param_named(clock, twin_clock, charp, 0444);
-MODULE_PARM_DESC(clock, "icount (rdtsc counts instructions) or tsc (host time)");
+MODULE_PARM_DESC(clock,
+		 "icount (rdtsc counts instructions, one CPU), det (all CPUs under icount, trace regions) or tsc (host time)");
+module_param_named(det_quantum, twin_det_quantum, ulong, 0444);
+MODULE_PARM_DESC(det_quantum,
+		 "det: instructions per vCPU turn while a region runs (HPET timer 2 deadlines; 0: none)");
 bool twin_smoke;
 module_param_named(smoke, twin_smoke, bool, 0444);
 MODULE_PARM_DESC(smoke, "short variants of every experiment");
@@ -138,6 +143,21 @@ static const char registered[] = ""
 	;
 #undef TWIN_EXPERIMENT
 
+/* The experiments of a det boot (trace.c's regions); every other one skips there. */
+static const char *const det_experiments[] = {
+	"slub_list_lock", "numa_locality", "sheaves_vs_partial", "vmalloc_scaling"
+};
+
+static bool runs_in_det(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(det_experiments); i++)
+		if (!strcmp(det_experiments[i], name))
+			return true;
+	return false;
+}
+
 static bool selected(const char *name)
 {
 	size_t len = strlen(name);
@@ -216,10 +236,11 @@ static int __init numalab_twin_init(void)
 	TWIN_OUT("    1..%u", n + 1);
 	TWIN_OUT("# bench: registered%s", registered);
 	TWIN_OUT("# bench: clock=%s smoke=%d cpus_online=%u nodes=%u selected=%s kernel=%s sll_order4=%d",
-		 icount() ? "icount" : "tsc", twin_smoke, num_online_cpus(), num_possible_nodes(),
+		 det() ? "det" : icount() ? "icount" : "tsc", twin_smoke, num_online_cpus(), num_possible_nodes(),
 		 *twin_bench ? twin_bench : "all", kernel_name, twin_sll_order4);
 	if (icount())
 		TWIN_OUT("# bench: virtual time at module init: %llu ns", start_ns);
+	twin_quantum_setup();
 	if (bad_selection) {
 		TWIN_OUT("    not ok 1 plan # bench=%s: no such experiment in numalab_twin", bad);
 		fail++;
@@ -233,6 +254,13 @@ static int __init numalab_twin_init(void)
 
 		if (!selected(e->name))
 			continue;
+		if (det() && !runs_in_det(e->name)) {
+			TWIN_OUT("    ok %u %s # SKIP det boot: only slub_list_lock, numa_locality, sheaves_vs_partial and vmalloc_scaling run here",
+				 k, e->name);
+			skip++;
+			k++;
+			continue;
+		}
 		TWIN_OUT("    # %s: running", e->name);
 		twin_drain();
 		r = e->run();

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "twin.h"
+#include "trace.h"
 
 /*
  * ---- numa_locality: kernel/src/bench/numa_locality.rs's workload ----
@@ -23,6 +24,10 @@
  * numalab samples: /sys/kernel/slab/NAME/slabs x PAGE_SIZE << order). numalab's SLUB event
  * counters (alloc_prefer_local, alloc_remote_partial, alloc_slab) have no counterpart in
  * Debian's config (no SLUB_STATS) and are not printed.
+ * Det boots (clock=det): the same run as one trace region (trace.c), each worker marked in and
+ * out, the cache's nodes named before it; ops as numalab counts them (allocations + the growth
+ * CPUs' allocations again), and instructions_per_op: the virtual time from waking the workers
+ * to the last one's end (every vCPU's instructions) per operation.
  */
 
 #define NL_NAME "numalab_nl"
@@ -70,6 +75,7 @@ struct nl_run {
 	atomic64_t local, total, grow_local, grow_total, peak_bytes;
 	atomic_t done, failed;
 	wait_queue_head_t wq;
+	const u8 *key; /* the trace region (det boots), or NULL */
 };
 
 struct nl_worker {
@@ -168,6 +174,7 @@ static int nl_work(void *arg)
 	unsigned int phase = 0, round, nkept = 0, n, i;
 	struct xorshift64star rng;
 
+	twin_mark_in(run->key);
 	xorshift64star_init(&rng, NL_SEED + w->me);
 	nl_wait(run, phase++);
 	for (round = 0; round < run->rounds; round++) {
@@ -238,6 +245,7 @@ static int nl_work(void *arg)
 	atomic64_add(my_local, &run->local);
 	atomic64_add(done, &run->total);
 	OPTIMIZER_HIDE_VAR(checksum);
+	twin_mark_out(run->key);
 	atomic_inc(&run->done);
 	wake_up(&run->wq);
 	return 0;
@@ -250,9 +258,10 @@ int twin_numa_locality(void)
 	struct nl_worker *workers = NULL;
 	struct nl_run *run = NULL;
 	int *cpu_of = NULL;
+	u64 t0 = 0, t1 = 0, ops = 0;
 	int err = 0, n;
 
-	if (icount() || nr < 2)
+	if ((icount() && !det()) || nr < 2)
 		return 1;
 	run = kzalloc(sizeof(*run), GFP_KERNEL);
 	workers = kcalloc(nr, sizeof(*workers), GFP_KERNEL);
@@ -352,10 +361,18 @@ int twin_numa_locality(void)
 		TWIN_OUT("    # numa_locality: cannot start the workers: %d", err);
 		goto out;
 	}
+	twin_name_cache(run->cache, NL_NAME);
+	run->key = twin_region_open("numa_locality", "linux", nr);
+	twin_quantum_start();
+	t0 = rdtsc();
 	/* All created before any runs: the barrier counts every participant. */
 	for (k = 0; k < nr; k++)
 		wake_up_process(workers[k].task);
 	wait_event(run->wq, atomic_read(&run->done) == (int)nr);
+	t1 = rdtsc();
+	twin_quantum_stop();
+	ops = atomic64_read(&run->total) + atomic64_read(&run->grow_total);
+	twin_region_ops(run->key, ops);
 	if (atomic_read(&run->failed)) {
 		TWIN_OUT("    # numa_locality: %d allocations failed", atomic_read(&run->failed));
 		err = -ENOMEM;
@@ -375,6 +392,9 @@ int twin_numa_locality(void)
 	       "fraction", nr);
 	record("numa_locality", "linux", "slab_kib", atomic64_read(&run->peak_bytes) / 1024, 1,
 	       "kib", nr);
+	if (det())
+		record("numa_locality", "linux", "instructions_per_op", t1 - t0, max_t(u64, ops, 1),
+		       "instructions", nr);
 out:
 	if (!IS_ERR_OR_NULL(nl_slabs_file))
 		filp_close(nl_slabs_file, NULL);

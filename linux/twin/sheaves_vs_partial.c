@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "alloc_loops.h"
+#include "trace.h"
 
 /*
  * ---- sheaves_vs_partial: alloc_peers' three workloads on private caches, one design ----
@@ -18,6 +19,8 @@ int twin_sheaves_vs_partial(void)
 	struct kmem_cache *c64, *c256;
 	int err, w;
 
+	if (det())
+		return sll_det_sheaves_vs_partial();
 	if (!icount())
 		return 1;
 	err = ap_run(AP_EMPTY, harness);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "twin.h"
+#include "trace.h"
 
 /*
  * ---- slub_list_lock: kernel/src/bench/slub_list_lock.rs's mmap1-like load ----
@@ -16,6 +17,10 @@
  * machines) and sll_order4=1 for the last two tunings. Linux 6.1 has no max_partial knob.
  * Metric: ops_per_cpu (allocations + frees per CPU per second, tsc clock: a trend). Linux's
  * list_lock acquisitions have no counter in Debian's config (no lock_stat, no SLUB_STATS).
+ * Det boots (clock=det): the same cases, each a trace region (trace.c) whose workers mark
+ * themselves in and out, the cache's nodes named before it, plus instructions_per_op (virtual
+ * time of the region, every vCPU's instructions, per operation). sheaves_vs_partial's det
+ * boot runs this workload too (sll_det_sheaves_vs_partial, case "linux").
  */
 
 #define SLL_OBJ 256
@@ -39,6 +44,7 @@ struct sll_run {
 	atomic64_t end;
 	atomic_t failed;
 	wait_queue_head_t wq;
+	const u8 *key; /* the trace region (det boots), or NULL */
 };
 
 struct sll_worker {
@@ -67,6 +73,7 @@ static int sll_work(void *arg)
 	u64 ops = 0, round, now, prev;
 	int n, i;
 
+	twin_mark_in(run->key);
 	atomic_inc(&run->ready);
 	while (atomic_read(&run->ready) < run->k)
 		cond_resched();
@@ -126,6 +133,7 @@ static int sll_work(void *arg)
 			break;
 		prev = old;
 	}
+	twin_mark_out(run->key);
 	atomic64_add(ops, &run->ops);
 	atomic_inc(&run->done);
 	wake_up(&run->wq);
@@ -195,7 +203,8 @@ static long long sll_cpu_partial_slabs(void)
 	return (2 * cp + objs - 1) / objs;
 }
 
-static int sll_run_case(enum sll_case which, long long x2_objects, unsigned int k, u64 rounds)
+static int sll_run_case(const char *bench, const char *case_name, enum sll_case which,
+			long long x2_objects, unsigned int k, u64 rounds)
 {
 	struct sll_worker *workers = kcalloc(k, sizeof(*workers), GFP_KERNEL);
 	struct sll_run *run = kzalloc(sizeof(*run), GFP_KERNEL);
@@ -213,14 +222,17 @@ static int sll_run_case(enum sll_case which, long long x2_objects, unsigned int 
 		err = -ENOMEM;
 		goto out;
 	}
-	TWIN_OUT("# slub_list_lock: case %s cpus %u: slab order %lld, %lld objects/slab, min_partial %lld, cpu_partial %lld objects = %lld slabs",
-		 sll_case_names[which], k, sll_knob("order"), sll_knob("objs_per_slab"),
+	TWIN_OUT("# %s: case %s cpus %u: slab order %lld, %lld objects/slab, min_partial %lld, cpu_partial %lld objects = %lld slabs",
+		 bench, case_name, k, sll_knob("order"), sll_knob("objs_per_slab"),
 		 sll_knob("min_partial"), sll_knob("cpu_partial"), sll_cpu_partial_slabs());
 	for (i = 0; i < k; i++)
 		spin_lock_init(&run->boxes[i].lock);
 	run->k = k;
 	run->rounds = rounds;
 	init_waitqueue_head(&run->wq);
+	twin_name_cache(run->cache, SLL_NAME);
+	run->key = twin_region_open(bench, case_name, k);
+	twin_quantum_start();
 	for_each_online_cpu(cpu) {
 		struct task_struct *t;
 
@@ -239,6 +251,7 @@ static int sll_run_case(enum sll_case which, long long x2_objects, unsigned int 
 	if (started < k)
 		run->k = started; /* the started workers must not wait for the others */
 	wait_event(run->wq, atomic_read(&run->done) == started);
+	twin_quantum_stop();
 	for (i = 0; i < k; i++)
 		sll_free_list(run->cache, run->boxes[i].head, &rest);
 	if (!err && atomic_read(&run->failed)) {
@@ -250,8 +263,12 @@ static int sll_run_case(enum sll_case which, long long x2_objects, unsigned int 
 		ops = atomic64_read(&run->ops) + rest;
 		ticks = max_t(u64, atomic64_read(&run->end) - atomic64_read(&run->start), 1);
 		/* ops / k / (ticks / (tsc_khz * 1000)) */
-		record("slub_list_lock", sll_case_names[which], "ops_per_cpu",
-		       ops * (u64)tsc_khz * 1000, ticks * k, "ops/s", k);
+		record(bench, case_name, "ops_per_cpu", ops * (u64)tsc_khz * 1000, ticks * k,
+		       "ops/s", k);
+		twin_region_ops(run->key, ops);
+		if (det())
+			record(bench, case_name, "instructions_per_op", ticks, max_t(u64, ops, 1),
+			       "instructions", k);
 	}
 out:
 	if (run && run->cache)
@@ -273,7 +290,7 @@ int twin_slub_list_lock(void)
 	enum sll_case which;
 	int err;
 
-	if (icount() || n < 2)
+	if ((icount() && !det()) || n < 2)
 		return 1;
 	/* cpu_partial_x2's objects: objects per slab x twice order_4's bound in slabs. */
 	probe = sll_cache(twin_sll_order4 ? SLL_ORDER_4 : SLL_DEFAULT, 0);
@@ -308,7 +325,8 @@ int twin_slub_list_lock(void)
 			if (k == last)
 				continue;
 			last = k;
-			err = sll_run_case(which, x2_objects, k, rounds);
+			err = sll_run_case("slub_list_lock", sll_case_names[which], which,
+					   x2_objects, k, rounds);
 			if (err)
 				return err;
 		}
@@ -316,3 +334,28 @@ int twin_slub_list_lock(void)
 	return 0;
 }
 
+/*
+ * sheaves_vs_partial's det boot: numalab runs the list_lock workload there on a cache of each
+ * design (kernel/src/bench/sheaves_vs_partial.rs); Linux has one design (6.1: per-CPU partial
+ * slabs, 7.x: sheaves), case "linux", the cache as Linux sizes it, at 25/50/100% of the CPUs.
+ */
+int sll_det_sheaves_vs_partial(void)
+{
+	static const unsigned int percents[] = { 25, 50, 100 };
+	unsigned int n = num_online_cpus(), last = 0, p, k;
+	int err;
+
+	if (n < 2)
+		return 1;
+	for (p = 0; p < ARRAY_SIZE(percents); p++) {
+		k = clamp((n * percents[p] + 99) / 100, 1u, n);
+		if (k == last)
+			continue;
+		last = k;
+		err = sll_run_case("sheaves_vs_partial", "linux", SLL_DEFAULT, 0, k,
+				   twin_smoke ? 150 : 5000);
+		if (err)
+			return err;
+	}
+	return 0;
+}
