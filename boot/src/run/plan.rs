@@ -15,7 +15,9 @@
 //! catalog's (kernel/algo/src/bench/catalog). The twin's boots (`--kernel linux|both`): icount
 //! for its instruction experiments, tsc for the host-timed ones, uma for the memoryless-node
 //! experiment when its tsc boot printed, and the list_lock experiment's second (order-4) tsc
-//! boot (`catalog::MEMORYLESS_NODE`, `catalog::SLUB_LIST_LOCK`).
+//! boot (`catalog::MEMORYLESS_NODE`, `catalog::SLUB_LIST_LOCK`); under `--trace mem`, a traced
+//! det boot of its contention experiments and an order-4 one of slub_list_lock, and numalab's
+//! det boot again under its other SLUB designs (twin/det.rs).
 
 use super::args::BenchArgs;
 use super::twin;

@@ -1,7 +1,7 @@
 //! Linux's data symbols where Debian's System.map is a stub. Debian ships
 //! `/boot/System.map-RELEASE` (and 7.x's `/usr/lib/modules/RELEASE/System.map`) as one line,
-//! "The real System.map is in the linux-image-RELEASE-dbg package" (a download of 858 MB for
-//! 6.1). Its kernels have CONFIG_KALLSYMS_ALL, so the kernel itself knows its data symbols:
+//! "The real System.map is in the linux-image-RELEASE-dbg package" (6.1's is 858555196 bytes:
+//! `apt-cache show linux-image-6.1.0-57-amd64-dbg`). Its kernels have CONFIG_KALLSYMS_ALL, so the kernel itself knows its data symbols:
 //! the runner boots it once, untraced, with `nokaslr` (so /proc/kallsyms shows link-time
 //! addresses, as System.map) and an initramfs of its own whose init copies the data lines of
 //! /proc/kallsyms to a second serial port, a file; the result is cached beside the twin's
