@@ -241,7 +241,7 @@ fn traced(
                 ));
                 Vec::new()
             });
-            (syms, twin::det::kernel_name(log, records, *kernel))
+            (syms, trace::labels::kernel_name(log, records, *kernel))
         }
         _ => (
             trace::kernel_symbols(&crate::image::kernel_elf()),

@@ -162,3 +162,5 @@ impl BootRun {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod twin_det_tests;

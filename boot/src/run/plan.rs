@@ -29,8 +29,10 @@ use crate::image::Firmware;
 use crate::qemu::RunConfig;
 use numalab_algo::bench::plan::Selection;
 use numalab_algo::options::bench::{BENCH, BENCH_REP, BENCH_SMOKE};
+use numalab_algo::options::slub::SLUB_DESIGN;
 use numalab_algo::options::sync::LOCK_STAT;
 use numalab_algo::options::Suite;
+use numalab_algo::slub::Design;
 
 /// Which kernel a planned boot boots.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -132,7 +134,7 @@ pub fn plan(args: &BenchArgs) -> Result<Plan, PlanError> {
     if args.kernel.runs_numalab() {
         plan.boots = numalab_boots(args, 0).map_err(PlanError::Numalab)?;
         plan.boots
-            .extend(twin::det::design_boots(args).map_err(PlanError::Numalab)?);
+            .extend(design_boots(args).map_err(PlanError::Numalab)?);
     }
     if args.kernel != Kernel::Numalab {
         let (boots, mut notes) = linux_boots(args).map_err(PlanError::Linux)?;
@@ -502,4 +504,39 @@ fn memoryless_shape(args: &BenchArgs) -> bool {
         || t.nodes
             .iter()
             .any(|n| n.mem_shares == 0 && n.cpu_shares > 0)
+}
+
+/// numalab's experiments whose det boot runs again under every other SLUB design in a traced
+/// run with Linux, so that each numalab design faces Linux (sheaves_vs_partial already runs
+/// both designs as its cases).
+pub const DESIGN_EXPERIMENTS: [&str; 3] = ["slub_list_lock", "numa_locality", "vmalloc_scaling"];
+
+/// numalab's det boots under the SLUB designs other than the run's (`slub.design`), of the
+/// selected [`DESIGN_EXPERIMENTS`], each tagged `variant: slub.design=NAME`: only under
+/// `--trace mem` with a Linux kernel and numalab in `--kernel` (both, all).
+pub fn design_boots(args: &BenchArgs) -> Result<Vec<PlannedBoot>, String> {
+    let with_linux = args.kernel.runs_numalab() && !args.kernel.linuxes().is_empty();
+    if !args.trace || args.no_det || args.main_job || !with_linux {
+        return Ok(Vec::new());
+    }
+    let selected = args.selected();
+    let names: Vec<&str> = DESIGN_EXPERIMENTS
+        .into_iter()
+        .filter(|n| selected.includes(n) && catalog::find(n).is_some_and(|e| e.in_det()))
+        .collect();
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
+    let run_design = args.base.options.options().get(&SLUB_DESIGN);
+    let mut out = Vec::new();
+    for design in Design::ALL.into_iter().filter(|d| *d != run_design) {
+        let mut b = numalab_boot(args, Boot::Det, 0, 0, When::Always)?;
+        b.config
+            .options
+            .set(&BENCH, &Selection::of(names.clone()))?;
+        b.config.options.set_choice(&SLUB_DESIGN, design);
+        b.variant = Some(format!("{}={}", SLUB_DESIGN.spec.key, design.name()));
+        out.push(b);
+    }
+    Ok(out)
 }

@@ -94,6 +94,29 @@ pub fn regions(log: &str) -> Vec<Region> {
     out
 }
 
+/// The `kernel` field of a Linux twin boot's trace records: the name the module printed on its
+/// `# bench: clock=... kernel=NAME` line (`linux-6.1.192`), else the first BENCH record's,
+/// else the `--kernel` name.
+pub fn kernel_name(
+    log: &str,
+    records: &[crate::bench::BenchRecord],
+    kernel: crate::linux_kernel::LinuxKernel,
+) -> String {
+    log.lines()
+        .filter(|l| l.starts_with("# bench: clock="))
+        .flat_map(str::split_whitespace)
+        .find_map(|w| w.strip_prefix("kernel="))
+        .filter(|k| k.starts_with("linux-"))
+        .map(String::from)
+        .or_else(|| {
+            records
+                .iter()
+                .map(|r| r.kernel.clone())
+                .find(|k| k.starts_with("linux-"))
+        })
+        .unwrap_or_else(|| kernel.name().to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,8 +7,7 @@
 //! the static line (after the shift) and the dynamic one.
 
 use super::*;
-use crate::run::twin::det;
-use crate::run::twin::LinuxKernel;
+use crate::linux_kernel::LinuxKernel;
 
 /// The plugin's output for one region `key` of two vCPUs whose hottest lines are at `hot`
 /// (a static lock) and `named` (a dynamic object the kernel named).
@@ -87,7 +86,7 @@ fn linux_boot() -> (TraceReport, String) {
     );
     let out = plugin_out(key, lock + 8, 0xffff888004100000);
     let (records, _) = crate::bench::parse_log(&log, Boot::Det);
-    let kernel = det::kernel_name(&log, &records, LinuxKernel::V6_1);
+    let kernel = labels::kernel_name(&log, &records, LinuxKernel::V6_1);
     let of = Traced {
         boot: Boot::Det,
         nodes: 2,

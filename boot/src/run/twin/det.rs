@@ -2,21 +2,13 @@
 //! boots the same machine as numalab's det boot (all CPUs, `-icount shift=0,sleep=off`,
 //! TCG) with the module in `clock=det` and numalab's `bench.det_quantum`, runs the contention
 //! experiments of [`DET_EXPERIMENTS`] in marked regions, and the runner reads its trace with
-//! numalab's code (trace::analyse). Here: which experiments, the planning note, where the
-//! kernel's System.map is, and the `kernel` field of its trace records.
+//! numalab's code (trace::analyse). Here: which experiments, the planning note, and where the
+//! kernel's System.map is (numalab's det boots under its other SLUB designs: plan.rs).
 
 use super::linux7;
-use crate::bench::catalog;
-use crate::bench::Boot;
 use crate::linux_kernel::LinuxKernel;
 use crate::qemu::LinuxBoot;
-use crate::run::plan::{self, PlannedBoot, When};
-use crate::run::BenchArgs;
 use crate::trace::sysmap;
-use numalab_algo::bench::plan::Selection;
-use numalab_algo::options::bench::BENCH;
-use numalab_algo::options::slub::SLUB_DESIGN;
-use numalab_algo::slub::Design;
 use std::path::{Path, PathBuf};
 
 /// The experiments the module runs in a det boot (a det boot lists them in the catalog's order).
@@ -106,62 +98,4 @@ pub fn symbols(linux: &LinuxBoot, qemu: &Path) -> Result<Vec<(u64, u64, String)>
             sysmap::symbols(&text)
         }
     }
-}
-
-/// The `kernel` field of a Linux boot's trace records: the name the module printed on its
-/// `# bench: clock=... kernel=NAME` line (`linux-6.1.192`), else the first BENCH record's,
-/// else the `--kernel` name.
-pub fn kernel_name(
-    log: &str,
-    records: &[crate::bench::BenchRecord],
-    kernel: LinuxKernel,
-) -> String {
-    log.lines()
-        .filter(|l| l.starts_with("# bench: clock="))
-        .flat_map(str::split_whitespace)
-        .find_map(|w| w.strip_prefix("kernel="))
-        .filter(|k| k.starts_with("linux-"))
-        .map(String::from)
-        .or_else(|| {
-            records
-                .iter()
-                .map(|r| r.kernel.clone())
-                .find(|k| k.starts_with("linux-"))
-        })
-        .unwrap_or_else(|| kernel.name().to_string())
-}
-
-/// numalab's experiments whose det boot runs again under every other SLUB design in a traced
-/// run with Linux, so that each numalab design faces Linux (sheaves_vs_partial already runs
-/// both designs as its cases).
-pub const DESIGN_EXPERIMENTS: [&str; 3] = ["slub_list_lock", "numa_locality", "vmalloc_scaling"];
-
-/// numalab's det boots under the SLUB designs other than the run's (`slub.design`), of the
-/// selected [`DESIGN_EXPERIMENTS`], each tagged `variant: slub.design=NAME`: only under
-/// `--trace mem` with a Linux kernel and numalab in `--kernel` (both, all).
-pub fn design_boots(args: &BenchArgs) -> Result<Vec<PlannedBoot>, String> {
-    let with_linux = args.kernel.runs_numalab() && !args.kernel.linuxes().is_empty();
-    if !args.trace || args.no_det || args.main_job || !with_linux {
-        return Ok(Vec::new());
-    }
-    let selected = args.selected();
-    let names: Vec<&str> = DESIGN_EXPERIMENTS
-        .into_iter()
-        .filter(|n| selected.includes(n) && catalog::find(n).is_some_and(|e| e.in_det()))
-        .collect();
-    if names.is_empty() {
-        return Ok(Vec::new());
-    }
-    let run_design = args.base.options.options().get(&SLUB_DESIGN);
-    let mut out = Vec::new();
-    for design in Design::ALL.into_iter().filter(|d| *d != run_design) {
-        let mut b = plan::numalab_boot(args, Boot::Det, 0, 0, When::Always)?;
-        b.config
-            .options
-            .set(&BENCH, &Selection::of(names.clone()))?;
-        b.config.options.set_choice(&SLUB_DESIGN, design);
-        b.variant = Some(format!("slub.design={}", design.name()));
-        out.push(b);
-    }
-    Ok(out)
 }

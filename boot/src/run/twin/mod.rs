@@ -170,6 +170,4 @@ pub fn build(kernel: LinuxKernel) -> Result<LinuxBoot, String> {
 }
 
 #[cfg(test)]
-mod det_tests;
-#[cfg(test)]
 mod tests;

@@ -2,10 +2,12 @@
 //! det machine with `clock=det` and numalab's quantum, traced with numalab's cost model, the
 //! order-4 half in a second boot; their logs' and c2c files' names; the contract's det rule.
 
-use super::*;
+use super::twin::{cmdline, det, LinuxKernel};
 use crate::bench::Boot;
+use crate::qemu::LinuxBoot;
 use crate::run::plan::{self, Guest, PlannedBoot};
 use crate::run::{self, BenchArgs};
+use numalab_algo::options::slub::SLUB_DESIGN;
 use std::path::Path;
 
 fn args(s: &str) -> BenchArgs {
@@ -145,8 +147,14 @@ fn system_map_paths_and_the_kernel_name() {
     );
     let _ = std::fs::remove_dir_all(&dir);
     let log = "# bench: clock=det smoke=0 cpus_online=8 nodes=4 selected=all kernel=linux-7.3.4 sll_order4=0\n";
-    assert_eq!(det::kernel_name(log, &[], LinuxKernel::V7), "linux-7.3.4");
-    assert_eq!(det::kernel_name("", &[], LinuxKernel::V7), "linux-7");
+    assert_eq!(
+        crate::trace::labels::kernel_name(log, &[], LinuxKernel::V7),
+        "linux-7.3.4"
+    );
+    assert_eq!(
+        crate::trace::labels::kernel_name("", &[], LinuxKernel::V7),
+        "linux-7"
+    );
 }
 
 #[test]
@@ -161,20 +169,15 @@ fn numalabs_other_designs_face_linux_in_traced_runs_with_both_kernels() {
             .map(|b| (b.variant.clone(), b.config.kernel_cmdline()))
             .collect()
     };
+    let key = SLUB_DESIGN.spec.key;
     let d = designs(&args(&format!("--kernel all --smoke --trace mem {sel}")));
     assert_eq!(d.len(), 3, "{d:?}");
     assert_eq!(d[0].0, None);
-    assert!(!d[0].1.contains("slub.design="), "{}", d[0].1);
+    assert!(!d[0].1.contains(&format!("{key}=")), "{}", d[0].1);
     for (i, name) in [(1, "partial"), (2, "hybrid")] {
-        assert_eq!(
-            d[i].0.as_deref(),
-            Some(format!("slub.design={name}").as_str())
-        );
-        assert!(
-            d[i].1.contains(&format!("slub.design={name}")),
-            "{}",
-            d[i].1
-        );
+        let word = format!("{key}={name}");
+        assert_eq!(d[i].0.as_deref(), Some(word.as_str()));
+        assert!(d[i].1.contains(&word), "{}", d[i].1);
         assert!(
             d[i].1
                 .contains("bench=slub_list_lock,numa_locality,vmalloc_scaling "),
@@ -187,15 +190,9 @@ fn numalabs_other_designs_face_linux_in_traced_runs_with_both_kernels() {
     let d = designs(&args(&format!(
         "--kernel both --trace mem --set slub.design=partial {sel}"
     )));
-    let v: Vec<Option<&str>> = d.iter().map(|x| x.0.as_deref()).collect();
-    assert_eq!(
-        v,
-        [
-            None,
-            Some("slub.design=sheaves"),
-            Some("slub.design=hybrid")
-        ]
-    );
+    let v: Vec<Option<String>> = d.iter().map(|x| x.0.clone()).collect();
+    let want = |name: &str| Some(format!("{key}={name}"));
+    assert_eq!(v, [None, want("sheaves"), want("hybrid")]);
     // Not without --trace, nor without Linux, nor without one of its experiments.
     assert_eq!(designs(&args(&format!("--kernel both {sel}"))).len(), 1);
     assert_eq!(designs(&args(&format!("--trace mem {sel}"))).len(), 1);
