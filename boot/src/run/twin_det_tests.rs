@@ -199,3 +199,38 @@ fn numalabs_other_designs_face_linux_in_traced_runs_with_both_kernels() {
     let only = "--kernel both --trace mem --set bench=sheaves_vs_partial";
     assert!(designs(&args(only)).iter().all(|x| x.0.is_none()));
 }
+
+/// The symbol boot on the installed 6.1 and 7.x (QEMU, about 15 s each): `cargo test -p
+/// numalab-boot --lib run::twin_det_tests::the_symbol_boot -- --ignored`.
+#[test]
+#[ignore = "boots Linux under QEMU"]
+fn the_symbol_boot_reads_linuxs_data_symbols() {
+    let (release, vmlinuz) = super::twin::installed_release().unwrap();
+    let v6 = LinuxBoot {
+        vmlinuz,
+        release,
+        ..self::linux()
+    };
+    let root = crate::image::repo_root();
+    let v7 = super::twin::linux7::installed(&root).map(|i| LinuxBoot {
+        vmlinuz: i.vmlinuz,
+        release: i.release,
+        kernel: LinuxKernel::V7,
+        ..self::linux()
+    });
+    let dir = std::env::temp_dir().join(format!("numalab-kallsyms-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let qemu = Path::new("qemu-system-x86_64");
+    for (linux, statics) in [(Ok(v6), "vmap_area_lock"), (v7, "vmap_nodes")] {
+        let Ok(linux) = linux else { continue };
+        let text = super::twin::kallsyms::system_map(&dir, &linux, qemu).unwrap();
+        let syms = crate::trace::sysmap::symbols(&text).unwrap();
+        let find = |n: &str| syms.iter().find(|s| s.2 == n).cloned();
+        // nokaslr: link-time addresses, as System.map.
+        let j = find("jiffies_64").expect("jiffies_64");
+        assert!(j.0 >= 0xffff_ffff_8100_0000, "{} {j:?}", linux.release);
+        assert!(find(statics).is_some(), "{} {statics}", linux.release);
+        assert!(syms.len() > 10_000, "{} {}", linux.release, syms.len());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

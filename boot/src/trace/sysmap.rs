@@ -10,7 +10,10 @@
 pub const MAX_BYTES: u64 = 4096;
 
 /// The symbol types kept: initialised data (`d`/`D`), bss (`b`/`B`), read-only data (`r`/`R`)
-/// and weak objects (`v`/`V`); lower case: local (static) symbols.
+/// and weak objects (`v`/`V`); lower case: local (static) symbols. Also kept, whatever their
+/// type: symbols past the end of the kernel's text (`_etext`) outside its init sections
+/// (`__init_begin`..`__init_end`, freed after boot and reused as ordinary memory): Linux 7.3's
+/// /proc/kallsyms types some data `T` or `t` (`jiffies_64`, `vmap_nodes`; kallsyms.rs).
 const DATA_TYPES: &[char] = &['d', 'D', 'b', 'B', 'r', 'R', 'v', 'V'];
 
 /// Kernel addresses start here; below are the per-CPU section's offsets (type `D`/`A` at
@@ -43,9 +46,14 @@ pub fn symbols(text: &str) -> Result<Vec<(u64, u64, String)>, String> {
         return Err("no `ADDRESS TYPE NAME` line".into());
     }
     all.sort_by_key(|s| s.0);
+    let at = |name: &str| all.iter().find(|s| s.2 == name).map(|s| s.0);
+    let etext = at("_etext");
+    let init = at("__init_begin").zip(at("__init_end"));
     let mut out = Vec::new();
     for (i, &(addr, kind, name)) in all.iter().enumerate() {
-        if addr < KERNEL_SPACE || !DATA_TYPES.contains(&kind) {
+        let in_init = init.is_some_and(|(b, e)| addr >= b && addr < e);
+        let past_text = etext.is_some_and(|e| addr >= e);
+        if addr < KERNEL_SPACE || in_init || !(DATA_TYPES.contains(&kind) || past_text) {
             continue;
         }
         let next = all[i + 1..].iter().map(|s| s.0).find(|&a| a > addr);
@@ -108,6 +116,32 @@ mod tests {
         );
         assert_eq!(address_of(MAP, "jiffies_64"), Some(0xffffffff82a0b000));
         assert_eq!(address_of(MAP, "nope"), None);
+    }
+
+    #[test]
+    fn past_the_text_any_type_is_data_but_not_the_init_sections() {
+        // Linux 7.3's kallsyms: `T jiffies_64` in the data, init text between the markers.
+        let map = "ffffffff81000000 T _text\n\
+            ffffffff81000040 T some_function\n\
+            ffffffff821d3f90 T _etext\n\
+            ffffffff83207a00 T jiffies_64\n\
+            ffffffff833ca200 t vmap_nodes\n\
+            ffffffff83ade000 B __init_begin\n\
+            ffffffff83ade100 T an_init_function\n\
+            ffffffff83ade200 d an_init_datum\n\
+            ffffffff83f6c000 D __init_end\n\
+            ffffffff83f6c040 b after_init\n";
+        let names: Vec<String> = symbols(map).unwrap().into_iter().map(|s| s.2).collect();
+        assert_eq!(
+            names,
+            [
+                "_etext",
+                "jiffies_64",
+                "vmap_nodes",
+                "__init_end",
+                "after_init"
+            ]
+        );
     }
 
     #[test]

@@ -11,13 +11,15 @@ use crate::qemu::LinuxBoot;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The init of the symbol boot: /proc/kallsyms's data lines (types d D b B r R v V) to ttyS1,
-/// then out through isa-debug-exit.
+/// The init of the symbol boot: the lines of /proc/kallsyms from the end of the kernel's text
+/// on (`_etext`: data, bss, init; not the modules', of four words; every type, as 7.3 types
+/// some data `T`: sysmap.rs) to ttyS1, then out through isa-debug-exit.
 const INIT: &str = "#!/bin/busybox sh
 /bin/busybox mkdir -p /proc /dev
 /bin/busybox mount -t proc proc /proc
 /bin/busybox mount -t devtmpfs devtmpfs /dev
-/bin/busybox grep -E '^[0-9a-f]+ [dDbBrRvV] ' /proc/kallsyms > /dev/ttyS1
+e=$(/bin/busybox grep ' _etext$' /proc/kallsyms | /bin/busybox cut -d' ' -f1)
+/bin/busybox awk -v e=\"$e\" 'NF == 3 && length($1) == 16 && $1 >= e' /proc/kallsyms > /dev/ttyS1
 echo '# kallsyms: done'
 printf '\\000' | /bin/busybox dd of=/dev/port bs=1 seek=244 count=1 2>/dev/null
 /bin/busybox poweroff -f
