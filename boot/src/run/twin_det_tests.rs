@@ -234,3 +234,108 @@ fn the_symbol_boot_reads_linuxs_data_symbols() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A finished boot of `b` that printed `log`, with `records` and a trace when `traced`.
+fn finished(b: &PlannedBoot, log: &str, records: Vec<crate::bench::BenchRecord>) -> run::BootRun {
+    let mut config = b.config.clone();
+    if let Guest::Linux { kernel, .. } = &b.guest {
+        config.linux = Some(LinuxBoot {
+            kernel: *kernel,
+            ..linux()
+        });
+    }
+    run::BootRun {
+        boot: b.boot,
+        rep: b.rep,
+        variant: b.variant.clone(),
+        config,
+        outcome: crate::qemu::Outcome {
+            verdict: crate::qemu::Verdict::Pass,
+            command: String::new(),
+            log: log.into(),
+            stderr: String::new(),
+            ktap: crate::ktap::Summary::default(),
+            unexpected_warnings: Vec::new(),
+            declared_warnings: 0,
+            elapsed: std::time::Duration::ZERO,
+            host_load_at_timeout: None,
+            cpu_at_timeout: None,
+        },
+        records,
+        violations: Vec::new(),
+        trace: b.trace.then(crate::trace::TraceReport::default),
+    }
+}
+
+#[test]
+fn every_traced_boot_has_its_own_c2c_file() {
+    let a = args(
+        "--kernel all --smoke --trace mem --set bench=slub_list_lock,numa_locality,vmalloc_scaling",
+    );
+    let p = plan::plan(&a).unwrap();
+    let (numalab, linux): (Vec<&PlannedBoot>, Vec<&PlannedBoot>) =
+        p.boots.iter().partition(|b| b.guest == Guest::Numalab);
+    let runs = run::Runs {
+        numalab: numalab.iter().map(|b| finished(b, "", vec![])).collect(),
+        linux: linux.iter().map(|b| finished(b, "", vec![])).collect(),
+        image: "-".into(),
+    };
+    let names: Vec<String> = run::results::c2c_names(&a, &runs)
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "c2c-det-rep0.txt",
+            "c2c-icount-rep0.txt",
+            "c2c-det-partial-rep0.txt",
+            "c2c-det-hybrid-rep0.txt",
+            "c2c-linux-det.txt",
+            "c2c-linux-det-2.txt",
+            "c2c-linux7-det.txt",
+            "c2c-linux7-det-2.txt",
+        ]
+    );
+    let logs: Vec<String> = run::results::log_names(&a, &runs)
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert!(logs.contains(&"det-partial.log".to_string()), "{logs:?}");
+    assert!(logs.contains(&"linux7-det-2.log".to_string()), "{logs:?}");
+}
+
+#[test]
+fn a_linux_det_boot_owes_the_trace_of_each_experiment_it_ran() {
+    let a = args("--kernel linux --trace mem --set bench=vmalloc_scaling");
+    let p = plan::plan(&a).unwrap();
+    let det = p.boots.iter().find(|b| b.boot == Boot::Det).unwrap();
+    // KTAP: vmalloc_scaling ran (registered and passed).
+    let log = "KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: bench\n    1..1\n\
+               # bench: registered vmalloc_scaling\n    ok 1 vmalloc_scaling\nok 1 bench\n";
+    let mut r = finished(det, log, vec![]);
+    r.outcome.ktap = crate::ktap::parse(log);
+    assert!(r.ran().contains("vmalloc_scaling"), "{:?}", r.ran());
+    let problems = super::twin::contract_problems(std::slice::from_ref(&r));
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("vmalloc_scaling ran but no traced region")),
+        "{problems:?}"
+    );
+    let mut rec = crate::bench::BenchRecord::for_test(
+        [
+            "vmalloc_scaling",
+            "linux",
+            "instructions_per_op",
+            "instructions",
+        ],
+        8,
+        Boot::Det,
+        0,
+        900.0,
+    );
+    rec.kernel = "linux-6.1.192".into();
+    r.records.push(rec);
+    assert_eq!(super::twin::contract_problems(&[r]), Vec::<String>::new());
+}
