@@ -256,7 +256,7 @@ fn traced(
     };
     let report = trace::analyse(log, &text, &syms, costs, of)
         .map_err(|e| format!("--trace: {}: {e}", files.out.display()))?;
-    records.extend(report.records.iter().cloned());
+    trace::merge(records, &report.records);
     progress::println(&report.summary);
     Ok(report)
 }

@@ -387,6 +387,26 @@ pub fn analyse(
     Ok(rep)
 }
 
+/// Adds a traced boot's `derived` records to the boot's own `records`, except those the kernel
+/// already printed itself (same bench, case, metric and CPUs: sheaves_opt_in's
+/// `instructions_per_op` in the icount boot): its own figure of the same quantity stays the
+/// one of record, never a second value under one key.
+pub fn merge(records: &mut Vec<BenchRecord>, derived: &[BenchRecord]) {
+    let own: Vec<(String, String, String, u32)> = records
+        .iter()
+        .map(|r| (r.bench.clone(), r.case.clone(), r.metric.clone(), r.cpus))
+        .collect();
+    records.extend(
+        derived
+            .iter()
+            .filter(|d| {
+                !own.iter()
+                    .any(|o| (&o.0, &o.1, &o.2, o.3) == (&d.bench, &d.case, &d.metric, d.cpus))
+            })
+            .cloned(),
+    );
+}
+
 /// The kernel ELF's symbols, or none (with a note) when it cannot be read.
 pub fn kernel_symbols(elf_path: &Path) -> Vec<(u64, u64, String)> {
     match std::fs::read(elf_path)

@@ -194,3 +194,21 @@ fn without_the_linux_symbols_static_lines_stay_unnamed() {
     assert!(r.tables.contains("[dynamic]"), "{}", r.tables);
     assert!(r.summary.contains("symbols: none"), "{}", r.summary);
 }
+
+#[test]
+fn the_kernels_own_figure_stays_the_one_of_record() {
+    let (n, _) = numalab_boot();
+    // sheaves_opt_in prints its own instructions_per_op in the icount boot.
+    let mut own = n.records[0].clone();
+    own.metric = "instructions_per_op".into();
+    own.value = 7.0;
+    let mut records = vec![own];
+    merge(&mut records, &n.records);
+    let ipo: Vec<f64> = records
+        .iter()
+        .filter(|r| r.metric == "instructions_per_op")
+        .map(|r| r.value)
+        .collect();
+    assert_eq!(ipo, [7.0]);
+    assert_eq!(records.len(), n.records.len());
+}
