@@ -248,7 +248,10 @@ fn traced(
             trace::NUMALAB.to_string(),
         ),
     };
-    let nodes = records.first().map(|r| r.nodes).unwrap_or(1);
+    // From the kernel's line: a det boot keeps counts only, and may have no record.
+    let nodes = super::log_nodes(log)
+        .or_else(|| records.first().map(|r| r.nodes))
+        .unwrap_or(1);
     let of = trace::Traced {
         boot: b.boot,
         nodes,

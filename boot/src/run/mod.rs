@@ -149,15 +149,19 @@ impl BootRun {
     }
 
     fn nodes(&self) -> u32 {
-        self.outcome
-            .log
-            .lines()
-            .filter_map(|l| l.strip_prefix("# bench: clock="))
-            .filter_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("nodes=")))
-            .find_map(|n| n.parse().ok())
+        log_nodes(&self.outcome.log)
             .or_else(|| self.records.first().map(|r| r.nodes))
             .unwrap_or(1)
     }
+}
+
+/// The nodes a boot's kernel said it has (`# bench: clock=... nodes=N`, numalab's and the
+/// twin module's line).
+fn log_nodes(log: &str) -> Option<u32> {
+    log.lines()
+        .filter_map(|l| l.strip_prefix("# bench: clock="))
+        .filter_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("nodes=")))
+        .find_map(|n| n.parse().ok())
 }
 
 #[cfg(test)]
