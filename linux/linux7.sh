@@ -8,7 +8,10 @@
 # missing pin is picked as the newest linux-binary-*+deb13-amd64 of trixie-backports and written.
 # Cache: ${XDG_CACHE_HOME:-$HOME/.cache}/numalab/linux7: root/ (debootstrap minbase trixie with
 # linux-headers-ABI-amd64, make, binutils, gcc-14), ABI/binary/ (linux-binary-ABI-amd64 extracted:
-# usr/lib/modules/ABI-amd64/vmlinuz, copied to ABI/vmlinuz), ABI/versions, ABI/module/SHA.ko (built modules by source hash).
+# usr/lib/modules/ABI-amd64/vmlinuz, copied to ABI/vmlinuz), ABI/versions, ABI/module/SHA.ko (built modules by source hash),
+# ABI/System.map (the kernel's symbols, for the trace's names: Debian ships a one-line stub in
+# linux-binary and the build root's usr/lib/modules/ABI-amd64/System.map; the real one is in
+# linux-image-ABI-amd64-dbg, downloaded once, System.map taken out, the package deleted).
 # Exit status: 0 done; 1 a step failed (its message says which); 2 bad command line.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -79,12 +82,36 @@ read_pin() {
     dir="$cache/$ABI"
 }
 
+# ABI/System.map: the build root's usr/lib/modules/ABI-amd64/System.map when it is the real
+# one, else the one of linux-image-ABI-amd64-dbg (Debian's packages ship a one-line stub that
+# says so). Kept once it has jiffies_64 (the module's anchor); run on every setup (backfill).
+system_map() {
+    local map="$dir/System.map" stub="$root/usr/lib/modules/$ABI-amd64/System.map"
+    grep -q ' jiffies_64$' "$map" 2>/dev/null && return 0
+    if grep -q ' jiffies_64$' "$stub" 2>/dev/null; then
+        cp "$stub" "$map.new" && mv "$map.new" "$map"
+        return 0
+    fi
+    say "System.map: $stub is Debian's stub ($(head -c 80 "$stub" 2>/dev/null | tr '\n' ' ')); taking the real one from linux-image-$ABI-amd64-dbg $VERSION (about 1.2 GB once; the trace's names of Linux's static data)"
+    rm -rf "$root/tmp/dbg" && mkdir -p "$root/tmp/dbg" && chmod 777 "$root/tmp/dbg"
+    in_root sh -c "cd /tmp/dbg && apt-get download -qq linux-image-$ABI-amd64-dbg=$VERSION" ||
+        die "apt-get download linux-image-$ABI-amd64-dbg=$VERSION failed"
+    dpkg-deb --fsys-tarfile "$root"/tmp/dbg/linux-image-*-dbg_*.deb |
+        tar -xO "./usr/lib/debug/boot/System.map-$ABI-amd64" >"$map.new" ||
+        die "no usr/lib/debug/boot/System.map-$ABI-amd64 in linux-image-$ABI-amd64-dbg"
+    rm -rf "$root/tmp/dbg"
+    grep -q ' jiffies_64$' "$map.new" || die "the System.map of linux-image-$ABI-amd64-dbg has no jiffies_64"
+    mv "$map.new" "$map"
+    say "System.map: $(wc -l <"$map") symbols in $map"
+}
+
 setup() {
     need_root "linux/linux7.sh setup"
     lock
     if [ -e "$pin" ]; then
         read_pin
         if [ -e "$dir/ready" ]; then
+            system_map
             say "Linux $ABI ready (cached in $dir): $(tr '\n' ' ' <"$dir/versions")"
             return 0
         fi
@@ -118,6 +145,7 @@ setup() {
     mv "$dir/versions.new" "$dir/versions"
     module_locked "$dir/setup-check.ko"
     rm -f "$dir/setup-check.ko"
+    system_map
     touch "$dir/ready"
     say "Linux $ABI installed in $((SECONDS - t0)) s: $(tr '\n' ' ' <"$dir/versions")"
 }

@@ -215,7 +215,7 @@ void twin_quantum_stop(void)
  *   offsetof(struct kmem_cache, node) + nr_node_ids x 8: the offset is object_size -
  *   nr_node_ids x 8 at run time (slub_def.h cannot be included by a module: its inline
  *   functions need mm/slab.h's struct slab). The DWARF of Debian's 6.1.0-57 vmlinux
- *   (linux-image-6.1.0-57-amd64-dbg, pahole -C kmem_cache) gives node[] at offset 224.
+ *   (linux-image-6.1.0-57-amd64-dbg, pahole -C kmem_cache) gives node[] at offset 216.
  * - 7.3: struct kmem_cache is private (mm/slab.h). Its layout from the BTF of the headers
  *   package's vmlinux (pahole -F btf -C kmem_cache
  *   /usr/src/linux-headers-7.3.4+deb13-amd64/vmlinux in linux/linux7.sh's build root):
@@ -259,7 +259,7 @@ static void twin_find_layout(struct twin_layout *l)
 	l->node_off = object_size - (long long)nr_node_ids * 8;
 	l->stride = 8;
 	l->barn_off = -1;
-	TWIN_OUT("# bench: names: struct kmem_cache's node[] at offset %zu = /sys/kernel/slab/kmem_cache/object_size %lld - nr_node_ids %u x 8 (DWARF of 6.1.0-57: 224)",
+	TWIN_OUT("# bench: names: struct kmem_cache's node[] at offset %zu = /sys/kernel/slab/kmem_cache/object_size %lld - nr_node_ids %u x 8 (DWARF of 6.1.0-57: 216)",
 		 l->node_off, object_size, nr_node_ids);
 	if (object_size <= (long long)nr_node_ids * 8) {
 		snprintf(l->why, sizeof(l->why), "kmem_cache object_size %lld is too small",

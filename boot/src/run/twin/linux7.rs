@@ -9,10 +9,13 @@ use std::process::Command;
 /// One line for every "not installed" error (the run exits with status 3, as 6.1's).
 const HOW: &str = "./qemu-run.sh setup installs it";
 
-/// An installed Linux 7: its image, release (`uname -r`) and packages (`package=version`).
+/// An installed Linux 7: its image, release (`uname -r`), packages (`package=version`) and
+/// System.map (the real one, from linux-image-ABI-amd64-dbg: Debian's packages ship a stub;
+/// absent on a cache that setup has not backfilled yet: the trace's names need it, nothing else).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Installed {
     pub vmlinuz: PathBuf,
+    pub system_map: PathBuf,
     pub release: String,
     pub packages: Vec<String>,
 }
@@ -62,6 +65,7 @@ pub fn installed(root: &Path) -> Result<Installed, String> {
     let dir = cache.join(&abi);
     let release = format!("{abi}-amd64");
     let vmlinuz = dir.join("vmlinuz");
+    let system_map = dir.join("System.map");
     if !dir.join("ready").is_file() || !vmlinuz.is_file() {
         return Err(format!(
             "Linux 7 twin: Linux {abi} is not installed in {} ({HOW})",
@@ -75,6 +79,7 @@ pub fn installed(root: &Path) -> Result<Installed, String> {
         .collect();
     Ok(Installed {
         vmlinuz,
+        system_map,
         release,
         packages,
     })
