@@ -96,9 +96,11 @@ system_map() {
     rm -rf "$root/tmp/dbg" && mkdir -p "$root/tmp/dbg" && chmod 777 "$root/tmp/dbg"
     in_root sh -c "cd /tmp/dbg && apt-get download -qq linux-image-$ABI-amd64-dbg=$VERSION" ||
         die "apt-get download linux-image-$ABI-amd64-dbg=$VERSION failed"
+    # 7.3.4's package has it as usr/lib/debug/lib/modules/ABI-amd64/System.map (6.1's:
+    # usr/lib/debug/boot/System.map-RELEASE): the one file named System.map*.
     dpkg-deb --fsys-tarfile "$root"/tmp/dbg/linux-image-*-dbg_*.deb |
-        tar -xO "./usr/lib/debug/boot/System.map-$ABI-amd64" >"$map.new" ||
-        die "no usr/lib/debug/boot/System.map-$ABI-amd64 in linux-image-$ABI-amd64-dbg"
+        tar -xO --wildcards '*/System.map*' >"$map.new" ||
+        die "no System.map in linux-image-$ABI-amd64-dbg"
     rm -rf "$root/tmp/dbg"
     grep -q ' jiffies_64$' "$map.new" || die "the System.map of linux-image-$ABI-amd64-dbg has no jiffies_64"
     mv "$map.new" "$map"
