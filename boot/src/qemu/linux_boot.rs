@@ -3,7 +3,7 @@
 
 use super::RunConfig;
 use numalab_algo::bench::Clock;
-use numalab_algo::options::bench::{BENCH, BENCH_SMOKE};
+use numalab_algo::options::bench::{BENCH, BENCH_DET_QUANTUM, BENCH_SMOKE};
 use std::path::PathBuf;
 
 /// The Linux image and initramfs one boot uses (qemu.rs turns it into -kernel/-initrd/-append).
@@ -24,19 +24,28 @@ pub struct LinuxBoot {
 impl LinuxBoot {
     /// Linux's command line for `config`: serial console, no timestamps (BENCH and KTAP lines
     /// start the line as numalab's do), reboot (QEMU exits, -no-reboot) on a panic, and the
-    /// module's parameters from the bench options (`bench=`, `bench.smoke`, the clock).
+    /// module's parameters from the bench options (`bench=`, `bench.smoke`, the clock). A
+    /// det boot (`-icount` with every CPU online, numalab's det machine) gets `clock=det` and
+    /// numalab's `bench.det_quantum` as `det_quantum` (run/twin/det.rs); an icount boot (one
+    /// CPU online) `clock=icount`, any other `clock=tsc`.
     pub fn cmdline(&self, config: &RunConfig) -> String {
         let mut words = vec![
             "console=ttyS0".to_string(),
             "printk.time=0".into(),
             "panic=-1".into(),
         ];
-        let clock = if config.icount {
-            Clock::Icount
+        if config.icount && config.cpus_online != Some(1) {
+            words.push("numalab_twin.clock=det".into());
+            let quantum = config.options.options().get(&BENCH_DET_QUANTUM);
+            words.push(format!("numalab_twin.det_quantum={quantum}"));
         } else {
-            Clock::Tsc
-        };
-        words.push(format!("numalab_twin.clock={clock}"));
+            let clock = if config.icount {
+                Clock::Icount
+            } else {
+                Clock::Tsc
+            };
+            words.push(format!("numalab_twin.clock={clock}"));
+        }
         if let Some(smoke) = config.options.get(&BENCH_SMOKE) {
             words.push(format!("numalab_twin.smoke={}", u8::from(smoke)));
         }

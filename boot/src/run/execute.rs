@@ -183,17 +183,25 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
     let (mut records, violations) = bench::parse_log(&outcome.log, b.boot);
     records.retain(bench::det_keeps);
     let trace = match &config.trace {
-        Some(files) => Some(traced(b, files, &outcome.log, &mut records)?),
+        Some(files) => Some(traced(
+            b,
+            config.linux.as_ref(),
+            files,
+            &outcome.log,
+            &mut records,
+        )?),
         None => None,
     };
     let kvm = config.runs_on() == "kvm";
     for r in &mut records {
         r.rep = b.rep;
         r.kvm = kvm;
+        r.variant = b.variant.clone();
     }
     Ok(BootRun {
         boot: b.boot,
         rep: b.rep,
+        variant: b.variant.clone(),
         config,
         outcome,
         records,
@@ -202,10 +210,13 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
     })
 }
 
-/// What the trace plugin wrote for boot `b` (its console `log`), as records added to
-/// `records` and the c2c tables. Err: the plugin wrote nothing readable.
+/// What the trace plugin wrote for boot `b` (its console `log`; `linux`: the twin's build for
+/// a Linux boot), as records added to `records` and the c2c tables, read by the same code for
+/// both kernels (trace::analyse) with each kernel's symbols: numalab's ELF, Linux's System.map
+/// (twin/det.rs). Err: the plugin wrote nothing readable.
 fn traced(
     b: &PlannedBoot,
+    linux: Option<&LinuxBoot>,
     files: &trace::TraceFiles,
     log: &str,
     records: &mut Vec<bench::BenchRecord>,
@@ -220,11 +231,35 @@ fn traced(
         .costs
         .as_ref()
         .ok_or("--trace: the boot has no cost model (planned without --trace)")?;
-    let syms = trace::kernel_symbols(&crate::image::kernel_elf());
-    let nodes = records.first().map(|r| r.nodes).unwrap_or(1);
-    let report = trace::analyse(log, &text, &syms, costs, b.boot, nodes)
+    let (syms, kernel) = match (&b.guest, linux) {
+        (Guest::Linux { kernel, .. }, Some(l)) => {
+            let qemu = b.config.qemu_binary();
+            let syms = twin::det::symbols(l, &qemu).unwrap_or_else(|e| {
+                progress::println(&format!(
+                    "numalab: --trace: {} has no symbols ({e}): its static lines stay unnamed",
+                    l.release
+                ));
+                Vec::new()
+            });
+            (syms, trace::labels::kernel_name(log, records, *kernel))
+        }
+        _ => (
+            trace::kernel_symbols(&crate::image::kernel_elf()),
+            trace::NUMALAB.to_string(),
+        ),
+    };
+    // From the kernel's line: a det boot keeps counts only, and may have no record.
+    let nodes = super::log_nodes(log)
+        .or_else(|| records.first().map(|r| r.nodes))
+        .unwrap_or(1);
+    let of = trace::Traced {
+        boot: b.boot,
+        nodes,
+        kernel: &kernel,
+    };
+    let report = trace::analyse(log, &text, &syms, costs, of)
         .map_err(|e| format!("--trace: {}: {e}", files.out.display()))?;
-    records.extend(report.records.iter().cloned());
+    trace::merge(records, &report.records);
     progress::println(&report.summary);
     Ok(report)
 }

@@ -122,6 +122,8 @@ pub struct BootRun {
     pub boot: Boot,
     /// Its repetition (0-based; only tsc and uma boots are repeated).
     pub rep: u32,
+    /// Its records' variant (`PlannedBoot::variant`).
+    pub variant: Option<String>,
     pub config: RunConfig,
     pub outcome: Outcome,
     /// The BENCH lines that keep the contract.
@@ -147,16 +149,22 @@ impl BootRun {
     }
 
     fn nodes(&self) -> u32 {
-        self.outcome
-            .log
-            .lines()
-            .filter_map(|l| l.strip_prefix("# bench: clock="))
-            .filter_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("nodes=")))
-            .find_map(|n| n.parse().ok())
+        log_nodes(&self.outcome.log)
             .or_else(|| self.records.first().map(|r| r.nodes))
             .unwrap_or(1)
     }
 }
 
+/// The nodes a boot's kernel said it has (`# bench: clock=... nodes=N`, numalab's and the
+/// twin module's line).
+fn log_nodes(log: &str) -> Option<u32> {
+    log.lines()
+        .filter_map(|l| l.strip_prefix("# bench: clock="))
+        .filter_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("nodes=")))
+        .find_map(|n| n.parse().ok())
+}
+
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod twin_det_tests;

@@ -15,7 +15,9 @@
 //! catalog's (kernel/algo/src/bench/catalog). The twin's boots (`--kernel linux|both`): icount
 //! for its instruction experiments, tsc for the host-timed ones, uma for the memoryless-node
 //! experiment when its tsc boot printed, and the list_lock experiment's second (order-4) tsc
-//! boot (`catalog::MEMORYLESS_NODE`, `catalog::SLUB_LIST_LOCK`).
+//! boot (`catalog::MEMORYLESS_NODE`, `catalog::SLUB_LIST_LOCK`); under `--trace mem`, a traced
+//! det boot of its contention experiments and an order-4 one of slub_list_lock, and numalab's
+//! det boot again under its other SLUB designs (twin/det.rs).
 
 use super::args::BenchArgs;
 use super::twin;
@@ -27,8 +29,10 @@ use crate::image::Firmware;
 use crate::qemu::RunConfig;
 use numalab_algo::bench::plan::Selection;
 use numalab_algo::options::bench::{BENCH, BENCH_REP, BENCH_SMOKE};
+use numalab_algo::options::slub::SLUB_DESIGN;
 use numalab_algo::options::sync::LOCK_STAT;
 use numalab_algo::options::Suite;
+use numalab_algo::slub::Design;
 
 /// Which kernel a planned boot boots.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,6 +101,9 @@ pub struct PlannedBoot {
     /// The cost model on this boot's machine (`--cost-model`, else the machine's default),
     /// with `trace` only.
     pub costs: Option<crate::costs::Applied>,
+    /// The `variant` of its records: `slub.design=NAME` for numalab's det boots under the
+    /// SLUB designs other than the run's, which face Linux (twin/det.rs); None otherwise.
+    pub variant: Option<String>,
 }
 
 /// The boots of a run, in order: numalab's first, then the twin's.
@@ -126,14 +133,14 @@ pub fn plan(args: &BenchArgs) -> Result<Plan, PlanError> {
     };
     if args.kernel.runs_numalab() {
         plan.boots = numalab_boots(args, 0).map_err(PlanError::Numalab)?;
+        plan.boots
+            .extend(design_boots(args).map_err(PlanError::Numalab)?);
     }
     if args.kernel != Kernel::Numalab {
         let (boots, mut notes) = linux_boots(args).map_err(PlanError::Linux)?;
         if args.trace {
-            notes.push(
-                "numalab: --trace: the Linux twin's boots are not traced (its module has no region markers yet; docs/trace.md)"
-                    .into(),
-            );
+            let det = boots.iter().any(|b| b.boot == Boot::Det);
+            notes.push(twin::det::note(det));
         }
         plan.boots.extend(boots);
         plan.linux_notes = notes;
@@ -189,14 +196,7 @@ pub fn numalab_boot(
     // The main job traces its det boot only (the modelled seed rows).
     let trace = args.trace && boot.deterministic() && !(args.main_job && boot == Boot::Icount);
     let costs = if trace {
-        // A machine whose node map cannot be derived, or that the named cost model does not
-        // fit, is refused here, before any build.
-        let map = crate::trace::map::NodeMap::of(&config.typed_machine(), &config.extra)?;
-        let chosen = cost_model(args)?;
-        Some(crate::costs::presets::for_machine(
-            chosen.as_ref(),
-            &map.shape(),
-        )?)
+        Some(traced_costs(args, &config)?)
     } else {
         // Untraced boots get the same model where one applies, so that latency_matrix's
         // buffer sizes (bench.mlc_*, set from it in execute.rs) and so every record of record
@@ -219,7 +219,17 @@ pub fn numalab_boot(
         machine,
         trace,
         costs,
+        variant: None,
     })
+}
+
+/// The cost model of a traced boot of `config`'s machine (`--cost-model`, else the machine's
+/// default). A machine whose node map cannot be derived, or that the named cost model does
+/// not fit, is refused here, before any build.
+fn traced_costs(args: &BenchArgs, config: &RunConfig) -> Result<crate::costs::Applied, String> {
+    let map = crate::trace::map::NodeMap::of(&config.typed_machine(), &config.extra)?;
+    let chosen = cost_model(args)?;
+    crate::costs::presets::for_machine(chosen.as_ref(), &map.shape())
 }
 
 /// The cost model `--cost-model` names, read and checked before anything boots.
@@ -290,8 +300,7 @@ pub fn boot_config(args: &BenchArgs, boot: Boot, rep: u32) -> Result<RunConfig, 
             c.machine_args()?;
         }
         Boot::Det => {
-            c.icount = true;
-            c.accel = Accel::Tcg;
+            det_machine(&mut c);
             let only = det_selection(args).ok_or("bench: no count experiment selected for det")?;
             c.options.set(&BENCH, &only)?;
         }
@@ -306,6 +315,13 @@ pub fn boot_config(args: &BenchArgs, boot: Boot, rep: u32) -> Result<RunConfig, 
         }
     }
     Ok(c)
+}
+
+/// The det boot's machine: every CPU online under `-icount shift=0,sleep=off`, on TCG (as
+/// every icount boot, accel.rs): numalab's and the twin's det boots alike.
+fn det_machine(c: &mut RunConfig) {
+    c.icount = true;
+    c.accel = Accel::Tcg;
 }
 
 /// Whether the experiment `name` measures only in the multi-CPU boots (it skips the icount
@@ -387,17 +403,26 @@ pub fn linux_kernel_boots(
         .collect();
     let append = args.linux_append.clone();
     let boot = |boot, experiments: &[&str], append: Option<String>, when| {
+        let config = linux_config(args, boot, experiments)?;
+        // Only the det boots are traced (twin/det.rs), with numalab's det boot's cost model.
+        let trace = boot == Boot::Det;
+        let costs = if trace {
+            Some(traced_costs(args, &config)?)
+        } else {
+            None
+        };
         Ok::<_, String>(PlannedBoot {
             guest: Guest::Linux { kernel, append },
             boot,
             rep: 0,
             reps: 1,
             smoke: args.smoke,
-            config: linux_config(args, boot, experiments)?,
+            config,
             when,
             machine: 0,
-            trace: false,
-            costs: None,
+            trace,
+            costs,
+            variant: None,
         })
     };
     let mut out = Vec::new();
@@ -424,17 +449,40 @@ pub fn linux_kernel_boots(
             )?);
         }
     }
+    // Under --trace: the det boot of the contention experiments, and slub_list_lock's
+    // order-4 half in a second one (its command line, as the tsc boots).
+    let det = twin::det::selection(&mirrored);
+    if args.trace && !args.no_det && !det.is_empty() {
+        out.push(boot(Boot::Det, &det, append.clone(), When::Always)?);
+        if det.contains(&catalog::SLUB_LIST_LOCK.name) {
+            let order4 = twin::cmdline::order4_append(append.as_deref());
+            out.push(boot(
+                Boot::Det,
+                &[catalog::SLUB_LIST_LOCK.name],
+                Some(order4),
+                When::Always,
+            )?);
+        }
+    }
     Ok((out, notes))
 }
 
 /// The configuration of a Linux boot: numalab's `boot` of the same machine, with `bench=`
-/// narrowed to the mirrored experiments (the executor adds the Linux image for the disk).
+/// narrowed to the mirrored experiments (the executor adds the Linux image for the disk). A
+/// det boot is numalab's det machine whatever numalab's det boot selects (or whether it has
+/// one).
 pub fn linux_config(
     args: &BenchArgs,
     boot: Boot,
     experiments: &[&str],
 ) -> Result<RunConfig, String> {
-    let mut c = boot_config(args, boot, 0)?;
+    let mut c = if boot == Boot::Det {
+        let mut c = boot_config(args, Boot::Tsc, 0)?;
+        det_machine(&mut c);
+        c
+    } else {
+        boot_config(args, boot, 0)?
+    };
     c.options.set(&BENCH, &Selection::of(experiments))?;
     Ok(c)
 }
@@ -456,4 +504,39 @@ fn memoryless_shape(args: &BenchArgs) -> bool {
         || t.nodes
             .iter()
             .any(|n| n.mem_shares == 0 && n.cpu_shares > 0)
+}
+
+/// numalab's experiments whose det boot runs again under every other SLUB design in a traced
+/// run with Linux, so that each numalab design faces Linux (sheaves_vs_partial already runs
+/// both designs as its cases).
+pub const DESIGN_EXPERIMENTS: [&str; 3] = ["slub_list_lock", "numa_locality", "vmalloc_scaling"];
+
+/// numalab's det boots under the SLUB designs other than the run's (`slub.design`), of the
+/// selected [`DESIGN_EXPERIMENTS`], each tagged `variant: slub.design=NAME`: only under
+/// `--trace mem` with a Linux kernel and numalab in `--kernel` (both, all).
+pub fn design_boots(args: &BenchArgs) -> Result<Vec<PlannedBoot>, String> {
+    let with_linux = args.kernel.runs_numalab() && !args.kernel.linuxes().is_empty();
+    if !args.trace || args.no_det || args.main_job || !with_linux {
+        return Ok(Vec::new());
+    }
+    let selected = args.selected();
+    let names: Vec<&str> = DESIGN_EXPERIMENTS
+        .into_iter()
+        .filter(|n| selected.includes(n) && catalog::find(n).is_some_and(|e| e.in_det()))
+        .collect();
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
+    let run_design = args.base.options.options().get(&SLUB_DESIGN);
+    let mut out = Vec::new();
+    for design in Design::ALL.into_iter().filter(|d| *d != run_design) {
+        let mut b = numalab_boot(args, Boot::Det, 0, 0, When::Always)?;
+        b.config
+            .options
+            .set(&BENCH, &Selection::of(names.clone()))?;
+        b.config.options.set_choice(&SLUB_DESIGN, design);
+        b.variant = Some(format!("{}={}", SLUB_DESIGN.spec.key, design.name()));
+        out.push(b);
+    }
+    Ok(out)
 }

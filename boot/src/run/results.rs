@@ -93,6 +93,7 @@ pub fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &s
             json!({
                 "boot": r.boot.name(),
                 "rep": r.rep,
+                "variant": r.variant,
                 "topology": if r.config.user_describes_machine() { "custom (QEMU arguments)" } else { r.config.topology.name },
                 "vcpus": r.config.vcpus(),
                 "accel": r.config.runs_on(),
@@ -164,6 +165,10 @@ pub fn log_names<'a>(args: &BenchArgs, runs: &'a Runs) -> Vec<(String, &'a BootR
             stem.push('-');
             stem.push_str(topology);
         }
+        if let Some(v) = &r.variant {
+            stem.push('-');
+            stem.push_str(variant_word(v));
+        }
         if r.rep > 0 {
             stem.push_str(&format!("-rep{}", r.rep));
         }
@@ -176,6 +181,34 @@ pub fn log_names<'a>(args: &BenchArgs, runs: &'a Runs) -> Vec<(String, &'a BootR
         out.push((name, r));
     }
     out
+}
+
+/// A variant's word in file names: `partial` for `slub.design=partial`.
+fn variant_word(variant: &str) -> &str {
+    variant.rsplit('=').next().unwrap_or(variant)
+}
+
+/// The file name of every traced boot's c2c tables: numalab's `c2c-BOOT-repN.txt`
+/// (`c2c-det-partial-rep0.txt` for its det boot under another SLUB design), a Linux boot's
+/// `c2c-` and its log's name (`c2c-linux-det.txt`, `c2c-linux7-det-2.txt`: the order-4 det
+/// boot).
+pub fn c2c_names<'a>(args: &BenchArgs, runs: &'a Runs) -> Vec<(String, &'a BootRun)> {
+    let numalab = runs.numalab.iter().map(|r| {
+        let design = r
+            .variant
+            .as_deref()
+            .map(|v| format!("-{}", variant_word(v)))
+            .unwrap_or_default();
+        (format!("c2c-{}{design}-rep{}.txt", r.boot.name(), r.rep), r)
+    });
+    let linux = log_names(args, runs)
+        .into_iter()
+        .skip(runs.numalab.len())
+        .map(|(log, r)| (format!("c2c-{}.txt", log.trim_end_matches(".log")), r));
+    numalab
+        .chain(linux)
+        .filter(|(_, r)| r.trace.is_some())
+        .collect()
 }
 
 /// Writes the JSONL (`all`: every record; with the twin, numalab's header gets the Linux boots
@@ -211,6 +244,8 @@ pub fn write_results(
                     "kernel": r.config.linux.as_ref().map(|l| l.kernel.name()),
                     "packages": r.config.linux.as_ref().map(|l| l.packages.clone()),
                     "sheaf_capacity": super::twin::sheaf_capacity(&r.outcome.log),
+                    // The cost model of a traced (det) boot's modelled records.
+                    "cost_model": r.trace.as_ref().map(|t| t.cost_model.clone()),
                     "accel": r.config.runs_on(),
                     "qemu_args": r.config.qemu_args(img).unwrap_or_default(),
                     "verdict": format!("{:?}", r.outcome.verdict),
@@ -239,9 +274,9 @@ pub fn write_results(
     let mut files = vec![jsonl.clone(), sub.clone()];
     files.extend(super::sysfs::write_run_tree(&runs.numalab, &sub)?);
     files.extend(super::lock_stat::write_proc(&sub, &runs.numalab)?);
-    for r in &runs.numalab {
+    for (name, r) in c2c_names(args, runs) {
         if let Some(t) = &r.trace {
-            let path = sub.join(format!("c2c-{}-rep{}.txt", r.boot.name(), r.rep));
+            let path = sub.join(name);
             let mut text = format!("{}\n\n", t.summary);
             text.push_str(&t.tables);
             std::fs::write(&path, text)

@@ -32,12 +32,18 @@ fn hex(word: &str) -> Option<u64> {
     u64::from_str_radix(word.strip_prefix("0x")?, 16).ok()
 }
 
-/// The run-time address of the kernel's `trace_mark::KERNEL` (`# trace kernel 0xADDR`), from
-/// which the runner finds where the loader put the kernel.
-pub fn kernel_mark(log: &str) -> Option<u64> {
+/// The kernel's anchor (`# trace kernel 0xADDR [SYMBOL]`): the run-time address of a symbol
+/// of the booted kernel and, when the line names it, that symbol (the Linux twin's module
+/// prints `jiffies_64`, a System.map symbol); without a name it is numalab's
+/// `trace_mark::KERNEL`. From it the runner finds where the loader (or KASLR) put the kernel.
+pub fn kernel_mark(log: &str) -> Option<(u64, Option<String>)> {
     log.lines()
         .find_map(|l| l.trim_end().strip_prefix("# trace kernel "))
-        .and_then(hex)
+        .and_then(|rest| {
+            let mut w = rest.split_whitespace();
+            let addr = hex(w.next()?)?;
+            Some((addr, w.next().map(String::from)))
+        })
 }
 
 /// The regions of a console log, in order.
@@ -88,6 +94,29 @@ pub fn regions(log: &str) -> Vec<Region> {
     out
 }
 
+/// The `kernel` field of a Linux twin boot's trace records: the name the module printed on its
+/// `# bench: clock=... kernel=NAME` line (`linux-6.1.192`), else the first BENCH record's,
+/// else the `--kernel` name.
+pub fn kernel_name(
+    log: &str,
+    records: &[crate::bench::BenchRecord],
+    kernel: crate::linux_kernel::LinuxKernel,
+) -> String {
+    log.lines()
+        .filter(|l| l.starts_with("# bench: clock="))
+        .flat_map(str::split_whitespace)
+        .find_map(|w| w.strip_prefix("kernel="))
+        .filter(|k| k.starts_with("linux-"))
+        .map(String::from)
+        .or_else(|| {
+            records
+                .iter()
+                .map(|r| r.kernel.clone())
+                .find(|k| k.starts_with("linux-"))
+        })
+        .unwrap_or_else(|| kernel.name().to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,5 +139,18 @@ mod tests {
             (r[1].bench.as_str(), r[1].case.as_str(), r[1].cpus),
             ("slub_list_lock", "partial_64", 8)
         );
+    }
+
+    #[test]
+    fn the_kernel_mark_with_and_without_a_symbol() {
+        assert_eq!(
+            kernel_mark("x\n# trace kernel 0x2000\n"),
+            Some((0x2000, None))
+        );
+        assert_eq!(
+            kernel_mark("# trace kernel 0xffffffff9aa0b000 jiffies_64\n"),
+            Some((0xffffffff9aa0b000, Some("jiffies_64".into())))
+        );
+        assert_eq!(kernel_mark("# trace kernel nothex\n"), None);
     }
 }

@@ -15,6 +15,7 @@ pub mod map;
 pub mod mlc_table;
 pub mod model;
 pub mod output;
+pub mod sysmap;
 
 use crate::bench::{BenchRecord, Boot};
 use crate::qemu_machine::QemuMachine;
@@ -140,11 +141,22 @@ pub struct TraceReport {
     pub mlc: Option<mlc_table::MlcReport>,
 }
 
+/// The boot a trace was taken of: its kind, its machine's nodes, and the kernel it booted
+/// (the records' `kernel` field: `numalab`, or the twin module's `linux-6.1.192`).
+#[derive(Clone, Copy, Debug)]
+pub struct Traced<'a> {
+    pub boot: Boot,
+    pub nodes: u32,
+    pub kernel: &'a str,
+}
+
+/// The `kernel` field of numalab's records.
+pub const NUMALAB: &str = "numalab";
+
 /// One derived record of `region`.
 fn record(
     region: &labels::Region,
-    boot: Boot,
-    nodes: u32,
+    of: Traced,
     metric: &str,
     value: f64,
     unit: &str,
@@ -156,38 +168,52 @@ fn record(
         value,
         unit: unit.into(),
         cpus: region.cpus,
-        nodes,
+        nodes: of.nodes,
         clock: "icount".into(),
-        boot,
+        boot: of.boot,
         rep: 0,
-        kernel: "numalab".into(),
+        kernel: of.kernel.into(),
         variant: None,
         kvm: false,
     }
 }
 
-/// Reads a traced boot: its console `log`, the plugin's output text, the kernel's symbols.
+/// Reads a traced boot of numalab or of the Linux twin, with the same code for both: its
+/// console `log` (labels.rs: regions, operations, names, the kernel's anchor), the plugin's
+/// output text, the kernel's symbols at link-time addresses (numalab: its ELF's, elf.rs;
+/// Linux: its System.map's, sysmap.rs), the cost model, and which boot of which kernel it was.
 pub fn analyse(
     log: &str,
     out_text: &str,
     syms: &[(u64, u64, String)],
     costs: &crate::costs::Applied,
-    boot: Boot,
-    nodes: u32,
+    of: Traced,
 ) -> Result<TraceReport, String> {
+    let boot = of.boot;
     let out = output::parse(out_text)?;
     let regions = labels::regions(log);
-    // The kernel's ELF is linked at 0 and loaded higher: shift its symbols to run-time addresses.
+    // The symbols are link-time addresses: numalab's ELF is linked at 0 and loaded higher,
+    // Linux is moved by KASLR. The anchor line gives one symbol's run-time address: numalab's
+    // `trace_mark::KERNEL` (no name on the line), or the symbol the line names.
+    let mark = labels::kernel_mark(log);
+    let anchor = mark.as_ref().and_then(|(_, s)| s.as_deref());
     let link = syms
         .iter()
-        .find(|(_, _, n)| n.ends_with("::trace_mark::KERNEL"))
+        .find(|(_, _, n)| match anchor {
+            Some(name) => n == name,
+            None => n.ends_with("::trace_mark::KERNEL"),
+        })
         .map(|s| s.0);
-    let shifted: Vec<(u64, u64, String)> = match (labels::kernel_mark(log), link) {
-        (Some(run), Some(link)) => syms
+    let shift = match (&mark, link) {
+        (Some((run, _)), Some(link)) => Some(run.wrapping_sub(link)),
+        _ => None,
+    };
+    let shifted: Vec<(u64, u64, String)> = match shift {
+        Some(d) => syms
             .iter()
-            .map(|(a, b, n)| (a.wrapping_add(run.wrapping_sub(link)), *b, n.clone()))
+            .map(|(a, b, n)| (a.wrapping_add(d), *b, n.clone()))
             .collect(),
-        _ => Vec::new(),
+        None => Vec::new(),
     };
     let syms = &shifted;
     let mut rep = TraceReport::default();
@@ -200,9 +226,17 @@ pub fn analyse(
         }
     }
     let t = &kernel;
+    let from = if of.kernel == NUMALAB {
+        format!("{} boot, from the kernel's entry", boot.name())
+    } else {
+        format!(
+            "{} {} boot, from the module's first mark",
+            of.kernel,
+            boot.name()
+        )
+    };
     rep.summary = format!(
-        "numalab: trace ({} boot, from the kernel's entry): {} instructions, {} RAM accesses ({:.2}% remote), {} HITM ({} remote), {} vCPU turns (mean {:.0} instructions)",
-        boot.name(),
+        "numalab: trace ({from}): {} instructions, {} RAM accesses ({:.2}% remote), {} HITM ({} remote), {} vCPU turns (mean {:.0} instructions)",
         t.get("insns"),
         t.accesses(),
         100.0 * t.get("remote") as f64 / t.accesses().max(1) as f64,
@@ -211,6 +245,18 @@ pub fn analyse(
         t.get("turns"),
         t.get("insns") as f64 / t.get("turns").max(1) as f64,
     );
+    if let (Some((run, Some(name))), true) = (&mark, of.kernel != NUMALAB) {
+        rep.summary.push_str(&match shift {
+            Some(d) => format!(
+                "\nnumalab: {} symbols: System.map shifted by {d:#x} (KASLR: {name} at {run:#x})",
+                of.kernel
+            ),
+            None => format!(
+                "\nnumalab: {} symbols: none ({name} is not in the symbols read): static lines unnamed",
+                of.kernel
+            ),
+        });
+    }
     rep.summary.push_str(&format!(
         "\nnumalab: modelled time: cost model {} (caches {})",
         costs.label(),
@@ -262,6 +308,13 @@ pub fn analyse(
             None => (1.0, "", ""),
         };
         let per_op = if suffix.is_empty() { 1.0 } else { per * 1000.0 };
+        if !suffix.is_empty() {
+            figures.push((
+                "instructions_per_op",
+                c.get("insns") as f64 / per_op,
+                "instructions",
+            ));
+        }
         let names = [
             ("hitm_local", "hitm_local"),
             ("hitm_remote", "hitm_remote"),
@@ -295,12 +348,10 @@ pub fn analyse(
             ));
         }
         for (metric, value, unit) in figures {
-            rep.records
-                .push(record(r, boot, nodes, metric, value, unit));
+            rep.records.push(record(r, of, metric, value, unit));
         }
         for (metric, value, unit) in owned {
-            rep.records
-                .push(record(r, boot, nodes, &metric, value, unit));
+            rep.records.push(record(r, of, &metric, value, unit));
         }
         if boot == Boot::Det && best.iter().any(|(bb, k)| *bb == r.bench && *k == r.cpus) {
             rep.console.push_str(&format!(
@@ -334,6 +385,26 @@ pub fn analyse(
         rep.tables.push_str(&m.text);
     }
     Ok(rep)
+}
+
+/// Adds a traced boot's `derived` records to the boot's own `records`, except those the kernel
+/// already printed itself (same bench, case, metric and CPUs: sheaves_opt_in's
+/// `instructions_per_op` in the icount boot): its own figure of the same quantity stays the
+/// one of record, never a second value under one key.
+pub fn merge(records: &mut Vec<BenchRecord>, derived: &[BenchRecord]) {
+    let own: Vec<(String, String, String, u32)> = records
+        .iter()
+        .map(|r| (r.bench.clone(), r.case.clone(), r.metric.clone(), r.cpus))
+        .collect();
+    records.extend(
+        derived
+            .iter()
+            .filter(|d| {
+                !own.iter()
+                    .any(|o| (&o.0, &o.1, &o.2, o.3) == (&d.bench, &d.case, &d.metric, d.cpus))
+            })
+            .cloned(),
+    );
 }
 
 /// The kernel ELF's symbols, or none (with a note) when it cannot be read.
@@ -377,7 +448,12 @@ mod tests {
             mem_nodes: vec![0, 1],
         };
         let costs = crate::costs::presets::for_machine(None, &shape).unwrap();
-        let rep = analyse(log, OUT, &[], &costs, Boot::Det, 4).unwrap();
+        let of = Traced {
+            boot: Boot::Det,
+            nodes: 4,
+            kernel: NUMALAB,
+        };
+        let rep = analyse(log, OUT, &[], &costs, of).unwrap();
         let get = |case: &str, metric: &str| {
             rep.records
                 .iter()
@@ -392,6 +468,7 @@ mod tests {
         assert_eq!(get("linux_default", "hitm_local_per_kop"), 2.0);
         assert_eq!(get("linux_default", "invalidations_per_kop"), 4.0);
         assert_eq!(get("linux_default", "writebacks_per_kop"), 1.0);
+        assert_eq!(get("linux_default", "instructions_per_op"), 0.5);
         // cascadelake-2s at 2.5 GHz: L1 4 cycles, DRAM 0->0 78.6 ns, 0->1 144.1 ns, HITM local
         // 50.1 ns, remote from node 1 homed at the writer 111.0 ns.
         let g = 2.5;
@@ -432,3 +509,6 @@ mod tests {
         assert!(rep.console.contains("[cascadelake-2s]"), "{}", rep.console);
     }
 }
+
+#[cfg(test)]
+mod twin_tests;

@@ -1,8 +1,9 @@
 //! The twin's BENCH contract: malformed lines, records without a Linux `kernel` field, and the
 //! records every mirrored experiment that ran and passed must print (slub_list_lock's over its
-//! two boots).
+//! two boots; in a det boot, det.rs, the trace's `instructions_per_op` of a region).
 
 use super::{REQUIRED, REQUIRED_MEMORYLESS, SLUB_LIST_LOCK_CASES};
+use crate::bench::Boot;
 use crate::qemu::Verdict;
 use crate::run::BootRun;
 
@@ -28,6 +29,24 @@ pub fn contract_problems(runs: &[BootRun]) -> Vec<String> {
             continue;
         }
         let ran = r.ran();
+        if r.boot == Boot::Det {
+            // The det boot keeps counts only, and Debian's Linux counts nothing itself (no
+            // SLUB_STATS, no lock_stat): what it must give is its traced regions.
+            for bench in super::det::DET_EXPERIMENTS
+                .iter()
+                .filter(|b| ran.contains(**b))
+            {
+                let traced = r.records.iter().any(|x| {
+                    x.bench == *bench && x.metric == "instructions_per_op" && x.boot == Boot::Det
+                });
+                if !traced {
+                    out.push(format!(
+                        "linux det boot: {bench} ran but no traced region of it counted its operations (no instructions_per_op: the module printed no `# trace region`/`# trace ops` lines, or the trace was off)"
+                    ));
+                }
+            }
+            continue;
+        }
         let memoryless = REQUIRED_MEMORYLESS
             .iter()
             .filter(|(b, _)| *b == r.boot)
@@ -47,9 +66,11 @@ pub fn contract_problems(runs: &[BootRun]) -> Vec<String> {
         }
     }
     // slub_list_lock's four cases come from two boots: every case from one of them.
-    let list_lock_ran = runs
-        .iter()
-        .any(|r| r.outcome.verdict == Verdict::Pass && r.ran().contains("slub_list_lock"));
+    let list_lock_ran = runs.iter().any(|r| {
+        r.boot != Boot::Det
+            && r.outcome.verdict == Verdict::Pass
+            && r.ran().contains("slub_list_lock")
+    });
     // A tuning the kernel does not have (7.x: no per-CPU partial slabs, so no cpu_partial
     // to double) is exempt when the module said so in its log ("CASE: not run: ...").
     let not_run = |case: &str| {

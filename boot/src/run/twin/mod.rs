@@ -11,7 +11,9 @@
 
 pub mod cmdline;
 pub mod contract;
+pub mod det;
 pub mod initramfs;
+pub mod kallsyms;
 pub mod linux7;
 pub mod module;
 pub mod table;
