@@ -15,6 +15,7 @@ pub mod initramfs;
 pub mod linux7;
 pub mod module;
 pub mod table;
+pub mod traced;
 
 use crate::bench::catalog::{self, CATALOG, MEMORYLESS_NODE, SLUB_LIST_LOCK};
 use crate::bench::Boot;
