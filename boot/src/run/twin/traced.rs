@@ -81,6 +81,9 @@ pub enum Column {
     Linux(LinuxKernel),
 }
 
+/// Why a Linux figure of a numalab case without a Linux case is missing.
+pub const NO_COUNTERPART: &str = "no Linux counterpart";
+
 /// Why a figure is missing (the footnote of its "-").
 pub type Missing = String;
 
@@ -230,7 +233,7 @@ impl<'a> Run<'a> {
     /// The figure of `column` in `p` at `cpus` (median over the boot's repetitions), or why not.
     pub fn figure(&self, p: &Pairing, column: Column, cpus: u32, figure: &str) -> Cell {
         let Some(case) = Self::case_of(p, column) else {
-            return Err("no Linux counterpart".into());
+            return Err(NO_COUNTERPART.into());
         };
         let recs = self.column_records(p.bench, column);
         if recs.is_empty() {
@@ -261,7 +264,7 @@ impl<'a> Run<'a> {
     /// The hottest lines of `column` in `p` at `cpus`, from its boot's c2c text.
     pub fn hottest(&self, p: &Pairing, column: Column, cpus: u32) -> Result<Vec<String>, Missing> {
         let Some(case) = Self::case_of(p, column) else {
-            return Err("no Linux counterpart".into());
+            return Err(NO_COUNTERPART.into());
         };
         let boot = match column {
             Column::Numalab(d) => {
@@ -271,7 +274,7 @@ impl<'a> Run<'a> {
                     _ => "numalab".into(),
                 }
             }
-            Column::Linux(k) => k.name().to_string(),
+            Column::Linux(k) => self.kernel_name(k),
         };
         let texts: Vec<&Vec<hot::RegionLines>> = self
             .c2c

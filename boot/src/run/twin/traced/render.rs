@@ -74,7 +74,7 @@ fn pct(c: &Cell) -> String {
 /// A case pair's cell: `same (+4.1% | +2.5%)`, or `n/a[N]`.
 fn moved(m: &MoveVerdict, notes: &mut Notes) -> String {
     match m.verdict.strip_prefix("n/a (") {
-        Some(why) => format!("n/a{}", notes.mark(why.trim_end_matches(')'))),
+        Some(why) => format!("n/a{}", notes.mark(why.strip_suffix(')').unwrap_or(why))),
         None => format!("{} ({} | {})", m.verdict, pct(&m.numalab), pct(&m.linux)),
     }
 }
@@ -300,6 +300,14 @@ pub fn console(tables: &[Table], verdicts: &[Verdict]) -> String {
         );
         let keep = |bench: &str, c: Option<u32>| c.is_none() || c == max_cpus(v, bench);
         for (t, head, rows, notes) in verdict_parts(v, &keep) {
+            // A table with no figure and one reason is that reason.
+            let none = rows
+                .iter()
+                .all(|r| r[1..].iter().all(|c| c.contains("[1]")));
+            if none && notes.0.len() == 1 {
+                let _ = writeln!(out, "-- {t}: n/a, {}", notes.0[0]);
+                continue;
+            }
             let _ = writeln!(out, "-- {t}");
             out.push_str(&aligned(&head, &rows));
             out.push_str(&notes.text());

@@ -159,7 +159,9 @@ fn ratios_are_numalab_over_linux_of_the_same_design() {
     }
     // numalab's slub_list_lock is the partial design in every boot: no sheaves ratio.
     let why = ratio_of(&v7, "slub_list_lock", Some("linux_default"), 8, FIGURES[0]);
-    assert!(why.unwrap_err().contains("partial design in every boot"));
+    assert!(why
+        .unwrap_err()
+        .contains("partial design in every numalab boot"));
     let why = ratio_of(&v61, "slub_list_lock", Some("order_4"), 8, FIGURES[0]).unwrap_err();
     assert!(why.contains("no linux/order_4 region at 8 CPUs"), "{why}");
     let why = ratio_of(&v61, "numa_locality", Some("prefer_local"), 8, FIGURES[0]).unwrap_err();
@@ -185,9 +187,12 @@ fn case_pairs_move_same_opposite_or_flat() {
             "opposite"
         );
         let order4 = verdict_of(&v61, "order_4 vs linux_default", at8, f);
-        assert!(order4.starts_with("n/a (linux-6.1: not run"), "{order4}");
+        assert_eq!(
+            order4,
+            "n/a (linux-6.1.192: not run (no linux/order_4 region at 8 CPUs))"
+        );
         let nl = verdict_of(&v61, "prefer_local vs default", at8, f);
-        assert_eq!(nl, "n/a (linux-6.1: no Linux counterpart)");
+        assert_eq!(nl, "n/a (no Linux counterpart)");
         assert_eq!(verdict_of(&v61, "cpus 8 vs 2", None, f), "one flat");
         assert_eq!(verdict_of(&v7, "cpus 8 vs 2", None, f), "same");
     }
@@ -255,15 +260,27 @@ fn tables_columns_missing_figures_and_hottest_lines() {
     assert!(!tables.iter().any(|t| t.pairing.bench == "vmalloc_scaling"));
     let out = render(&records, &texts, "sheaves");
     // The console: each pairing at its most CPUs only, the reasons as footnotes.
+    assert!(out.console.contains(
+        "-- slub_list_lock, cpus 8: ratio numalab sheaves / linux-7.3.4: n/a, slub_list_lock \
+         runs the partial design in every numalab boot (catalog)\n"
+    ));
     assert!(out
         .console
         .contains("-- slub_list_lock: linux_default | linux/default, cpus 8"));
     assert!(!out
         .console
         .contains("linux_default | linux/default, cpus 2"));
+    assert!(out.console.contains(
+        "-- slub_list_lock, cpus 8: ratio numalab sheaves / linux-7.3.4: n/a, slub_list_lock \
+         runs the partial design in every numalab boot (catalog)\n"
+    ));
     assert!(out
         .console
         .contains("[1] not run (linux-7.3.4 traced no det boot of it)"));
+    assert!(out.console.contains(
+        "-- slub_list_lock, cpus 8: ratio numalab sheaves / linux-7.3.4: n/a, slub_list_lock \
+         runs the partial design in every numalab boot (catalog)\n"
+    ));
     assert!(out
         .console
         .contains("numalab partial: slub_list_lock node 0 list_lock; "));
@@ -273,6 +290,13 @@ fn tables_columns_missing_figures_and_hottest_lines() {
         out.console
     );
     assert!(out.console.contains("one flat (+1.0% | +50.0%)"));
+    assert!(out.console.contains(
+        "-- slub_list_lock, cpus 8: ratio numalab sheaves / linux-7.3.4: n/a, slub_list_lock \
+         runs the partial design in every numalab boot (catalog)\n"
+    ));
+    assert!(out
+        .console
+        .contains("[1] linux-6.1.192: not run (no linux/order_4 region at 8 CPUs)\n"));
     // The HTML: every CPU count, escaped.
     assert!(out.html.contains("linux_default | linux/default, cpus 2"));
     assert!(out

@@ -3,7 +3,7 @@
 //! and for each case pair of the contract whether the figure moves the same way in both
 //! kernels; the ratios as records for the JSONL.
 
-use super::{Cell, Column, Missing, Pairing, Run, FIGURES, PAIRINGS};
+use super::{Cell, Column, Missing, Pairing, Run, FIGURES, NO_COUNTERPART, PAIRINGS};
 use crate::bench::catalog::{self, Designs};
 use crate::bench::{BenchRecord, Boot};
 use crate::linux_kernel::LinuxKernel;
@@ -127,7 +127,7 @@ impl Run<'_> {
         }
         Err(match catalog::find(bench).map(|e| e.designs) {
             Some(Designs::Partial) => {
-                format!("numalab runs {bench} on the partial design in every boot")
+                format!("{bench} runs the partial design in every numalab boot (catalog)")
             }
             _ => format!("not run (no numalab det boot of slub.design={design})"),
         })
@@ -221,7 +221,8 @@ impl Run<'_> {
                 let verdict = match (nc.clone().and_then(dirs), dirs(lc)) {
                     (Ok(a), Ok(b)) => agreement(a, b).to_string(),
                     (Err(why), _) => format!("n/a (numalab: {why})"),
-                    (_, Err(why)) => format!("n/a ({}: {why})", k.name()),
+                    (_, Err(why)) if why == NO_COUNTERPART => format!("n/a ({why})"),
+                    (_, Err(why)) => format!("n/a ({}: {why})", self.kernel_name(k)),
                 };
                 out.push(MoveVerdict {
                     bench: m.bench,
@@ -252,7 +253,13 @@ pub fn change(a: f64, b: f64) -> f64 {
 /// numalab / Linux, or why not.
 fn ratio(numalab: Cell, linux: Cell) -> Cell {
     let n = numalab.map_err(|why| format!("numalab: {why}"))?;
-    let l = linux.map_err(|why| format!("Linux: {why}"))?;
+    let l = linux.map_err(|why| {
+        if why == NO_COUNTERPART {
+            why
+        } else {
+            format!("Linux: {why}")
+        }
+    })?;
     if l == 0.0 {
         return Err("Linux's figure is 0".into());
     }
