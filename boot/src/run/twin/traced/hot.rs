@@ -85,7 +85,7 @@ pub fn parse(text: &str) -> Vec<RegionLines> {
 /// The names of the `n` hottest lines of `region`: by HITM, then records (then file order).
 pub fn hottest(region: &RegionLines, n: usize) -> Vec<String> {
     let mut lines: Vec<&HotLine> = region.lines.iter().collect();
-    lines.sort_by(|a, b| (b.hitm, b.records).cmp(&(a.hitm, a.records)));
+    lines.sort_by_key(|l| std::cmp::Reverse((l.hitm, l.records)));
     lines.into_iter().take(n).map(|l| l.name.clone()).collect()
 }
 
