@@ -6,12 +6,14 @@
 //! pair moves the same way in both kernels. Pure: [`render`] gives the console text, the HTML
 //! fragment and the ratio records for the JSONL (`--compare` reads them as any records).
 
+pub mod hook;
 pub mod hot;
 mod render;
 #[cfg(test)]
 mod tests;
 mod verdict;
 
+pub use hook::{c2c_boot, c2c_of_folder, c2c_of_runs, of_runs};
 pub use verdict::{
     agreement, change, direction, ratio_case, ratio_records, Dir, Move, MoveVerdict, Ratio,
     Verdict, FLAT, MOVES,
