@@ -90,7 +90,7 @@ pub fn traced_section(
     records: &[crate::bench::BenchRecord],
     c2c_files: &[(String, String)],
 ) -> Option<String> {
-    use crate::run::twin::traced;
+    use crate::twin_traced as traced;
     let t = h["side_by_side"].as_object()?;
     let c2c = traced::c2c_of_folder(c2c_files, records);
     let design = t

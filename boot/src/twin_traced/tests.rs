@@ -381,3 +381,29 @@ fn ratio_records_round_trip_and_compare_reads_them() {
     assert_eq!(row.verdict, bench::Verdict::ExactChange);
     assert_eq!(row.change_pct(), Some(100.0));
 }
+
+#[test]
+fn c2c_file_names_name_their_boots() {
+    let r = BenchRecord {
+        kernel: "linux-7.3.4".into(),
+        ..BenchRecord::for_test(["b", "c", "m", "u"], 8, Boot::Det, 0, 1.0)
+    };
+    let records = [r];
+    let of = |n: &str| c2c_boot(n, &records);
+    assert_eq!(of("c2c-det-rep0.txt").as_deref(), Some("numalab"));
+    assert_eq!(of("c2c-linux7-det.txt").as_deref(), Some("linux-7.3.4"));
+    assert_eq!(of("c2c-linux7-det-2.txt").as_deref(), Some("linux-7.3.4"));
+    assert_eq!(of("c2c-linux-det-2.txt").as_deref(), Some("linux-6.1"));
+    assert_eq!(of("c2c-icount-rep0.txt"), None);
+    assert_eq!(of("c2c-linux-icount.txt"), None);
+    assert_eq!(of("c2c-linux-detour.txt"), None);
+    assert_eq!(of("det.log"), None);
+    let files = vec![
+        ("c2c-det-rep0.txt".to_string(), "A".to_string()),
+        ("c2c-tsc-rep0.txt".to_string(), "B".to_string()),
+    ];
+    assert_eq!(
+        c2c_of_folder(&files, &records),
+        [("numalab".to_string(), "A".to_string())]
+    );
+}
