@@ -79,6 +79,26 @@ fn moved(m: &MoveVerdict, notes: &mut Notes) -> String {
     }
 }
 
+/// Line names with repeats folded, in order: `[dynamic] x2` for two lines of that name.
+fn folded(names: &[String]) -> Vec<String> {
+    let mut out: Vec<(&str, usize)> = Vec::new();
+    for n in names {
+        match out.iter_mut().find(|(m, _)| *m == n.as_str()) {
+            Some((_, k)) => *k += 1,
+            None => out.push((n, 1)),
+        }
+    }
+    out.into_iter()
+        .map(|(n, k)| {
+            if k == 1 {
+                n.to_string()
+            } else {
+                format!("{n} x{k}")
+            }
+        })
+        .collect()
+}
+
 /// `head` and `rows` aligned: the first column left, the others right, two spaces apart.
 fn aligned(head: &[String], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
@@ -284,7 +304,7 @@ pub fn console(tables: &[Table], verdicts: &[Verdict]) -> String {
         for ((_, h), hot) in t.columns.iter().zip(&t.hot) {
             let names = match hot {
                 Ok(n) if n.is_empty() => "(no lines)".to_string(),
-                Ok(n) => n.join("; "),
+                Ok(n) => folded(n).join("; "),
                 Err(why) => format!("-{}", notes.mark(why)),
             };
             let _ = writeln!(out, "     {h}: {names}");
@@ -338,9 +358,15 @@ pub fn html(tables: &[Table], verdicts: &[Verdict]) -> String {
             })
             .collect();
         let mut hot = vec!["hottest lines".to_string()];
-        hot.extend(t.hot.iter().map(|h| match h {
-            Ok(n) => n.iter().map(|s| escape(s)).collect::<Vec<_>>().join("<br>"),
-            Err(why) => escape(&format!("-{}", notes.mark(why))),
+        hot.extend(t.hot.iter().map(|h| {
+            match h {
+                Ok(n) => folded(n)
+                    .iter()
+                    .map(|s| escape(s))
+                    .collect::<Vec<_>>()
+                    .join("<br>"),
+                Err(why) => escape(&format!("-{}", notes.mark(why))),
+            }
         }));
         rows.push(hot);
         let _ = writeln!(out, "<h3>{}</h3>", escape(&title(t)));

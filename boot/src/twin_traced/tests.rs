@@ -105,7 +105,11 @@ fn c2c() -> Vec<(String, String)> {
             L61.into(),
             c2c_text(
                 "slub_list_lock linux/default cpus 8",
-                &[(7, 1, "numalab_sll node 0 list_lock"), (9, 1, "jiffies_64")],
+                &[
+                    (7, 1, "numalab_sll node 0 list_lock"),
+                    (9, 1, "[dynamic]"),
+                    (8, 1, "[dynamic]"),
+                ],
             ),
         ),
     ]
@@ -246,7 +250,8 @@ fn tables_columns_missing_figures_and_hottest_lines() {
     assert_eq!(
         t.hot[1],
         Ok(vec![
-            "jiffies_64".to_string(),
+            "[dynamic]".to_string(),
+            "[dynamic]".into(),
             "numalab_sll node 0 list_lock".into()
         ])
     );
@@ -301,7 +306,7 @@ fn tables_columns_missing_figures_and_hottest_lines() {
     assert!(out.html.contains("linux_default | linux/default, cpus 2"));
     assert!(out
         .html
-        .contains("<td class=\"num\">jiffies_64<br>numalab_sll node 0 list_lock</td>"));
+        .contains("<td class=\"num\">[dynamic] x2<br>numalab_sll node 0 list_lock</td>"));
     assert!(!render(&[], &texts, "sheaves").html.contains("<table"));
 }
 
