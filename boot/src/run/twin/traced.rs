@@ -5,33 +5,65 @@
 pub use crate::twin_traced::*;
 
 use crate::bench::{BenchRecord, Boot};
+use crate::linux_kernel::LinuxKernel;
 use crate::run::twin::table::numalab_design;
 use crate::run::Runs;
 use numalab_algo::options::Cmdline;
 
-/// The c2c tables of `runs`' traced det boots: numalab's as `numalab`, a Linux boot's under
-/// its records' kernel name.
+/// The boot label [`render`] takes for a traced boot's c2c text: a det boot's, numalab's
+/// (`linux` None) as `numalab`, a Linux kernel's under its record name; None for other boots.
+pub fn c2c_label(
+    boot: Boot,
+    linux: Option<LinuxKernel>,
+    records: &[BenchRecord],
+) -> Option<String> {
+    match (boot, linux) {
+        (Boot::Det, None) => Some("numalab".into()),
+        (Boot::Det, Some(k)) => Some(kernel_name(records, k)),
+        _ => None,
+    }
+}
+
+/// The c2c tables of `runs`' traced det boots, labelled by [`c2c_label`].
 pub fn c2c_of_runs(runs: &Runs) -> Vec<(String, String)> {
-    let numalab = runs
-        .numalab
+    runs.numalab
         .iter()
-        .filter(|r| r.boot == Boot::Det)
-        .filter_map(|r| r.trace.as_ref())
-        .map(|t| ("numalab".to_string(), t.tables.clone()));
-    let linux = runs
-        .linux
-        .iter()
-        .filter(|r| r.boot == Boot::Det)
-        .filter_map(|r| {
+        .map(|r| (r, None))
+        .chain(
+            runs.linux
+                .iter()
+                .map(|r| (r, r.config.linux.as_ref().map(|l| l.kernel))),
+        )
+        .filter_map(|(r, linux)| {
             let t = r.trace.as_ref()?;
-            let kernel = r.config.linux.as_ref().map(|l| l.kernel)?;
-            Some((kernel_name(&r.records, kernel), t.tables.clone()))
-        });
-    numalab.chain(linux).collect()
+            Some((c2c_label(r.boot, linux, &r.records)?, t.tables.clone()))
+        })
+        .collect()
 }
 
 /// The traced side by side of a finished twin run: `all` its records, `options` numalab's
 /// kernel options (whose `slub.design` the det boot ran).
 pub fn of_runs(runs: &Runs, all: &[BenchRecord], options: &Cmdline) -> Traced {
     render(all, &c2c_of_runs(runs), numalab_design(options))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn det_boots_are_labelled_by_kernel() {
+        let r = BenchRecord {
+            kernel: "linux-6.1.192".into(),
+            ..BenchRecord::for_test(["b", "c", "m", "u"], 8, Boot::Det, 0, 1.0)
+        };
+        let v61 = Some(LinuxKernel::V6_1);
+        assert_eq!(c2c_label(Boot::Det, None, &[]).as_deref(), Some("numalab"));
+        let named = c2c_label(Boot::Det, v61, std::slice::from_ref(&r));
+        assert_eq!(named.as_deref(), Some("linux-6.1.192"));
+        let bare = c2c_label(Boot::Det, Some(LinuxKernel::V7), &[r]);
+        assert_eq!(bare.as_deref(), Some("linux-7"));
+        assert_eq!(c2c_label(Boot::Icount, None, &[]), None);
+        assert_eq!(c2c_label(Boot::Tsc, v61, &[]), None);
+    }
 }
