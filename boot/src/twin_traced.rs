@@ -122,6 +122,14 @@ pub struct Run<'a> {
     pub design: &'static str,
 }
 
+/// numalab's SLUB designs, in column order (`slub.design`; the catalog's default is sheaves).
+pub const DESIGNS: [&str; 3] = ["partial", "sheaves", "hybrid"];
+
+/// `design` as one of [`DESIGNS`], or None.
+fn known(design: &str) -> Option<&'static str> {
+    DESIGNS.into_iter().find(|d| *d == design)
+}
+
 /// The SLUB design a numalab record's boot ran: the main det boot's for no variant, else the
 /// variant's `slub.design=X` word (None: a variant of another kind, not compared here).
 fn boot_design(r: &BenchRecord, main: &'static str) -> Option<&'static str> {
@@ -130,16 +138,7 @@ fn boot_design(r: &BenchRecord, main: &'static str) -> Option<&'static str> {
         Some(v) => v
             .split_whitespace()
             .find_map(|w| w.strip_prefix("slub.design="))
-            .and_then(|d| ["partial", "sheaves"].into_iter().find(|x| *x == d)),
-    }
-}
-
-/// The design `design` if it is one numalab knows (`partial`, `sheaves`), else sheaves.
-fn known_design(design: &str) -> &'static str {
-    if design == "partial" {
-        "partial"
-    } else {
-        "sheaves"
+            .and_then(known),
     }
 }
 
@@ -161,7 +160,7 @@ impl<'a> Run<'a> {
                 .iter()
                 .map(|(k, t)| (k.clone(), hot::parse(t)))
                 .collect(),
-            design: known_design(design),
+            design: known(design).unwrap_or("sheaves"),
         }
     }
 
@@ -179,7 +178,7 @@ impl<'a> Run<'a> {
             Some(Designs::Both) => vec!["partial", "sheaves"],
             Some(Designs::Partial) => vec!["partial"],
             Some(Designs::NoSlab) | None => vec![""],
-            Some(Designs::Boot) => ["partial", "sheaves"]
+            Some(Designs::Boot) => DESIGNS
                 .into_iter()
                 .filter(|d| {
                     self.records
@@ -402,12 +401,19 @@ pub fn kernel_name(records: &[BenchRecord], kernel: LinuxKernel) -> String {
 }
 
 /// The boot a run folder's c2c file `name` is of, as [`render`] takes it: `c2c-det-repN.txt`
-/// numalab's det boot; `c2c-linux-det*.txt` Linux 6.1's, `c2c-linux7-det*.txt` 7.x's (their
+/// numalab's det boot, `c2c-det-NAME-repN.txt` its run under `slub.design=NAME`; `c2c-linux-det*.txt` Linux 6.1's, `c2c-linux7-det*.txt` 7.x's (their
 /// record names from `records`); None for any other boot's (icount, tsc) or file.
 pub fn c2c_boot(name: &str, records: &[BenchRecord]) -> Option<String> {
     let stem = name.strip_prefix("c2c-")?.strip_suffix(".txt")?;
-    if stem.starts_with("det-") {
-        return Some("numalab".into());
+    if let Some(rest) = stem.strip_prefix("det-") {
+        // `det-repN`: the main det boot; `det-NAME-repN`: its run under slub.design=NAME.
+        return match rest.split_once("-rep") {
+            Some((design, _)) if known(design).is_some() => {
+                Some(format!("numalab [slub.design={design}]"))
+            }
+            _ if rest.starts_with("rep") => Some("numalab".into()),
+            _ => None,
+        };
     }
     for kernel in [LinuxKernel::V7, LinuxKernel::V6_1] {
         let prefix = format!("{}det", kernel.log_prefix());

@@ -322,15 +322,42 @@ fn a_variant_boot_gives_the_other_design_of_a_boot_experiment() {
                 ..r
             }),
     );
-    let run = Run::new(&records, &[], "sheaves");
-    assert_eq!(run.numalab_designs("alloc_peers"), ["partial", "sheaves"]);
+    records.extend(
+        region("numalab", "alloc_peers", "kmalloc", 8, 3.0)
+            .into_iter()
+            .map(|r| BenchRecord {
+                variant: Some("slub.design=hybrid".into()),
+                ..r
+            }),
+    );
+    let texts = [(
+        "numalab [slub.design=partial]".to_string(),
+        c2c_text(
+            "alloc_peers kmalloc cpus 8",
+            &[(5, 1, "alloc_peers node 0 list_lock")],
+        ),
+    )];
+    let run = Run::new(&records, &texts, "sheaves");
+    let designs = run.numalab_designs("alloc_peers");
+    assert_eq!(designs, ["partial", "sheaves", "hybrid"]);
     let p = Pairing {
         bench: "alloc_peers",
         case: Some("kmalloc"),
         linux: None,
     };
     let f = |d| run.figure(&p, Column::Numalab(d), 8, FIGURES[0]);
-    assert_eq!((f("partial"), f("sheaves")), (Ok(2.0), Ok(1.0)));
+    assert_eq!(
+        (f("partial"), f("sheaves"), f("hybrid")),
+        (Ok(2.0), Ok(1.0), Ok(3.0))
+    );
+    // The partial column's hottest lines are the partial boot's c2c table's.
+    let hot = run.hottest(&p, Column::Numalab("partial"), 8);
+    assert_eq!(hot, Ok(vec!["alloc_peers node 0 list_lock".to_string()]));
+    let none = run.hottest(&p, Column::Numalab("sheaves"), 8).unwrap_err();
+    assert!(
+        none.contains("no c2c table of the numalab det boot"),
+        "{none}"
+    );
 }
 
 #[test]
@@ -399,6 +426,11 @@ fn c2c_file_names_name_their_boots() {
     assert_eq!(of("c2c-linux7-det.txt").as_deref(), Some("linux-7.3.4"));
     assert_eq!(of("c2c-linux7-det-2.txt").as_deref(), Some("linux-7.3.4"));
     assert_eq!(of("c2c-linux-det-2.txt").as_deref(), Some("linux-6.1"));
+    assert_eq!(
+        of("c2c-det-partial-rep0.txt").as_deref(),
+        Some("numalab [slub.design=partial]")
+    );
+    assert_eq!(of("c2c-det-nosuch-rep0.txt"), None);
     assert_eq!(of("c2c-icount-rep0.txt"), None);
     assert_eq!(of("c2c-linux-icount.txt"), None);
     assert_eq!(of("c2c-linux-detour.txt"), None);

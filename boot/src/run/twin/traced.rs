@@ -11,14 +11,18 @@ use crate::run::Runs;
 use numalab_algo::options::Cmdline;
 
 /// The boot label [`render`] takes for a traced boot's c2c text: a det boot's, numalab's
-/// (`linux` None) as `numalab`, a Linux kernel's under its record name; None for other boots.
+/// (`linux` None) as `numalab` (`numalab [VARIANT]` for its run under another `slub.design`),
+/// a Linux kernel's under its record name; None for other boots.
 pub fn c2c_label(
     boot: Boot,
     linux: Option<LinuxKernel>,
     records: &[BenchRecord],
 ) -> Option<String> {
     match (boot, linux) {
-        (Boot::Det, None) => Some("numalab".into()),
+        (Boot::Det, None) => Some(match records.iter().find_map(|r| r.variant.as_ref()) {
+            Some(v) => format!("numalab [{v}]"),
+            None => "numalab".into(),
+        }),
         (Boot::Det, Some(k)) => Some(kernel_name(records, k)),
         _ => None,
     }
@@ -64,6 +68,13 @@ mod tests {
         let bare = c2c_label(Boot::Det, Some(LinuxKernel::V7), &[r]);
         assert_eq!(bare.as_deref(), Some("linux-7"));
         assert_eq!(c2c_label(Boot::Icount, None, &[]), None);
+        let partial = BenchRecord {
+            kernel: "numalab".into(),
+            variant: Some("slub.design=partial".into()),
+            ..BenchRecord::for_test(["b", "c", "m", "u"], 8, Boot::Det, 0, 1.0)
+        };
+        let label = c2c_label(Boot::Det, None, &[partial]);
+        assert_eq!(label.as_deref(), Some("numalab [slub.design=partial]"));
         assert_eq!(c2c_label(Boot::Tsc, v61, &[]), None);
     }
 }
