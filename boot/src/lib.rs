@@ -31,6 +31,7 @@ pub mod soak;
 pub mod sweep;
 pub mod time_limit;
 pub mod trace;
+pub mod twin_traced;
 pub mod user_path;
 
 pub use image::Firmware;

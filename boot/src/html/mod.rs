@@ -65,6 +65,13 @@ pub fn run_files(run_dir: &Path) -> Result<report::RunFiles, String> {
             } else if name.ends_with(".svg") && !name.contains('/') {
                 files.charts.push(name);
             } else {
+                if name.starts_with("c2c-") && name.ends_with(".txt") {
+                    let bytes = std::fs::read(&path)
+                        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                    files
+                        .c2c
+                        .push((name.clone(), String::from_utf8_lossy(&bytes).to_string()));
+                }
                 files.other.push(name);
             }
         }

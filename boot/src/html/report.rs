@@ -25,6 +25,8 @@ pub struct RunFiles {
     pub other: Vec<String>,
     /// The `numactl -H` block of the first log that has one, and that log's name.
     pub numactl: Option<(String, Vec<String>)>,
+    /// The `c2c-*.txt` files with their text (the traced side by side's hottest lines).
+    pub c2c: Vec<(String, String)>,
 }
 
 /// The `numactl -H` block of a serial log: from `available: N nodes` to the last distance row.
@@ -395,6 +397,11 @@ pub fn render(
     {
         b.push_str("<li><a href=\"#twin\">Linux twin</a></li>\n");
     }
+    // The traced side by side of a twin run (run/twin/traced.rs).
+    let traced = super::twin::traced_section(h, records, &files.c2c);
+    if traced.is_some() {
+        b.push_str("<li><a href=\"#twin-traced\">Linux twin, traced</a></li>\n");
+    }
     for bench in by_bench.keys() {
         b.push_str(&format!(
             "<li><a href=\"#exp-{0}\">{0}</a></li>\n",
@@ -427,6 +434,10 @@ pub fn render(
     if let Some(twin) = super::twin::section(h) {
         b.push_str("</section>\n");
         b.push_str(twin.trim_end_matches("</section>\n"));
+    }
+    if let Some(traced) = traced {
+        b.push_str("</section>\n");
+        b.push_str(traced.trim_end_matches("</section>\n"));
     }
     b.push_str(
         "</section>\n<section id=\"seeds\">\n<h2>Seeds</h2>\n<p class=\"note\">Each \

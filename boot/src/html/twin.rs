@@ -82,6 +82,25 @@ pub fn section(h: &Value) -> Option<String> {
     Some(out)
 }
 
+/// The traced side by side of a twin run (run/twin/traced.rs) from its records and its run
+/// folder's c2c files (`(name, text)`), or None for a run without the twin or without det
+/// trace records.
+pub fn traced_section(
+    h: &Value,
+    records: &[crate::bench::BenchRecord],
+    c2c_files: &[(String, String)],
+) -> Option<String> {
+    use crate::twin_traced as traced;
+    let t = h["side_by_side"].as_object()?;
+    let c2c = traced::c2c_of_folder(c2c_files, records);
+    let design = t
+        .get("numalab_design")
+        .and_then(Value::as_str)
+        .unwrap_or("sheaves");
+    let html = traced::render(records, &c2c, design).html;
+    (!html.is_empty()).then_some(html)
+}
+
 #[cfg(test)]
 mod tests {
     use super::section;
@@ -117,5 +136,57 @@ mod tests {
         );
         assert!(section(&json!({})).is_none());
         assert!(section(&json!({"side_by_side": {"rows": []}})).is_none());
+    }
+
+    #[test]
+    fn traced_section_from_the_run_folder() {
+        use crate::bench::{BenchRecord, Boot};
+        let rec = |kernel: &str, case: &str, value: f64| BenchRecord {
+            kernel: kernel.into(),
+            ..BenchRecord::for_test(
+                ["slub_list_lock", case, "hitm_remote_per_kop", "hitm"],
+                8,
+                Boot::Det,
+                0,
+                value,
+            )
+        };
+        let records = vec![
+            rec("numalab", "linux_default", 30.0),
+            rec("linux-6.1.192", "linux/default", 60.0),
+        ];
+        let dir = std::env::temp_dir().join(format!("numalab-traced-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let run = dir.join("20260101-000000-abc");
+        std::fs::create_dir_all(&run).unwrap();
+        let c2c = "=================================================\n  \
+                   slub_list_lock linux/default cpus 8 (region 0xffffffffc0a01000)\n\
+                   =================================================\n\
+                   # Index  Address\n      0  0xffff888003641380     0       1  100.00%      \
+                   461      152      309     3900     1798     1498      604      462  \
+                   numalab_sll node 0 list_lock<a>\n";
+        std::fs::write(run.join("c2c-linux-det.txt"), c2c).unwrap();
+        let mut text = json!({"record": "header", "kernel": "all",
+            "side_by_side": {"numalab_design": "sheaves", "rows": []}})
+        .to_string();
+        for r in &records {
+            text.push_str(&format!("\n{}", r.to_json()));
+        }
+        let jsonl = dir.join("20260101-000000-abc.jsonl");
+        std::fs::write(&jsonl, text).unwrap();
+        let page =
+            std::fs::read_to_string(crate::html::write_report(&jsonl, &run).unwrap()).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(page.contains("<a href=\"#twin-traced\">"), "{page}");
+        assert!(page.contains("<section id=\"twin-traced\">"), "{page}");
+        // The Linux boot's hottest line, named and escaped; numalab's ratio to it.
+        assert!(
+            page.contains("numalab_sll node 0 list_lock&lt;a&gt;"),
+            "{page}"
+        );
+        assert!(page.contains("<td class=\"num\">0.500</td>"), "{page}");
+        // No twin header: no section.
+        let none = super::traced_section(&json!({}), &records, &[]);
+        assert!(none.is_none());
     }
 }

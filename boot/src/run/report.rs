@@ -104,7 +104,14 @@ pub fn report(args: &BenchArgs, runs: &Runs, start: Instant) -> Reported {
         .chain(&runs.linux)
         .flat_map(|r| r.records.clone())
         .collect();
-    let files = match write_results(args, runs, &all) {
+    // The traced side by side (run/twin/traced.rs): its ratio records go into the JSONL.
+    let traced = twin.then(|| twin::traced::of_runs(runs, &all, &args.base.options));
+    let written: Vec<BenchRecord> = all
+        .iter()
+        .chain(traced.iter().flat_map(|t| &t.records))
+        .cloned()
+        .collect();
+    let files = match write_results(args, runs, &written) {
         Ok(files) => files,
         Err(e) => {
             eprintln!("numalab: bench: {e}");
@@ -129,6 +136,9 @@ pub fn report(args: &BenchArgs, runs: &Runs, start: Instant) -> Reported {
         if twin {
             println!();
             print!("{}", twin::side_by_side(&all, &args.base.options));
+            if let Some(t) = traced.as_ref().filter(|t| !t.console.is_empty()) {
+                print!("\n{}", t.console);
+            }
         } else {
             print!("{}", bench::seeds_table(&all));
         }

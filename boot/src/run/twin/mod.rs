@@ -7,7 +7,7 @@
 //! with numalab's (run/plan.rs, execute.rs, report.rs); this folder has what only the twin
 //! has: which experiments it mirrors (here), the module build ([`module`]), the initramfs
 //! ([`initramfs`]), its extra command lines ([`cmdline`]), its contract ([`contract`]) and the
-//! side-by-side table ([`table`]).
+//! side-by-side table ([`table`]) and its traced form, with the verdict ([`traced`]).
 
 pub mod cmdline;
 pub mod contract;
@@ -17,6 +17,7 @@ pub mod kallsyms;
 pub mod linux7;
 pub mod module;
 pub mod table;
+pub mod traced;
 
 use crate::bench::catalog::{self, CATALOG, MEMORYLESS_NODE, SLUB_LIST_LOCK};
 use crate::bench::Boot;
