@@ -9,9 +9,8 @@
 # Cache: ${XDG_CACHE_HOME:-$HOME/.cache}/numalab/linux7: root/ (debootstrap minbase trixie with
 # linux-headers-ABI-amd64, make, binutils, gcc-14), ABI/binary/ (linux-binary-ABI-amd64 extracted:
 # usr/lib/modules/ABI-amd64/vmlinuz, copied to ABI/vmlinuz), ABI/versions, ABI/module/SHA.ko (built modules by source hash),
-# ABI/System.map (the kernel's symbols, for the trace's names: Debian ships a one-line stub in
-# linux-binary and the build root's usr/lib/modules/ABI-amd64/System.map; the real one is in
-# linux-image-ABI-amd64-dbg, downloaded once, System.map taken out, the package deleted).
+# ABI/System.map only where the build root's is the real one (Debian ships a one-line stub; the
+# runner then reads the kernel's /proc/kallsyms in a symbol boot instead).
 # Exit status: 0 done; 1 a step failed (its message says which); 2 bad command line.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -83,28 +82,15 @@ read_pin() {
 }
 
 # ABI/System.map: the build root's usr/lib/modules/ABI-amd64/System.map when it is the real
-# one, else the one of linux-image-ABI-amd64-dbg (Debian's packages ship a one-line stub that
-# says so). Kept once it has jiffies_64 (the module's anchor); run on every setup (backfill).
+# one. Debian ships a one-line stub there (the real map is in linux-image-ABI-amd64-dbg, 1.2 GB):
+# then nothing is copied and the runner reads the booted kernel's own /proc/kallsyms once
+# instead (boot/src/run/twin/kallsyms.rs), as for Linux 6.1. Run on every setup (backfill).
 system_map() {
     local map="$dir/System.map" stub="$root/usr/lib/modules/$ABI-amd64/System.map"
-    grep -q ' jiffies_64$' "$map" 2>/dev/null && return 0
     if grep -q ' jiffies_64$' "$stub" 2>/dev/null; then
         cp "$stub" "$map.new" && mv "$map.new" "$map"
-        return 0
     fi
-    say "System.map: $stub is Debian's stub ($(head -c 80 "$stub" 2>/dev/null | tr '\n' ' ')); taking the real one from linux-image-$ABI-amd64-dbg $VERSION (about 1.2 GB once; the trace's names of Linux's static data)"
-    rm -rf "$root/tmp/dbg" && mkdir -p "$root/tmp/dbg" && chmod 777 "$root/tmp/dbg"
-    in_root sh -c "cd /tmp/dbg && apt-get download -qq linux-image-$ABI-amd64-dbg=$VERSION" ||
-        die "apt-get download linux-image-$ABI-amd64-dbg=$VERSION failed"
-    # 7.3.4's package has it as usr/lib/debug/lib/modules/ABI-amd64/System.map (6.1's:
-    # usr/lib/debug/boot/System.map-RELEASE): the one file named System.map*.
-    dpkg-deb --fsys-tarfile "$root"/tmp/dbg/linux-image-*-dbg_*.deb |
-        tar -xO --wildcards '*/System.map*' >"$map.new" ||
-        die "no System.map in linux-image-$ABI-amd64-dbg"
-    rm -rf "$root/tmp/dbg"
-    grep -q ' jiffies_64$' "$map.new" || die "the System.map of linux-image-$ABI-amd64-dbg has no jiffies_64"
-    mv "$map.new" "$map"
-    say "System.map: $(wc -l <"$map") symbols in $map"
+    return 0
 }
 
 setup() {

@@ -140,7 +140,14 @@ pub fn plan(args: &BenchArgs) -> Result<Plan, PlanError> {
         let (boots, mut notes) = linux_boots(args).map_err(PlanError::Linux)?;
         if args.trace {
             let det = boots.iter().any(|b| b.boot == Boot::Det);
-            notes.push(twin::det::note(det));
+            // A kernel that cannot have one said why already (twin::det::blocked).
+            if det
+                || !notes
+                    .iter()
+                    .any(|n| n.starts_with("numalab: --trace: no linux-"))
+            {
+                notes.push(twin::det::note(det));
+            }
         }
         plan.boots.extend(boots);
         plan.linux_notes = notes;
@@ -370,7 +377,11 @@ pub fn linux_boots(args: &BenchArgs) -> Result<(Vec<PlannedBoot>, Vec<String>), 
     for &kernel in args.kernel.linuxes() {
         let (b, n) = linux_kernel_boots(args, kernel)?;
         boots.extend(b);
-        notes = n;
+        for line in n {
+            if !notes.contains(&line) {
+                notes.push(line);
+            }
+        }
     }
     Ok((boots, notes))
 }
@@ -387,7 +398,7 @@ pub fn linux_kernel_boots(
     let selected = args.selected();
     let names: Vec<&str> = selected.names().iter().map(String::as_str).collect();
     let (mirrored, unmirrored) = twin::mirrored_selection(&names);
-    let notes = unmirrored
+    let mut notes: Vec<String> = unmirrored
         .iter()
         .map(|name| {
             format!(
@@ -452,7 +463,14 @@ pub fn linux_kernel_boots(
     // Under --trace: the det boot of the contention experiments, and slub_list_lock's
     // order-4 half in a second one (its command line, as the tsc boots).
     let det = twin::det::selection(&mirrored);
-    if args.trace && !args.no_det && !det.is_empty() {
+    let blocked = twin::det::blocked(kernel);
+    if let (true, Some(why)) = (args.trace && !args.no_det && !det.is_empty(), blocked) {
+        notes.push(format!(
+            "numalab: --trace: no {} det boot: {why}",
+            kernel.name()
+        ));
+    }
+    if args.trace && !args.no_det && !det.is_empty() && blocked.is_none() {
         out.push(boot(Boot::Det, &det, append.clone(), When::Always)?);
         if det.contains(&catalog::SLUB_LIST_LOCK.name) {
             let order4 = twin::cmdline::order4_append(append.as_deref());
