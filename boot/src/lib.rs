@@ -14,6 +14,7 @@ pub mod host_pin;
 pub mod html;
 pub mod html_escape;
 pub mod image;
+pub mod interrupt;
 pub mod ktap;
 pub mod linux_kernel;
 pub mod machine;

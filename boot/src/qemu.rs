@@ -388,6 +388,8 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         .collect::<Vec<_>>()
         .join(" ");
     let _slot = SlotGuard::take();
+    // Interrupted (a signal came): start nothing more; the watcher ends the run.
+    crate::interrupt::wait_if_requested();
     let (serial, follower, qemu_exited) = match serial_capture::open() {
         Ok(c) => c,
         Err(e) => {
@@ -395,13 +397,16 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
             return fail(Verdict::QemuError(why), command);
         }
     };
-    let mut child = match Command::new(&qemu)
+    let mut cmd = Command::new(&qemu);
+    // Its own process group, and killed with the runner (interrupt.rs).
+    crate::interrupt::guard(&mut cmd);
+    let spawned = cmd
         .args(&args)
         .stdin(Stdio::null())
         .stdout(serial)
         .stderr(Stdio::piped())
-        .spawn()
-    {
+        .spawn();
+    let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {
             let why = if e.kind() == std::io::ErrorKind::NotFound {
@@ -415,6 +420,7 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
             return fail(Verdict::QemuError(why), command);
         }
     };
+    let _registered = crate::interrupt::register(child.id(), config.log.clone());
     if let Some((qmp, placement)) = pinning {
         crate::host_pin::spawn(qmp, placement);
     }
@@ -461,6 +467,8 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
     let pid = child.id();
     let mut cpu_used = None;
     let status = loop {
+        // A signal came: QEMU is being stopped; nothing of this boot is reported.
+        crate::interrupt::wait_if_requested();
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
             Ok(None) => {
@@ -480,6 +488,7 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
             Err(_) => break None,
         }
     };
+    crate::interrupt::wait_if_requested();
     qemu_exited.set();
     let _ = reader.join();
     let (stderr, kvm_stopped) = stderr.finish();
