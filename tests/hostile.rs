@@ -19,7 +19,8 @@
 //! missing folder, `--out` under /proc, `--hugepages` off hugetlbfs, a FIFO cost model),
 //! hostile/compare.rs (compare of runs of different machines or experiment sets),
 //! hostile/merges.rs (`--emit-jobs` over an input; merge of a cut JSONL, a link loop, an
-//! empty job folder, two revisions).
+//! empty job folder, two revisions), hostile/signals.rs (SIGINT and SIGTERM to a running bench,
+//! SIGTERM through `timeout`, the largest `--timeout`: no QEMU left, no whole-looking result).
 
 #[path = "hostile/compare.rs"]
 mod compare;
@@ -39,6 +40,8 @@ mod outputs;
 mod paths;
 #[path = "hostile/script.rs"]
 mod script;
+#[path = "hostile/signals.rs"]
+mod signals;
 #[path = "hostile/tables.rs"]
 mod tables;
 

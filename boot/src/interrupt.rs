@@ -88,10 +88,8 @@ pub fn message(sig: i32, stopped: usize) -> String {
 /// Kills every registered QEMU, waits (at most 5 s) until each is gone, marks their logs and
 /// exits with `status_of(sig)`.
 fn stop(sig: i32) -> ! {
-    let children: Vec<(u32, Option<PathBuf>)> = CHILDREN
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone();
+    let children: Vec<(u32, Option<PathBuf>)> =
+        CHILDREN.lock().unwrap_or_else(|e| e.into_inner()).clone();
     for (pid, _) in &children {
         // SAFETY: kill(2) on a QEMU this runner started; it stays registered until `run` has
         // reaped it and returns (while a signal is pending `run` reaps nothing:

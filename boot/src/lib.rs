@@ -9,6 +9,7 @@ pub mod build_progress;
 pub mod cli;
 pub mod costs;
 pub mod exit;
+pub mod guest_memory;
 pub mod host_numa;
 pub mod host_pin;
 pub mod html;

@@ -273,6 +273,9 @@ pub enum Verdict {
     QemuError(String),
     /// Killed after the timeout.
     Timeout,
+    /// The guest ran out of memory (guest_memory.rs): the kernel's `numalab: out of memory`
+    /// line (status 37), or the bootloader's failure to map the machine (QEMU stopped then).
+    OutOfMemory(String),
     /// Any other status.
     Unexpected(i32),
 }
@@ -433,14 +436,23 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
     let echo = config.echo;
     let echo_prefixes = config.echo_prefixes.clone();
     let reader_log = Arc::clone(&log);
+    // The bootloader halts for good after its panic: the boot is stopped on that line.
+    let stuck = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader_stuck = Arc::clone(&stuck);
     let reader = std::thread::spawn(move || {
         let mut watch = WarningWatch::default();
+        let mut saw_panic = false;
         follower.for_each_line(|raw| {
             let line = String::from_utf8_lossy(raw).replace('\r', "");
             // Echoing everything shows the console as it is; otherwise a warning a test
             // declared stays in the log (counted on the console) and the kernel's progress
             // reports feed the progress line.
             let kind = watch.feed(&line);
+            // The line after the bootloader's panic (its message) is read: stop the boot.
+            if saw_panic {
+                reader_stuck.store(true, std::sync::atomic::Ordering::Release);
+            }
+            saw_panic |= crate::guest_memory::bootloader_panicked(&line);
             if echo {
                 crate::progress::println(&line);
             } else if let Some(text) = line.strip_prefix(PROGRESS_PREFIX) {
@@ -472,7 +484,8 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
             Ok(None) => {
-                if stderr.guest_stopped() {
+                let stuck = stuck.load(std::sync::atomic::Ordering::Acquire);
+                if stderr.guest_stopped() || stuck {
                     let _ = child.kill();
                     break child.wait().ok();
                 }
@@ -498,6 +511,18 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
     let declared_warnings = ktap::warnings_of(&log, WarningLine::Declared).len();
     let verdict = match kvm_stopped {
         Some(why) => Verdict::QemuError(why),
+        None if stuck.load(std::sync::atomic::Ordering::Acquire) => {
+            crate::guest_memory::out_of_memory_line(&log)
+                .map_or(Verdict::Fail, Verdict::OutOfMemory)
+        }
+        None if status.and_then(|s| s.code())
+            == Some(crate::guest_memory::STATUS_OUT_OF_MEMORY) =>
+        {
+            Verdict::OutOfMemory(
+                crate::guest_memory::out_of_memory_line(&log)
+                    .unwrap_or_else(|| "numalab: out of memory (no line said what)".into()),
+            )
+        }
         None => verdict_of(
             status.map(|s| s.code()),
             &summary,

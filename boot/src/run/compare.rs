@@ -57,7 +57,9 @@ pub fn result_file(path: &Path) -> Result<(PathBuf, Option<String>), String> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| p.to_string_lossy().ends_with(".jsonl.partial"));
     match files.len() {
-        0 if partial.is_some() => Err(partial.and_then(|p| partial_problem(&p)).unwrap_or_default()),
+        0 if partial.is_some() => Err(partial
+            .and_then(|p| partial_problem(&p))
+            .unwrap_or_default()),
         0 => Err(format!(
             "{} is a folder with no result file: give a .jsonl file, a run folder \
              DIR/<stamp>-<rev>/ (beside DIR/<stamp>-<rev>.jsonl) or a folder holding .jsonl files",
