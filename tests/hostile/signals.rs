@@ -184,3 +184,47 @@ fn the_largest_timeout_runs_and_a_signal_still_stops_it() {
     let left = tagged(&tag);
     assert!(left.is_empty(), "left running: {left:?}\n{printed}");
 }
+
+#[test]
+fn compare_and_merge_refuse_a_result_left_partial() {
+    let d = scratch("partial");
+    let whole = super::outputs::job(&d, "whole", 1);
+    let cut = super::outputs::job(&d, "cut", 2);
+    let stem = "20261201-120000-abc1234";
+    let jsonl = cut.join(format!("{stem}.jsonl"));
+    let partial = cut.join(format!("{stem}.jsonl.partial"));
+    std::fs::rename(&jsonl, &partial).unwrap();
+    let w = whole.join(format!("{stem}.jsonl")).display().to_string();
+    let p = partial.display().to_string();
+    let run_dir = cut.join(stem).display().to_string();
+    let out = d.join("merged").display().to_string();
+    for (label, args) in [
+        (
+            "compare of a .partial file",
+            vec!["bench", "--compare", &w, &p],
+        ),
+        (
+            "compare of the run folder of a partial result",
+            vec!["bench", "--compare", &w, &run_dir],
+        ),
+        (
+            "merge of a job left partial",
+            vec![
+                "merge",
+                whole.to_str().unwrap(),
+                cut.to_str().unwrap(),
+                "--out",
+                &out,
+            ],
+        ),
+    ] {
+        super::script::refused_in(
+            &d,
+            label,
+            &args,
+            "a partial result: the run was interrupted",
+        );
+    }
+    assert!(!d.join("merged").exists(), "merge wrote something");
+    let _ = std::fs::remove_dir_all(&d);
+}
