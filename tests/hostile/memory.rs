@@ -110,3 +110,38 @@ fn the_kernel_out_of_memory_line_and_status_37_are_exit_5_not_a_test_failure() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A real guest above the floor that runs short anyway: 128 vCPUs in 60 MiB. The kernel says
+/// what ran out and exits with 37 (it panicked in vmalloc's init: exit 1, a failed run).
+#[test]
+fn a_real_guest_out_of_memory_in_early_init_says_so_with_exit_5() {
+    let d = scratch("memory-real");
+    let args = [
+        "--suite",
+        "test",
+        "--timeout",
+        "60",
+        "--",
+        "-smp",
+        "128",
+        "-m",
+        "60M",
+    ];
+    let (out, secs) = qemu_run(&d, &args);
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!(
+        "hostile: 128 vCPUs in 60 MiB: exit {:?} in {secs:.1} s",
+        out.status.code()
+    );
+    assert_eq!(out.status.code(), Some(5), "{all}");
+    assert!(
+        all.contains("the guest ran out of memory: numalab: out of memory: vmalloc: no memory"),
+        "{all}"
+    );
+    assert!(!all.contains("PANIC"), "{all}");
+    let _ = std::fs::remove_dir_all(&d);
+}
