@@ -10,7 +10,8 @@
 use numalab_algo::options::Suite;
 
 /// Below this the bootloader cannot map the machine's memory and never starts the kernel
-/// (`./qemu-run.sh --suite none -- -m 22M`: `FrameAllocationFailed`; 23M boots).
+/// (QEMU on the image with `-m 22M`: `FrameAllocationFailed`; 23M boots). Every suite that
+/// the command line accepts has a higher floor; `Suite::None` (set by the tests) is held to it.
 pub const BOOT_FLOOR_MIB: u64 = 23;
 /// The smallest `-m` at which `--suite test` passes (56 MiB fails fault.oom).
 pub const TEST_FLOOR_MIB: u64 = 57;
