@@ -22,6 +22,10 @@ static SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// The running QEMUs: process id and `--log` file.
 static CHILDREN: Mutex<Vec<(u32, Option<PathBuf>)>> = Mutex::new(Vec::new());
 
+/// The running GNU parallels of a sweep: asked to stop (two SIGTERMs: the first stops new jobs,
+/// the second sends its jobs SIGTERM, and each job's runner then stops its own QEMU).
+static PARALLELS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
 /// What a result file is called while it is written; renamed to its own name once whole.
 pub const PARTIAL_SUFFIX: &str = ".partial";
 
@@ -88,6 +92,22 @@ pub fn message(sig: i32, stopped: usize) -> String {
 /// Kills every registered QEMU, waits (at most 5 s) until each is gone, marks their logs and
 /// exits with `status_of(sig)`.
 fn stop(sig: i32) -> ! {
+    let parallels: Vec<u32> = PARALLELS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    for _ in 0..2 {
+        for pid in &parallels {
+            // SAFETY: kill(2) on a GNU parallel this runner started and is waiting for (it is
+            // registered until reaped: `ParallelRegistered`).
+            unsafe {
+                libc::kill(*pid as libc::pid_t, libc::SIGTERM);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Its jobs' runners stop their QEMUs at once; parallel waits up to 200 ms per job first.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while parallels.iter().any(|pid| alive(*pid)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let children: Vec<(u32, Option<PathBuf>)> =
         CHILDREN.lock().unwrap_or_else(|e| e.into_inner()).clone();
     for (pid, _) in &children {
@@ -106,6 +126,12 @@ fn stop(sig: i32) -> ! {
         mark_log(log, sig);
     }
     eprintln!();
+    if !parallels.is_empty() {
+        eprintln!(
+            "numalab: interrupted by {}: the sweep's running jobs were stopped",
+            name_of(sig)
+        );
+    }
     eprintln!("{}", message(sig, children.len()));
     std::process::exit(status_of(sig));
 }
@@ -174,6 +200,27 @@ impl Drop for Registered {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .retain(|(p, _)| *p != self.0);
+    }
+}
+
+/// A running GNU parallel, known to the watcher until dropped.
+pub struct ParallelRegistered(u32);
+
+/// Registers GNU parallel `pid` (a sweep's jobs): a signal stops its jobs and waits for it.
+pub fn register_parallel(pid: u32) -> ParallelRegistered {
+    PARALLELS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(pid);
+    ParallelRegistered(pid)
+}
+
+impl Drop for ParallelRegistered {
+    fn drop(&mut self) {
+        PARALLELS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|p| *p != self.0);
     }
 }
 

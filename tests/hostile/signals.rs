@@ -1,7 +1,7 @@
 //! Issue 47 class 1, end to end: SIGINT and SIGTERM to a running `./qemu-run.sh bench` (as a
-//! shell's Ctrl-C or a CI cancel sends them), and SIGTERM to a `timeout` wrapping it, leave no
-//! process of the run behind (the process tree is read, not the exit status), no result file
-//! that looks whole, and exit with 128 + the signal. `--timeout` at its largest value runs
+//! shell's Ctrl-C or a CI cancel sends them), SIGTERM to a `timeout` wrapping it and to a
+//! `sweep` (GNU parallel's jobs) leave no process of the run behind (the process tree is read,
+//! not the exit status), no result file that looks whole, and exit with 128 + the signal. `--timeout` at its largest value runs
 //! (it overflowed the time limit's arithmetic and panicked, leaving QEMU behind).
 //!
 //! No sleep assumes the host's speed: each case waits for the runner's progress line that a
@@ -171,6 +171,28 @@ fn sigint_and_sigterm_to_a_running_bench_leave_no_qemu_and_no_whole_result() {
         );
         check_left(label, &tag, &out_dir, &printed);
     }
+    // A sweep: the signal reaches its GNU parallel's jobs, and through them their QEMUs.
+    let tag = format!("{}-sweep", std::process::id());
+    let out_dir = d.join("sweep");
+    let out_arg = out_dir.display().to_string();
+    let args = [
+        "sweep",
+        "--topology",
+        "uma,2node",
+        "--jobs",
+        "2",
+        "--out",
+        &out_arg,
+        "--",
+        "--smoke",
+    ];
+    let (code, printed) = interrupt(&tag, &[], &args, "TERM");
+    assert_eq!(code, Some(143), "sweep:\n{printed}");
+    assert!(
+        printed.contains("the sweep's running jobs were stopped"),
+        "{printed}"
+    );
+    check_left("SIGTERM to sweep", &tag, &out_dir, &printed);
     let _ = std::fs::remove_dir_all(&d);
 }
 
