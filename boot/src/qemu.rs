@@ -429,10 +429,12 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
     }
     let log = Arc::new(Mutex::new(String::new()));
     let stderr = child.stderr.take().expect("piped stderr");
-    let mut log_file = config
-        .log
-        .as_ref()
-        .and_then(|p| std::fs::File::create(p).ok());
+    // Emptied, then written in append mode: the line an interruption adds (interrupt.rs)
+    // is never overwritten by the last lines read.
+    let mut log_file = config.log.as_ref().and_then(|p| {
+        std::fs::File::create(p).ok()?;
+        std::fs::OpenOptions::new().append(true).open(p).ok()
+    });
     let echo = config.echo;
     let echo_prefixes = config.echo_prefixes.clone();
     let reader_log = Arc::clone(&log);
