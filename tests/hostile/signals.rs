@@ -250,3 +250,26 @@ fn compare_and_merge_refuse_a_result_left_partial() {
     assert!(!d.join("merged").exists(), "merge wrote something");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `--timeout 1` on a stand-in QEMU that spins for ever: killed at its CPU budget, exit 124,
+/// nothing of the run left (it held before issue 47: a check that it still does).
+#[test]
+fn a_one_second_timeout_ends_with_124_and_no_qemu_left() {
+    let d = scratch("timeout-1");
+    let fake = d.join("spinning-qemu");
+    std::fs::write(&fake, "#!/bin/sh\nwhile :; do :; done\n").unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let tag = format!("{}-timeout", std::process::id());
+    let out = Command::new(repo_root().join("qemu-run.sh"))
+        .args(["--qemu", &fake.display().to_string()])
+        .args(["--suite", "test", "--timeout", "1"])
+        .env(TAG, &tag)
+        .output()
+        .unwrap();
+    let all = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(124), "{all}");
+    assert!(all.contains("timed out"), "{all}");
+    let left = tagged(&tag);
+    assert!(left.is_empty(), "left running: {left:?}");
+    let _ = std::fs::remove_dir_all(&d);
+}
