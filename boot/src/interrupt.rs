@@ -93,6 +93,9 @@ pub fn message(sig: i32, stopped: usize) -> String {
 /// exits with `status_of(sig)`.
 fn stop(sig: i32) -> ! {
     let parallels: Vec<u32> = PARALLELS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    // Every process under each parallel (its jobs' shells, runners and QEMUs), waited for below:
+    // parallel may be gone before its jobs' runners have stopped their QEMUs.
+    let under: Vec<u32> = parallels.iter().flat_map(|p| descendants(*p)).collect();
     for _ in 0..2 {
         for pid in &parallels {
             // SAFETY: kill(2) on a GNU parallel this runner started and is waiting for (it is
@@ -105,7 +108,7 @@ fn stop(sig: i32) -> ! {
     }
     // Its jobs' runners stop their QEMUs at once; parallel waits up to 200 ms per job first.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while parallels.iter().any(|pid| alive(*pid)) && Instant::now() < deadline {
+    while parallels.iter().chain(&under).any(|pid| alive(*pid)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
     let children: Vec<(u32, Option<PathBuf>)> =
@@ -134,6 +137,31 @@ fn stop(sig: i32) -> ! {
     }
     eprintln!("{}", message(sig, children.len()));
     std::process::exit(status_of(sig));
+}
+
+/// The processes below `pid` (children, their children, ...), from /proc's parent ids.
+fn descendants(pid: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let child: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // Field 4, the parent's id, is the second after the command name's last ')'.
+            let ppid = stat[stat.rfind(')')? + 1..].split_whitespace().nth(1)?;
+            Some((child, ppid.parse().ok()?))
+        })
+        .collect();
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    found.remove(0);
+    found
 }
 
 /// Whether process `pid` still runs (a zombie, killed and waiting to be reaped, does not).
@@ -277,6 +305,32 @@ mod tests {
         assert_eq!(p, Path::new("/r/20261201-120000-abc.jsonl.partial"));
         assert!(partial_problem(&p).unwrap().contains("a partial result"));
         assert_eq!(partial_problem(Path::new("/r/a.jsonl")), None);
+    }
+
+    #[test]
+    fn descendants_are_found_through_the_parent_ids() {
+        let mut child = Command::new("sh")
+            .args(["-c", "sleep 30 & wait"])
+            .spawn()
+            .unwrap();
+        // The shell's sleep shows up once the shell has started it (a bound, not a guess).
+        let mut under = Vec::new();
+        for _ in 0..500 {
+            under = descendants(child.id());
+            if !under.is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(descendants(std::process::id()).contains(&child.id()));
+        assert_eq!(under.len(), 1, "the shell's sleep: {under:?}");
+        for pid in under.iter().chain([&child.id()]) {
+            // SAFETY: kill(2) on this test's own shell and its sleep, not yet reaped.
+            unsafe {
+                libc::kill(*pid as libc::pid_t, libc::SIGKILL);
+            }
+        }
+        let _ = child.wait();
     }
 
     #[test]
