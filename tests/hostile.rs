@@ -19,7 +19,10 @@
 //! missing folder, `--out` under /proc, `--hugepages` off hugetlbfs, a FIFO cost model),
 //! hostile/compare.rs (compare of runs of different machines or experiment sets),
 //! hostile/merges.rs (`--emit-jobs` over an input; merge of a cut JSONL, a link loop, an
-//! empty job folder, two revisions).
+//! empty job folder, two revisions), hostile/signals.rs (SIGINT and SIGTERM to a running bench,
+//! SIGTERM through `timeout`, the largest `--timeout`: no QEMU left, no whole-looking result;
+//! compare and merge refuse a `.partial` result), hostile/memory.rs (machines below the memory
+//! floor refused; the bootloader's and the kernel's out-of-memory end the boot with exit 5).
 
 #[path = "hostile/compare.rs"]
 mod compare;
@@ -27,6 +30,8 @@ mod compare;
 mod costs;
 #[path = "hostile/machines.rs"]
 mod machines;
+#[path = "hostile/memory.rs"]
+mod memory;
 #[path = "hostile/merges.rs"]
 mod merges;
 #[path = "hostile/options.rs"]
@@ -39,6 +44,8 @@ mod outputs;
 mod paths;
 #[path = "hostile/script.rs"]
 mod script;
+#[path = "hostile/signals.rs"]
+mod signals;
 #[path = "hostile/tables.rs"]
 mod tables;
 

@@ -13,6 +13,8 @@ pub const USAGE: i32 = 2;
 pub const BUILD: i32 = 3;
 /// QEMU or its firmware is missing, or QEMU itself failed.
 pub const QEMU: i32 = 4;
+/// The guest ran out of memory (the machine is too small: docs/running.md, "Memory floor").
+pub const OUT_OF_MEMORY: i32 = 5;
 /// The run passed its `--timeout` and was killed.
 pub const TIMEOUT: i32 = 124;
 
@@ -22,6 +24,7 @@ pub fn of(verdict: &Verdict) -> i32 {
         Verdict::Pass => PASS,
         Verdict::Timeout => TIMEOUT,
         Verdict::QemuError(_) => QEMU,
+        Verdict::OutOfMemory(_) => OUT_OF_MEMORY,
         _ => FAIL,
     }
 }

@@ -6,6 +6,8 @@ use numalab_boot::run::{self, BenchArgs};
 use numalab_boot::{image, qemu, RunConfig, Verdict};
 
 fn main() {
+    // SIGINT, SIGTERM, SIGHUP: stop every QEMU, exit 128 + the signal (interrupt.rs).
+    numalab_boot::interrupt::install();
     // Errors and -h/--help: clap prints them and exits (2 for a bad command line, 0 for help).
     let job = cli::parse(std::env::args_os().skip(1)).unwrap_or_else(|e| e.exit());
     let job = numalab_boot::resolve::resolve(job);

@@ -273,6 +273,9 @@ pub enum Verdict {
     QemuError(String),
     /// Killed after the timeout.
     Timeout,
+    /// The guest ran out of memory (guest_memory.rs): the kernel's `numalab: out of memory`
+    /// line (status 37), or the bootloader's failure to map the machine (QEMU stopped then).
+    OutOfMemory(String),
     /// Any other status.
     Unexpected(i32),
 }
@@ -388,6 +391,8 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
         .collect::<Vec<_>>()
         .join(" ");
     let _slot = SlotGuard::take();
+    // Interrupted (a signal came): start nothing more; the watcher ends the run.
+    crate::interrupt::wait_if_requested();
     let (serial, follower, qemu_exited) = match serial_capture::open() {
         Ok(c) => c,
         Err(e) => {
@@ -395,13 +400,16 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
             return fail(Verdict::QemuError(why), command);
         }
     };
-    let mut child = match Command::new(&qemu)
+    let mut cmd = Command::new(&qemu);
+    // Its own process group, and killed with the runner (interrupt.rs).
+    crate::interrupt::guard(&mut cmd);
+    let spawned = cmd
         .args(&args)
         .stdin(Stdio::null())
         .stdout(serial)
         .stderr(Stdio::piped())
-        .spawn()
-    {
+        .spawn();
+    let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {
             let why = if e.kind() == std::io::ErrorKind::NotFound {
@@ -415,26 +423,38 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
             return fail(Verdict::QemuError(why), command);
         }
     };
+    let _registered = crate::interrupt::register(child.id(), config.log.clone());
     if let Some((qmp, placement)) = pinning {
         crate::host_pin::spawn(qmp, placement);
     }
     let log = Arc::new(Mutex::new(String::new()));
     let stderr = child.stderr.take().expect("piped stderr");
-    let mut log_file = config
-        .log
-        .as_ref()
-        .and_then(|p| std::fs::File::create(p).ok());
+    // Emptied, then written in append mode: the line an interruption adds (interrupt.rs)
+    // is never overwritten by the last lines read.
+    let mut log_file = config.log.as_ref().and_then(|p| {
+        std::fs::File::create(p).ok()?;
+        std::fs::OpenOptions::new().append(true).open(p).ok()
+    });
     let echo = config.echo;
     let echo_prefixes = config.echo_prefixes.clone();
     let reader_log = Arc::clone(&log);
+    // The bootloader halts for good after its panic: the boot is stopped on that line.
+    let stuck = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader_stuck = Arc::clone(&stuck);
     let reader = std::thread::spawn(move || {
         let mut watch = WarningWatch::default();
+        let mut saw_panic = false;
         follower.for_each_line(|raw| {
             let line = String::from_utf8_lossy(raw).replace('\r', "");
             // Echoing everything shows the console as it is; otherwise a warning a test
             // declared stays in the log (counted on the console) and the kernel's progress
             // reports feed the progress line.
             let kind = watch.feed(&line);
+            // The line after the bootloader's panic (its message) is read: stop the boot.
+            if saw_panic {
+                reader_stuck.store(true, std::sync::atomic::Ordering::Release);
+            }
+            saw_panic |= crate::guest_memory::bootloader_panicked(&line);
             if echo {
                 crate::progress::println(&line);
             } else if let Some(text) = line.strip_prefix(PROGRESS_PREFIX) {
@@ -461,10 +481,13 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
     let pid = child.id();
     let mut cpu_used = None;
     let status = loop {
+        // A signal came: QEMU is being stopped; nothing of this boot is reported.
+        crate::interrupt::wait_if_requested();
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
             Ok(None) => {
-                if stderr.guest_stopped() {
+                let stuck = stuck.load(std::sync::atomic::Ordering::Acquire);
+                if stderr.guest_stopped() || stuck {
                     let _ = child.kill();
                     break child.wait().ok();
                 }
@@ -480,6 +503,7 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
             Err(_) => break None,
         }
     };
+    crate::interrupt::wait_if_requested();
     qemu_exited.set();
     let _ = reader.join();
     let (stderr, kvm_stopped) = stderr.finish();
@@ -489,6 +513,18 @@ pub fn run(config: &RunConfig, image: &Path) -> Outcome {
     let declared_warnings = ktap::warnings_of(&log, WarningLine::Declared).len();
     let verdict = match kvm_stopped {
         Some(why) => Verdict::QemuError(why),
+        None if stuck.load(std::sync::atomic::Ordering::Acquire) => {
+            crate::guest_memory::out_of_memory_line(&log)
+                .map_or(Verdict::Fail, Verdict::OutOfMemory)
+        }
+        None if status.and_then(|s| s.code())
+            == Some(crate::guest_memory::STATUS_OUT_OF_MEMORY) =>
+        {
+            Verdict::OutOfMemory(
+                crate::guest_memory::out_of_memory_line(&log)
+                    .unwrap_or_else(|| "numalab: out of memory (no line said what)".into()),
+            )
+        }
         None => verdict_of(
             status.map(|s| s.code()),
             &summary,

@@ -28,6 +28,9 @@ impl Outcome {
                  short?): {}\n",
                 errors.join("; ")
             ),
+            (Verdict::OutOfMemory(line), _) => {
+                format!("numalab: run failed: the guest ran out of memory: {line}\n")
+            }
             (verdict, _) => format!("numalab: run failed: {verdict:?}\n"),
         };
         for f in self.ktap.failed() {

@@ -31,13 +31,27 @@ pub fn resolve(job: Job) -> Job {
         return Job::Error(why);
     }
     let job = resolve_machine(job);
-    if let Some(why) = placement_problem(&job) {
+    if let Some(why) = placement_problem(&job).or_else(|| memory_problem(&job)) {
         return Job::Error(why);
     }
     if let Some(note) = pvm.filter(|_| asked_kvm) {
         eprintln!("numalab: warning: --accel kvm: {note}");
     }
     job
+}
+
+/// Why `job`'s machine is too small for its suite, before anything boots (guest_memory.rs;
+/// issue 47 class 2). A bench is held to the default suite's floor.
+fn memory_problem(job: &Job) -> Option<String> {
+    use numalab_algo::options::Suite;
+    let (config, suite) = match job {
+        Job::Main(c, _) => (c.clone(), Suite::All),
+        Job::Run(c) | Job::Replay(c, _) => (c.clone(), c.suite),
+        Job::Bench(b) => (b.machine.config(Suite::Bench), Suite::All),
+        Job::Soak(s) => (s.machine.config(Suite::Soak), Suite::Soak),
+        _ => return None,
+    };
+    crate::guest_memory::floor_problem(config.machine_size().1, suite)
 }
 
 /// Why the host refuses the KVM placement of `job`'s machine (host_numa.rs: more vCPUs than
@@ -359,8 +373,9 @@ mod tests {
             resolve(parse(words("--topology 8node --mem 512M")).unwrap()),
             Job::Run(_)
         ));
+        // (-m at the default suite's memory floor, guest_memory.rs: below it is refused.)
         assert!(matches!(
-            resolve(parse(words("--mem 64M -- -m 64M")).unwrap()),
+            resolve(parse(words("--mem 64M -- -m 66M")).unwrap()),
             Job::Run(_)
         ));
     }

@@ -44,8 +44,9 @@ impl Limit {
         let parallel = (threads as usize).min(cores).max(1) as u32;
         Limit {
             timeout,
-            cpu_budget: timeout * parallel,
-            wall_cap: timeout * WALL_CAP_FACTOR,
+            // Saturating: `--timeout` at its largest (u64::MAX seconds) means no limit.
+            cpu_budget: timeout.saturating_mul(parallel),
+            wall_cap: timeout.saturating_mul(WALL_CAP_FACTOR),
         }
     }
 
@@ -90,6 +91,10 @@ mod tests {
         assert_eq!(Limit::new(s, 8, 16).cpu_budget, s * 8);
         assert_eq!(Limit::new(s, 0, 0).cpu_budget, s);
         assert_eq!(Limit::new(s, 1, 2).wall_cap, s * WALL_CAP_FACTOR);
+        // --timeout at its largest (issue 47 class 1): no overflow, no limit reached.
+        let max = Duration::from_secs(u64::MAX);
+        assert_eq!(Limit::new(max, 8, 16).cpu_budget, Duration::MAX);
+        assert_eq!(Limit::new(max, 8, 16).exceeded(s, Some(s)), None);
     }
 
     #[test]

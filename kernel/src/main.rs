@@ -105,6 +105,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     mm::slub::init();
     mm::vmalloc::init(opts);
     fault::init(opts);
+    mm::heap::early_init_done();
     let passed = run_suite(opts);
     arch::qemu_exit::exit(if passed {
         arch::qemu_exit::ExitCode::Success

@@ -40,7 +40,7 @@ the memoryless-node experiment on the memoryless preset, memoryless_sheaves' ico
 const AFTER_HELP: &str = "\
 Exit status: 0 all tests passed; 1 a test failed, the kernel panicked or no test ran;
 2 bad command line or unusable --machine/topology source; 3 build failed; 4 QEMU missing
-or failed; 124 timeout.
+or failed; 5 the guest ran out of memory; 124 timeout; 128+N signal N (130 Ctrl-C).
 Relative paths are read from the folder the command was run in; an output (--out, --html)
 may not be, or lie inside, an input.
 `qemu-run.sh test` runs every test (cargo test) and `qemu-run.sh setup` only installs;

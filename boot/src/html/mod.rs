@@ -99,8 +99,14 @@ pub fn run_files(run_dir: &Path) -> Result<report::RunFiles, String> {
 /// path. Fails, saying which file and why, when either cannot be read or the JSONL breaks the
 /// contract.
 pub fn write_report(jsonl: &Path, run_dir: &Path) -> Result<PathBuf, String> {
-    let text = std::fs::read_to_string(jsonl)
-        .map_err(|e| format!("cannot read {}: {e}", jsonl.display()))?;
+    write_report_from(jsonl, jsonl, run_dir)
+}
+
+/// `write_report` reading the JSONL from `source` (its `.partial` name while the run's files
+/// are written, interrupt.rs) and linking it as `jsonl`, the name it gets once whole.
+pub fn write_report_from(source: &Path, jsonl: &Path, run_dir: &Path) -> Result<PathBuf, String> {
+    let text = std::fs::read_to_string(source)
+        .map_err(|e| format!("cannot read {}: {e}", source.display()))?;
     let (header, records) = bench::read_jsonl(&text).map_err(|v| {
         format!(
             "{}: not a result file: {}",

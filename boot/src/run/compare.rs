@@ -22,9 +22,14 @@ pub struct CompareArgs {
 /// The result file `path` names: the file itself; for a run folder the `.jsonl` beside it; for
 /// a folder holding result files (`--out DIR`) the newest (the names start with the UTC
 /// stamp), with a note saying so when there are several.
+/// A file named `.partial` (a run interrupted while writing it, issue 47 class 1) is refused.
 pub fn result_file(path: &Path) -> Result<(PathBuf, Option<String>), String> {
+    use crate::interrupt::{partial_path, partial_problem};
     if path.is_file() {
-        return Ok((path.to_path_buf(), None));
+        return match partial_problem(path) {
+            Some(why) => Err(why),
+            None => Ok((path.to_path_buf(), None)),
+        };
     }
     if !path.is_dir() {
         return Err(format!("{}: no such file or folder", path.display()));
@@ -34,6 +39,10 @@ pub fn result_file(path: &Path) -> Result<(PathBuf, Option<String>), String> {
         if beside.is_file() {
             return Ok((beside, None));
         }
+        let partial = partial_path(&beside);
+        if partial.is_file() {
+            return Err(partial_problem(&partial).unwrap_or_default());
+        }
     }
     let entries =
         std::fs::read_dir(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -42,7 +51,15 @@ pub fn result_file(path: &Path) -> Result<(PathBuf, Option<String>), String> {
         .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "jsonl"))
         .collect();
     files.sort();
+    let partial = std::fs::read_dir(path)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.to_string_lossy().ends_with(".jsonl.partial"));
     match files.len() {
+        0 if partial.is_some() => Err(partial
+            .and_then(|p| partial_problem(&p))
+            .unwrap_or_default()),
         0 => Err(format!(
             "{} is a folder with no result file: give a .jsonl file, a run folder \
              DIR/<stamp>-<rev>/ (beside DIR/<stamp>-<rev>.jsonl) or a folder holding .jsonl files",

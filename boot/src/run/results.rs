@@ -265,7 +265,11 @@ pub fn write_results(
         text.push('\n');
     }
     let jsonl = dir.join(format!("{stem}.jsonl"));
-    std::fs::write(&jsonl, text).map_err(|e| format!("cannot write {}: {e}", jsonl.display()))?;
+    // Written as STEM.jsonl.partial and renamed once every file of the run is (issue 47
+    // class 1): an interrupted run leaves no JSONL that looks whole.
+    let partial = crate::interrupt::partial_path(&jsonl);
+    std::fs::write(&partial, text)
+        .map_err(|e| format!("cannot write {}: {e}", partial.display()))?;
     for (name, r) in log_names(args, runs) {
         let log = sub.join(name);
         std::fs::write(&log, &r.outcome.log)
@@ -287,6 +291,8 @@ pub fn write_results(
     files.extend(bench_svg::scaling_charts(all, &sub, host_cpus())?);
     // The HTML report of the run (html/): after the JSONL, logs, proc files, sysfs tree and
     // charts it links to.
-    files.push(crate::html::write_report(&jsonl, &sub)?);
+    files.push(crate::html::write_report_from(&partial, &jsonl, &sub)?);
+    std::fs::rename(&partial, &jsonl)
+        .map_err(|e| format!("cannot rename {} to its name: {e}", partial.display()))?;
     Ok(files)
 }

@@ -32,6 +32,12 @@ pub fn load(dir: &Path) -> Result<JobResult, String> {
     jsonls.sort();
     let jsonl = match jsonls.as_slice() {
         [one] => one.clone(),
+        // A job interrupted while writing its results left only STEM.jsonl.partial.
+        [] if partial_jsonl(dir).is_some() => {
+            return Err(partial_jsonl(dir)
+                .and_then(|p| crate::interrupt::partial_problem(&p))
+                .unwrap_or_default())
+        }
         [] => {
             return Err(format!(
                 "{}: no bench JSONL in this folder (a job folder holds one <date>-<rev>.jsonl)",
@@ -302,6 +308,15 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// A `STEM.jsonl.partial` in job folder `dir` (interrupt.rs), if any.
+fn partial_jsonl(dir: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.is_file() && p.to_string_lossy().ends_with(".jsonl.partial"))
 }
 
 /// Writes the merged run into `out`: `STEM.jsonl` (header, then `lines`) and `STEM/JOB/` with

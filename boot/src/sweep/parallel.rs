@@ -68,15 +68,22 @@ pub fn run_local(lines: &[String], out: &Path, at_once: usize) -> Result<Vec<End
     // --will-cite: no citation notice in the middle of the output; --halt never: one failing
     // job does not stop the others. Its own status (the number of failed jobs) is not needed:
     // the joblog says which.
-    let status = Command::new("parallel")
+    let mut child = Command::new("parallel")
         .args(["--will-cite", "--halt", "never", "--sshlogin", ":"])
         .arg("--jobs")
         .arg(at_once.to_string())
         .arg("--joblog")
         .arg(&joblog)
         .stdin(input)
-        .status()
+        .spawn()
         .map_err(|e| format!("cannot run GNU parallel: {e}"))?;
+    // A signal to the sweep stops parallel's jobs, and with them their QEMUs (interrupt.rs).
+    let registered = crate::interrupt::register_parallel(child.id());
+    let status = child
+        .wait()
+        .map_err(|e| format!("GNU parallel: cannot wait for it: {e}"))?;
+    crate::interrupt::wait_if_requested();
+    drop(registered);
     let log = std::fs::read_to_string(&joblog).map_err(|e| {
         format!(
             "GNU parallel ({status}) left no joblog {}: {e}",

@@ -42,6 +42,15 @@ pub fn held_pages() -> u64 {
     PAGES_ON.iter().map(|n| n.load(Relaxed)).sum()
 }
 
+/// True until the suite starts (`early_init_done`): a failed allocation before it ends the run
+/// through `out_of_memory`.
+static EARLY_INIT: AtomicBool = AtomicBool::new(true);
+
+/// Early init is over: from now on a failed allocation is the caller's to handle.
+pub fn early_init_done() {
+    EARLY_INIT.store(false, Relaxed);
+}
+
 /// Registers the heap's pages with the frame allocator's holders (once, after frame::init).
 pub fn init() {
     frame::register_holder(&HeapPages);
@@ -135,7 +144,17 @@ unsafe impl GlobalAlloc for KernelHeap {
             }
         }
         // SAFETY: the caller's layout has non-zero size (GlobalAlloc contract), passed as is.
-        unsafe { early::HEAP.alloc(layout) }
+        let p = unsafe { early::HEAP.alloc(layout) };
+        // Nothing before the suite can live without its memory: said as such, not as a
+        // panic of Rust's allocation-error handler (issue 47 class 2).
+        if p.is_null() && EARLY_INIT.load(Relaxed) {
+            super::out_of_memory(format_args!(
+                "the kernel heap cannot allocate {} bytes (align {}) during early init",
+                layout.size(),
+                layout.align()
+            ));
+        }
+        p
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {

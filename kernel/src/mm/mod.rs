@@ -24,6 +24,18 @@
     )
 )]
 pub mod frame;
+
+/// Ends the run because memory ran out where the kernel cannot go on (early init, a structure
+/// a subsystem cannot work without): one `numalab: out of memory: WHAT` line, then QEMU's exit
+/// with status 37, which the runner reports as the guest's out-of-memory (docs/running.md:
+/// the memory floor), not as a test failure or a panic.
+pub fn out_of_memory(what: core::fmt::Arguments) -> ! {
+    x86_64::instructions::interrupts::disable();
+    crate::println!(
+        "numalab: out of memory: {what}; the machine has too little memory (docs/running.md, memory floor)"
+    );
+    crate::arch::qemu_exit::exit(crate::arch::qemu_exit::ExitCode::OutOfMemory)
+}
 #[cfg_attr(
     not(feature = "ktest"),
     expect(

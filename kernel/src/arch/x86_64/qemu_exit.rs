@@ -1,7 +1,8 @@
 //! QEMU's isa-debug-exit device (port 0xf4): the one place that knows numalab's exit codes.
 //!
 //! Writing `v` makes QEMU exit with status `(v << 1) | 1`: 0x10 -> 33 (success), 0x11 -> 35
-//! (failure). QEMU's own errors exit with 1, so no kernel outcome can be mistaken for them.
+//! (failure), 0x12 -> 37 (out of memory). QEMU's own errors exit with 1, so no kernel outcome
+//! can be mistaken for them.
 
 use x86_64::instructions::port::Port;
 
@@ -15,6 +16,9 @@ pub enum ExitCode {
     Success = 0x10,
     /// A test failed, or the kernel panicked or took an exception: QEMU exits with 35.
     Failure = 0x11,
+    /// The kernel ran out of memory where it cannot go on (early init, a vmap node): QEMU
+    /// exits with 37, after a `numalab: out of memory: ...` line (mm::out_of_memory).
+    OutOfMemory = 0x12,
 }
 
 /// Exits QEMU; halts forever if the device is missing (the host's timeout then reports it).

@@ -168,8 +168,12 @@ pub fn init() {
     let mut nodes = Vec::with_capacity(nr);
     for cpu in 0..nr {
         let node = topo.mem_node(topo.node_of_cpu(CpuId(cpu as u16)));
-        let pages = frame::alloc_pages(REGION_ORDER, Policy::Preferred(node))
-            .unwrap_or_else(|_| panic!("slub: no memory for CPU {cpu}'s per-CPU slab region"));
+        let pages =
+            frame::alloc_pages(REGION_ORDER, Policy::Preferred(node)).unwrap_or_else(|_| {
+                crate::mm::out_of_memory(format_args!(
+                    "slub: no memory for CPU {cpu}'s per-CPU slab region"
+                ))
+            });
         nodes.push(pages.node());
         let (phys, _) = pages.into_raw();
         bases.push(frame::phys_to_virt(phys).as_u64() as usize);

@@ -189,8 +189,11 @@ impl Vmalloc {
                         Policy::Numa => NodeId(i as u16),
                         Policy::Global | Policy::Cpu => NodeId(0),
                     };
-                    VmapNodeBox::new(IrqSpinLock::new(VmapNode::new()), node)
-                        .expect("vmalloc: no memory on any node for a vmap node")
+                    VmapNodeBox::new(IrqSpinLock::new(VmapNode::new()), node).unwrap_or_else(|| {
+                        crate::mm::out_of_memory(format_args!(
+                            "vmalloc: no memory on any node for a vmap node"
+                        ))
+                    })
                 })
                 .collect(),
             purge_lock: IrqSpinLock::new(()),
