@@ -78,7 +78,11 @@ pub fn same_or_inside(path: &Path, folder: &Path) -> bool {
 /// folder is made in it and removed at once, so the answer is the file system's own
 /// (permissions, a read-only mount, /proc) and nothing is left behind.
 pub fn writable_problem(dir: &Path) -> Option<String> {
-    let probe = dir.join(format!(".numalab-write-check-{}", std::process::id()));
+    // One name per call: two checks of one folder at once (a sweep's jobs, parallel tests)
+    // must not take each other's probe for an unwritable folder.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let probe = dir.join(format!(".numalab-write-check-{}-{n}", std::process::id()));
     match std::fs::create_dir(&probe) {
         Ok(()) => {
             let _ = std::fs::remove_dir(&probe);
