@@ -7,6 +7,41 @@ use crate::bench::Boot;
 use crate::qemu::Verdict;
 use crate::run::BootRun;
 
+/// What SLUB's `kmem_cache_destroy` says when a cache still holds allocated objects.
+const OBJECTS_REMAINING: &str = ": Objects remaining on __kmem_cache_shutdown()";
+
+/// The caches whose objects Linux found still allocated when the module destroyed them
+/// (`BUG CACHE (...): Objects remaining on __kmem_cache_shutdown()`), as one line: memory lost,
+/// which fails the run as numalab's own lost-memory warnings do. None when there were none.
+pub fn lost_objects(log: &str) -> Option<String> {
+    let mut caches: Vec<(String, usize)> = Vec::new();
+    for line in log.lines().filter(|l| l.contains(OBJECTS_REMAINING)) {
+        let name = line
+            .trim_start()
+            .strip_prefix("BUG ")
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or("?")
+            .to_string();
+        match caches.iter_mut().find(|(n, _)| *n == name) {
+            Some(c) => c.1 += 1,
+            None => caches.push((name, 1)),
+        }
+    }
+    if caches.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = caches
+        .iter()
+        .map(|(n, k)| format!("{n} ({k} slabs)"))
+        .collect();
+    Some(format!(
+        "the kernel found objects still allocated when the module destroyed its caches \
+         (\"Objects remaining on __kmem_cache_shutdown()\"): {}; memory lost \
+         (docs/linux-twin.md, \"The verdict at 140e37e\")",
+        list.join(", ")
+    ))
+}
+
 /// Every breach of the twin's contract: malformed BENCH lines, records without a Linux
 /// `kernel` field, and required records missing from an experiment that ran and passed.
 pub fn contract_problems(runs: &[BootRun]) -> Vec<String> {
@@ -24,6 +59,9 @@ pub fn contract_problems(runs: &[BootRun]) -> Vec<String> {
                 rec.metric,
                 rec.kernel
             ));
+        }
+        if let Some(lost) = lost_objects(&r.outcome.log) {
+            out.push(format!("linux {} boot: {lost}", r.boot.name()));
         }
         if r.outcome.verdict != Verdict::Pass {
             continue;

@@ -452,3 +452,19 @@ fn module_experiments_reads_every_entry() {
     let h = "/* TWIN_EXPERIMENT(NAME, WHY) */\nTWIN_EXPERIMENT(a_b, \"\")\nTWIN_EXPERIMENT(c,\n\t\t\"why\")\n";
     assert_eq!(module::module_experiments(h), vec!["a_b", "c"]);
 }
+
+#[test]
+fn objects_left_at_cache_destroy_are_lost_memory() {
+    use super::contract::lost_objects;
+    assert_eq!(lost_objects("ok 1 bench\n"), None);
+    let log = "BUG numalab_sll (Tainted: G        W  OE      ): Objects remaining on __kmem_cache_shutdown()\n\
+               Object 0x000000004fd5fc5e @offset=0\n\
+               BUG numalab_sll (Tainted: G    B   W  OE      ): Objects remaining on __kmem_cache_shutdown()\n\
+               BUG other (Tainted: G): Objects remaining on __kmem_cache_shutdown()\n";
+    let line = lost_objects(log).expect("lost objects found");
+    assert!(
+        line.contains("numalab_sll (2 slabs), other (1 slabs)"),
+        "{line}"
+    );
+    assert!(line.contains("memory lost"), "{line}");
+}
