@@ -54,7 +54,7 @@ const fn pair(bench: &'static str, case: &'static str, linux: Option<&'static st
     }
 }
 
-/// The contract's pairings (/work/notes/issue44-spec.md, "Side-by-side"), in table order.
+/// The contract's pairings (docs/linux-twin.md, "The traced side by side and the verdict"), in table order.
 pub const PAIRINGS: &[Pairing] = &[
     pair("slub_list_lock", "linux_default", Some("linux/default")),
     pair("slub_list_lock", "partial_64", Some("linux/partial_64")),
