@@ -135,10 +135,13 @@ setup_linux7() {
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq debootstrap >/dev/null
     fi
     # debootstrap and chroot need root: as another user, through sudo, into that user's cache.
+    # Then QEMU 10.0 into the same build root: Linux 6.1's det boots need it (linux/qemu10.sh).
     if [ "$(id -u)" = 0 ]; then
         linux/linux7.sh setup
+        linux/qemu10.sh setup
     else
         sudo env XDG_CACHE_HOME="${XDG_CACHE_HOME:-$HOME/.cache}" linux/linux7.sh setup
+        sudo env XDG_CACHE_HOME="${XDG_CACHE_HOME:-$HOME/.cache}" linux/qemu10.sh setup
     fi
 }
 

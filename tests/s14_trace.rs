@@ -39,7 +39,14 @@ fn traced_boot(name: &str) -> (String, String) {
     c.timeout = Duration::from_secs(300);
     c.options.set_word("filter=trace").unwrap();
     c.options.set_word("acpi.dump=1").unwrap();
-    let files = trace::prepare(&c.typed_machine(), &c.extra, None, &trace_dir(), name);
+    let files = trace::prepare(
+        &c.qemu_binary(),
+        &c.typed_machine(),
+        &c.extra,
+        None,
+        &trace_dir(),
+        name,
+    );
     c.trace = Some(files.expect("trace plugin and config"));
     let out = numalab::boot(&c);
     assert!(out.passed(), "{}", out.failure_report());
@@ -276,6 +283,7 @@ fn s14_slow_a_255_vcpu_boot_with_the_plugin_completes() {
     c.timeout = Duration::from_secs(1200);
     c.options.set_word("filter=options").unwrap();
     let files = trace::prepare(
+        &c.qemu_binary(),
         &c.typed_machine(),
         &c.extra,
         None,

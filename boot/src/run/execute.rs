@@ -171,6 +171,7 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
         );
         let dir = crate::image::repo_root().join("target").join("trace");
         config.trace = Some(trace::prepare(
+            &config.qemu_binary(),
             &config.typed_machine(),
             &config.extra,
             b.costs.as_ref(),

@@ -140,7 +140,7 @@ pub fn plan(args: &BenchArgs) -> Result<Plan, PlanError> {
         let (boots, mut notes) = linux_boots(args).map_err(PlanError::Linux)?;
         if args.trace {
             let det = boots.iter().any(|b| b.boot == Boot::Det);
-            // A kernel that cannot have one said why already (twin::det::blocked).
+            // A kernel that cannot have one said why already (twin::det::qemu_of).
             if det
                 || !notes
                     .iter()
@@ -463,23 +463,41 @@ pub fn linux_kernel_boots(
     // Under --trace: the det boot of the contention experiments, and slub_list_lock's
     // order-4 half in a second one (its command line, as the tsc boots).
     let det = twin::det::selection(&mirrored);
-    let blocked = twin::det::blocked(kernel);
-    if let (true, Some(why)) = (args.trace && !args.no_det && !det.is_empty(), blocked) {
-        notes.push(format!(
-            "numalab: --trace: no {} det boot: {why}",
-            kernel.name()
-        ));
-    }
-    if args.trace && !args.no_det && !det.is_empty() && blocked.is_none() {
-        out.push(boot(Boot::Det, &det, append.clone(), When::Always)?);
+    let wanted = args.trace && !args.no_det && !det.is_empty();
+    let qemu = if wanted {
+        match twin::det::qemu_here(kernel) {
+            Ok(q) => Some(q),
+            Err(why) => {
+                notes.push(format!(
+                    "numalab: --trace: no {} det boot: {why}",
+                    kernel.name()
+                ));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    if let Some(qemu) = qemu {
+        if let Some((_, version)) = &qemu {
+            notes.push(format!(
+                "numalab: --trace: {}'s det boots run on QEMU 10.0 ({version}): {}",
+                kernel.name(),
+                twin::det::WHY_QEMU10
+            ));
+        }
+        let det_boot = |append: Option<String>| -> Result<PlannedBoot, String> {
+            let mut b = boot(Boot::Det, &det, append, When::Always)?;
+            if let Some((path, _)) = &qemu {
+                b.config.qemu = Some(path.clone());
+            }
+            Ok(b)
+        };
+        out.push(det_boot(append.clone())?);
         if det.contains(&catalog::SLUB_LIST_LOCK.name) {
-            let order4 = twin::cmdline::order4_append(append.as_deref());
-            out.push(boot(
-                Boot::Det,
-                &[catalog::SLUB_LIST_LOCK.name],
-                Some(order4),
-                When::Always,
-            )?);
+            out.push(det_boot(Some(twin::cmdline::order4_append(
+                append.as_deref(),
+            )))?);
         }
     }
     Ok((out, notes))

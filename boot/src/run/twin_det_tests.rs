@@ -8,7 +8,7 @@ use crate::qemu::LinuxBoot;
 use crate::run::plan::{self, Guest, PlannedBoot};
 use crate::run::{self, BenchArgs};
 use numalab_algo::options::slub::SLUB_DESIGN;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn args(s: &str) -> BenchArgs {
     let words: Vec<String> = s.split_whitespace().map(String::from).collect();
@@ -58,16 +58,35 @@ fn det_boots_only_under_trace_with_the_det_words() {
         .find(|b| b.guest == Guest::Numalab && b.boot == Boot::Det)
         .unwrap();
     let det = det_boots(&a);
-    // Linux 7.x's det boot of the four and the order-4 one of slub_list_lock; Linux 6.1 has
-    // none on QEMU 7.2 (twin::det::blocked), and a note says why.
+    // Linux 7.x's det boot of the four and the order-4 one of slub_list_lock; Linux 6.1's
+    // two run on QEMU 10.0 where linux/qemu10.sh installed it, and a note says so; without
+    // it, 6.1 has none, and a note says why (det::qemu_of).
+    let on_10 = det
+        .iter()
+        .filter(|b| {
+            b.config
+                .qemu
+                .as_deref()
+                .is_some_and(|q| q.ends_with("linux/qemu10.sh"))
+        })
+        .count();
+    let q10_note = |n: &String| n.contains("linux-6.1's det boots run on QEMU 10.0");
+    let none_note = |n: &String| n.contains("no linux-6.1 det boot") && n.contains("second CPU");
+    match det::qemu_here(LinuxKernel::V6_1) {
+        Ok(_) => {
+            assert_eq!((det.len(), on_10), (4, 2), "{det:?}");
+            assert!(p.linux_notes.iter().any(q10_note), "{:?}", p.linux_notes);
+        }
+        Err(_) => {
+            assert_eq!((det.len(), on_10), (2, 0), "{det:?}");
+            assert!(p.linux_notes.iter().any(none_note), "{:?}", p.linux_notes);
+        }
+    }
+    let det: Vec<_> = det
+        .into_iter()
+        .filter(|b| b.config.qemu.is_none())
+        .collect();
     assert_eq!(det.len(), 2, "{det:?}");
-    assert!(
-        p.linux_notes
-            .iter()
-            .any(|n| n.contains("no linux-6.1 det boot") && n.contains("second CPU")),
-        "{:?}",
-        p.linux_notes
-    );
     for b in &det {
         assert!(b.trace && b.costs.is_some());
         assert_eq!(
@@ -292,17 +311,21 @@ fn every_traced_boot_has_its_own_c2c_file() {
         .into_iter()
         .map(|(n, _)| n)
         .collect();
-    assert_eq!(
-        names,
-        [
-            "c2c-det-rep0.txt",
-            "c2c-icount-rep0.txt",
-            "c2c-det-partial-rep0.txt",
-            "c2c-det-hybrid-rep0.txt",
-            "c2c-linux7-det.txt",
-            "c2c-linux7-det-2.txt",
-        ]
-    );
+    // Linux 6.1's two det boots where QEMU 10.0 is installed (twin::det::qemu_of).
+    let six = if det::qemu_here(LinuxKernel::V6_1).is_ok() {
+        vec!["c2c-linux-det.txt", "c2c-linux-det-2.txt"]
+    } else {
+        vec![]
+    };
+    let mut want = vec![
+        "c2c-det-rep0.txt",
+        "c2c-icount-rep0.txt",
+        "c2c-det-partial-rep0.txt",
+        "c2c-det-hybrid-rep0.txt",
+    ];
+    want.extend(six);
+    want.extend(["c2c-linux7-det.txt", "c2c-linux7-det-2.txt"]);
+    assert_eq!(names, want);
     let logs: Vec<String> = run::results::log_names(&a, &runs)
         .into_iter()
         .map(|(n, _)| n)
@@ -344,4 +367,34 @@ fn a_linux_det_boot_owes_the_trace_of_each_experiment_it_ran() {
     rec.kernel = "linux-6.1.192".into();
     r.records.push(rec);
     assert_eq!(super::twin::contract_problems(&[r]), Vec::<String>::new());
+}
+
+#[test]
+fn linux_6_1_det_boots_need_qemu_10() {
+    let dir = std::env::temp_dir().join(format!("numalab-q10-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let repo = Path::new("/r");
+    assert_eq!(det::qemu_of(LinuxKernel::V7, repo, Some(&dir)), Ok(None));
+    let why = det::qemu_of(LinuxKernel::V6_1, repo, Some(&dir)).unwrap_err();
+    assert!(
+        why.contains("second CPU") && why.contains("./qemu-run.sh setup"),
+        "{why}"
+    );
+    assert!(det::qemu_of(LinuxKernel::V6_1, repo, None).is_err());
+    let bin = dir.join("root/usr/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for f in ["qemu-system-x86_64", "ld-numalab.so", "qemu-bundle"] {
+        std::fs::write(bin.join(f), "").unwrap();
+        // Until every piece and the version file exist, it is not installed.
+        assert!(det::qemu_of(LinuxKernel::V6_1, repo, Some(&dir)).is_err());
+    }
+    std::fs::write(dir.join("qemu10.version"), "qemu-system-x86=1:10.0.13\n").unwrap();
+    assert_eq!(
+        det::qemu_of(LinuxKernel::V6_1, repo, Some(&dir)),
+        Ok(Some((
+            PathBuf::from("/r/linux/qemu10.sh"),
+            "qemu-system-x86=1:10.0.13".to_string()
+        )))
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,7 +5,7 @@
 //! hottest lines (c2c.rs), as BENCH records of the boot and as text in the run folder.
 //!
 //! The plugin is built like the kernel, on first use (`cargo build -p numalab-trace
-//! --release`); the machine it is told about (map.rs) comes from the same typed QEMU machine
+//! --release`, for the API of the boot's QEMU: plugin.rs); the machine it is told about (map.rs) comes from the same typed QEMU machine
 //! the boot renders.
 
 pub mod c2c;
@@ -15,13 +15,12 @@ pub mod map;
 pub mod mlc_table;
 pub mod model;
 pub mod output;
+pub mod plugin;
 pub mod sysmap;
 
 use crate::bench::{BenchRecord, Boot};
 use crate::qemu_machine::QemuMachine;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::Mutex;
 
 /// Hottest lines the plugin keeps per region.
 pub const TOP_LINES: usize = 64;
@@ -58,54 +57,19 @@ impl TraceFiles {
     }
 }
 
-/// The host target folder cargo builds into (CARGO_TARGET_DIR, else the checkout's target/).
-fn host_target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| crate::image::repo_root().join("target"))
-}
-
-static BUILT: Mutex<Option<PathBuf>> = Mutex::new(None);
-
-/// Builds the plugin (once per process) and returns its path.
-pub fn build_plugin() -> Result<PathBuf, String> {
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(p) = built.as_ref() {
-        return Ok(p.clone());
-    }
-    crate::progress::println("numalab: building the trace plugin (trace/, release)");
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .current_dir(crate::image::repo_root())
-        .args(["build", "--quiet", "--release", "-p", "numalab-trace"])
-        .status()
-        .map_err(|e| format!("--trace: cannot run cargo to build the plugin: {e}"))?;
-    if !status.success() {
-        return Err(format!("--trace: the plugin did not build ({status})"));
-    }
-    let path = host_target_dir()
-        .join("release")
-        .join("libnumalab_trace.so");
-    if !path.is_file() {
-        return Err(format!(
-            "--trace: the plugin build left no {}",
-            path.display()
-        ));
-    }
-    *built = Some(path.clone());
-    Ok(path)
-}
-
 /// Writes the plugin's config for `machine` (with the other QEMU arguments `extra`, and the
 /// cache directives of `costs`, docs/costs.md) under
-/// `dir` (as `NAME.cfg`, output to `NAME.txt`) and returns the files.
+/// `dir` (as `NAME.cfg`, output to `NAME.txt`) and returns the files, with the plugin built for
+/// the API of the QEMU at `qemu` (plugin.rs).
 pub fn prepare(
+    qemu: &Path,
     machine: &QemuMachine,
     extra: &[String],
     costs: Option<&crate::costs::Applied>,
     dir: &Path,
     name: &str,
 ) -> Result<TraceFiles, String> {
-    let plugin = build_plugin()?;
+    let plugin = plugin::build(plugin::api_of(qemu)?)?;
     let map = map::NodeMap::of(machine, extra)?;
     std::fs::create_dir_all(dir).map_err(|e| format!("--trace: {}: {e}", dir.display()))?;
     let files = TraceFiles {

@@ -23,21 +23,56 @@ pub const DET_EXPERIMENTS: [&str; 4] = [
 pub const WHY_TRACED_ONLY: &str = "Debian's configs have no SLUB_STATS nor lock_stat, so an \
      untraced det boot of Linux would count nothing but instructions";
 
-/// Why `kernel` has no det boot on this QEMU, if it has none. Linux 6.1 never brings up its
-/// second CPU under QEMU 7.2's `-icount`: QEMU's round robin hands the instruction budget up to
-/// the next timer deadline to the vCPU it enters first, the boot CPU spends it in its
-/// `schedule()` loop waiting for the AP, and the AP, spinning in `wait_for_master_cpu` with its
-/// go bit already set, is never run again (an `-d exec` trace shows its last block; measured
-/// in docs/linux-twin.md, "Linux 6.1 has no det boot"). Linux 7.x boots on the same arguments.
-pub fn blocked(kernel: LinuxKernel) -> Option<&'static str> {
+/// Why Linux 6.1 cannot have a det boot on the host's QEMU 7.2: its second CPU never comes up
+/// under QEMU 7.2's `-icount`: QEMU's round robin hands the instruction budget up to the next
+/// timer deadline to the vCPU it enters first, the boot CPU spends it in its `schedule()` loop
+/// waiting for the AP, and the AP, spinning in `wait_for_master_cpu` with its go bit already
+/// set, is never run again (an `-d exec` trace shows its last block; measured in
+/// docs/linux-twin.md, "Linux 6.1 has no det boot on QEMU 7.2"). Linux 7.x boots on the same
+/// arguments; QEMU 10.0 boots both.
+pub const WHY_QEMU10: &str = "Linux 6.1 never brings up its second CPU under QEMU 7.2's -icount \
+     (the boot CPU takes every round-robin turn); QEMU 10.0 boots it";
+
+/// The QEMU 10.0 that linux/qemu10.sh installs into the Linux 7 build root (`cache`: that
+/// root's cache folder): the wrapper to run and the installed version line, or None.
+pub fn qemu10(repo: &Path, cache: &Path) -> Option<(PathBuf, String)> {
+    let root = cache.join("root/usr/bin");
+    let ready = ["qemu-system-x86_64", "ld-numalab.so", "qemu-bundle"]
+        .iter()
+        .all(|f| root.join(f).exists());
+    let version = std::fs::read_to_string(cache.join("qemu10.version")).ok()?;
+    let version = version.trim().to_string();
+    (ready && !version.is_empty()).then(|| (repo.join("linux/qemu10.sh"), version))
+}
+
+/// The QEMU of `kernel`'s det boots: None for the run's own (7.x), Some(QEMU 10.0, its
+/// version) for 6.1 (see [`WHY_QEMU10`]), or why 6.1 has no det boot here (QEMU 10.0 not
+/// installed). `cache`: the Linux 7 cache folder, if HOME or XDG_CACHE_HOME names one.
+pub fn qemu_of(
+    kernel: LinuxKernel,
+    repo: &Path,
+    cache: Option<&Path>,
+) -> Result<Option<(PathBuf, String)>, String> {
     match kernel {
-        LinuxKernel::V6_1 => Some(
-            "Linux 6.1 never brings up its second CPU under QEMU 7.2's -icount (the boot CPU \
-             takes every round-robin turn; QEMU 10.0 boots it); docs/linux-twin.md, \
-             \"Linux 6.1 has no det boot\"",
-        ),
-        LinuxKernel::V7 => None,
+        LinuxKernel::V7 => Ok(None),
+        LinuxKernel::V6_1 => cache
+            .and_then(|c| qemu10(repo, c))
+            .map(Some)
+            .ok_or_else(|| {
+                format!(
+                    "{WHY_QEMU10}, and QEMU 10.0 is not installed (./qemu-run.sh setup installs \
+                     it: linux/qemu10.sh); docs/linux-twin.md, \"Linux 6.1 on QEMU 10.0\""
+                )
+            }),
     }
+}
+
+/// [`qemu_of`] with this host's cache folder.
+pub fn qemu_here(kernel: LinuxKernel) -> Result<Option<(PathBuf, String)>, String> {
+    let xdg = std::env::var("XDG_CACHE_HOME").ok();
+    let home = std::env::var("HOME").ok();
+    let cache = linux7::cache_dir(xdg.as_deref(), home.as_deref());
+    qemu_of(kernel, &crate::image::repo_root(), cache.as_deref())
 }
 
 /// Of the mirrored experiments to run (`mirrored`), those of a det boot.
