@@ -278,3 +278,58 @@ fn s07_linux7_twin_keeps_the_contract_and_repeats() {
     );
     assert_eq!(key(&a), key(&b), "two icount boots of Linux 7 differ");
 }
+
+/// Linux 6.1's traced det boot (`bench --icount --smoke --kernel linux --trace mem --set
+/// bench=numa_locality` on 4node): it runs on QEMU 10.0 (QEMU 7.2 never brings up 6.1's second
+/// CPU, docs/linux-twin.md "Linux 6.1 on QEMU 10.0"), brings up all 8 CPUs, and the plugin
+/// (built for QEMU 10's API) gives numa_locality's region at 8 CPUs its figures, turns
+/// included. Slow (one det boot, about 3 to 5 minutes on the loaded 2-core host): --slow, CI.
+#[test]
+#[ignore]
+fn s07_linux_6_1_det_boot_runs_on_qemu_10() {
+    twin::installed_release()
+        .expect("./qemu-run.sh setup installs linux-image-amd64 and linux-headers-amd64");
+    twin::det::qemu_here(twin::LinuxKernel::V6_1)
+        .expect("./qemu-run.sh setup installs QEMU 10.0 (linux/qemu10.sh)");
+    let mut args = smoke_args("numa_locality");
+    args.trace = true;
+    args.icount_only = true;
+    let runs = numalab::with_qemu_slot(4 * numalab::cost(&args.base), || run::linux_boots(&args))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        runs.len(),
+        1,
+        "one det boot: {:?}",
+        runs.iter().map(|r| r.boot).collect::<Vec<_>>()
+    );
+    let run = &runs[0];
+    assert_eq!(run.boot, Boot::Det);
+    assert!(run.outcome.passed(), "{}", run.outcome.failure_report());
+    let qemu = run
+        .config
+        .qemu
+        .as_ref()
+        .expect("6.1's det boot names its QEMU");
+    assert!(qemu.ends_with("linux/qemu10.sh"), "{}", qemu.display());
+    assert!(
+        run.outcome.log.contains("smp: Brought up 4 nodes, 8 CPUs"),
+        "{}",
+        run.outcome.log
+    );
+    let trace = run.trace.as_ref().expect("a traced det boot");
+    let figure = |metric: &str| {
+        trace
+            .records
+            .iter()
+            .find(|r| r.bench == "numa_locality" && r.cpus == 8 && r.metric == metric)
+            .map(|r| r.value)
+            .unwrap_or_else(|| panic!("no numa_locality {metric} at 8 CPUs:\n{}", trace.tables))
+    };
+    for metric in [
+        "remote_access_fraction",
+        "mean_turn_instructions",
+        "modelled_cycles_per_op",
+    ] {
+        assert!(figure(metric) > 0.0, "{metric}");
+    }
+}
