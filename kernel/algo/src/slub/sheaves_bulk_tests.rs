@@ -69,8 +69,8 @@ fn bulk_allocation_goes_to_the_slabs_once_the_sheaves_are_empty() {
     let s0 = c.stats();
     // alloc_from_pcs_bulk finds main empty, no spare, no full sheaf in the barn: all 32 from
     // a new slab (refill_objects), no sheaf refilled.
-    let a = bulk(&c, 32);
-    assert_eq!(delta(&c, &s0, &keys), [0, 32, 0, 1, 1]);
+    let a = bulk(c, 32);
+    assert_eq!(delta(c, &s0, &keys), [0, 32, 0, 1, 1]);
     assert_eq!(
         c.nr_partial(NodeId(0)),
         1,
@@ -81,7 +81,7 @@ fn bulk_allocation_goes_to_the_slabs_once_the_sheaves_are_empty() {
     c.free_bulk(&a);
     assert_eq!(
         delta(
-            &c,
+            c,
             &s1,
             &[Stat::FreeCpuSheaf, Stat::FreeSlowpath, Stat::FreeBulk]
         ),
@@ -89,8 +89,8 @@ fn bulk_allocation_goes_to_the_slabs_once_the_sheaves_are_empty() {
     );
     // 40: the 32 in main as one batch, then 8 from the partial slab.
     let s2 = c.stats();
-    let b = bulk(&c, 40);
-    assert_eq!(delta(&c, &s2, &keys), [32, 8, 0, 1, 0]);
+    let b = bulk(c, 40);
+    assert_eq!(delta(c, &s2, &keys), [32, 8, 0, 1, 0]);
     assert_eq!(c.stats().get(Stat::AllocBulk), 72);
     assert_eq!(c.stats().live_objects(), 40);
     c.free_bulk(&b);
@@ -104,7 +104,7 @@ fn bulk_allocation_takes_new_slabs_until_it_has_them_all() {
     let m = machine(&[256], &[0]);
     FakeMachine::set_cpu(0);
     let c = cache(m, 64, tunables(Design::Sheaves));
-    let a = bulk(&c, 150);
+    let a = bulk(c, 150);
     let s = c.stats();
     assert_eq!(
         (s.get(Stat::AllocSlab), s.get(Stat::AllocSlowpath)),
@@ -122,7 +122,7 @@ fn bulk_free_makes_no_sheaf_and_flushes_none() {
     let m = machine(&[256], &[0]);
     FakeMachine::set_cpu(0);
     let c = cache(m, 64, tunables(Design::Sheaves));
-    let a = bulk(&c, 130);
+    let a = bulk(c, 130);
     let s0 = c.stats();
     c.free_bulk(&a);
     let keys = [
@@ -132,7 +132,7 @@ fn bulk_free_makes_no_sheaf_and_flushes_none() {
         Stat::SheafFlush,
         Stat::BarnPut,
     ];
-    assert_eq!(delta(&c, &s0, &keys), [60, 70, 0, 0, 0]);
+    assert_eq!(delta(c, &s0, &keys), [60, 70, 0, 0, 0]);
     assert_eq!(c.stats().sheaf_cached_objects(), 60);
     assert_all_back(m, c, 256);
 }
@@ -153,31 +153,31 @@ fn bulk_paths_trade_sheaves_with_the_barn() {
     // (barn_replace_empty_sheaf), 60 objects a batch, no slab touched.
     FakeMachine::set_cpu(1);
     let s0 = c.stats();
-    let a = bulk(&c, 120);
+    let a = bulk(c, 120);
     let keys = [
         Stat::AllocCpuSheaf,
         Stat::AllocSlowpath,
         Stat::BarnGet,
         Stat::SheafRefill,
     ];
-    assert_eq!(delta(&c, &s0, &keys), [120, 0, 2, 0]);
+    assert_eq!(delta(c, &s0, &keys), [120, 0, 2, 0]);
     assert_eq!(c.barn_sheaves(NodeId(0)).unwrap(), (full - 2, empty + 2));
     // Freed back: main (the second barn sheaf, now empty) takes 60, then with no spare an
     // empty sheaf of the barn becomes main and the full one the spare.
     let s1 = c.stats();
     c.free_bulk(&a);
     assert_eq!(
-        delta(&c, &s1, &[Stat::FreeCpuSheaf, Stat::FreeSlowpath]),
+        delta(c, &s1, &[Stat::FreeCpuSheaf, Stat::FreeSlowpath]),
         [120, 0]
     );
     assert_eq!(c.barn_sheaves(NodeId(0)).unwrap(), (full - 2, empty + 1));
     // 60 more: main is full; the spare swap, then a full main goes to the barn for an
     // empty one (barn_replace_full_sheaf).
-    let b = bulk(&c, 120);
+    let b = bulk(c, 120);
     let s2 = c.stats();
     c.free_bulk(&b);
     let d = delta(
-        &c,
+        c,
         &s2,
         &[Stat::FreeCpuSheaf, Stat::SheafSwap, Stat::BarnPut],
     );
@@ -191,10 +191,10 @@ fn other_nodes_objects_go_to_their_slabs() {
     let m = machine(&[512, 512], &[0, 1]);
     let c = cache(m, 64, tunables(Design::Sheaves));
     FakeMachine::set_cpu(1);
-    let remote = bulk(&c, 10);
+    let remote = bulk(c, 10);
     assert!(remote.iter().all(|&o| m.node_of_addr(o) == 1));
     FakeMachine::set_cpu(0);
-    let local = bulk(&c, 10);
+    let local = bulk(c, 10);
     // Interleaved: the 10 local ones into main, the 10 of node 1 to their slabs (last).
     let mixed: Vec<usize> = local
         .iter()
@@ -204,7 +204,7 @@ fn other_nodes_objects_go_to_their_slabs() {
     let s0 = c.stats();
     c.free_bulk(&mixed);
     assert_eq!(
-        delta(&c, &s0, &[Stat::FreeCpuSheaf, Stat::FreeSlowpath]),
+        delta(c, &s0, &[Stat::FreeCpuSheaf, Stat::FreeSlowpath]),
         [10, 10]
     );
     assert_eq!(c.stats().live_objects(), 0);
@@ -217,8 +217,8 @@ fn bulk_free_reports_misuse_and_caches_none_of_it() {
     FakeMachine::set_cpu(0);
     let c = cache(m, 64, tunables(Design::Sheaves));
     let other = cache(m, 128, tunables(Design::Sheaves));
-    let a = bulk(&c, 2);
-    let b = bulk(&other, 1);
+    let a = bulk(c, 2);
+    let b = bulk(other, 1);
     c.free_bulk(&[a[0], a[0], a[1] + 8, b[0], BASE + 255 * 4096, a[1]]);
     assert_eq!(c.error_count(ErrorKind::DoubleFree), 1);
     assert_eq!(c.error_count(ErrorKind::NotObjectStart), 1);
@@ -239,20 +239,20 @@ fn a_hybrid_cache_takes_the_rest_from_its_cpu_slab() {
     let c = cache(m, 256, tunables(Design::Hybrid));
     assert!(c.sheaf_capacity() != 0 && c.cpu_partial().0 > 0);
     let s0 = c.stats();
-    let a = bulk(&c, 20);
+    let a = bulk(c, 20);
     let keys = [
         Stat::AllocCpuSheaf,
         Stat::AllocFastpath,
         Stat::AllocSlowpath,
         Stat::SheafRefill,
     ];
-    let d = delta(&c, &s0, &keys);
+    let d = delta(c, &s0, &keys);
     assert_eq!((d[0], d[1] + d[2], d[3]), (0, 20, 0), "{d:?}");
     c.free_bulk(&a);
     let s1 = c.stats();
-    let b = bulk(&c, 20);
+    let b = bulk(c, 20);
     assert_eq!(
-        delta(&c, &s1, &keys)[0],
+        delta(c, &s1, &keys)[0],
         20,
         "the freed 20 came back from main"
     );
