@@ -64,20 +64,12 @@ impl<P: Platform> Cache<P> {
         self.node_map.get(node.index()).copied().unwrap_or(node)
     }
 
-    /// Allocates up to `out.len()` objects with interrupts off once; returns how many.
+    /// Allocates up to `out.len()` objects; returns how many. With sheaves, Linux 7.3's
+    /// kmem_cache_alloc_bulk_noprof (sheaves_bulk.rs); otherwise the CPU slab's freelist and
+    /// slow path with interrupts off once (6.x's __kmem_cache_alloc_bulk).
     pub fn alloc_bulk(&self, out: &mut [usize]) -> usize {
         if self.sheaf_capacity != 0 {
-            let n = out
-                .iter_mut()
-                .map_while(|slot| {
-                    *slot = self.alloc_raw();
-                    (*slot != 0).then_some(())
-                })
-                .count();
-            let irq = self.plat.irq_save();
-            self.cpu_slab().stats.add(Stat::AllocBulk, n as u64);
-            self.plat.irq_restore(irq);
-            return n;
+            return self.sheaf_alloc_bulk(out);
         }
         let irq = self.plat.irq_save();
         let c = self.cpu_slab();
@@ -93,8 +85,12 @@ impl<P: Platform> Cache<P> {
         n
     }
 
-    /// Frees every object in `objs`.
+    /// Frees every object in `objs`: with sheaves, Linux 7.3's kmem_cache_free_bulk
+    /// (free_to_pcs_bulk, sheaves_bulk.rs); otherwise one `free` each.
     pub fn free_bulk(&self, objs: &[usize]) {
+        if self.sheaf_capacity != 0 {
+            return self.sheaf_free_bulk(objs);
+        }
         for &obj in objs {
             self.free(obj);
         }

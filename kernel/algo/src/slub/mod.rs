@@ -27,6 +27,7 @@ pub mod placed;
 pub mod platform;
 pub mod sheaf;
 mod sheaves;
+mod sheaves_bulk;
 mod slab;
 mod slab_path;
 pub mod snapshot;
@@ -44,6 +45,8 @@ mod hybrid_tests;
 mod model;
 #[cfg(test)]
 mod placed_tests;
+#[cfg(test)]
+mod sheaves_bulk_tests;
 #[cfg(test)]
 mod sheaves_tests;
 #[cfg(test)]

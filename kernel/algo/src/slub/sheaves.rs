@@ -106,7 +106,7 @@ impl<P: Platform> Cache<P> {
     /// interrupts touch it); false, counted as sheaf_trylock_fail, when an interrupted owner
     /// holds it.
     #[inline(always)]
-    fn sheaf_trylock(&self, c: &CpuSlab) -> bool {
+    pub(super) fn sheaf_trylock(&self, c: &CpuSlab) -> bool {
         if locked(c) {
             self.plat.cpu_inc(c.stats.counter(Stat::SheafTrylockFail));
             return false;
@@ -118,7 +118,7 @@ impl<P: Platform> Cache<P> {
 
     /// Releases the trylock taken by a fast path.
     #[inline(always)]
-    fn sheaf_unlock(c: &CpuSlab) {
+    pub(super) fn sheaf_unlock(c: &CpuSlab) {
         compiler_fence(Ordering::SeqCst);
         c.sheaf_lock.store(0, Relaxed);
     }
@@ -189,7 +189,7 @@ impl<P: Platform> Cache<P> {
     }
 
     /// The barn of the CPU's node, if that node has one.
-    fn barn_of(&self, c: &CpuSlab) -> Option<&super::barn::Barn<P::Lock>> {
+    pub(super) fn barn_of(&self, c: &CpuSlab) -> Option<&super::barn::Barn<P::Lock>> {
         self.barns
             .get(c.cpu_node.load(Relaxed))
             .filter(|b| b.exists)
@@ -197,7 +197,7 @@ impl<P: Platform> Cache<P> {
 
     /// The CPU's main sheaf, a new empty one in place of the bootstrap sheaf (then `true`
     /// beside it); None when there was no memory for it.
-    fn real_main(&self, c: &CpuSlab) -> Option<(Sheaf, bool)> {
+    pub(super) fn real_main(&self, c: &CpuSlab) -> Option<(Sheaf, bool)> {
         let main = Sheaf(c.main.load(Relaxed));
         if !main.is_bootstrap(&self.plat) {
             return Some((main, false));

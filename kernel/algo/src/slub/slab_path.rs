@@ -51,6 +51,33 @@ impl<P: Platform> Cache<P> {
         self.take_objects_for(c, home, false, false, want, put)
     }
 
+    /// Linux 7.3's refill_objects for kmem_cache_alloc_bulk's slab part
+    /// (__kmem_cache_alloc_bulk): the CPU's memory node's partial slabs, other nodes' (gated as
+    /// get_any_partial), then new slabs until `want` objects (7.3 loops over new_slab). Each
+    /// object handed to `put`; returns how many. Interrupts off.
+    pub(crate) fn refill_objects(
+        &self,
+        c: &CpuSlab,
+        want: usize,
+        put: &mut dyn FnMut(usize),
+    ) -> usize {
+        let home = NodeId(c.home.load(core::sync::atomic::Ordering::Relaxed) as u16);
+        let mut got = self
+            .take_from_partial(c, home, want, false, put)
+            .unwrap_or(0);
+        if got < want {
+            got += self.take_from_any_partial(c, home, want - got, put);
+        }
+        while got < want {
+            let k = self.take_from_new_slab(c, Some(home), false, want - got, put);
+            if k == 0 {
+                break;
+            }
+            got += k;
+        }
+        got
+    }
+
     /// The refill order: `node`'s partial slabs; for a refill (not `for_node`), other nodes'
     /// partial slabs nearest first (gated like get_any_partial, with a trylock when
     /// `any_node_trylock`); one new slab on `node` (only there when `for_node`, then, unless
