@@ -25,6 +25,7 @@ mod hybrid;
 pub mod info;
 pub mod placed;
 pub mod platform;
+pub mod rcu_sheaf;
 pub mod sheaf;
 mod sheaves;
 mod slab;
@@ -44,6 +45,8 @@ mod hybrid_tests;
 mod model;
 #[cfg(test)]
 mod placed_tests;
+#[cfg(test)]
+mod rcu_sheaf_tests;
 #[cfg(test)]
 mod sheaves_tests;
 #[cfg(test)]
