@@ -12,6 +12,7 @@ pub mod bench;
 pub mod fault;
 pub mod formats;
 pub mod frame;
+pub mod kfree_rcu;
 pub mod knob;
 pub mod memrange;
 #[cfg(test)]

@@ -38,7 +38,7 @@ mod tunables;
 #[cfg(test)]
 mod checks_tests;
 #[cfg(test)]
-mod fake;
+pub(crate) mod fake;
 #[cfg(test)]
 mod hybrid_tests;
 #[cfg(test)]

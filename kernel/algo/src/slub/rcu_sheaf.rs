@@ -176,8 +176,7 @@ impl<P: Platform> Cache<P> {
         let irq = p.irq_save();
         let c = self.cpu_slab();
         let sheaf = c.rcu_free.load(Relaxed);
-        let out = if sheaf != 0 && c.sheaf_lock.load(Relaxed) == 0 && Sheaf(sheaf).size(p) != 0
-        {
+        let out = if sheaf != 0 && c.sheaf_lock.load(Relaxed) == 0 && Sheaf(sheaf).size(p) != 0 {
             c.rcu_free.store(0, Relaxed);
             Sheaf(sheaf).prepare_rcu(p, c.cpu_node.load(Relaxed));
             Some(sheaf)
