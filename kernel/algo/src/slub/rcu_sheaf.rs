@@ -81,7 +81,7 @@ impl<P: Platform> Cache<P> {
             RcuSheafFree::Queued
         } else {
             c.rcu_free.store(0, Relaxed);
-            s.prepare_rcu(p, c.cpu_node.load(Relaxed));
+            s.prepare_rcu(p, self.id());
             RcuSheafFree::Full(sheaf)
         };
         compiler_fence(Ordering::SeqCst);
@@ -135,14 +135,24 @@ impl<P: Platform> Cache<P> {
     /// `take_rcu_free` detached): to its node's barn as a full sheaf while the barn holds
     /// fewer than MAX_FULL_SHEAVES (barn_put), else flushed to the slabs (barn_put_fail)
     /// and kept as an empty sheaf, or freed when the barn has its MAX_EMPTY_SHEAVES.
-    /// Counters go to the running CPU.
+    /// Counters go to the running CPU, whose node's barn takes it: the callback runs on the
+    /// CPU that queued the sheaf (RCU's rule here), the CPU that filled it (Linux records
+    /// that CPU's node in sheaf->node).
     pub fn rcu_free_sheaf(&self, sheaf: usize) {
         let p = &self.plat;
         let s = Sheaf(sheaf);
-        let node = s.finish_rcu(p, self.sheaf_capacity);
-        let barn = self.barns.get(node).filter(|b| b.exists);
+        debug_assert_eq!(
+            s.rcu_owner(p),
+            self.id(),
+            "an rcu_free sheaf of another cache"
+        );
+        s.finish_rcu(p, self.sheaf_capacity);
         let irq = p.irq_save();
         let c = self.cpu_slab();
+        let barn = self
+            .barns
+            .get(c.cpu_node.load(Relaxed))
+            .filter(|b| b.exists);
         if let Some(b) = barn {
             if s.size(p) != 0 && barn_has_room(b.nr_full(), MAX_FULL_SHEAVES) {
                 c.stats.inc(Stat::BarnPut);
@@ -178,7 +188,7 @@ impl<P: Platform> Cache<P> {
         let sheaf = c.rcu_free.load(Relaxed);
         let out = if sheaf != 0 && c.sheaf_lock.load(Relaxed) == 0 && Sheaf(sheaf).size(p) != 0 {
             c.rcu_free.store(0, Relaxed);
-            Sheaf(sheaf).prepare_rcu(p, c.cpu_node.load(Relaxed));
+            Sheaf(sheaf).prepare_rcu(p, self.id());
             Some(sheaf)
         } else {
             None
@@ -197,6 +207,12 @@ impl<P: Platform> Cache<P> {
             })
             .sum()
     }
+}
+
+/// The id of the cache whose `kfree_rcu_sheaf` or `take_rcu_free` gave out `sheaf` (for
+/// the call_rcu callback to find its cache, as Linux's sheaf->cache).
+pub fn rcu_sheaf_owner<P: Platform>(p: &P, sheaf: usize) -> usize {
+    Sheaf(sheaf).rcu_owner(p)
 }
 
 /// Whether a barn list of `held` sheaves takes one more (checked outside the lock, as

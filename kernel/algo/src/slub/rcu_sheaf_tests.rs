@@ -52,6 +52,11 @@ fn a_full_rcu_free_sheaf_waits_for_its_grace_period_then_serves_from_the_barn() 
     assert_eq!(c.rcu_free_pending(), 59);
     let full = kfree_rcu_all(c, &objs[59..]);
     assert_eq!(full.len(), 1, "the 60th object fills the sheaf");
+    assert_eq!(
+        super::rcu_sheaf::rcu_sheaf_owner(&c.plat, full[0]),
+        c.id(),
+        "the callback finds its cache"
+    );
     assert_eq!(c.rcu_free_pending(), 0);
     let s = c.stats();
     assert_eq!(s.get(Stat::FreeRcuSheaf), 60);

@@ -111,18 +111,21 @@ impl Sheaf {
     }
     /// An rcu_free sheaf handed to call_rcu (rcu_sheaf.rs): its rcu_head (two words, Linux's
     /// `union { rcu_head; barn_list; }`) overlays the barn link and the capacity word, and
-    /// the always-0 word holds 1 + the node of the CPU that filled it (Linux's sheaf->node).
-    pub fn prepare_rcu<P: Platform>(self, p: &P, node: usize) {
-        p.store(self.0 + W_BEFORE_SLOTS, node + 1);
+    /// the always-0 word holds `owner`, the cache's id (Linux's sheaf->cache), for the
+    /// callback to find its cache.
+    pub fn prepare_rcu<P: Platform>(self, p: &P, owner: usize) {
+        p.store(self.0 + W_BEFORE_SLOTS, owner);
     }
-    /// The node `prepare_rcu` recorded; restores the words the rcu_head overlaid
-    /// (`capacity`: the cache's, which every sheaf of a cache shares).
-    pub fn finish_rcu<P: Platform>(self, p: &P, capacity: usize) -> usize {
-        let node = p.load(self.0 + W_BEFORE_SLOTS).wrapping_sub(1);
+    /// The owner `prepare_rcu` recorded.
+    pub fn rcu_owner<P: Platform>(self, p: &P) -> usize {
+        p.load(self.0 + W_BEFORE_SLOTS)
+    }
+    /// Restores the words the rcu_head and the owner overlaid (`capacity`: the cache's,
+    /// which every sheaf of a cache shares).
+    pub fn finish_rcu<P: Platform>(self, p: &P, capacity: usize) {
         p.store(self.0 + W_NEXT, 0);
         p.store(self.0 + W_CAPACITY, capacity);
         p.store(self.0 + W_BEFORE_SLOTS, 0);
-        node
     }
     /// Appends `obj` (the caller checked there is room).
     #[inline(always)]
