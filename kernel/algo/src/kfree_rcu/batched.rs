@@ -216,6 +216,14 @@ impl KfreeRcuCpu {
         true
     }
 
+    /// Whether recording `ptr` needs a new block and none is kept: the caller may then drop
+    /// its lock, allocate a page and give it with `fill_cache` (Linux's
+    /// add_ptr_to_bulk_krc_lock drops krcp->lock around __get_free_page).
+    pub fn needs_block<E: Env>(&self, env: &E, ptr: usize) -> bool {
+        let cur = self.bulk[usize::from(env.is_vmalloc(ptr))];
+        (cur == 0 || env.load(cur + B_NR) == KVFREE_BULK_MAX_ENTR) && self.nr_cache == 0
+    }
+
     fn get_cached(&mut self) -> Option<usize> {
         if self.nr_cache == 0 {
             return None;

@@ -155,9 +155,12 @@ fn list_case() {
     assert_eq!(k.stats.inline, 1);
     // A block given ahead serves the two-argument form.
     env.no_memory = false;
+    assert!(k.needs_block(&env, 0x3000), "no block, none kept");
     let b = env.alloc_block().unwrap();
     assert!(k.fill_cache(b));
+    assert!(!k.needs_block(&env, 0x3000), "one kept");
     assert_eq!(k.queue(&mut env, 0x3000, Some(0x3010), 0), Queued::Block);
+    assert!(!k.needs_block(&env, 0x3040), "room in the block");
 }
 
 #[test]
