@@ -124,12 +124,14 @@ pub fn set_timer_hook(hook: Option<fn()>) {
     TIMER_HOOK.store(hook.map_or(0, |f| f as usize), Ordering::Release);
 }
 
-/// The LAPIC timer's handler: counts the tick and runs the hook, if any.
+/// The LAPIC timer's handler: counts the tick, reports an RCU quiescent state when it
+/// interrupted code outside every read-side section, and runs the hook, if any.
 pub fn handle_timer() {
     PerCpuSmp::this()
         .stats
         .timer_ticks
         .fetch_add(1, Ordering::Relaxed);
+    crate::rcu::tick();
     let hook = TIMER_HOOK.load(Ordering::Acquire);
     if hook != 0 {
         // SAFETY: TIMER_HOOK only ever holds 0 or a `fn()` stored by set_timer_hook.
@@ -146,16 +148,21 @@ fn poll_irq_safe() {
     tlb::run_pending_flushes();
 }
 
-/// Where each AP goes once online: run queued work, halt when there is none.
+/// Where each AP goes once online: run queued work and its RCU callbacks, halt when there is
+/// none (marked idle for RCU, an extended quiescent state, while halted).
 fn ap_idle(me: &'static PerCpu) -> ! {
     x86_64::instructions::interrupts::enable();
     loop {
+        // Out of hlt (or a pass that did not halt): no longer idle before any work runs.
+        crate::rcu::exit_idle();
         tlb::run_pending_flushes();
         call::run_pending_calls();
+        crate::rcu::idle_pass();
         x86_64::instructions::interrupts::disable();
         let queues = PerCpuSmp::of(me.cpu());
         if queues.calls.load(Ordering::Acquire).is_null()
             && queues.flushes.load(Ordering::Acquire).is_null()
+            && crate::rcu::enter_idle()
         {
             // sti; hlt: an IPI arriving after the check still wakes the hlt.
             x86_64::instructions::interrupts::enable_and_hlt();

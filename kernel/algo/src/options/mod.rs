@@ -20,6 +20,7 @@ mod value;
 pub mod bench;
 pub mod fault;
 pub mod frame;
+pub mod rcu;
 pub mod run;
 pub mod slub;
 pub mod smp;
@@ -130,6 +131,7 @@ pub const GROUPS: &[Group] = &[
     frame::FRAME,
     slub::SLUB,
     vmalloc::VMALLOC,
+    rcu::RCU,
     fault::FAULT,
     soak::SOAK,
     bench::BENCH_GROUP,

@@ -35,6 +35,14 @@ pub struct SegCbList<Q: CbQueue> {
 }
 
 impl<Q: CbQueue> SegCbList<Q> {
+    /// A list of four empty queues (a `const` one for per-CPU statics).
+    pub const fn from_empty(segs: [Q; 4]) -> SegCbList<Q> {
+        SegCbList {
+            segs,
+            gp_seq: [0; 4],
+        }
+    }
+
     /// `rcu_segcblist_enqueue`: at the end of NEXT.
     pub fn enqueue(&mut self, item: Q::Item) {
         self.segs[NEXT].push(item);
