@@ -16,6 +16,8 @@
 //! never finds its own CPU holding one.
 
 mod data;
+#[cfg(feature = "ktest")]
+mod freed_early_tests;
 mod stats;
 #[cfg(feature = "ktest")]
 mod tests;
@@ -70,6 +72,9 @@ per_cpu! {
 struct Rcu {
     geo: Geometry,
     tree: TreeNodes,
+    /// The CPUs in the tree (online at `init`; percpu's areas, so rcu needs nothing of smp,
+    /// which calls into rcu).
+    online: alloc::vec::Vec<CpuId>,
 }
 
 static RCU: Once<Rcu> = Once::new();
@@ -83,7 +88,11 @@ pub fn is_ready() -> bool {
 /// allocated on their home nodes). `rcu.fanout_leaf` 0: one leaf per NUMA node.
 pub fn init(fanout_leaf: usize) {
     let topo = crate::topology::get();
-    let cpus: alloc::vec::Vec<(u16, u16)> = crate::smp::online_cpus()
+    let online: alloc::vec::Vec<CpuId> = (0..percpu::MAX_CPUS as u16)
+        .map(CpuId)
+        .filter(|&c| percpu::of(c).is_some())
+        .collect();
+    let cpus: alloc::vec::Vec<(u16, u16)> = online
         .iter()
         .map(|&c| (c.0, topo.node_of_cpu(c).0))
         .collect();
@@ -102,7 +111,20 @@ pub fn init(fanout_leaf: usize) {
     let leaves = geo.leaves().count();
     let levels = geo.levels;
     let nodes = geo.shapes.len();
-    RCU.call_once(|| Rcu { geo, tree });
+    // The APs sat in hlt before there was anything to tell: mark them idle (their next wake
+    // clears it) before smp's idle loop, tick and wait loops start calling in.
+    let me = percpu::cpu_id();
+    for &cpu in online.iter().filter(|&&c| c != me) {
+        RCU_CPU.on(cpu).idle.store(true, Ordering::SeqCst);
+    }
+    RCU.call_once(|| Rcu { geo, tree, online });
+    crate::smp::set_qs_hooks(crate::smp::QsHooks {
+        tick,
+        exit_idle,
+        idle_pass,
+        enter_idle,
+        report_qs,
+    });
     println!(
         "numalab: rcu: {} CPUs, {} rcu_node ({} leaves{}, {} levels)",
         cpus.len(),
@@ -189,7 +211,7 @@ fn maybe_wake(r: &Rcu) {
 fn wake_ready(r: &Rcu) {
     let gp = r.tree.gp_seq.load(Ordering::SeqCst);
     let me = percpu::cpu_id();
-    for &cpu in crate::smp::online_cpus() {
+    for &cpu in &r.online {
         if cpu == me {
             continue;
         }
@@ -406,15 +428,16 @@ pub fn synchronize_rcu() {
 pub fn rcu_barrier() {
     let Some(r) = RCU.get() else { return };
     assert!(!in_reader(), "rcu: rcu_barrier inside a read-side section");
-    let mut targets = [0u64; crate::smp::MAX_CPUS];
-    for &cpu in crate::smp::online_cpus() {
+    let mut targets = [0u64; percpu::MAX_CPUS];
+    for &cpu in &r.online {
         targets[cpu.index()] = RCU_CPU.on(cpu).cbs_queued.load(Ordering::Acquire);
     }
     // Callbacks run in order on their CPU, so a CPU has run all of those queued before the
     // snapshot once its invoked count reaches the snapshot.
     let mut pass = 0;
     loop {
-        let behind = crate::smp::online_cpus()
+        let behind = r
+            .online
             .iter()
             .any(|&cpu| RCU_CPU.on(cpu).cbs_invoked.load(Ordering::Acquire) < targets[cpu.index()]);
         if !behind {

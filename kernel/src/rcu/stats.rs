@@ -63,7 +63,7 @@ pub fn stats() -> RcuStats {
         longest_gp_ticks: root.longest_gp,
         ..RcuStats::default()
     };
-    for &cpu in crate::smp::online_cpus() {
+    for &cpu in &r.online {
         let d = RCU_CPU.on(cpu);
         let c = CpuRcuStats {
             cpu: cpu.0,

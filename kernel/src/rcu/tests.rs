@@ -17,7 +17,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::*};
 
 /// RCU (after slub: the tree's nodes are in SLUB's per-node blocks; before vmalloc).
-static SUITE: KSuite = KSuite {
+pub(super) static SUITE: KSuite = KSuite {
     name: "rcu",
     order: 45,
     every_suite: false,
@@ -226,6 +226,3 @@ fn rcu_barrier_waits_for_every_cpu(_ctx: &Ctx) -> TestResult {
 ktest!(SUITE, Test, call_rcu_runs_after_a_grace_period);
 ktest!(SUITE, Test, a_reader_spanning_a_grace_period_holds_it);
 ktest!(SUITE, Test, rcu_barrier_waits_for_every_cpu);
-
-#[path = "tests/nothing_freed_early.rs"]
-mod nothing_freed_early;

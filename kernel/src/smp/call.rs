@@ -140,7 +140,7 @@ pub fn run_on_cpus(cpus: &[CpuId], f: &(dyn Fn(CpuId) + Sync)) {
         run_pending_calls();
         // A waiting CPU outside read-side sections is quiescent (report only: the caller may
         // hold locks that callbacks take).
-        crate::rcu::report_qs();
+        super::report_qs();
         core::hint::spin_loop();
     }
 }

@@ -6,7 +6,7 @@
 //! visit; the LAPIC tick fires inside the sections (interrupts on) on every CPU. At the end,
 //! after `rcu_barrier`, every entry is either in the table or in the pool (none lost).
 
-use super::SUITE;
+use super::tests::SUITE;
 use crate::arch::apic;
 use crate::ktest::{Ctx, TestResult};
 use crate::rcu::{call_rcu, quiescent_point, rcu_barrier, read_lock, RcuHead};
@@ -97,10 +97,8 @@ fn nothing_freed_early(_ctx: &Ctx) -> TestResult {
                     let e = unsafe { &*p };
                     for _ in 0..2 {
                         let (m, key) = (e.magic.load(Relaxed), e.key.load(Relaxed));
-                        if m != LIVE || key != k as u64 {
-                            if bad.fetch_add(1, Relaxed) == 0 {
-                                first_bad.store(m, Relaxed);
-                            }
+                        if (m != LIVE || key != k as u64) && bad.fetch_add(1, Relaxed) == 0 {
+                            first_bad.store(m, Relaxed);
                         }
                         core::hint::spin_loop();
                     }
