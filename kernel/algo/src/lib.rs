@@ -19,6 +19,7 @@ pub mod memrange;
 mod model_check;
 pub mod options;
 pub mod page;
+pub mod rcu;
 pub mod rng;
 pub mod slub;
 pub mod smp;

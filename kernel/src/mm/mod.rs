@@ -44,6 +44,7 @@ pub fn out_of_memory(what: core::fmt::Arguments) -> ! {
     )
 )]
 pub mod heap;
+pub mod kfree_rcu;
 #[cfg_attr(
     not(feature = "ktest"),
     expect(

@@ -21,6 +21,7 @@ pub mod bench;
 pub mod fault;
 pub mod frame;
 pub mod kfree_rcu;
+pub mod rcu;
 pub mod run;
 pub mod slub;
 pub mod smp;
@@ -131,6 +132,7 @@ pub const GROUPS: &[Group] = &[
     frame::FRAME,
     slub::SLUB,
     vmalloc::VMALLOC,
+    rcu::RCU,
     kfree_rcu::KFREE_RCU,
     fault::FAULT,
     soak::SOAK,
