@@ -44,6 +44,13 @@ pub fn out_of_memory(what: core::fmt::Arguments) -> ! {
     )
 )]
 pub mod heap;
+#[cfg_attr(
+    not(feature = "ktest"),
+    expect(
+        dead_code,
+        reason = "kfree_rcu's callers, the tests and benchmarks, are not built in a production image"
+    )
+)]
 pub mod kfree_rcu;
 #[cfg_attr(
     not(feature = "ktest"),

@@ -144,6 +144,12 @@ impl KfreeRcuCpu {
         }
     }
 
+    /// Sets the monitor's delay (KFREE_DRAIN_JIFFIES in the caller's ticks): a per-CPU
+    /// state built before the clock's rate is known gets it here.
+    pub fn set_drain_ticks(&mut self, ticks: u64) {
+        self.drain_ticks = ticks;
+    }
+
     /// Objects queued and not yet freed.
     pub fn waiting(&self) -> u64 {
         self.waiting

@@ -62,7 +62,12 @@ static DRAIN_TICKS: AtomicU64 = AtomicU64::new(u64::MAX);
 /// Reads `rcu.kfree` (after SLUB, vmalloc and RCU).
 pub fn init(way: KfreeRcuWay) {
     set_way(way);
-    DRAIN_TICKS.store(KFREE_DRAIN_SECONDS * crate::ktest::bench::ticks_per_sec(), Relaxed);
+    // The TSC's rate, or 1 GHz when unknown (under icount: about one tick per instruction).
+    let hz = match crate::arch::tsc_hz() {
+        0 => 1_000_000_000,
+        hz => hz,
+    };
+    DRAIN_TICKS.store(KFREE_DRAIN_SECONDS * hz, Relaxed);
 }
 
 /// Switches the way (benchmarks; only between `kvfree_rcu_barrier`s).
@@ -333,6 +338,7 @@ fn batched(k: &Krc, ptr: usize, head: Option<NonNull<RcuHead>>) {
     }
     let t = now();
     let mut st = k.state.lock();
+    st.set_drain_ticks(DRAIN_TICKS.load(Relaxed));
     let how = st.queue(
         &mut KernelEnv,
         ptr,
