@@ -13,6 +13,14 @@ mod arch;
 mod bench;
 mod early;
 mod fault;
+#[cfg_attr(
+    not(feature = "ktest"),
+    expect(
+        dead_code,
+        reason = "kfree_rcu's callers, the tests and benchmarks, are not built in a production image"
+    )
+)]
+mod kfree_rcu;
 #[cfg(feature = "ktest")]
 mod ktest;
 mod mm;
@@ -113,7 +121,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     smp::init();
     mm::slub::init();
     rcu::init(opts.get(&options::RCU_FANOUT_LEAF) as usize);
-    mm::kfree_rcu::init(opts.get(&options::RCU_KFREE));
+    kfree_rcu::init(opts.get(&options::RCU_KFREE));
     mm::vmalloc::init(opts);
     fault::init(opts);
     mm::heap::early_init_done();

@@ -16,8 +16,8 @@
 
 use super::slub_cache::BenchCache;
 use super::workload;
+use crate::kfree_rcu::{counts, kvfree_rcu, kvfree_rcu_barrier, reset_peak, set_way, way};
 use crate::ktest::{Ctx, TestError, TestResult};
-use crate::mm::kfree_rcu::{counts, kvfree_rcu, kvfree_rcu_barrier, reset_peak, set_way, way};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use numalab_algo::knob::{self, CaseCounters};
@@ -72,14 +72,16 @@ fn kfree_rcu_scale(ctx: &Ctx) -> TestResult {
             let t1 = super::now();
             kvfree_rcu_barrier();
             if !ok {
-                return Err(TestError::Fail(alloc::format!("{NAME}: {case}: out of memory")));
+                return Err(TestError::Fail(alloc::format!(
+                    "{NAME}: {case}: out of memory"
+                )));
             }
             let per_op = (t1 - t0) as f64 / ops as f64;
             super::record(NAME, case, "instructions_per_op", per_op, "instructions", 1);
             cache.finish().map_err(TestError::Fail)?;
             continue;
         }
-        let sum = |f: fn(crate::mm::kfree_rcu::Counts) -> u64| -> u64 {
+        let sum = |f: fn(crate::kfree_rcu::Counts) -> u64| -> u64 {
             cpus.iter().map(|c| f(counts(*c))).sum()
         };
         let cb0 = sum(|c| c.callbacks);
@@ -97,7 +99,9 @@ fn kfree_rcu_scale(ctx: &Ctx) -> TestResult {
         });
         kvfree_rcu_barrier();
         if failed.load(Relaxed) != 0 {
-            return Err(TestError::Fail(alloc::format!("{NAME}: {case}: out of memory")));
+            return Err(TestError::Fail(alloc::format!(
+                "{NAME}: {case}: out of memory"
+            )));
         }
         let total = ops * cpus.len() as u64;
         let kops = total as f64 / 1000.0;
@@ -105,7 +109,11 @@ fn kfree_rcu_scale(ctx: &Ctx) -> TestResult {
         let callbacks = sum(|c| c.callbacks) - cb0;
         let in_list = sum(|c| c.in_list) - list0;
         let gps = crate::rcu::stats().grace_periods - gp0;
-        let peak = cpus.iter().map(|c| counts(*c).peak_waiting).max().unwrap_or(0);
+        let peak = cpus
+            .iter()
+            .map(|c| counts(*c).peak_waiting)
+            .max()
+            .unwrap_or(0);
         let k = cpus.len() as u32;
         let rows: [(&str, f64, &str); 5] = [
             ("grace_periods_per_kop", gps as f64 / kops, "grace_periods"),

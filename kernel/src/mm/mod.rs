@@ -48,14 +48,6 @@ pub mod heap;
     not(feature = "ktest"),
     expect(
         dead_code,
-        reason = "kfree_rcu's callers, the tests and benchmarks, are not built in a production image"
-    )
-)]
-pub mod kfree_rcu;
-#[cfg_attr(
-    not(feature = "ktest"),
-    expect(
-        dead_code,
         unused_imports,
         reason = "the allocator API: in a production image (no ktest feature) its callers, the tests, stress runs and benchmarks, are not built; the ktest build lints it in full"
     )

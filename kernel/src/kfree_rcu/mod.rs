@@ -16,7 +16,9 @@ use crate::rcu::{self, RcuHead};
 use crate::sync::IrqSpinLock;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
-use numalab_algo::kfree_rcu::batched::{Env, KfreeRcuCpu, Queued, BLOCK_BYTES, KFREE_DRAIN_SECONDS};
+use numalab_algo::kfree_rcu::batched::{
+    Env, KfreeRcuCpu, Queued, BLOCK_BYTES, KFREE_DRAIN_SECONDS,
+};
 use numalab_algo::options::kfree_rcu::KfreeRcuWay;
 use numalab_algo::options::Choice;
 use numalab_algo::slub::rcu_sheaf::{rcu_sheaf_owner, RcuSheafFree};
@@ -72,7 +74,10 @@ pub fn init(way: KfreeRcuWay) {
 
 /// Switches the way (benchmarks; only between `kvfree_rcu_barrier`s).
 pub fn set_way(way: KfreeRcuWay) {
-    let i = KfreeRcuWay::all().iter().position(|w| *w == way).unwrap_or(0);
+    let i = KfreeRcuWay::all()
+        .iter()
+        .position(|w| *w == way)
+        .unwrap_or(0);
     WAY.store(i, Relaxed);
 }
 
@@ -192,7 +197,9 @@ unsafe fn sheaf_done(head: NonNull<RcuHead>) {
     let sheaf = head.as_ptr() as usize - RCU_HEAD_OFFSET;
     let owner = rcu_sheaf_owner(&crate::mm::slub::platform::KernelPlatform, sheaf);
     // SAFETY: the owner word holds the id of a live cache (caches are never freed).
-    let cache = unsafe { &*(owner as *const numalab_algo::slub::Cache<crate::mm::slub::platform::KernelPlatform>) };
+    let cache = unsafe {
+        &*(owner as *const numalab_algo::slub::Cache<crate::mm::slub::platform::KernelPlatform>)
+    };
     let n = <crate::mm::slub::platform::KernelPlatform as numalab_algo::slub::Platform>::load(
         &crate::mm::slub::platform::KernelPlatform,
         sheaf,
@@ -280,7 +287,9 @@ pub unsafe fn kvfree_rcu_mightsleep(ptr: NonNull<u8>) {
 }
 
 /// The cache of a slab object (None: not a slab object).
-fn slab_cache_of(ptr: usize) -> Option<&'static numalab_algo::slub::Cache<crate::mm::slub::platform::KernelPlatform>> {
+fn slab_cache_of(
+    ptr: usize,
+) -> Option<&'static numalab_algo::slub::Cache<crate::mm::slub::platform::KernelPlatform>> {
     crate::mm::slub::kmalloc::cache_of_object(ptr)
 }
 
@@ -339,12 +348,7 @@ fn batched(k: &Krc, ptr: usize, head: Option<NonNull<RcuHead>>) {
     let t = now();
     let mut st = k.state.lock();
     st.set_drain_ticks(DRAIN_TICKS.load(Relaxed));
-    let how = st.queue(
-        &mut KernelEnv,
-        ptr,
-        head.map(|h| h.as_ptr() as usize),
-        t,
-    );
+    let how = st.queue(&mut KernelEnv, ptr, head.map(|h| h.as_ptr() as usize), t);
     let due = st.monitor_due(t);
     if due {
         run_monitor(k, &mut st, t);

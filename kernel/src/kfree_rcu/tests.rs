@@ -31,7 +31,11 @@ fn three_ways_free_everything_and_show_their_mechanism(_ctx: &Ctx) -> TestResult
     let cache = cache_for(OBJ_BYTES).expect("kmalloc-32").core();
     let saved = way();
     let cpus = online_cpus();
-    for w in [KfreeRcuWay::CallRcu, KfreeRcuWay::Batched, KfreeRcuWay::Sheaf] {
+    for w in [
+        KfreeRcuWay::CallRcu,
+        KfreeRcuWay::Batched,
+        KfreeRcuWay::Sheaf,
+    ] {
         set_way(w);
         let before = cache.stats();
         let cb_before: u64 = cpus.iter().map(|c| counts(*c).callbacks).sum();
@@ -73,7 +77,13 @@ fn three_ways_free_everything_and_show_their_mechanism(_ctx: &Ctx) -> TestResult
         );
         kassert_eq!(d.live_objects(), 0, "{}: objects not freed", w.name());
         for c in cpus {
-            kassert_eq!(counts(*c).waiting, 0, "{}: CPU {} still holds objects", w.name(), c.0);
+            kassert_eq!(
+                counts(*c).waiting,
+                0,
+                "{}: CPU {} still holds objects",
+                w.name(),
+                c.0
+            );
         }
         match w {
             KfreeRcuWay::CallRcu => kassert_eq!(callbacks, objects),
@@ -88,4 +98,8 @@ fn three_ways_free_everything_and_show_their_mechanism(_ctx: &Ctx) -> TestResult
     Ok(())
 }
 
-ktest!(SUITE, Test, three_ways_free_everything_and_show_their_mechanism);
+ktest!(
+    SUITE,
+    Test,
+    three_ways_free_everything_and_show_their_mechanism
+);
