@@ -13,6 +13,14 @@ mod arch;
 mod bench;
 mod early;
 mod fault;
+#[cfg_attr(
+    not(feature = "ktest"),
+    expect(
+        dead_code,
+        reason = "kfree_rcu's callers, the tests and benchmarks, are not built in a production image"
+    )
+)]
+mod kfree_rcu;
 #[cfg(feature = "ktest")]
 mod ktest;
 mod mm;
@@ -28,6 +36,15 @@ mod peers;
     )
 )]
 mod percpu;
+#[cfg_attr(
+    not(feature = "ktest"),
+    allow(
+        dead_code,
+        unused_imports,
+        reason = "the RCU API's callers (kfree_rcu, tests) are not all in a production image yet"
+    )
+)]
+mod rcu;
 mod smp;
 #[cfg(feature = "ktest")]
 mod soak;
@@ -103,6 +120,8 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     topology::print_numactl(&mm::frame::free_bytes);
     smp::init();
     mm::slub::init();
+    rcu::init(opts.get(&options::RCU_FANOUT_LEAF) as usize);
+    kfree_rcu::init(opts.get(&options::RCU_KFREE));
     mm::vmalloc::init(opts);
     fault::init(opts);
     mm::heap::early_init_done();

@@ -7,6 +7,8 @@
 pub use numalab_algo::options::bench::*;
 pub use numalab_algo::options::fault::*;
 pub use numalab_algo::options::frame::*;
+pub use numalab_algo::options::kfree_rcu::*;
+pub use numalab_algo::options::rcu::*;
 pub use numalab_algo::options::run::*;
 pub use numalab_algo::options::slub::*;
 pub use numalab_algo::options::smp::*;

@@ -12,12 +12,14 @@ pub mod bench;
 pub mod fault;
 pub mod formats;
 pub mod frame;
+pub mod kfree_rcu;
 pub mod knob;
 pub mod memrange;
 #[cfg(test)]
 mod model_check;
 pub mod options;
 pub mod page;
+pub mod rcu;
 pub mod rng;
 pub mod slub;
 pub mod smp;

@@ -14,6 +14,7 @@
 #![deny(unsafe_code)]
 
 mod alloc_peers;
+mod kfree_rcu_scale;
 mod latency_matrix;
 mod list_churn;
 pub mod lock_stat;

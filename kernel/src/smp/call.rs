@@ -138,6 +138,9 @@ pub fn run_on_cpus(cpus: &[CpuId], f: &(dyn Fn(CpuId) + Sync)) {
     while data.remaining.load(Ordering::Acquire) != 0 {
         super::tlb::run_pending_flushes();
         run_pending_calls();
+        // A waiting CPU outside read-side sections is quiescent (report only: the caller may
+        // hold locks that callbacks take).
+        super::report_qs();
         core::hint::spin_loop();
     }
 }

@@ -114,6 +114,36 @@ pub fn handle_call_ipi() {
     apic::eoi();
 }
 
+/// What the tick, the idle loop and the wait loops tell RCU: installed by `rcu::init` (smp
+/// imports nothing of rcu, which allocates through mm, which imports smp).
+pub struct QsHooks {
+    /// The tick's quiescent state (interrupts off).
+    pub tick: fn(),
+    /// Back from hlt, before any work.
+    pub exit_idle: fn(),
+    /// A pass of the idle loop: quiescent point and callbacks.
+    pub idle_pass: fn(),
+    /// Just before hlt (interrupts off): false when the CPU must not halt.
+    pub enter_idle: fn() -> bool,
+    /// A wait loop's quiescent state (report only).
+    pub report_qs: fn(),
+}
+
+static QS_HOOKS: Once<QsHooks> = Once::new();
+
+/// Installs RCU's hooks (once).
+pub fn set_qs_hooks(hooks: QsHooks) {
+    QS_HOOKS.call_once(|| hooks);
+}
+
+/// A wait loop's quiescent state, when RCU is up.
+#[inline]
+fn report_qs() {
+    if let Some(h) = QS_HOOKS.get() {
+        (h.report_qs)();
+    }
+}
+
 /// A function the LAPIC timer handler runs on each tick (0: none), for tests that need work
 /// done in interrupt context (SLUB's interrupt-vs-fast-path hammer).
 static TIMER_HOOK: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
@@ -124,12 +154,16 @@ pub fn set_timer_hook(hook: Option<fn()>) {
     TIMER_HOOK.store(hook.map_or(0, |f| f as usize), Ordering::Release);
 }
 
-/// The LAPIC timer's handler: counts the tick and runs the hook, if any.
+/// The LAPIC timer's handler: counts the tick, reports an RCU quiescent state when it
+/// interrupted code outside every read-side section, and runs the hook, if any.
 pub fn handle_timer() {
     PerCpuSmp::this()
         .stats
         .timer_ticks
         .fetch_add(1, Ordering::Relaxed);
+    if let Some(h) = QS_HOOKS.get() {
+        (h.tick)();
+    }
     let hook = TIMER_HOOK.load(Ordering::Acquire);
     if hook != 0 {
         // SAFETY: TIMER_HOOK only ever holds 0 or a `fn()` stored by set_timer_hook.
@@ -146,16 +180,26 @@ fn poll_irq_safe() {
     tlb::run_pending_flushes();
 }
 
-/// Where each AP goes once online: run queued work, halt when there is none.
+/// Where each AP goes once online: run queued work and its RCU callbacks, halt when there is
+/// none (marked idle for RCU, an extended quiescent state, while halted).
 fn ap_idle(me: &'static PerCpu) -> ! {
     x86_64::instructions::interrupts::enable();
     loop {
+        // Out of hlt (or a pass that did not halt): no longer idle before any work runs.
+        let rcu = QS_HOOKS.get();
+        if let Some(h) = rcu {
+            (h.exit_idle)();
+        }
         tlb::run_pending_flushes();
         call::run_pending_calls();
+        if let Some(h) = rcu {
+            (h.idle_pass)();
+        }
         x86_64::instructions::interrupts::disable();
         let queues = PerCpuSmp::of(me.cpu());
         if queues.calls.load(Ordering::Acquire).is_null()
             && queues.flushes.load(Ordering::Acquire).is_null()
+            && rcu.is_none_or(|h| (h.enter_idle)())
         {
             // sti; hlt: an IPI arriving after the check still wakes the hlt.
             x86_64::instructions::interrupts::enable_and_hlt();

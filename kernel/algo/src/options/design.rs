@@ -16,6 +16,8 @@ pub struct Needs {
     pub design: &'static str,
     /// The values of `design` under which `knob` is read.
     pub read_under: &'static [&'static str],
+    /// The knob's values that need `design` (empty: every value).
+    pub values: &'static [&'static str],
     /// What the knob tunes, for the message.
     pub what: &'static str,
 }
@@ -27,42 +29,56 @@ pub const NEEDS: &[Needs] = &[
         design: "slub.design",
         read_under: &["partial", "hybrid"],
         what: "per-CPU partial slabs",
+        values: &[],
     },
     Needs {
         knob: "slub.sheaf_capacity",
         design: "slub.design",
         read_under: &["sheaves", "hybrid"],
         what: "sheaves",
+        values: &[],
     },
     Needs {
         knob: "slub.sheaves_caches",
         design: "slub.design",
         read_under: &["hybrid"],
         what: "opt-in sheaves",
+        values: &[],
     },
     Needs {
         knob: "slub.sheaves_memoryless",
         design: "slub.design",
         read_under: &["sheaves", "hybrid"],
         what: "barns",
+        values: &[],
     },
     Needs {
         knob: "slub.sheaves_any_node",
         design: "slub.design",
         read_under: &["sheaves"],
         what: "sheaf refills from other nodes",
+        values: &[],
     },
     Needs {
         knob: "frame.pcp_high",
         design: "frame.pcp",
         read_under: &["1"],
         what: "per-CPU page lists",
+        values: &[],
     },
     Needs {
         knob: "frame.pcp_batch",
         design: "frame.pcp",
         read_under: &["1"],
         what: "per-CPU page lists",
+        values: &[],
+    },
+    Needs {
+        knob: "rcu.kfree",
+        design: "slub.design",
+        read_under: &["sheaves", "hybrid"],
+        what: "sheaves to hold an rcu_free sheaf",
+        values: &["sheaf"],
     },
 ];
 
@@ -93,6 +109,9 @@ pub fn ignored_knobs(words: &[&str]) -> Vec<String> {
         let Some(value) = given(words, n.knob) else {
             continue;
         };
+        if !n.values.is_empty() && !n.values.iter().any(|v| same_value(n.knob, v, value)) {
+            continue;
+        }
         let default = find(n.design).map_or("", |s| s.default);
         let (design, how) = match given(words, n.design) {
             Some(d) => (d, ""),

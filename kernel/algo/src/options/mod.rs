@@ -20,6 +20,8 @@ mod value;
 pub mod bench;
 pub mod fault;
 pub mod frame;
+pub mod kfree_rcu;
+pub mod rcu;
 pub mod run;
 pub mod slub;
 pub mod smp;
@@ -130,6 +132,8 @@ pub const GROUPS: &[Group] = &[
     frame::FRAME,
     slub::SLUB,
     vmalloc::VMALLOC,
+    rcu::RCU,
+    kfree_rcu::KFREE_RCU,
     fault::FAULT,
     soak::SOAK,
     bench::BENCH_GROUP,
@@ -366,8 +370,21 @@ mod tests {
             "{:?}",
             o.errors
         );
+        // A value-specific need: only rcu.kfree=sheaf needs sheaves.
+        let o = Options::parse("slub.design=partial rcu.kfree=sheaf", &all_specs());
+        assert!(
+            o.errors
+                .iter()
+                .any(|e| e.contains("rcu.kfree=sheaf") && e.contains("slub.design=partial")),
+            "{:?}",
+            o.errors
+        );
         // The knob of the chosen design is fine, given in either order.
         for line in [
+            "slub.design=partial rcu.kfree=batched",
+            "rcu.kfree=call_rcu slub.design=partial",
+            "slub.design=hybrid rcu.kfree=sheaf",
+            "rcu.kfree=sheaf",
             "slub.design=partial slub.cpu_partial=5",
             "slub.cpu_partial=0 slub.design=partial",
             "slub.sheaf_capacity=8",

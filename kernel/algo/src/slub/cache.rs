@@ -96,6 +96,9 @@ pub(crate) struct CpuSlab {
     pub partial_slabs: AtomicUsize,
     /// Debug caches keep their private freelist here, out of the fast paths' sight.
     pub debug_freelist: AtomicUsize,
+    /// The rcu_free sheaf (Linux 6.18's pcs->rcu_free): objects given to kfree_rcu, handed
+    /// whole to call_rcu when full (rcu_sheaf.rs); 0 when none.
+    pub rcu_free: AtomicUsize,
     pub stats: CpuStats,
 }
 

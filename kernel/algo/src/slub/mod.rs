@@ -25,6 +25,7 @@ mod hybrid;
 pub mod info;
 pub mod placed;
 pub mod platform;
+pub mod rcu_sheaf;
 pub mod sheaf;
 mod sheaves;
 mod sheaves_bulk;
@@ -38,13 +39,15 @@ mod tunables;
 #[cfg(test)]
 mod checks_tests;
 #[cfg(test)]
-mod fake;
+pub(crate) mod fake;
 #[cfg(test)]
 mod hybrid_tests;
 #[cfg(test)]
 mod model;
 #[cfg(test)]
 mod placed_tests;
+#[cfg(test)]
+mod rcu_sheaf_tests;
 #[cfg(test)]
 mod sheaves_bulk_tests;
 #[cfg(test)]

@@ -16,6 +16,8 @@ use super::platform::Platform;
 pub const SHEAF_HEADER_BYTES: usize = 32;
 const W_SIZE: usize = 0;
 const W_NEXT: usize = 8;
+/// Offset of the rcu_head of a sheaf in flight through call_rcu (rcu_sheaf.rs).
+pub const RCU_HEAD_OFFSET: usize = W_NEXT;
 const W_CAPACITY: usize = 16;
 /// Always 0: the word before slot 0 (`last_pushed` of an empty sheaf; no object is at 0).
 const W_BEFORE_SLOTS: usize = 24;
@@ -106,6 +108,24 @@ impl Sheaf {
     /// Whether this is the bootstrap sheaf (capacity 0).
     pub fn is_bootstrap<P: Platform>(self, p: &P) -> bool {
         self.capacity(p) == 0
+    }
+    /// An rcu_free sheaf handed to call_rcu (rcu_sheaf.rs): its rcu_head (two words, Linux's
+    /// `union { rcu_head; barn_list; }`) overlays the barn link and the capacity word, and
+    /// the always-0 word holds `owner`, the cache's id (Linux's sheaf->cache), for the
+    /// callback to find its cache.
+    pub fn prepare_rcu<P: Platform>(self, p: &P, owner: usize) {
+        p.store(self.0 + W_BEFORE_SLOTS, owner);
+    }
+    /// The owner `prepare_rcu` recorded.
+    pub fn rcu_owner<P: Platform>(self, p: &P) -> usize {
+        p.load(self.0 + W_BEFORE_SLOTS)
+    }
+    /// Restores the words the rcu_head and the owner overlaid (`capacity`: the cache's,
+    /// which every sheaf of a cache shares).
+    pub fn finish_rcu<P: Platform>(self, p: &P, capacity: usize) {
+        p.store(self.0 + W_NEXT, 0);
+        p.store(self.0 + W_CAPACITY, capacity);
+        p.store(self.0 + W_BEFORE_SLOTS, 0);
     }
     /// Appends `obj` (the caller checked there is room).
     #[inline(always)]

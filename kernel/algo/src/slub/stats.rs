@@ -91,10 +91,15 @@ pub enum Stat {
     /// numalab: an allocation or free found the CPU's sheaf trylock taken (an interrupt
     /// on top of its owner's fast path) and took the slab path.
     SheafTrylockFail,
+    /// kfree_rcu() put an object in the CPU's rcu_free sheaf (Linux 6.18's FREE_RCU_SHEAF).
+    FreeRcuSheaf,
+    /// kfree_rcu() found no rcu_free sheaf to use (trylock taken, no barn, no memory for a
+    /// sheaf): the batched kfree_rcu takes the object (FREE_RCU_SHEAF_FAIL).
+    FreeRcuSheafFail,
 }
 
 /// Number of counters.
-pub const NR_STATS: usize = Stat::SheafTrylockFail as usize + 1;
+pub const NR_STATS: usize = Stat::FreeRcuSheafFail as usize + 1;
 
 impl Stat {
     /// Linux's name of the counter (/sys/kernel/slab/CACHE/NAME).
@@ -148,6 +153,8 @@ pub const STAT_NAMES: [(Stat, &str); NR_STATS] = [
     (Stat::BarnPutFail, "barn_put_fail"),
     (Stat::AllocRemoteTrylockFail, "alloc_remote_trylock_fail"),
     (Stat::SheafTrylockFail, "sheaf_trylock_fail"),
+    (Stat::FreeRcuSheaf, "free_rcu_sheaf"),
+    (Stat::FreeRcuSheafFail, "free_rcu_sheaf_fail"),
 ];
 
 /// One CPU's counters. Only that CPU writes them (interrupts off); anyone may read.
@@ -234,22 +241,27 @@ impl StatsSnapshot {
     }
 
     /// Objects handed out minus objects taken back: the exact number of live objects (in
-    /// the sheaves design, objects from and to the CPU sheaves included).
+    /// the sheaves design, objects from and to the CPU sheaves included; an object given to
+    /// an rcu_free sheaf counts as taken back, its wait for a grace period included).
     pub fn live_objects(&self) -> i64 {
         let allocs = self.get(Stat::AllocFastpath)
             + self.get(Stat::AllocSlowpath)
             + self.get(Stat::AllocCpuSheaf);
         let frees = self.get(Stat::FreeFastpath)
             + self.get(Stat::FreeSlowpath)
-            + self.get(Stat::FreeCpuSheaf);
+            + self.get(Stat::FreeCpuSheaf)
+            + self.get(Stat::FreeRcuSheaf);
         allocs as i64 - frees as i64
     }
 
     /// Free objects held in sheaves (per-CPU and in barns): what came in (refills from
     /// slabs, frees into sheaves) minus what went out (allocations from sheaves, flushes to
-    /// slabs). Their slabs count them as in use, as Linux's do.
+    /// slabs). Their slabs count them as in use, as Linux's do. Objects in rcu_free sheaves
+    /// (waiting for a grace period, or back in a barn after it) are held too.
     pub fn sheaf_cached_objects(&self) -> i64 {
-        let came = self.get(Stat::SheafRefill) + self.get(Stat::FreeCpuSheaf);
+        let came = self.get(Stat::SheafRefill)
+            + self.get(Stat::FreeCpuSheaf)
+            + self.get(Stat::FreeRcuSheaf);
         let went = self.get(Stat::AllocCpuSheaf) + self.get(Stat::SheafFlush);
         came as i64 - went as i64
     }

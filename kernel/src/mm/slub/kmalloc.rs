@@ -286,6 +286,14 @@ fn slab_cache(desc: usize) -> &'static Cache<super::platform::KernelPlatform> {
     unsafe { &*(id as *const Cache<super::platform::KernelPlatform>) }
 }
 
+/// The cache of the slab object at `ptr` (None: not a slab object), for kfree_rcu's sheaf.
+pub fn cache_of_object(ptr: usize) -> Option<&'static Cache<super::platform::KernelPlatform>> {
+    match owner(ptr) {
+        Owner::Slab(c) => Some(c),
+        _ => None,
+    }
+}
+
 /// kfree of a large (page allocator) block: out of line, off the slab path.
 ///
 /// # Safety

@@ -12,12 +12,14 @@
 //! smoke benchmark test (tests/s09_bench.rs) checks that every case and required metric of
 //! an experiment that ran was printed.
 
+mod kfree_rcu;
 mod mlc;
 mod sheaves;
 mod slab;
 mod system;
 mod vmalloc;
 
+pub use kfree_rcu::KFREE_RCU_SCALE;
 pub use mlc::{cell_case, CELL_NODES, LATENCY_MATRIX};
 pub use sheaves::{MEMORYLESS_SHEAVES, SHEAVES_OPT_IN, SHEAVES_VS_PARTIAL};
 pub use slab::{ALLOC_PEERS, MEMORYLESS_NODE, NUMA_LOCALITY, SLABINFO_READER, SLUB_LIST_LOCK};
@@ -40,6 +42,7 @@ pub const CATALOG: &[&Experiment] = &[
     &SHEAVES_VS_PARTIAL,
     &MEMORYLESS_SHEAVES,
     &SHEAVES_OPT_IN,
+    &KFREE_RCU_SCALE,
     &LATENCY_MATRIX,
 ];
 

@@ -161,7 +161,7 @@ fn boots_and_derived_facts() {
         .filter(|e| e.in_det())
         .map(|e| e.name)
         .collect();
-    assert_eq!(det.len(), 10, "{det:?}");
+    assert_eq!(det.len(), 11, "{det:?}");
     for b in Boot::ALL {
         assert_eq!(Boot::from_name(b.name()), Some(b));
     }

@@ -1,0 +1,162 @@
+//! Issue 45 item 4, nothing freed early: every online CPU (so every node) walks a table of
+//! RCU-protected entries inside read-side sections while it replaces entries and hands the
+//! old ones to `call_rcu`. The callback poisons the entry and puts it in a shared pool that
+//! every writer takes from first, so an entry freed too early is soon poisoned and then reused
+//! under a reader that still holds it. Readers check each entry's magic and key twice per
+//! visit; the LAPIC tick fires inside the sections (interrupts on) on every CPU. At the end,
+//! after `rcu_barrier`, every entry is either in the table or in the pool (none lost).
+
+use super::tests::SUITE;
+use crate::arch::apic;
+use crate::ktest::{Ctx, TestResult};
+use crate::rcu::{call_rcu, quiescent_point, rcu_barrier, read_lock, RcuHead};
+use crate::smp::{on_each_cpu, online_cpus};
+use crate::sync::IrqSpinLock;
+use crate::topology::CpuId;
+use crate::{kassert, kassert_eq, ktest};
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering::*};
+
+const LIVE: u64 = 0x4c49_5645_4c49_5645;
+/// SLUB's free poison byte, 0x6b (POISON_FREE), in every byte.
+const POISON: u64 = 0x6b6b_6b6b_6b6b_6b6b;
+/// Entries in the table.
+const SLOTS: usize = 8;
+/// Read-side sections per CPU; every other one is followed by a replacement.
+const ROUNDS: u64 = 400;
+
+#[repr(C)]
+struct Entry {
+    head: RcuHead,
+    magic: AtomicU64,
+    key: AtomicU64,
+}
+
+/// Freed entries (addresses), reused first by every writer.
+static POOL: IrqSpinLock<Vec<usize>> = IrqSpinLock::new(Vec::new());
+static ALLOCATED: AtomicU64 = AtomicU64::new(0);
+static FREED: AtomicU64 = AtomicU64::new(0);
+
+/// The free: poison, then into the pool.
+///
+/// # Safety
+/// `head` is the first field of an `Entry` that no table slot points to any more.
+unsafe fn free_entry(head: NonNull<RcuHead>) {
+    // SAFETY: Entry is repr(C) with the head first; the entry was leaked from a Box and
+    // stays allocated (in the pool) until the test frees it.
+    let e = unsafe { &*(head.as_ptr() as *const Entry) };
+    e.magic.store(POISON, Relaxed);
+    e.key.store(POISON, Relaxed);
+    FREED.fetch_add(1, Relaxed);
+    POOL.lock().push(head.as_ptr() as usize);
+}
+
+/// An entry for slot `key`: from the pool if it has one, else a new one.
+fn get_entry(key: u64) -> *mut Entry {
+    let p = match POOL.lock().pop() {
+        Some(p) => p as *mut Entry,
+        None => {
+            ALLOCATED.fetch_add(1, Relaxed);
+            Box::into_raw(Box::new(Entry {
+                head: RcuHead::new(),
+                magic: AtomicU64::new(0),
+                key: AtomicU64::new(0),
+            }))
+        }
+    };
+    // SAFETY: the entry is ours: new, or out of the pool (freed after a grace period).
+    let e = unsafe { &*p };
+    e.key.store(key, Relaxed);
+    e.magic.store(LIVE, Relaxed);
+    p
+}
+
+fn nothing_freed_early(_ctx: &Ctx) -> TestResult {
+    ALLOCATED.store(0, SeqCst);
+    FREED.store(0, SeqCst);
+    let table: Vec<AtomicPtr<Entry>> = (0..SLOTS as u64)
+        .map(|k| AtomicPtr::new(get_entry(k)))
+        .collect();
+    let bad = AtomicU64::new(0);
+    let first_bad = AtomicU64::new(0);
+    let visits = AtomicU64::new(0);
+    let cpus = online_cpus();
+    on_each_cpu(&|cpu: CpuId| {
+        let me = cpus.iter().position(|&c| c == cpu).unwrap_or(0) as u64;
+        let timed = apic::timer_periodic(20_000);
+        let mut n = 0u64;
+        for round in 0..ROUNDS {
+            {
+                let _g = read_lock();
+                for (k, slot) in table.iter().enumerate() {
+                    let p = slot.load(Acquire);
+                    // SAFETY: `p` was in the table inside this section: RCU keeps it
+                    // allocated (entries are never returned to the heap during the run).
+                    let e = unsafe { &*p };
+                    for _ in 0..2 {
+                        let (m, key) = (e.magic.load(Relaxed), e.key.load(Relaxed));
+                        if (m != LIVE || key != k as u64) && bad.fetch_add(1, Relaxed) == 0 {
+                            first_bad.store(m, Relaxed);
+                        }
+                        core::hint::spin_loop();
+                    }
+                    n += 1;
+                }
+            }
+            if round % 2 == 1 {
+                let k = ((me + round) % SLOTS as u64) as usize;
+                let new = get_entry(k as u64);
+                let old = table[k].swap(new, AcqRel);
+                // SAFETY: `old` left the table just now; its head is handed to call_rcu.
+                let head = unsafe { NonNull::new_unchecked(old as *mut RcuHead) };
+                call_rcu(head, free_entry);
+            }
+            quiescent_point();
+        }
+        if timed {
+            apic::timer_periodic(0);
+        }
+        visits.fetch_add(n, Relaxed);
+    });
+    rcu_barrier();
+    let replaced = (ROUNDS / 2) * cpus.len() as u64;
+    let pool: Vec<usize> = core::mem::take(&mut *POOL.lock());
+    let allocated = ALLOCATED.load(SeqCst);
+    println!(
+        "    # {} CPUs: {} entry visits, {} replacements, {} entries allocated, {} freed, {} in the pool",
+        cpus.len(),
+        visits.load(Relaxed),
+        replaced,
+        allocated,
+        FREED.load(SeqCst),
+        pool.len()
+    );
+    let in_table = table.len() as u64;
+    for slot in &table {
+        // SAFETY: every CPU finished; the table's entries came from Box::into_raw.
+        drop(unsafe { Box::from_raw(slot.load(Acquire)) });
+    }
+    for &p in &pool {
+        // SAFETY: pooled entries came from Box::into_raw and are in no table slot.
+        drop(unsafe { Box::from_raw(p as *mut Entry) });
+    }
+    kassert_eq!(
+        bad.load(Relaxed),
+        0,
+        "use after free: readers saw {} freed or reused entries (first magic {:#x})",
+        bad.load(Relaxed),
+        first_bad.load(Relaxed)
+    );
+    kassert_eq!(FREED.load(SeqCst), replaced, "callbacks lost");
+    kassert_eq!(allocated, in_table + pool.len() as u64, "entries lost");
+    kassert!(
+        allocated < in_table + replaced,
+        "no freed entry was ever reused ({} allocated)",
+        allocated
+    );
+    Ok(())
+}
+
+ktest!(SUITE, Test, nothing_freed_early);
