@@ -2,8 +2,8 @@
 //! RCU-protected entries inside read-side sections while it replaces entries and hands the
 //! old ones to `call_rcu`. The callback poisons the entry and puts it in a shared pool that
 //! every writer takes from first, so an entry freed too early is soon poisoned and then reused
-//! under a reader that still holds it. Readers check each entry's magic and key twice per
-//! visit; the LAPIC tick fires inside the sections (interrupts on) on every CPU. At the end,
+//! under a reader that still holds it. Readers load every entry, then check the loaded
+//! entries' magic and key six times before the section ends; the LAPIC tick fires inside the sections (interrupts on) on every CPU. At the end,
 //! after `rcu_barrier`, every entry is either in the table or in the pool (none lost).
 
 use super::tests::SUITE;
@@ -24,6 +24,8 @@ const LIVE: u64 = 0x4c49_5645_4c49_5645;
 const POISON: u64 = 0x6b6b_6b6b_6b6b_6b6b;
 /// Entries in the table.
 const SLOTS: usize = 8;
+/// Checks of every held entry per section.
+const CHECKS: usize = 6;
 /// Read-side sections per CPU; every other one is followed by a replacement.
 const ROUNDS: u64 = 400;
 
@@ -90,19 +92,26 @@ fn nothing_freed_early(_ctx: &Ctx) -> TestResult {
         for round in 0..ROUNDS {
             {
                 let _g = read_lock();
-                for (k, slot) in table.iter().enumerate() {
-                    let p = slot.load(Acquire);
-                    // SAFETY: `p` was in the table inside this section: RCU keeps it
-                    // allocated (entries are never returned to the heap during the run).
-                    let e = unsafe { &*p };
-                    for _ in 0..2 {
+                // Load every entry, then check the loaded ones again and again for the rest
+                // of the section: an entry freed early is poisoned (or reused) under us.
+                let mut held = [core::ptr::null_mut::<Entry>(); SLOTS];
+                for (h, slot) in held.iter_mut().zip(&table) {
+                    *h = slot.load(Acquire);
+                }
+                for _ in 0..CHECKS {
+                    for (k, &p) in held.iter().enumerate() {
+                        // SAFETY: `p` was in the table inside this section: RCU keeps it
+                        // allocated (entries are never returned to the heap during the run).
+                        let e = unsafe { &*p };
                         let (m, key) = (e.magic.load(Relaxed), e.key.load(Relaxed));
                         if (m != LIVE || key != k as u64) && bad.fetch_add(1, Relaxed) == 0 {
                             first_bad.store(m, Relaxed);
                         }
+                        n += 1;
+                    }
+                    for _ in 0..16 {
                         core::hint::spin_loop();
                     }
-                    n += 1;
                 }
             }
             if round % 2 == 1 {
