@@ -28,7 +28,17 @@ fn s00_bios_boots_and_passes() {
     assert_eq!(
         suites,
         [
-            "options", "ktest", "early", "topology", "smp", "frame", "slub", "vmalloc", "fault",
+            "options",
+            "ktest",
+            "early",
+            "topology",
+            "smp",
+            "frame",
+            "slub",
+            "rcu",
+            "kfree_rcu",
+            "vmalloc",
+            "fault",
             "trace"
         ],
         "{}",
