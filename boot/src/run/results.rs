@@ -247,6 +247,8 @@ pub fn write_results(
                     // The cost model of a traced (det) boot's modelled records.
                     "cost_model": r.trace.as_ref().map(|t| t.cost_model.clone()),
                     "accel": r.config.runs_on(),
+                    // The boot's own QEMU: Linux 6.1's det boots run linux/qemu10.sh.
+                    "qemu": r.config.qemu_binary().display().to_string(),
                     "qemu_args": r.config.qemu_args(img).unwrap_or_default(),
                     "verdict": format!("{:?}", r.outcome.verdict),
                     "seconds": r.outcome.elapsed.as_secs_f64(),
