@@ -8,8 +8,14 @@
 //! Callbacks run on the CPU that queued them (RCU's rule), so each finds its per-CPU state
 //! with `KRC.this()`. Lock order: a CPU's krc lock, then SLUB's and vmalloc's locks.
 
+/// For the soak (a ktest suite) only.
+#[cfg(feature = "ktest")]
+mod owned;
 #[cfg(feature = "ktest")]
 mod tests;
+
+#[cfg(feature = "ktest")]
+pub use owned::{kfree_rcu_object, vfree_rcu};
 
 use crate::percpu::per_cpu;
 use crate::rcu::{self, RcuHead};
@@ -245,12 +251,27 @@ pub fn kvfree_rcu_barrier() {
     }
 }
 
+/// Linux's kfree_rcu shrinker (kfree_rcu_shrink_scan's drain_page_cache): every CPU gives its
+/// kept pointer blocks back to kmalloc. Returns the blocks freed. Process context, every CPU
+/// online; after `kvfree_rcu_barrier` no block is in a batch, so none is left held.
+pub fn shrink() -> usize {
+    let freed = AtomicUsize::new(0);
+    crate::smp::on_each_cpu(&|_| {
+        let n = KRC.this().state.lock().drain_cache(&mut KernelEnv);
+        freed.fetch_add(n, Relaxed);
+    });
+    freed.load(Relaxed)
+}
+
 /// Rounds of `kvfree_rcu_barrier` (each frees at least one batch slot per CPU).
 const KFREE_N_BATCHES_ROUNDS: usize = 4;
 
 /// One CPU's kfree_rcu counts.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Counts {
+    /// Objects queued by kfree_rcu / kvfree_rcu, and freed after their grace period.
+    pub queued: u64,
+    pub freed: u64,
     pub callbacks: u64,
     /// Objects queued and not yet freed, now and at most since `reset_peak`.
     pub waiting: u64,
@@ -263,9 +284,12 @@ pub fn counts(cpu: crate::topology::CpuId) -> Counts {
     let k = KRC.on(cpu);
     let in_list = k.state.lock().stats.in_list;
     let queued = k.queued.load(Relaxed);
+    let freed = k.freed.load(Relaxed);
     Counts {
+        queued,
+        freed,
         callbacks: k.callbacks.load(Relaxed),
-        waiting: queued - k.freed.load(Relaxed),
+        waiting: queued.saturating_sub(freed),
         peak_waiting: k.peak.load(Relaxed),
         in_list,
     }

@@ -98,7 +98,7 @@ fn nothing_freed_early(_ctx: &Ctx) -> TestResult {
     let ticked = AtomicU64::new(0);
     on_each_cpu(&|cpu: CpuId| {
         let me = cpus.iter().position(|&c| c == cpu).unwrap_or(0) as u64;
-        let timed = me as usize % stride == 0 && apic::timer_periodic(TICK_HZ);
+        let timed = (me as usize).is_multiple_of(stride) && apic::timer_periodic(TICK_HZ);
         if timed {
             ticked.fetch_add(1, Relaxed);
         }

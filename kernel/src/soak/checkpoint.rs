@@ -1,7 +1,16 @@
-//! The soak's checkpoints: every live tag checked, per-node conservation, the first error
-//! reported, and freeing everything at the end.
+//! The soak's checkpoints: every live tag checked, per-node conservation, the blocks given to
+//! kvfree_rcu all freed after a barrier, the first error reported, and freeing everything at
+//! the end.
 
 use super::*;
+
+/// kfree_rcu's objects queued and freed, summed over the online CPUs.
+pub(super) fn kfree_rcu_totals() -> (u64, u64) {
+    crate::smp::online_cpus()
+        .iter()
+        .map(|&c| crate::kfree_rcu::counts(c))
+        .fold((0, 0), |(q, f), c| (q + c.queued, f + c.freed))
+}
 
 impl Soak {
     /// Live items per slot scan, all tags checked (every other CPU idle).
@@ -68,6 +77,38 @@ impl Soak {
             checks += 1;
         }
         Ok(checks)
+    }
+
+    /// The blocks the soak gave to kvfree_rcu since `base` (kfree_rcu_totals at the start): all
+    /// queued (kfree_rcu counted as many as the soak handed over), those still waiting for a
+    /// grace period counted, then kvfree_rcu_barrier, after which none may be left unfreed
+    /// (every other CPU idle), and kfree_rcu's kept blocks are given back. Returns how many
+    /// were waiting.
+    pub(super) fn check_kfree_rcu(&self, base: &(u64, u64), label: &str) -> u64 {
+        let (q, f) = kfree_rcu_totals();
+        let (queued, freed) = (q - base.0, f - base.1);
+        let mine = self.rcu_frees.load(Relaxed);
+        if queued != mine {
+            self.errors.report(format!(
+                "{}: the soak gave kvfree_rcu {} blocks, kfree_rcu queued {}",
+                label, mine, queued
+            ));
+        }
+        let waiting = queued.saturating_sub(freed);
+        crate::kfree_rcu::kvfree_rcu_barrier();
+        // The batched way's kept pointer blocks are kmalloc-4k objects of its own: given back
+        // (the shrinker), so the object check below sees only the soak's and the heap's.
+        crate::kfree_rcu::shrink();
+        let freed = kfree_rcu_totals().1 - base.1;
+        if freed != queued {
+            self.errors.report(format!(
+                "{}: {} of {} kvfree_rcu blocks not freed after kvfree_rcu_barrier",
+                label,
+                queued.saturating_sub(freed),
+                queued
+            ));
+        }
+        waiting
     }
 
     /// The failure, if any error was reported: the first one and the count.

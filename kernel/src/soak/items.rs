@@ -168,7 +168,23 @@ impl Soak {
                 drop(p);
             }
             Item::CacheObj(o) => drop(o),
+            Item::Kmalloc(k) if meta.seq.is_multiple_of(RCU_FREE_ONE_IN) => {
+                crate::kfree_rcu::kfree_rcu_object(k);
+                self.rcu_frees.fetch_add(1, Relaxed);
+            }
             Item::Kmalloc(k) => drop(k),
+            Item::Vmalloc(a) if meta.seq.is_multiple_of(RCU_FREE_ONE_IN) => {
+                self.count_vm(a.addr().as_u64(), u64::from(meta.param), -1);
+                match crate::kfree_rcu::vfree_rcu(a) {
+                    Ok(_) => {
+                        self.rcu_frees.fetch_add(1, Relaxed);
+                    }
+                    Err(a) => self.errors.report(format!(
+                        "kvfree_rcu refused the vmalloc area {:#x}",
+                        a.addr().as_u64()
+                    )),
+                }
+            }
             Item::Vmalloc(a) => {
                 self.count_vm(a.addr().as_u64(), u64::from(meta.param), -1);
                 // vfree by address, to report a refused free (dropping the area would only

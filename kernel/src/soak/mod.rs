@@ -43,6 +43,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use checkpoint::kfree_rcu_totals;
 use items::Item;
 use numalab_algo::rng::Rng;
 use numalab_algo::slub::geometry::KMALLOC_SIZES;
@@ -63,6 +64,9 @@ const SHARED_SIZES: [usize; 4] = [24, 192, 1000, 3000];
 const MAX_KMALLOC_BYTES: usize = 64 * 1024;
 /// Largest vmalloc area of the mix, in pages.
 const MAX_VMALLOC_PAGES: u64 = 16;
+/// One kmalloc block or vmalloc area free in this many (by the item's sequence number) goes
+/// through kvfree_rcu (the boot's `rcu.kfree` way) instead of kfree / vfree.
+const RCU_FREE_ONE_IN: u32 = 4;
 /// One object or area allocation in this many names a random node (kmalloc_node and
 /// friends; the others are local).
 const REMOTE_ONE_IN: u64 = 8;
@@ -130,6 +134,8 @@ struct Soak {
     alloc_failures: AtomicU64,
     tag_checks: AtomicU64,
     remote_frees: AtomicU64,
+    /// Frees handed to kvfree_rcu (of `frees`).
+    rcu_frees: AtomicU64,
     /// Per Op: operations and TSC cycles spent in them.
     op_count: [AtomicU64; NR_OPS],
     op_cycles: [AtomicU64; NR_OPS],
@@ -246,6 +252,9 @@ impl Soak {
             // Serve other CPUs' cross-calls (a shrink's flush) between operations: a CPU
             // that waits for us waits at most one operation (one load when none is queued).
             crate::smp::run_pending_calls();
+            // Linux's cond_resched: a quiescent state, and this CPU's kfree_rcu frees whose
+            // grace period ended (no tick: without it grace periods wait for the round's end).
+            crate::rcu::quiescent_point();
         }
         self.ops.fetch_add(done, Relaxed);
     }
@@ -332,6 +341,7 @@ fn soak(ctx: &Ctx) -> TestResult {
         alloc_failures: AtomicU64::new(0),
         tag_checks: AtomicU64::new(0),
         remote_frees: AtomicU64::new(0),
+        rcu_frees: AtomicU64::new(0),
         op_count: [const { AtomicU64::new(0) }; NR_OPS],
         op_cycles: [const { AtomicU64::new(0) }; NR_OPS],
         errors: Errors {
@@ -345,6 +355,7 @@ fn soak(ctx: &Ctx) -> TestResult {
         }
     };
     shrink_all();
+    crate::kfree_rcu::shrink();
     let objects = objects::Objects::start(&s.caches)?;
     // Disarms the mutation and the heap's count however the soak ends.
     let _armed = Armed(&objects);
@@ -357,6 +368,7 @@ fn soak(ctx: &Ctx) -> TestResult {
         );
         kmalloc::set_leak_mutation(leak);
     }
+    let rcu0 = kfree_rcu_totals();
     let start = frame::settled_bytes()?;
     let start_free: Vec<u64> = (0..s.nr_nodes)
         .map(|n| frame::free_bytes(NodeId(n as u16)))
@@ -371,8 +383,9 @@ fn soak(ctx: &Ctx) -> TestResult {
         let deadline =
             (seconds > 0).then(|| t0 + hz * seconds * u64::from(round + 1) / u64::from(rounds));
         crate::smp::on_each_cpu(&|cpu| s.run_round(cpu, round, per_cpu, deadline));
-        let live = s.check_all_tags();
         let label = format!("checkpoint {}/{}", round + 1, rounds);
+        let waiting = s.check_kfree_rcu(&rcu0, &label);
+        let live = s.check_all_tags();
         if s.errors.count.load(Relaxed) != 0 {
             // A broken item is reported and kept, not freed: the object counts would be
             // off by it; the first error is the failure.
@@ -383,12 +396,14 @@ fn soak(ctx: &Ctx) -> TestResult {
             .map_err(|e| with_mutation(e, leak))?;
         invariants += s.check_conservation(&start, &label)?;
         crate::println!(
-            "# soak: {}: {} operations, {} live items, {} tags checked, {} allocation failures",
+            "# soak: {}: {} operations, {} live items, {} tags checked, {} allocation failures, {} kvfree_rcu ({} waiting for a grace period, freed by kvfree_rcu_barrier)",
             label,
             s.ops.load(Relaxed),
             live,
             s.tag_checks.load(Relaxed),
-            s.alloc_failures.load(Relaxed)
+            s.alloc_failures.load(Relaxed),
+            s.rcu_frees.load(Relaxed),
+            waiting
         );
         if s.errors.count.load(Relaxed) != 0 {
             break;
@@ -397,6 +412,7 @@ fn soak(ctx: &Ctx) -> TestResult {
     let elapsed_tsc = crate::arch::rdtsc() - t0;
     // The final drain: everything freed, caches destroyed, vmalloc purged.
     s.free_all(me);
+    s.check_kfree_rcu(&rcu0, "end");
     if let Some(v) = vmalloc::active() {
         v.purge(numalab_algo::vmalloc::Scope::All, true);
     }
@@ -452,7 +468,7 @@ fn soak(ctx: &Ctx) -> TestResult {
     let ms = elapsed_tsc / (hz / 1000).max(1);
     crate::println!("# soak: mix:{}", s.mix_line(hz));
     crate::println!(
-        "# soak: done: {} operations in {}.{:03} s ({} ops/s), {} invariants checked ({} tags at frees and checkpoints), {} allocations, {} frees ({} on another CPU), {} allocation failures (injected: page_alloc {}, slab {}, vmalloc {}), seed {}",
+        "# soak: done: {} operations in {}.{:03} s ({} ops/s), {} invariants checked ({} tags at frees and checkpoints), {} allocations, {} frees ({} on another CPU, {} through kvfree_rcu), {} allocation failures (injected: page_alloc {}, slab {}, vmalloc {}), seed {}",
         ops,
         ms / 1000,
         ms % 1000,
@@ -462,6 +478,7 @@ fn soak(ctx: &Ctx) -> TestResult {
         s.allocs.load(Relaxed),
         s.frees.load(Relaxed),
         s.remote_frees.load(Relaxed),
+        s.rcu_frees.load(Relaxed),
         s.alloc_failures.load(Relaxed),
         crate::fault::injected(crate::fault::Point::PageAlloc),
         crate::fault::injected(crate::fault::Point::Slab),

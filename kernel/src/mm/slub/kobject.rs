@@ -40,6 +40,18 @@ impl KmallocObject {
         self.ptr.as_ptr() as usize
     }
 
+    /// The size asked for.
+    pub fn size_bytes(&self) -> usize {
+        self.size_bytes
+    }
+
+    /// Gives up ownership without freeing: the caller frees the address (kfree, kfree_rcu).
+    pub fn into_raw(self) -> NonNull<u8> {
+        let p = self.ptr;
+        core::mem::forget(self);
+        p
+    }
+
     /// The block's bytes (the size asked for).
     pub fn bytes(&self) -> &[u8] {
         // SAFETY: kmalloc gave at least size_bytes bytes, live and owned by this handle for as
