@@ -96,6 +96,16 @@ fn s08_short_soak_on_4node() {
         done.contains("(injected: page_alloc 0, slab 0, vmalloc 0)"),
         "{done}"
     );
+    // kvfree_rcu in the mix (issue 45): frees went through it, and every checkpoint counted
+    // the blocks waiting for a grace period before its barrier freed them all (a block left
+    // unfreed would have failed the run).
+    assert!(number_before(&done, "through") > 0, "{done}");
+    let lines = numalab_boot::soak::soak_lines(&out.log);
+    let rcu_lines = lines
+        .iter()
+        .filter(|l| l.contains(" kvfree_rcu (") && l.contains(" waiting for a grace period"))
+        .count();
+    assert_eq!(rcu_lines, 10, "{}", out.log);
     println!("{done}");
 }
 

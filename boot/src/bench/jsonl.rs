@@ -12,7 +12,7 @@ impl BenchRecord {
         let mut j = serde_json::json!({
             "bench": self.bench, "case": self.case, "metric": self.metric,
             "value": self.value, "unit": self.unit, "cpus": self.cpus,
-            "nodes": self.nodes, "clock": self.clock, "boot": self.boot.name(),
+            "nodes": self.nodes, "clock": self.clock.name(), "boot": self.boot.name(),
             "rep": self.rep, "kind": self.kind().name(),
             "kernel": self.kernel,
         });
@@ -110,7 +110,7 @@ mod tests {
         let r = BenchRecord {
             rep: 2,
             boot: Boot::Det,
-            clock: "icount".into(),
+            clock: numalab_algo::bench::Clock::Icount,
             metric: "list_lock_acquisitions_per_kop".into(),
             unit: "acquisitions".into(),
             ..records[0].clone()

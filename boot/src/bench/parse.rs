@@ -1,7 +1,7 @@
 //! The BENCH lines of a serial log: every `BENCH {json}` line checked against the contract
 //! (with its line number when it breaks it), and the experiments a boot says it has.
 
-use super::record::{record_from_json, BenchRecord, Boot, Violation};
+use super::record::{record_from_json, BenchRecord, Boot, Clock, Violation};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -19,7 +19,10 @@ fn clock_matches_boot(r: BenchRecord, boot: Boot) -> Result<BenchRecord, String>
             r.metric,
             r.clock,
             boot.name(),
-            if boot.clock() == "icount" { "an instruction count" } else { "host time" }
+            match boot.clock() {
+                Clock::Icount => "an instruction count",
+                Clock::Tsc => "host time",
+            }
         ))
     }
 }

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 /// Which boot a record came from: the catalog's (kernel/algo/src/bench/catalog), so that
 /// an experiment's boots and its records name the same thing.
 pub use numalab_algo::bench::catalog::Boot;
+pub use numalab_algo::bench::Clock;
 
 /// One measurement, as the kernel printed it (plus the boot it came from).
 #[derive(Clone, Debug, PartialEq)]
@@ -17,7 +18,8 @@ pub struct BenchRecord {
     pub unit: String,
     pub cpus: u32,
     pub nodes: u32,
-    pub clock: String,
+    /// The kernel's `bench.clock` as the record names it (the contract's two values).
+    pub clock: Clock,
     pub boot: Boot,
     /// The repetition of the boot that printed it (0-based; `--reps`).
     pub rep: u32,
@@ -52,7 +54,7 @@ impl BenchRecord {
             unit: unit.into(),
             cpus,
             nodes: 4,
-            clock: boot.clock().into(),
+            clock: boot.clock(),
             boot,
             rep,
             kernel: "numalab".into(),
@@ -123,7 +125,7 @@ pub fn record_from_json(obj: &Map<String, Value>, boot: Boot) -> Result<BenchRec
     let case = text_field(obj, "case")?;
     let metric = text_field(obj, "metric")?;
     let unit = text_field(obj, "unit")?;
-    let clock = text_field(obj, "clock")?;
+    let clock_name = text_field(obj, "clock")?;
     let value = match obj.get("value") {
         Some(Value::Number(n)) => n.as_f64().filter(|v| v.is_finite()),
         Some(Value::Null) => None,
@@ -156,9 +158,9 @@ pub fn record_from_json(obj: &Map<String, Value>, boot: Boot) -> Result<BenchRec
     if unit.is_empty() {
         return Err(format!("{bench}/{case}/{metric}: empty unit"));
     }
-    if clock != "icount" && clock != "tsc" {
-        return Err(format!("clock '{clock}' is neither 'icount' nor 'tsc'"));
-    }
+    let Some(clock) = Clock::from_name(&clock_name) else {
+        return Err(format!("clock '{clock_name}' is neither 'icount' nor 'tsc'"));
+    };
     Ok(BenchRecord {
         bench,
         case,

@@ -359,7 +359,7 @@ mod tests {
             cpus,
             nodes: 2,
             kernel: "numalab".into(),
-            clock: boot.clock().into(),
+            clock: boot.clock(),
             boot,
             rep: 0,
             variant: None,

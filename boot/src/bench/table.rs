@@ -321,7 +321,7 @@ mod tests {
                 cpus,
                 nodes: 4,
                 kernel: "numalab".into(),
-                clock: boot.clock().into(),
+                clock: boot.clock(),
                 boot,
                 rep: i as u32,
                 variant: None,

@@ -133,7 +133,7 @@ fn record(
         unit: unit.into(),
         cpus: region.cpus,
         nodes: of.nodes,
-        clock: "icount".into(),
+        clock: numalab_algo::bench::Clock::Icount,
         boot: of.boot,
         rep: 0,
         kernel: of.kernel.into(),

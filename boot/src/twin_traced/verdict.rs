@@ -296,7 +296,7 @@ pub fn ratio_records(run: &Run, verdicts: &[Verdict]) -> Vec<BenchRecord> {
                 unit: "ratio".into(),
                 cpus: r.cpus,
                 nodes,
-                clock: "icount".into(),
+                clock: numalab_algo::bench::Clock::Icount,
                 boot: Boot::Det,
                 rep: 0,
                 kernel: v.kernel_name.clone(),

@@ -127,10 +127,10 @@ impl Boot {
 
     /// The clock the kernel reads in this boot: `icount` (rdtsc counts guest instructions)
     /// in the icount and det boots, `tsc` (host time) in the others.
-    pub fn clock(self) -> &'static str {
+    pub fn clock(self) -> super::Clock {
         match self {
-            Boot::Icount | Boot::Det => "icount",
-            Boot::Tsc | Boot::Uma => "tsc",
+            Boot::Icount | Boot::Det => super::Clock::Icount,
+            Boot::Tsc | Boot::Uma => super::Clock::Tsc,
         }
     }
 
