@@ -35,8 +35,7 @@ pub struct Params {
 /// A case: the instance, its parameters, the worker's generator.
 pub type CaseFn = fn(&Vmalloc, &Params, &mut Rng) -> Outcome;
 
-/// The case of test_vmalloc.c's table entry `index` (test_grid::TESTS), None for the ones
-/// numalab cannot run (kvfree_rcu: no RCU).
+/// The case of test_vmalloc.c's table entry `index` (test_grid::TESTS; None past its end).
 pub fn by_index(index: usize) -> Option<CaseFn> {
     let f: CaseFn = match index {
         0 => fix_size_alloc_test,
@@ -47,6 +46,8 @@ pub fn by_index(index: usize) -> Option<CaseFn> {
         5 => random_size_align_alloc_test,
         6 => align_shift_alloc_test,
         7 => pcpu_alloc_test,
+        8 => kvfree_rcu_1_arg_vmalloc_test,
+        9 => kvfree_rcu_2_arg_vmalloc_test,
         10 => vm_map_ram_test,
         _ => return None,
     };
@@ -223,6 +224,44 @@ pub fn pcpu_alloc_test(v: &Vmalloc, _: &Params, rng: &mut Rng) -> Outcome {
         tryo!(free(v, p));
     }
     Outcome::Pass
+}
+
+/// test_vmalloc.c's `struct test_kvfree_rcu`: an rcu_head (`rcu`, at byte 0), then
+/// `unsigned char array[20]`, of which the tests write `array[0]`.
+const KVFREE_RCU_ARRAY: u64 = core::mem::size_of::<crate::rcu::RcuHead>() as u64;
+
+/// Whether `index` is one of the kvfree_rcu tests: they leave vmalloc areas waiting for a
+/// grace period, so their callers run `kvfree_rcu_barrier` before the conservation check.
+pub fn uses_kvfree_rcu(index: usize) -> bool {
+    test_grid::TESTS[index].starts_with("kvfree_rcu")
+}
+
+/// One loop of the kvfree_rcu tests: vmalloc(1 * PAGE_SIZE) a struct test_kvfree_rcu, write
+/// `array[0] = 'a'`, give it to kvfree_rcu (`free` picks the form). numalab has no tick, so
+/// each loop is a quiescent point (Linux's cond_resched): its grace periods end and its
+/// callbacks (the vfrees) run, here on the queuing CPU.
+fn kvfree_rcu_loops(v: &Vmalloc, p: &Params, free: unsafe fn(core::ptr::NonNull<u8>)) -> Outcome {
+    for _ in 0..p.loops {
+        let a = tryo!(va(v, P, P));
+        // SAFETY: a is a live one-page area we own; array[0] is inside it.
+        unsafe { poke(a + KVFREE_RCU_ARRAY, b'a') };
+        let ptr = core::ptr::NonNull::new(a as *mut u8).expect("vmalloc area at 0");
+        // SAFETY: a vmalloc area we give up, with room for an rcu_head at byte 0.
+        unsafe { free(ptr) };
+        crate::rcu::quiescent_point();
+    }
+    Outcome::Pass
+}
+
+/// kvfree_rcu_mightsleep(p): no rcu_head used (numalab's call_rcu way waits for a grace
+/// period inline; batched and sheaf queue the pointer in a block, or wait when none).
+pub fn kvfree_rcu_1_arg_vmalloc_test(v: &Vmalloc, p: &Params, _: &mut Rng) -> Outcome {
+    kvfree_rcu_loops(v, p, crate::kfree_rcu::kvfree_rcu_mightsleep)
+}
+
+/// kvfree_rcu(p, rcu): the struct's rcu_head at byte 0.
+pub fn kvfree_rcu_2_arg_vmalloc_test(v: &Vmalloc, p: &Params, _: &mut Rng) -> Outcome {
+    kvfree_rcu_loops(v, p, crate::kfree_rcu::kvfree_rcu::<0>)
 }
 
 pub fn vm_map_ram_test(v: &Vmalloc, p: &Params, _: &mut Rng) -> Outcome {
