@@ -76,8 +76,12 @@ pub unsafe fn poke(addr: u64, val: u8) {
     unsafe { core::ptr::write_volatile(addr as *mut u8, val) }
 }
 
+/// vmalloc on `v`, after a quiescent point: Linux's vmalloc may sleep (cond_resched while
+/// it allocates the pages), and numalab has no tick, so without it a CPU looping in a case
+/// would hold up the grace periods another CPU's kvfree_rcu test waits for.
 #[track_caller]
 pub fn va(v: &Vmalloc, size: u64, align: u64) -> Result<u64, VmError> {
+    crate::rcu::quiescent_point();
     v.alloc(size, align, None, false, Location::caller())
         .map(VirtAddr::as_u64)
 }
@@ -237,9 +241,9 @@ pub fn uses_kvfree_rcu(index: usize) -> bool {
 }
 
 /// One loop of the kvfree_rcu tests: vmalloc(1 * PAGE_SIZE) a struct test_kvfree_rcu, write
-/// `array[0] = 'a'`, give it to kvfree_rcu (`free` picks the form). numalab has no tick, so
-/// each loop is a quiescent point (Linux's cond_resched): its grace periods end and its
-/// callbacks (the vfrees) run, here on the queuing CPU.
+/// `array[0] = 'a'`, give it to kvfree_rcu (`free` picks the form). Each loop's `va` is a
+/// quiescent point (numalab has no tick): grace periods end and the CPU's callbacks (the
+/// vfrees) run, on the queuing CPU as RCU runs them.
 fn kvfree_rcu_loops(v: &Vmalloc, p: &Params, free: unsafe fn(core::ptr::NonNull<u8>)) -> Outcome {
     for _ in 0..p.loops {
         let a = tryo!(va(v, P, P));
@@ -248,7 +252,6 @@ fn kvfree_rcu_loops(v: &Vmalloc, p: &Params, free: unsafe fn(core::ptr::NonNull<
         let ptr = core::ptr::NonNull::new(a as *mut u8).expect("vmalloc area at 0");
         // SAFETY: a vmalloc area we give up, with room for an rcu_head at byte 0.
         unsafe { free(ptr) };
-        crate::rcu::quiescent_point();
     }
     Outcome::Pass
 }
@@ -276,6 +279,8 @@ pub fn vm_map_ram_test(v: &Vmalloc, p: &Params, _: &mut Rng) -> Outcome {
     let mut out = Outcome::Pass;
     if pages.len() == nr {
         for _ in 0..p.loops {
+            // As in `va`: vm_map_ram may sleep in Linux.
+            crate::rcu::quiescent_point();
             match v.vmap(&pages, Location::caller()) {
                 Ok(m) => {
                     // SAFETY: m maps nr of our pages.
