@@ -1,5 +1,6 @@
 //! Benchmark `test_vmalloc`: Linux's lib/test_vmalloc.c with its parameter grid. The tests
-//! `test_vmalloc.run_test_mask` selects (test_cases.rs, all eleven) run on
+//! `test_vmalloc.run_test_mask` selects (all eleven: mm/vmalloc/test_cases.rs and
+//! kfree_rcu/vmalloc_cases.rs) run on
 //! `test_vmalloc.nr_threads` workers against the vmalloc design behind the kernel's API
 //! (`vmalloc.nodes`, with `vmalloc.page_order` and `vmalloc.nr_vmalloc` as booted), each worker
 //! in table order (`sequential_test_order=1`) or its own shuffled order, each test
@@ -35,6 +36,7 @@ use numalab_algo::vmalloc::test_grid::{self, TESTS};
 
 use super::workload::Barrier;
 use crate::ktest::{Ctx, TestError, TestResult};
+use crate::kfree_rcu::vmalloc_cases;
 use crate::mm::vmalloc::test_cases::{self, Outcome, Params};
 use crate::options as o;
 
@@ -75,6 +77,7 @@ impl Grid {
                 ),
                 fix_size_pages: pages,
                 map_pages: pages,
+                may_sleep: crate::rcu::quiescent_point,
             },
         }
     }
@@ -95,7 +98,7 @@ fn worker(v: &crate::mm::vmalloc::Vmalloc, g: &Grid, w: u64) -> Worker {
     let me = crate::percpu::cpu_id();
     let start = crate::arch::rdtsc();
     for index in order {
-        let Some(case) = test_cases::by_index(index).filter(|_| test_grid::selected(g.mask, index))
+        let Some(case) = vmalloc_cases::by_index(index).filter(|_| test_grid::selected(g.mask, index))
         else {
             continue;
         };
@@ -170,7 +173,7 @@ fn test_vmalloc(ctx: &Ctx) -> TestResult {
     region.ops(g.threads * g.repeat * g.params.loops * test_grid::runnable(g.mask).len() as u64);
     let total_ticks = end.load(Relaxed).saturating_sub(start.load(Relaxed));
     let selected: Vec<usize> = test_grid::runnable(g.mask);
-    let kvfree_rcu = selected.iter().any(|&i| test_cases::uses_kvfree_rcu(i));
+    let kvfree_rcu = selected.iter().any(|&i| vmalloc_cases::uses_kvfree_rcu(i));
     if kvfree_rcu {
         // What the kvfree_rcu tests left waiting for a grace period, vfree'd now.
         let k = crate::kfree_rcu::total_counts();
@@ -202,7 +205,7 @@ fn test_vmalloc(ctx: &Ctx) -> TestResult {
                 unit,
             );
             crate::println!("# {BENCH}: {line}");
-            if test_cases::uses_kvfree_rcu(i) {
+            if vmalloc_cases::uses_kvfree_rcu(i) {
                 crate::println!(
                     "# {BENCH}: {} worker{}: kvfree_rcu queued {} vmalloc areas",
                     TESTS[i],

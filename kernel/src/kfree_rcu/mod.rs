@@ -10,6 +10,8 @@
 
 #[cfg(feature = "ktest")]
 mod tests;
+#[cfg(feature = "ktest")]
+pub mod vmalloc_cases;
 
 use crate::percpu::per_cpu;
 use crate::rcu::{self, RcuHead};

@@ -21,6 +21,9 @@ use numalab_algo::vmalloc::{FreeFault, Layout, Policy, Scope, VmError, PAGE_SIZE
 
 use super::instance::Vmalloc;
 use super::test_cases::*;
+use crate::kfree_rcu::vmalloc_cases::{
+    kvfree_rcu_1_arg_vmalloc_test, kvfree_rcu_2_arg_vmalloc_test,
+};
 use super::{backing, map};
 use crate::ktest::{Ctx, KSuite, TestError, TestResult};
 use crate::{kassert, kassert_eq, ktest};
@@ -94,6 +97,7 @@ fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
                 loops,
                 fix_size_pages: 3,
                 map_pages: 16,
+                may_sleep: crate::rcu::quiescent_point,
             };
             let out = case(v, &params, &mut rng);
             ticks.fetch_add(crate::arch::rdtsc() - t0, Relaxed);
