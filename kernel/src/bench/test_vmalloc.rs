@@ -1,5 +1,6 @@
 //! Benchmark `test_vmalloc`: Linux's lib/test_vmalloc.c with its parameter grid. The tests
-//! `test_vmalloc.run_test_mask` selects (test_cases.rs, kvfree_rcu left out: no RCU) run on
+//! `test_vmalloc.run_test_mask` selects (all eleven: mm/vmalloc/test_cases.rs and
+//! kfree_rcu/vmalloc_cases.rs) run on
 //! `test_vmalloc.nr_threads` workers against the vmalloc design behind the kernel's API
 //! (`vmalloc.nodes`, with `vmalloc.page_order` and `vmalloc.nr_vmalloc` as booted), each worker
 //! in table order (`sequential_test_order=1`) or its own shuffled order, each test
@@ -16,7 +17,10 @@
 //! run as `avg_usec` (tsc) or `avg_instructions` (icount); per run (`all_tests`) the
 //! counted events, exact in the det and icount boots, and in the icount boot `instructions`
 //! of the whole run. A test that really fails, or a page or range not back after the run,
-//! fails the experiment.
+//! fails the experiment. The kvfree_rcu tests give their vmalloc areas to kvfree_rcu (the
+//! way `rcu.kfree` picks); after the workers `kvfree_rcu_barrier` frees what still waits, and
+//! a `#` line counts what went through RCU (areas queued, vfree'd after a grace period,
+//! callbacks, grace periods) before the conservation check.
 
 use alloc::format;
 use alloc::string::String;
@@ -32,15 +36,18 @@ use numalab_algo::vmalloc::test_grid::{self, TESTS};
 
 use super::workload::Barrier;
 use crate::ktest::{Ctx, TestError, TestResult};
+use crate::kfree_rcu::vmalloc_cases;
 use crate::mm::vmalloc::test_cases::{self, Outcome, Params};
 use crate::options as o;
 
 const BENCH: &str = super::catalog::TEST_VMALLOC.name;
 
-/// One worker's results: per test of the table, (passed, failed, xfailed, ticks of one run).
+/// One worker's results: per test of the table, (passed, failed, xfailed, ticks of one run),
+/// and the objects it gave to kvfree_rcu (its CPU's count: a CPU runs one worker at a time).
 struct Worker {
     id: u64,
     tests: [(u64, u64, u64, u64); TESTS.len()],
+    kvfree_rcu_queued: [u64; TESTS.len()],
     ticks: u64,
     error: Option<String>,
 }
@@ -70,6 +77,7 @@ impl Grid {
                 ),
                 fix_size_pages: pages,
                 map_pages: pages,
+                may_sleep: crate::rcu::quiescent_point,
             },
         }
     }
@@ -83,15 +91,21 @@ fn worker(v: &crate::mm::vmalloc::Vmalloc, g: &Grid, w: u64) -> Worker {
     let mut out = Worker {
         id: w,
         tests: [(0, 0, 0, 0); TESTS.len()],
+        kvfree_rcu_queued: [0; TESTS.len()],
         ticks: 0,
         error: None,
     };
+    let me = crate::percpu::cpu_id();
     let start = crate::arch::rdtsc();
     for index in order {
-        let Some(case) = test_cases::by_index(index).filter(|_| test_grid::selected(g.mask, index))
+        let Some(case) = vmalloc_cases::by_index(index).filter(|_| test_grid::selected(g.mask, index))
         else {
             continue;
         };
+        // Between tests a quiescent point (numalab has no tick: another CPU's kvfree_rcu
+        // test may be waiting for a grace period).
+        crate::rcu::quiescent_point();
+        let q0 = crate::kfree_rcu::counts(me).queued;
         let t0 = crate::arch::rdtsc();
         let r = &mut out.tests[index];
         for _ in 0..g.repeat {
@@ -106,6 +120,7 @@ fn worker(v: &crate::mm::vmalloc::Vmalloc, g: &Grid, w: u64) -> Worker {
             }
         }
         r.3 = (crate::arch::rdtsc() - t0) / g.repeat;
+        out.kvfree_rcu_queued[index] = crate::kfree_rcu::counts(me).queued - q0;
     }
     out.ticks = crate::arch::rdtsc() - start;
     out
@@ -138,12 +153,8 @@ fn test_vmalloc(ctx: &Ctx) -> TestResult {
         g.params.loops,
         g.params.fix_size_pages
     );
-    for (i, name) in TESTS.iter().enumerate() {
-        if test_grid::selected(g.mask, i) && !test_grid::applies(i) {
-            crate::println!("# {BENCH}: {name}: not run (numalab has no RCU)");
-        }
-    }
     let before = test_cases::snapshot()?;
+    let (k0, r0) = (crate::kfree_rcu::total_counts(), crate::rcu::stats());
     let (g0, n0) = (v.global_lock_stats(), v.node_lock_stats());
     let (p0, pool0) = (v.counters.purges.get(), v.counters.pool_allocs.get());
     let results = spin::Mutex::new(Vec::<Worker>::new());
@@ -161,13 +172,25 @@ fn test_vmalloc(ctx: &Ctx) -> TestResult {
     });
     region.ops(g.threads * g.repeat * g.params.loops * test_grid::runnable(g.mask).len() as u64);
     let total_ticks = end.load(Relaxed).saturating_sub(start.load(Relaxed));
+    let selected: Vec<usize> = test_grid::runnable(g.mask);
+    let kvfree_rcu = selected.iter().any(|&i| vmalloc_cases::uses_kvfree_rcu(i));
+    if kvfree_rcu {
+        // What the kvfree_rcu tests left waiting for a grace period, vfree'd now.
+        let k = crate::kfree_rcu::total_counts();
+        crate::println!(
+            "# {BENCH}: kvfree_rcu ({}): {} areas still waiting after the workers; kvfree_rcu_barrier",
+            crate::kfree_rcu::way().name(),
+            k.waiting
+        );
+        crate::kfree_rcu::kvfree_rcu_barrier();
+    }
+    let (k1, r1) = (crate::kfree_rcu::total_counts(), crate::rcu::stats());
     let gl = v.global_lock_stats().since(&g0);
     let nl = v.node_lock_stats().since(&n0);
     let purges = v.counters.purges.get() - p0;
     let pool_allocs = v.counters.pool_allocs.get() - pool0;
     let mut workers = results.into_inner();
     workers.sort_by_key(|w| w.id);
-    let selected: Vec<usize> = test_grid::runnable(g.mask);
     // The Summary lines, worker by worker, as do_concurrent_test prints them.
     for w in &workers {
         for &i in &selected {
@@ -182,6 +205,14 @@ fn test_vmalloc(ctx: &Ctx) -> TestResult {
                 unit,
             );
             crate::println!("# {BENCH}: {line}");
+            if vmalloc_cases::uses_kvfree_rcu(i) {
+                crate::println!(
+                    "# {BENCH}: {} worker{}: kvfree_rcu queued {} vmalloc areas",
+                    TESTS[i],
+                    w.id,
+                    w.kvfree_rcu_queued[i]
+                );
+            }
         }
         crate::println!("# {BENCH}: All test took worker{}={} cycles", w.id, w.ticks);
     }
@@ -237,6 +268,25 @@ fn test_vmalloc(ctx: &Ctx) -> TestResult {
         );
     }
     let mut failures: Vec<String> = workers.iter().filter_map(|w| w.error.clone()).collect();
+    if kvfree_rcu {
+        // The mechanism the kvfree_rcu tests name: objects queued, vmalloc areas vfree'd
+        // after a grace period, callbacks, grace periods (whole run, barrier included).
+        let line = format!(
+            "kvfree_rcu ({}): queued {} freed {} vfreed {} waiting {} kfree_rcu_callbacks {} rcu grace_periods {} cbs_invoked {}",
+            crate::kfree_rcu::way().name(),
+            k1.queued - k0.queued,
+            k1.freed - k0.freed,
+            k1.vfreed - k0.vfreed,
+            k1.waiting,
+            k1.callbacks - k0.callbacks,
+            r1.grace_periods - r0.grace_periods,
+            r1.cbs_invoked - r0.cbs_invoked
+        );
+        crate::println!("# {BENCH}: {line}");
+        if k1.waiting != 0 || k1.vfreed - k0.vfreed != k1.queued - k0.queued {
+            failures.push(format!("not every area vfree'd after kvfree_rcu_barrier: {line}"));
+        }
+    }
     if let Err(e) = test_cases::conserved(v, &before) {
         failures.push(e);
     }

@@ -13,6 +13,8 @@
 mod owned;
 #[cfg(feature = "ktest")]
 mod tests;
+#[cfg(feature = "ktest")]
+pub mod vmalloc_cases;
 
 #[cfg(feature = "ktest")]
 pub use owned::{kfree_rcu_object, vfree_rcu};
@@ -43,6 +45,8 @@ struct Krc {
     /// `queued - freed` is this CPU's objects waiting), and the most that waited at once.
     freed: AtomicU64,
     peak: AtomicU64,
+    /// Of the objects freed, the vmalloc areas (vfree'd after their grace period).
+    vfreed: AtomicU64,
 }
 
 // SAFETY: the heads are written only by call_rcu under the krc lock of their own CPU, and
@@ -60,6 +64,7 @@ per_cpu! {
         callbacks: AtomicU64::new(0),
         freed: AtomicU64::new(0),
         peak: AtomicU64::new(0),
+        vfreed: AtomicU64::new(0),
     };
 }
 
@@ -129,13 +134,20 @@ impl Env for KernelEnv {
     }
 }
 
+/// Linux's is_vmalloc_addr: inside the range of any of the three vmalloc designs (the KTAP
+/// tests run test_vmalloc's kvfree_rcu cases on each; `vfree` finds the owner).
 fn is_vmalloc(ptr: usize) -> bool {
-    crate::mm::vmalloc::active()
-        .is_some_and(|v| v.contains(numalab_algo::page::VirtAddr::new(ptr as u64)))
+    let addr = numalab_algo::page::VirtAddr::new(ptr as u64);
+    numalab_algo::vmalloc::Policy::ALL
+        .iter()
+        .any(|p| crate::mm::vmalloc::design(*p).is_some_and(|v| v.contains(addr)))
 }
 
+/// Frees a kmalloc object or a vmalloc area whose grace period ended (on the queuing CPU).
 fn kvfree(ptr: usize) {
     if is_vmalloc(ptr) {
+        let k = KRC.this();
+        k.vfreed.store(k.vfreed.load(Relaxed) + 1, Relaxed);
         let _ = crate::mm::vmalloc::vfree(numalab_algo::page::VirtAddr::new(ptr as u64));
     } else if let Some(p) = NonNull::new(ptr as *mut u8) {
         // SAFETY: the caller of kfree_rcu gave the object up; its grace period ended.
@@ -269,15 +281,17 @@ const KFREE_N_BATCHES_ROUNDS: usize = 4;
 /// One CPU's kfree_rcu counts.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Counts {
-    /// Objects queued by kfree_rcu / kvfree_rcu, and freed after their grace period.
-    pub queued: u64,
-    pub freed: u64,
     pub callbacks: u64,
     /// Objects queued and not yet freed, now and at most since `reset_peak`.
     pub waiting: u64,
     pub peak_waiting: u64,
     /// Objects the batched way put on the rcu_head list (no block to be had).
     pub in_list: u64,
+    /// Objects queued (every way) and freed after their grace period since boot; of the
+    /// freed, the vmalloc areas (vfree'd).
+    pub queued: u64,
+    pub freed: u64,
+    pub vfreed: u64,
 }
 
 pub fn counts(cpu: crate::topology::CpuId) -> Counts {
@@ -286,13 +300,30 @@ pub fn counts(cpu: crate::topology::CpuId) -> Counts {
     let queued = k.queued.load(Relaxed);
     let freed = k.freed.load(Relaxed);
     Counts {
-        queued,
-        freed,
         callbacks: k.callbacks.load(Relaxed),
         waiting: queued.saturating_sub(freed),
         peak_waiting: k.peak.load(Relaxed),
         in_list,
+        queued,
+        freed,
+        vfreed: k.vfreed.load(Relaxed),
     }
+}
+
+/// Every online CPU's counts summed (`peak_waiting`: the largest CPU's).
+pub fn total_counts() -> Counts {
+    crate::smp::online_cpus()
+        .iter()
+        .map(|c| counts(*c))
+        .fold(Counts::default(), |a, c| Counts {
+            callbacks: a.callbacks + c.callbacks,
+            waiting: a.waiting + c.waiting,
+            peak_waiting: a.peak_waiting.max(c.peak_waiting),
+            in_list: a.in_list + c.in_list,
+            queued: a.queued + c.queued,
+            freed: a.freed + c.freed,
+            vfreed: a.vfreed + c.vfreed,
+        })
 }
 
 /// Restarts the running CPU's peak from its objects waiting now.

@@ -6,10 +6,8 @@ use super::*;
 
 /// kfree_rcu's objects queued and freed, summed over the online CPUs.
 pub(super) fn kfree_rcu_totals() -> (u64, u64) {
-    crate::smp::online_cpus()
-        .iter()
-        .map(|&c| crate::kfree_rcu::counts(c))
-        .fold((0, 0), |(q, f), c| (q + c.queued, f + c.freed))
+    let c = crate::kfree_rcu::total_counts();
+    (c.queued, c.freed)
 }
 
 impl Soak {

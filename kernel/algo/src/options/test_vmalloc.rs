@@ -17,7 +17,7 @@ super::declare! {
         key: "test_vmalloc.run_test_mask",
         kind: Kind::U64 { min: 0, max: ALL_TESTS_MASK },
         default: "2147483647",
-        help: "tests to run, one bit each in test_vmalloc.c's order: 1 fix_size, 2 full_fit, 4 long_busy_list, 8 random_size, 16 fix_align, 32 random_size_align, 64 align_shift, 128 pcpu, 256/512 kvfree_rcu (no RCU: not run), 1024 vm_map_ram",
+        help: "tests to run, one bit each in test_vmalloc.c's order: 1 fix_size, 2 full_fit, 4 long_busy_list, 8 random_size, 16 fix_align, 32 random_size_align, 64 align_shift, 128 pcpu, 256 kvfree_rcu_1_arg, 512 kvfree_rcu_2_arg, 1024 vm_map_ram",
     };
     TEST_VMALLOC_NR_THREADS: u64 = Spec {
         key: "test_vmalloc.nr_threads",

@@ -1,5 +1,6 @@
 //! The cases of Linux's lib/test_vmalloc.c (same names, its table order in
-//! numalab_algo::vmalloc::test_grid::TESTS), shared by the KTAP tests (tests.rs: each case on
+//! numalab_algo::vmalloc::test_grid::TESTS; its two kvfree_rcu tests are in
+//! kernel/src/kfree_rcu/vmalloc_cases.rs, as mm sits below RCU), shared by the KTAP tests (tests.rs: each case on
 //! every CPU under all three designs) and the `test_vmalloc` experiment
 //! (kernel/src/bench/test_vmalloc.rs: Linux's parameter grid).
 //!
@@ -24,19 +25,25 @@ use super::{backing, map};
 const P: u64 = PAGE_SIZE;
 
 /// What a case is told: its loop count (`test_loop_count`), the pages of fix_size_alloc_test's
-/// areas and of vm_map_ram_test's mapping (`nr_pages`, at least 1).
+/// areas and of vm_map_ram_test's mapping (`nr_pages`, at least 1), and what runs before
+/// each vmalloc and vm_map_ram of a case (`may_sleep`): Linux's may sleep there (cond_resched
+/// while the pages are allocated); numalab has no tick, so the callers pass
+/// `rcu::quiescent_point` (mm sits below rcu), or a CPU looping in a case would hold up the
+/// grace period another CPU's kvfree_rcu test waits for.
 #[derive(Clone, Copy, Debug)]
 pub struct Params {
     pub loops: u64,
     pub fix_size_pages: u64,
     pub map_pages: u64,
+    pub may_sleep: fn(),
 }
 
 /// A case: the instance, its parameters, the worker's generator.
 pub type CaseFn = fn(&Vmalloc, &Params, &mut Rng) -> Outcome;
 
-/// The case of test_vmalloc.c's table entry `index` (test_grid::TESTS), None for the ones
-/// numalab cannot run (kvfree_rcu: no RCU).
+/// The case of test_vmalloc.c's table entry `index` (test_grid::TESTS), None for the two
+/// kvfree_rcu tests: they use RCU, a layer above mm, and live in kernel/src/kfree_rcu
+/// (`kfree_rcu::vmalloc_cases`, which the bench and the KTAP tests add).
 pub fn by_index(index: usize) -> Option<CaseFn> {
     let f: CaseFn = match index {
         0 => fix_size_alloc_test,
@@ -81,6 +88,13 @@ pub fn va(v: &Vmalloc, size: u64, align: u64) -> Result<u64, VmError> {
         .map(VirtAddr::as_u64)
 }
 
+/// vmalloc as a case does it: `p.may_sleep` first.
+#[track_caller]
+pub fn case_va(p: &Params, v: &Vmalloc, size: u64, align: u64) -> Result<u64, VmError> {
+    (p.may_sleep)();
+    va(v, size, align)
+}
+
 pub fn free(v: &Vmalloc, addr: u64) -> Result<(), String> {
     v.free(VirtAddr::new(addr), AreaKind::Vmalloc)
         .map_err(|b| format!("vfree({:#x}): {}", b.addr, b.reason()))
@@ -97,7 +111,7 @@ macro_rules! tryo {
 
 pub fn fix_size_alloc_test(v: &Vmalloc, p: &Params, _: &mut Rng) -> Outcome {
     for _ in 0..p.loops {
-        let a = tryo!(va(v, p.fix_size_pages.max(1) * P, P));
+        let a = tryo!(case_va(p, v, p.fix_size_pages.max(1) * P, P));
         // SAFETY: a is a live area of at least one page that we own.
         unsafe { poke(a, 0) };
         tryo!(free(v, a));
@@ -114,14 +128,14 @@ pub fn full_fit_alloc_test(v: &Vmalloc, p: &Params, _: &mut Rng) -> Outcome {
     let mut ptr = Vec::with_capacity(junk_length);
     let mut junk = Vec::with_capacity(junk_length);
     for _ in 0..junk_length {
-        ptr.push(tryo!(va(v, P, P)));
-        junk.push(tryo!(va(v, P, P)));
+        ptr.push(tryo!(case_va(p, v, P, P)));
+        junk.push(tryo!(case_va(p, v, P, P)));
     }
     for j in junk {
         tryo!(free(v, j));
     }
     for _ in 0..p.loops {
-        let t = tryo!(va(v, P, P));
+        let t = tryo!(case_va(p, v, P, P));
         // SAFETY: t is a live area we own.
         unsafe { poke(t, 0) };
         tryo!(free(v, t));
@@ -137,10 +151,10 @@ pub fn long_busy_list_alloc_test(v: &Vmalloc, p: &Params, _: &mut Rng) -> Outcom
     let busy_areas = loops_per_cpu(500, backing::nr_cpus() as u64);
     let mut busy = Vec::with_capacity(busy_areas as usize);
     for _ in 0..busy_areas {
-        busy.push(tryo!(va(v, P, P)));
+        busy.push(tryo!(case_va(p, v, P, P)));
     }
     for _ in 0..p.loops {
-        let t = tryo!(va(v, P, P));
+        let t = tryo!(case_va(p, v, P, P));
         // SAFETY: t is a live area we own.
         unsafe { poke(t, 0) };
         tryo!(free(v, t));
@@ -154,7 +168,7 @@ pub fn long_busy_list_alloc_test(v: &Vmalloc, p: &Params, _: &mut Rng) -> Outcom
 pub fn random_size_alloc_test(v: &Vmalloc, p: &Params, rng: &mut Rng) -> Outcome {
     for _ in 0..p.loops {
         let n = rng.next_u64() % 100 + 1;
-        let p = tryo!(va(v, n * P, P));
+        let p = tryo!(case_va(p, v, n * P, P));
         // SAFETY: p is a live n-page area we own; we touch its first and last byte.
         unsafe {
             poke(p, 1);
@@ -169,7 +183,7 @@ pub fn fix_align_alloc_test(v: &Vmalloc, p: &Params, _: &mut Rng) -> Outcome {
     // THREAD_ALIGN << 1 on x86_64 (16 KiB stacks).
     let align = 32 * 1024;
     for _ in 0..p.loops {
-        let p = tryo!(va(v, 5 * P, align));
+        let p = tryo!(case_va(p, v, 5 * P, align));
         if p % align != 0 {
             return Outcome::Fail(format!("{:#x} not aligned to {:#x}", p, align));
         }
@@ -183,7 +197,7 @@ pub fn random_size_align_alloc_test(v: &Vmalloc, p: &Params, rng: &mut Rng) -> O
         let rnd = rng.next_u64();
         let align = 1u64 << (rnd % 20);
         let size = ((rnd >> 8) % 10 + 1) * P;
-        let p = tryo!(va(v, size, align));
+        let p = tryo!(case_va(p, v, size, align));
         if p % align != 0 {
             return Outcome::Fail(format!("{:#x} not aligned to {:#x}", p, align));
         }
@@ -194,10 +208,10 @@ pub fn random_size_align_alloc_test(v: &Vmalloc, p: &Params, rng: &mut Rng) -> O
 
 /// As in Linux, alignments up to 2^63 are asked for; the first one the range cannot satisfy
 /// fails, which is the expected failure (xfail). Any other error is a real failure.
-pub fn align_shift_alloc_test(v: &Vmalloc, _: &Params, _: &mut Rng) -> Outcome {
+pub fn align_shift_alloc_test(v: &Vmalloc, p: &Params, _: &mut Rng) -> Outcome {
     for i in 0..64 {
         let align = 1u64 << i;
-        match va(v, P, align) {
+        match case_va(p, v, P, align) {
             Ok(p) => tryo!(free(v, p)),
             Err(VmError::TooLarge(_)) | Err(VmError::Exhausted) => return Outcome::XFail,
             Err(e) => return Outcome::Fail(format!("align {:#x}: {:?}", align, e)),
@@ -206,7 +220,7 @@ pub fn align_shift_alloc_test(v: &Vmalloc, _: &Params, _: &mut Rng) -> Outcome {
     Outcome::Pass
 }
 
-pub fn pcpu_alloc_test(v: &Vmalloc, _: &Params, rng: &mut Rng) -> Outcome {
+pub fn pcpu_alloc_test(v: &Vmalloc, p: &Params, rng: &mut Rng) -> Outcome {
     // 200 areas per CPU, spread like the loops beyond 8 CPUs (test_scale.rs).
     let areas = loops_per_cpu(200, backing::nr_cpus() as u64);
     let mut objs = Vec::with_capacity(areas as usize);
@@ -214,7 +228,7 @@ pub fn pcpu_alloc_test(v: &Vmalloc, _: &Params, rng: &mut Rng) -> Outcome {
         let rnd = rng.next_u64();
         let size = rnd % P + 1;
         let align = 1u64 << ((rnd >> 16) % 11 + 1);
-        let p = tryo!(va(v, size, align));
+        let p = tryo!(case_va(p, v, size, align));
         // SAFETY: p is a live area of at least `size` bytes we own.
         unsafe { poke(p + size - 1, 0xa5) };
         objs.push(p);
@@ -237,6 +251,7 @@ pub fn vm_map_ram_test(v: &Vmalloc, p: &Params, _: &mut Rng) -> Outcome {
     let mut out = Outcome::Pass;
     if pages.len() == nr {
         for _ in 0..p.loops {
+            (p.may_sleep)();
             match v.vmap(&pages, Location::caller()) {
                 Ok(m) => {
                     // SAFETY: m maps nr of our pages.

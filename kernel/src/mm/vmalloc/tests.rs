@@ -21,6 +21,9 @@ use numalab_algo::vmalloc::{FreeFault, Layout, Policy, Scope, VmError, PAGE_SIZE
 
 use super::instance::Vmalloc;
 use super::test_cases::*;
+use crate::kfree_rcu::vmalloc_cases::{
+    kvfree_rcu_1_arg_vmalloc_test, kvfree_rcu_2_arg_vmalloc_test,
+};
 use super::{backing, map};
 use crate::ktest::{Ctx, KSuite, TestError, TestResult};
 use crate::{kassert, kassert_eq, ktest};
@@ -79,6 +82,7 @@ fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
         };
         let before = snapshot()?;
         let events_before = Events::of(v);
+        let rcu_before = (crate::kfree_rcu::total_counts(), crate::rcu::stats());
         let (passed, failed, xfailed, ticks) = (
             AtomicU64::new(0),
             AtomicU64::new(0),
@@ -93,6 +97,7 @@ fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
                 loops,
                 fix_size_pages: 3,
                 map_pages: 16,
+                may_sleep: crate::rcu::quiescent_point,
             };
             let out = case(v, &params, &mut rng);
             ticks.fetch_add(crate::arch::rdtsc() - t0, Relaxed);
@@ -142,6 +147,11 @@ fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
         if let Some(e) = first_error.lock().take() {
             failures.push(format!("{}: {}", p.name(), e));
         }
+        if name.starts_with("kvfree_rcu") {
+            if let Err(e) = kvfree_rcu_settled(p, name, &rcu_before) {
+                failures.push(format!("{}: {}", p.name(), e));
+            }
+        }
         if let Err(e) = conserved(v, &before) {
             failures.push(format!("{}: {}", p.name(), e));
         }
@@ -151,6 +161,33 @@ fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
     } else {
         Err(TestError::Fail(failures.join("; ")))
     }
+}
+
+/// After a kvfree_rcu case: `kvfree_rcu_barrier`, then a line of what went through RCU (this
+/// design's areas queued, vfree'd after a grace period, kfree_rcu's callbacks, RCU's grace
+/// periods and callbacks run); every area queued must be vfree'd and nothing left waiting.
+fn kvfree_rcu_settled(
+    p: Policy,
+    name: &str,
+    before: &(crate::kfree_rcu::Counts, crate::rcu::RcuStats),
+) -> Result<(), String> {
+    crate::kfree_rcu::kvfree_rcu_barrier();
+    let (k0, r0) = before;
+    let (k1, r1) = (crate::kfree_rcu::total_counts(), crate::rcu::stats());
+    let line = format!(
+        "queued {} vfreed {} waiting {} kfree_rcu_callbacks {} grace_periods {} cbs_invoked {}",
+        k1.queued - k0.queued,
+        k1.vfreed - k0.vfreed,
+        k1.waiting,
+        k1.callbacks - k0.callbacks,
+        r1.grace_periods - r0.grace_periods,
+        r1.cbs_invoked - r0.cbs_invoked
+    );
+    crate::println!("# vmalloc[{}] {} kvfree_rcu: {}", p.name(), name, line);
+    if k1.waiting != 0 || k1.vfreed - k0.vfreed != k1.queued - k0.queued {
+        return Err(format!("kvfree_rcu: not every area vfree'd: {line}"));
+    }
+    Ok(())
 }
 
 /// Every bad input is an error value; bad frees are reported, counted and ignored.
@@ -457,6 +494,8 @@ vmalloc_case!(fix_align_alloc_test);
 vmalloc_case!(random_size_align_alloc_test);
 vmalloc_case!(align_shift_alloc_test);
 vmalloc_case!(pcpu_alloc_test);
+vmalloc_case!(kvfree_rcu_1_arg_vmalloc_test);
+vmalloc_case!(kvfree_rcu_2_arg_vmalloc_test);
 vmalloc_case!(vm_map_ram_test);
 ktest!(SUITE, Test, bad_input);
 ktest!(SUITE, Test, api);

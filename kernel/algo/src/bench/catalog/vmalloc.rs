@@ -13,20 +13,15 @@ const BOOTS: Boots = super::TSC_DET.and(Boots::ICOUNT);
 /// The whole run's counts (every worker, every test).
 pub const ALL_TESTS: &str = "all_tests";
 
-/// test_vmalloc.c's tests numalab runs (its table without kvfree_rcu), then `all_tests`.
-const CASES: [Case; 10] = {
-    let mut out = [sometimes(ALL_TESTS, BOOTS); 10];
+/// test_vmalloc.c's tests (its whole table, kvfree_rcu's two included), then `all_tests`.
+const CASES: [Case; TESTS.len() + 1] = {
+    let mut out = [sometimes(ALL_TESTS, BOOTS); TESTS.len() + 1];
     let mut i = 0;
-    let mut n = 0;
     while i < TESTS.len() {
-        // applies() is not const: the kvfree_rcu entries are 8 and 9.
-        if i != 8 && i != 9 {
-            out[n] = sometimes(TESTS[i], BOOTS);
-            n += 1;
-        }
+        out[i] = sometimes(TESTS[i], BOOTS);
         i += 1;
     }
-    out[9] = case(ALL_TESTS, BOOTS);
+    out[TESTS.len()] = case(ALL_TESTS, BOOTS);
     out
 };
 
@@ -125,13 +120,13 @@ pub const VMALLOC_PAGE_ORDER: Experiment = Experiment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vmalloc::test_grid::applies;
 
     #[test]
-    fn every_test_numalab_runs_is_a_case() {
-        for (i, name) in TESTS.iter().enumerate() {
-            assert_eq!(TEST_VMALLOC.has_case(name), applies(i), "{name}");
+    fn every_test_of_the_table_is_a_case() {
+        for name in TESTS {
+            assert!(TEST_VMALLOC.has_case(name), "{name}");
         }
+        assert!(TEST_VMALLOC.has_case("kvfree_rcu_2_arg_vmalloc_test"));
         assert!(TEST_VMALLOC.has_case(ALL_TESTS));
     }
 }
