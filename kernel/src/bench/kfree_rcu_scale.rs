@@ -92,7 +92,7 @@ fn kfree_rcu_scale(ctx: &Ctx) -> TestResult {
         cache.reset_barn_lock_stats();
         crate::smp::on_each_cpu(&|_| reset_peak());
         let failed = AtomicU64::new(0);
-        crate::smp::run_on_cpus(&cpus, &|_| {
+        let region = super::region::run_on_cpus(NAME, case, &cpus, &|_| {
             if !frees(&cache, ops) {
                 failed.fetch_add(1, Relaxed);
             }
@@ -104,6 +104,7 @@ fn kfree_rcu_scale(ctx: &Ctx) -> TestResult {
             )));
         }
         let total = ops * cpus.len() as u64;
+        region.ops(total);
         let kops = total as f64 / 1000.0;
         let d = cache.stats().since(&s0);
         let callbacks = sum(|c| c.callbacks) - cb0;
