@@ -122,7 +122,8 @@ fn s09_smoke_benchmarks_keep_the_contract() {
 /// kfree_rcu_scale's det boot passed its knob check (else the boot failed) and each
 /// `rcu.kfree` way moved the mechanism it names: one call_rcu callback per object under
 /// `call_rcu` (more than under `sheaf`, one per rcu_free sheaf), objects on the batched
-/// rcu_head list only under `batched`, rcu_free sheaves only under `sheaf`.
+/// rcu_head list only under `batched` (and `sheaf`'s fallback for another node's objects),
+/// rcu_free sheaves only under `sheaf`, where they take most objects.
 fn kfree_rcu_ways_turn_their_mechanism(det_log: &str) {
     let prefix = format!("# {}: knob counters ", KFREE_RCU_SCALE.name);
     let counter = |case: &str, name: &str| -> u64 {
@@ -138,7 +139,7 @@ fn kfree_rcu_ways_turn_their_mechanism(det_log: &str) {
     assert!(counter("call_rcu", cb) > counter("sheaf", cb), "call_rcu callbacks");
     assert_eq!(counter("call_rcu", list) + counter("call_rcu", sheaf), 0);
     assert!(counter("batched", list) > 0 && counter("batched", sheaf) == 0);
-    assert!(counter("sheaf", sheaf) > 0 && counter("sheaf", list) == 0);
+    assert!(counter("sheaf", sheaf) > counter("sheaf", list));
 }
 
 /// Every boot printed a lock_stat table that parses, with every counted lock class of the 4node
