@@ -218,7 +218,8 @@ const FIRMWARE_WAIT_MS: u32 = 700;
 /// though they run side by side and the second one's kernel starts later in virtual time: its
 /// firmware first waits `FIRMWARE_WAIT_MS` at a boot menu, as a loaded host makes the
 /// firmware's disk reads take longer (docs/benchmarks.md, "Why det counts repeat"). Before
-/// arch::clock_phase, a 300 ms wait changed 8 of the 108 records (seen failing).
+/// arch::clock_phase, a 300 ms wait changed 8 of the 108 records (seen failing). The boots run
+/// slub_list_lock and kfree_rcu_scale (RCU's grace periods under the det quantum).
 /// Slow, so `./qemu-run.sh test --slow` (and CI) run it, not the default test command: two det
 /// boots of the smoke benchmarks side by side (docs/testing.md, "Where the time goes"). By hand:
 /// `cargo test --test qemu s09_det_counts_repeat_exactly -- --ignored`.

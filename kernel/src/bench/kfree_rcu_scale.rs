@@ -11,6 +11,11 @@
 //! 1000 frees, the most objects waiting on one CPU (`peak_waiting_objects`: queued, not yet
 //! freed), list_lock and barn lock acquisitions per 1000 frees.
 //!
+//! The loops run as one bench region per case (`region::run_on_cpus`): in det boots the quantum
+//! interleaves the vCPUs, so grace periods end while the loops run (without it a vCPU ran its
+//! whole loop in one turn and every object waited for the barrier), and `--trace mem` counts
+//! the region per free.
+//!
 //! Knob check: the cases' mechanism counters (callbacks, `free_rcu_sheaf`, objects on the
 //! batched rcu_head list) differ.
 
