@@ -9,7 +9,7 @@
 //! with s11_html.rs (its HTML report in a browser).
 
 use numalab_boot::bench::catalog::{
-    CLOCK_OVERHEAD, MEMORYLESS_NODE, SLUB_LIST_LOCK, VMALLOC_SCALING,
+    CLOCK_OVERHEAD, KFREE_RCU_SCALE, MEMORYLESS_NODE, SLUB_LIST_LOCK, VMALLOC_SCALING,
 };
 use numalab_boot::bench::{self, Boot};
 use numalab_boot::run::{self, BenchArgs};
@@ -95,6 +95,7 @@ fn s09_smoke_benchmarks_keep_the_contract() {
         }
     }
     lock_stat_tables(runs);
+    kfree_rcu_ways_turn_their_mechanism(&det.outcome.log);
     // No progress line is printed more often than once per guest second: in these short
     // smoke runs, at most one per experiment and case in each boot.
     for run in runs {
@@ -116,6 +117,29 @@ fn s09_smoke_benchmarks_keep_the_contract() {
             run.boot.name()
         );
     }
+}
+
+/// kfree_rcu_scale's det boot passed its knob check (else the boot failed) and each
+/// `rcu.kfree` way moved the mechanism it names: one call_rcu callback per object under
+/// `call_rcu` (more than under `sheaf`, one per rcu_free sheaf), objects on the batched
+/// rcu_head list only under `batched` (and `sheaf`'s fallback for another node's objects),
+/// rcu_free sheaves only under `sheaf`, where they take most objects.
+fn kfree_rcu_ways_turn_their_mechanism(det_log: &str) {
+    let prefix = format!("# {}: knob counters ", KFREE_RCU_SCALE.name);
+    let counter = |case: &str, name: &str| -> u64 {
+        let line = det_log
+            .lines()
+            .find_map(|l| l.strip_prefix(&prefix)?.strip_prefix(case)?.strip_prefix(": "))
+            .unwrap_or_else(|| panic!("det boot: no knob counters line for {case}"));
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
+            .unwrap_or_else(|| panic!("det boot: {case}: no counter {name} in {line}"))
+    };
+    let (cb, list, sheaf) = ("callbacks", "rcu_head_list", "free_rcu_sheaf");
+    assert!(counter("call_rcu", cb) > counter("sheaf", cb), "call_rcu callbacks");
+    assert_eq!(counter("call_rcu", list) + counter("call_rcu", sheaf), 0);
+    assert!(counter("batched", list) > 0 && counter("batched", sheaf) == 0);
+    assert!(counter("sheaf", sheaf) > counter("sheaf", list));
 }
 
 /// Every boot printed a lock_stat table that parses, with every counted lock class of the 4node
@@ -194,7 +218,8 @@ const FIRMWARE_WAIT_MS: u32 = 700;
 /// though they run side by side and the second one's kernel starts later in virtual time: its
 /// firmware first waits `FIRMWARE_WAIT_MS` at a boot menu, as a loaded host makes the
 /// firmware's disk reads take longer (docs/benchmarks.md, "Why det counts repeat"). Before
-/// arch::clock_phase, a 300 ms wait changed 8 of the 108 records (seen failing).
+/// arch::clock_phase, a 300 ms wait changed 8 of the 108 records (seen failing). The boots run
+/// slub_list_lock and kfree_rcu_scale (RCU's grace periods under the det quantum).
 /// Slow, so `./qemu-run.sh test --slow` (and CI) run it, not the default test command: two det
 /// boots of the smoke benchmarks side by side (docs/testing.md, "Where the time goes"). By hand:
 /// `cargo test --test qemu s09_det_counts_repeat_exactly -- --ignored`.
@@ -202,8 +227,8 @@ const FIRMWARE_WAIT_MS: u32 = 700;
 #[ignore]
 fn s09_det_counts_repeat_exactly() {
     let args = smoke_args(&format!(
-        "--topology 4node --set bench={}",
-        SLUB_LIST_LOCK.name
+        "--topology 4node --set bench={},{}",
+        SLUB_LIST_LOCK.name, KFREE_RCU_SCALE.name
     ));
     let img = numalab::image(args.base.firmware);
     let cost = 2 * numalab::cost(&args.base);
@@ -249,6 +274,11 @@ fn s09_det_counts_repeat_exactly() {
         ca.iter()
             .any(|c| c.1 == "list_lock_acquisitions_per_kop" && c.4 > 0.0),
         "no list_lock count in the det boot: {ca:?}"
+    );
+    assert!(
+        ca.iter().any(|c| c.1 == "peak_waiting_objects"),
+        "no {} count in the det boot: {ca:?}",
+        KFREE_RCU_SCALE.name
     );
     assert!(
         ca.iter().all(|c| c.2 != "ops_per_sec"),

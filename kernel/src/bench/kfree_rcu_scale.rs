@@ -11,6 +11,11 @@
 //! 1000 frees, the most objects waiting on one CPU (`peak_waiting_objects`: queued, not yet
 //! freed), list_lock and barn lock acquisitions per 1000 frees.
 //!
+//! The loops run as one bench region per case (`region::run_on_cpus`): in det boots the quantum
+//! interleaves the vCPUs, so grace periods end while the loops run (without it a vCPU ran its
+//! whole loop in one turn and every object waited for the barrier), and `--trace mem` counts
+//! the region per free.
+//!
 //! Knob check: the cases' mechanism counters (callbacks, `free_rcu_sheaf`, objects on the
 //! batched rcu_head list) differ.
 
@@ -92,7 +97,7 @@ fn kfree_rcu_scale(ctx: &Ctx) -> TestResult {
         cache.reset_barn_lock_stats();
         crate::smp::on_each_cpu(&|_| reset_peak());
         let failed = AtomicU64::new(0);
-        crate::smp::run_on_cpus(&cpus, &|_| {
+        let region = super::region::run_on_cpus(NAME, case, &cpus, &|_| {
             if !frees(&cache, ops) {
                 failed.fetch_add(1, Relaxed);
             }
@@ -104,6 +109,7 @@ fn kfree_rcu_scale(ctx: &Ctx) -> TestResult {
             )));
         }
         let total = ops * cpus.len() as u64;
+        region.ops(total);
         let kops = total as f64 / 1000.0;
         let d = cache.stats().since(&s0);
         let callbacks = sum(|c| c.callbacks) - cb0;
