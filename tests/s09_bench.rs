@@ -129,14 +129,21 @@ fn kfree_rcu_ways_turn_their_mechanism(det_log: &str) {
     let counter = |case: &str, name: &str| -> u64 {
         let line = det_log
             .lines()
-            .find_map(|l| l.strip_prefix(&prefix)?.strip_prefix(case)?.strip_prefix(": "))
+            .find_map(|l| {
+                l.strip_prefix(&prefix)?
+                    .strip_prefix(case)?
+                    .strip_prefix(": ")
+            })
             .unwrap_or_else(|| panic!("det boot: no knob counters line for {case}"));
         line.split_whitespace()
             .find_map(|w| w.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
             .unwrap_or_else(|| panic!("det boot: {case}: no counter {name} in {line}"))
     };
     let (cb, list, sheaf) = ("callbacks", "rcu_head_list", "free_rcu_sheaf");
-    assert!(counter("call_rcu", cb) > counter("sheaf", cb), "call_rcu callbacks");
+    assert!(
+        counter("call_rcu", cb) > counter("sheaf", cb),
+        "call_rcu callbacks"
+    );
     assert_eq!(counter("call_rcu", list) + counter("call_rcu", sheaf), 0);
     assert!(counter("batched", list) > 0 && counter("batched", sheaf) == 0);
     assert!(counter("sheaf", sheaf) > counter("sheaf", list));

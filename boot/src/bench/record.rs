@@ -159,7 +159,9 @@ pub fn record_from_json(obj: &Map<String, Value>, boot: Boot) -> Result<BenchRec
         return Err(format!("{bench}/{case}/{metric}: empty unit"));
     }
     let Some(clock) = Clock::from_name(&clock_name) else {
-        return Err(format!("clock '{clock_name}' is neither 'icount' nor 'tsc'"));
+        return Err(format!(
+            "clock '{clock_name}' is neither 'icount' nor 'tsc'"
+        ));
     };
     Ok(BenchRecord {
         bench,

@@ -35,8 +35,8 @@ use numalab_algo::rng::Rng;
 use numalab_algo::vmalloc::test_grid::{self, TESTS};
 
 use super::workload::Barrier;
-use crate::ktest::{Ctx, TestError, TestResult};
 use crate::kfree_rcu::vmalloc_cases;
+use crate::ktest::{Ctx, TestError, TestResult};
 use crate::mm::vmalloc::test_cases::{self, Outcome, Params};
 use crate::options as o;
 
@@ -98,7 +98,8 @@ fn worker(v: &crate::mm::vmalloc::Vmalloc, g: &Grid, w: u64) -> Worker {
     let me = crate::percpu::cpu_id();
     let start = crate::arch::rdtsc();
     for index in order {
-        let Some(case) = vmalloc_cases::by_index(index).filter(|_| test_grid::selected(g.mask, index))
+        let Some(case) =
+            vmalloc_cases::by_index(index).filter(|_| test_grid::selected(g.mask, index))
         else {
             continue;
         };
@@ -284,7 +285,9 @@ fn test_vmalloc(ctx: &Ctx) -> TestResult {
         );
         crate::println!("# {BENCH}: {line}");
         if k1.waiting != 0 || k1.vfreed - k0.vfreed != k1.queued - k0.queued {
-            failures.push(format!("not every area vfree'd after kvfree_rcu_barrier: {line}"));
+            failures.push(format!(
+                "not every area vfree'd after kvfree_rcu_barrier: {line}"
+            ));
         }
     }
     if let Err(e) = test_cases::conserved(v, &before) {

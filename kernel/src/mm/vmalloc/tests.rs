@@ -21,10 +21,10 @@ use numalab_algo::vmalloc::{FreeFault, Layout, Policy, Scope, VmError, PAGE_SIZE
 
 use super::instance::Vmalloc;
 use super::test_cases::*;
+use super::{backing, map};
 use crate::kfree_rcu::vmalloc_cases::{
     kvfree_rcu_1_arg_vmalloc_test, kvfree_rcu_2_arg_vmalloc_test,
 };
-use super::{backing, map};
 use crate::ktest::{Ctx, KSuite, TestError, TestResult};
 use crate::{kassert, kassert_eq, ktest};
 
