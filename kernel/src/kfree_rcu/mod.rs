@@ -8,6 +8,8 @@
 //! Callbacks run on the CPU that queued them (RCU's rule), so each finds its per-CPU state
 //! with `KRC.this()`. Lock order: a CPU's krc lock, then SLUB's and vmalloc's locks.
 
+#[cfg(feature = "ktest")]
+mod freed_early_tests;
 /// For the soak (a ktest suite) only.
 #[cfg(feature = "ktest")]
 mod owned;

@@ -8,7 +8,7 @@
 
 use super::tests::SUITE;
 use crate::arch::apic;
-use crate::ktest::{Ctx, TestResult};
+use crate::ktest::{Ctx, TestError, TestResult};
 use crate::rcu::{call_rcu, quiescent_point, rcu_barrier, read_lock, RcuHead};
 use crate::smp::{on_each_cpu, online_cpus};
 use crate::sync::IrqSpinLock;
@@ -19,7 +19,7 @@ use alloc::vec::Vec;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering::*};
 
-const LIVE: u64 = 0x4c49_5645_4c49_5645;
+pub(crate) const LIVE: u64 = 0x4c49_5645_4c49_5645;
 /// SLUB's free poison byte, 0x6b (POISON_FREE), in every byte.
 const POISON: u64 = 0x6b6b_6b6b_6b6b_6b6b;
 /// Entries in the table.
@@ -37,11 +37,12 @@ const TICKING_CPUS: usize = 16;
 /// The tick's rate on a ticking CPU.
 const TICK_HZ: u64 = 20_000;
 
+/// A table entry: the rcu_head first (byte 0), then what readers check.
 #[repr(C)]
-struct Entry {
-    head: RcuHead,
-    magic: AtomicU64,
-    key: AtomicU64,
+pub(crate) struct Entry {
+    pub head: RcuHead,
+    pub magic: AtomicU64,
+    pub key: AtomicU64,
 }
 
 /// Freed entries (addresses), reused first by every writer.
@@ -83,12 +84,65 @@ fn get_entry(key: u64) -> *mut Entry {
     p
 }
 
-fn nothing_freed_early(_ctx: &Ctx) -> TestResult {
-    ALLOCATED.store(0, SeqCst);
-    FREED.store(0, SeqCst);
-    let table: Vec<AtomicPtr<Entry>> = (0..SLOTS as u64)
-        .map(|k| AtomicPtr::new(get_entry(k)))
-        .collect();
+/// What the readers and writers of `run` saw and did.
+pub(crate) struct Run {
+    /// The table at the end (every CPU finished): the entries still in it.
+    pub table: Vec<*mut Entry>,
+    pub cpus: usize,
+    pub visits: u64,
+    pub replaced: u64,
+    ticked: u64,
+    ticking: u64,
+    bad: u64,
+    first_bad: u64,
+}
+
+impl Run {
+    /// The line every variant prints: CPUs, ticks, visits and replacements.
+    pub(crate) fn summary(&self) -> alloc::string::String {
+        alloc::format!(
+            "{} CPUs ({} ticking at {} Hz inside the sections): {} entry visits, {} replacements",
+            self.cpus,
+            self.ticked,
+            TICK_HZ,
+            self.visits,
+            self.replaced
+        )
+    }
+
+    /// No reader saw a freed or reused entry; every CPU meant to tick had a timer.
+    pub(crate) fn check(&self) -> TestResult {
+        kassert_eq!(
+            self.bad,
+            0,
+            "use after free: readers saw {} freed or reused entries (first magic {:#x})",
+            self.bad,
+            self.first_bad
+        );
+        kassert!(
+            self.ticked == self.ticking || apic::timer_hz() == 0,
+            "{} of {} CPUs meant to tick had a timer",
+            self.ticked,
+            self.ticking
+        );
+        Ok(())
+    }
+}
+
+/// Every online CPU runs `ROUNDS` read-side sections over a table of `SLOTS` entries made by
+/// `make(key)` (an entry with that key, magic LIVE), and after every other section replaces
+/// one entry and hands the old one to `retire` (which frees it after a grace period). `make`
+/// may fail (null): None if the first table cannot be made, and a replacement it fails is
+/// skipped (not counted).
+pub(crate) fn run(
+    make: &(dyn Fn(u64) -> *mut Entry + Sync),
+    retire: &(dyn Fn(*mut Entry) + Sync),
+) -> Option<Run> {
+    let table: Vec<AtomicPtr<Entry>> = (0..SLOTS as u64).map(|k| AtomicPtr::new(make(k))).collect();
+    if table.iter().any(|e| e.load(Relaxed).is_null()) {
+        return None;
+    }
+    let replaced = AtomicU64::new(0);
     let bad = AtomicU64::new(0);
     let first_bad = AtomicU64::new(0);
     let visits = AtomicU64::new(0);
@@ -115,7 +169,8 @@ fn nothing_freed_early(_ctx: &Ctx) -> TestResult {
                 for _ in 0..CHECKS {
                     for (k, &p) in held.iter().enumerate() {
                         // SAFETY: `p` was in the table inside this section: RCU keeps it
-                        // allocated (entries are never returned to the heap during the run).
+                        // allocated until the section ends (`retire` frees after a grace
+                        // period; the pool variant never returns entries to the heap).
                         let e = unsafe { &*p };
                         let (m, key) = (e.magic.load(Relaxed), e.key.load(Relaxed));
                         if (m != LIVE || key != k as u64) && bad.fetch_add(1, Relaxed) == 0 {
@@ -130,11 +185,11 @@ fn nothing_freed_early(_ctx: &Ctx) -> TestResult {
             }
             if round % 2 == 1 {
                 let k = ((me + round) % SLOTS as u64) as usize;
-                let new = get_entry(k as u64);
-                let old = table[k].swap(new, AcqRel);
-                // SAFETY: `old` left the table just now; its head is handed to call_rcu.
-                let head = unsafe { NonNull::new_unchecked(old as *mut RcuHead) };
-                call_rcu(head, free_entry);
+                let new = make(k as u64);
+                if !new.is_null() {
+                    retire(table[k].swap(new, AcqRel));
+                    replaced.fetch_add(1, Relaxed);
+                }
             }
             quiescent_point();
         }
@@ -143,47 +198,56 @@ fn nothing_freed_early(_ctx: &Ctx) -> TestResult {
         }
         visits.fetch_add(n, Relaxed);
     });
+    Some(Run {
+        table: table.iter().map(|s| s.load(Acquire)).collect(),
+        cpus: cpus.len(),
+        visits: visits.load(Relaxed),
+        replaced: replaced.load(Relaxed),
+        ticked: ticked.load(Relaxed),
+        ticking: ticking as u64,
+        bad: bad.load(Relaxed),
+        first_bad: first_bad.load(Relaxed),
+    })
+}
+
+fn nothing_freed_early(_ctx: &Ctx) -> TestResult {
+    ALLOCATED.store(0, SeqCst);
+    FREED.store(0, SeqCst);
+    let r = run(&get_entry, &|old| {
+        // SAFETY: `old` left the table just now; its head (the first field) goes to call_rcu.
+        let head = unsafe { NonNull::new_unchecked(old as *mut RcuHead) };
+        call_rcu(head, free_entry);
+    })
+    .ok_or_else(|| TestError::Fail("no table: Box allocation failed".into()))?;
     rcu_barrier();
-    let replaced = (ROUNDS / 2) * cpus.len() as u64;
     let pool: Vec<usize> = core::mem::take(&mut *POOL.lock());
     let allocated = ALLOCATED.load(SeqCst);
     println!(
-        "    # {} CPUs ({} ticking at {} Hz inside the sections): {} entry visits, {} replacements, {} entries allocated, {} freed, {} in the pool",
-        cpus.len(),
-        ticked.load(Relaxed),
-        TICK_HZ,
-        visits.load(Relaxed),
-        replaced,
+        "    # {}, {} entries allocated, {} freed, {} in the pool",
+        r.summary(),
         allocated,
         FREED.load(SeqCst),
         pool.len()
     );
-    let in_table = table.len() as u64;
-    for slot in &table {
+    let in_table = r.table.len() as u64;
+    for &p in &r.table {
         // SAFETY: every CPU finished; the table's entries came from Box::into_raw.
-        drop(unsafe { Box::from_raw(slot.load(Acquire)) });
+        drop(unsafe { Box::from_raw(p) });
     }
     for &p in &pool {
         // SAFETY: pooled entries came from Box::into_raw and are in no table slot.
         drop(unsafe { Box::from_raw(p as *mut Entry) });
     }
+    r.check()?;
+    kassert_eq!(FREED.load(SeqCst), r.replaced, "callbacks lost");
     kassert_eq!(
-        bad.load(Relaxed),
-        0,
-        "use after free: readers saw {} freed or reused entries (first magic {:#x})",
-        bad.load(Relaxed),
-        first_bad.load(Relaxed)
-    );
-    kassert_eq!(FREED.load(SeqCst), replaced, "callbacks lost");
-    kassert!(
-        ticked.load(Relaxed) == ticking as u64 || apic::timer_hz() == 0,
-        "{} of {} CPUs meant to tick had a timer",
-        ticked.load(Relaxed),
-        ticking
+        r.replaced,
+        (ROUNDS / 2) * r.cpus as u64,
+        "a replacement was skipped"
     );
     kassert_eq!(allocated, in_table + pool.len() as u64, "entries lost");
     kassert!(
-        allocated < in_table + replaced,
+        allocated < in_table + r.replaced,
         "no freed entry was ever reused ({} allocated)",
         allocated
     );

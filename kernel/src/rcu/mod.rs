@@ -17,7 +17,7 @@
 
 mod data;
 #[cfg(feature = "ktest")]
-mod freed_early_tests;
+pub(crate) mod freed_early_tests;
 mod stats;
 #[cfg(feature = "ktest")]
 mod tests;
