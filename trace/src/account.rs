@@ -4,6 +4,8 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 
+use numalab_algo::formats::trace_counters::COUNTERS;
+
 use crate::config::Config;
 use crate::directory::{Directory, Source, LINE_BYTES};
 use crate::fasthash::FastBuild;
@@ -37,29 +39,31 @@ pub struct Counters {
 }
 
 impl Counters {
-    /// Field names and values in the output's fixed order.
+    /// Field names (numalab_algo's `COUNTERS`, shared with the runner's parser) and values,
+    /// in the output's fixed order.
     pub fn fields(&self) -> [(&'static str, u64); 19] {
-        [
-            ("insns", self.insns),
-            ("turns", self.turns),
-            ("loads", self.loads),
-            ("stores", self.stores),
-            ("atomics", self.atomics),
-            ("io", self.io),
-            ("unmapped", self.unmapped),
-            ("local", self.local),
-            ("remote", self.remote),
-            ("dist_sum", self.dist_sum),
-            ("hits", self.hits),
-            ("l2_hits", self.l2_hits),
-            ("llc_hits", self.llc_hits),
-            ("miss_local", self.miss_local),
-            ("miss_remote", self.miss_remote),
-            ("hitm_local", self.hitm_local),
-            ("hitm_remote", self.hitm_remote),
-            ("inval", self.inval),
-            ("writebacks", self.writebacks),
-        ]
+        let values = [
+            self.insns,
+            self.turns,
+            self.loads,
+            self.stores,
+            self.atomics,
+            self.io,
+            self.unmapped,
+            self.local,
+            self.remote,
+            self.dist_sum,
+            self.hits,
+            self.l2_hits,
+            self.llc_hits,
+            self.miss_local,
+            self.miss_remote,
+            self.hitm_local,
+            self.hitm_remote,
+            self.inval,
+            self.writebacks,
+        ];
+        core::array::from_fn(|i| (COUNTERS[i], values[i]))
     }
 
     pub(crate) fn add(&mut self, o: &Counters) {

@@ -6,27 +6,7 @@
 use std::collections::BTreeMap;
 
 /// The counters the plugin keeps per (region, vCPU) and for the whole boot, in its field order.
-pub const FIELDS: [&str; 19] = [
-    "insns",
-    "turns",
-    "loads",
-    "stores",
-    "atomics",
-    "io",
-    "unmapped",
-    "local",
-    "remote",
-    "dist_sum",
-    "hits",
-    "l2_hits",
-    "llc_hits",
-    "miss_local",
-    "miss_remote",
-    "hitm_local",
-    "hitm_remote",
-    "inval",
-    "writebacks",
-];
+pub use numalab_algo::formats::trace_counters::COUNTERS as FIELDS;
 
 /// One set of counters (`FIELDS`, by name).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -152,6 +132,21 @@ fn counters(words: &[&str]) -> Result<Counters, String> {
     Ok(c)
 }
 
+/// A region or total row's counters: `counters`, and exactly the plugin's names (`FIELDS`,
+/// declared once in numalab_algo): a plugin built from another revision is named, not misread.
+fn plugin_counters(words: &[&str]) -> Result<Counters, String> {
+    let c = counters(words)?;
+    if let Some(extra) = c.0.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+        return Err(format!(
+            "'{extra}' is not a counter of this runner's plugin (rebuild it: ./qemu-run.sh setup)"
+        ));
+    }
+    if let Some(missing) = FIELDS.iter().find(|f| !c.0.contains_key(**f)) {
+        return Err(format!("counter '{missing}' is missing"));
+    }
+    Ok(c)
+}
+
 /// Parses the plugin's output. Err: the first line that does not read, with its number.
 pub fn parse(text: &str) -> Result<TraceOutput, String> {
     let mut out = TraceOutput::default();
@@ -202,7 +197,8 @@ pub fn parse(text: &str) -> Result<TraceOutput, String> {
             ["region", key, "vcpu", v, rest @ ..] => {
                 let key = number(key).ok_or_else(|| bad(format!("region key '{key}'")))?;
                 let v = number(v).ok_or_else(|| bad(format!("vcpu '{v}'")))? as u32;
-                out.regions.insert((key, v), counters(rest).map_err(bad)?);
+                out.regions
+                    .insert((key, v), plugin_counters(rest).map_err(bad)?);
             }
             ["line", key, paddr, vaddr, rest @ ..] => {
                 let c = counters(rest).map_err(bad)?;
@@ -219,7 +215,7 @@ pub fn parse(text: &str) -> Result<TraceOutput, String> {
                     inval: c.get("inval"),
                 });
             }
-            ["total", rest @ ..] => out.total = counters(rest).map_err(bad)?,
+            ["total", rest @ ..] => out.total = plugin_counters(rest).map_err(bad)?,
             _ => return Err(bad(format!("unknown record '{}'", w[0]))),
         }
     }
@@ -277,6 +273,17 @@ pub(crate) mod tests {
         assert!(e.starts_with("line 2:") && e.contains("reads"), "{e}");
         let e = parse("numalab-trace 2\nvcpus 1\nhitm 0x10 vcpu 0 from 1 count 2\n").unwrap_err();
         assert!(e.starts_with("line 3:") && e.contains("home"), "{e}");
+        // A region or total row carries exactly the shared counter names.
+        let row = SAMPLE.lines().nth(3).unwrap();
+        assert!(row.starts_with("region 0x10 vcpu 0 "), "{row}");
+        let e = parse(&format!("numalab-trace 2\n{row} bogus 1\n")).unwrap_err();
+        assert!(
+            e.starts_with("line 2:") && e.contains("'bogus' is not a counter"),
+            "{e}"
+        );
+        let short = row.replace(" writebacks 1", "");
+        let e = parse(&format!("numalab-trace 2\n{short}\n")).unwrap_err();
+        assert!(e.contains("counter 'writebacks' is missing"), "{e}");
         let e = parse("numalab-trace 1\nvcpus 2\n").unwrap_err();
         assert!(e.contains("format 2"), "{e}");
         assert!(parse("something else\n").is_err());

@@ -1,7 +1,9 @@
 //! Text formats numalab writes and reads: KTAP (the kernel's test output), the text of
-//! `numactl -H` (machine descriptions) and Linux's /proc/lock_stat (lock statistics). The BENCH record format is `crate::bench` (its
+//! `numactl -H` (machine descriptions), Linux's /proc/lock_stat (lock statistics) and the trace
+//! plugin's counter names. The BENCH record format is `crate::bench` (its
 //! `Record`), next to the experiment catalog it checks against.
 
 pub mod ktap;
 pub mod lock_stat;
 pub mod numactl;
+pub mod trace_counters;
