@@ -120,6 +120,9 @@ pub struct RcuCpu {
     pub qs_from_tick: AtomicU64,
     /// Idle wake-ups sent to this CPU at a grace period's end (callbacks ready).
     pub wakeups: AtomicU64,
+    /// Expedited grace periods' IPIs this CPU took, and the quiescent states they reported.
+    pub exp_ipis: AtomicU64,
+    pub qs_from_ipi: AtomicU64,
 }
 
 impl RcuCpu {
@@ -142,6 +145,8 @@ impl RcuCpu {
             qs_forced: AtomicU64::new(0),
             qs_from_tick: AtomicU64::new(0),
             wakeups: AtomicU64::new(0),
+            exp_ipis: AtomicU64::new(0),
+            qs_from_ipi: AtomicU64::new(0),
         }
     }
 }

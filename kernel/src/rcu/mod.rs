@@ -16,6 +16,9 @@
 //! never finds its own CPU holding one.
 
 mod data;
+pub mod expedited;
+#[cfg(feature = "ktest")]
+mod expedited_tests;
 #[cfg(feature = "ktest")]
 pub(crate) mod freed_early_tests;
 mod stats;
@@ -124,6 +127,7 @@ pub fn init(fanout_leaf: usize) {
         idle_pass,
         enter_idle,
         report_qs,
+        ipi: expedited::ipi,
     });
     println!(
         "numalab: rcu: {} CPUs, {} rcu_node ({} leaves{}, {} levels)",

@@ -111,7 +111,21 @@ pub fn handle_call_ipi() {
         .ipis_received
         .fetch_add(1, Ordering::Relaxed);
     tlb::run_pending_flushes();
+    if let Some(h) = QS_HOOKS.get() {
+        (h.ipi)();
+    }
     apic::eoi();
+}
+
+/// Sends `cpu` the call IPI with nothing queued (RCU's expedited grace periods: the handler
+/// reports a quiescent state for the code it interrupted). Not to the calling CPU.
+pub fn kick_cpu(cpu: CpuId) {
+    if cpu == percpu::cpu_id() {
+        return;
+    }
+    if let Some(target) = percpu::of(cpu) {
+        send_call_ipi(target);
+    }
 }
 
 /// What the tick, the idle loop and the wait loops tell RCU: installed by `rcu::init` (smp
@@ -127,6 +141,8 @@ pub struct QsHooks {
     pub enter_idle: fn() -> bool,
     /// A wait loop's quiescent state (report only).
     pub report_qs: fn(),
+    /// The call IPI's part (interrupts off): an expedited grace period's quiescent state.
+    pub ipi: fn(),
 }
 
 static QS_HOOKS: Once<QsHooks> = Once::new();
