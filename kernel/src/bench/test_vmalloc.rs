@@ -155,7 +155,7 @@ fn test_vmalloc(ctx: &Ctx) -> TestResult {
         g.params.fix_size_pages
     );
     let before = test_cases::snapshot()?;
-    let (k0, r0) = (crate::kfree_rcu::total_counts(), crate::rcu::stats());
+    let rcu0 = vmalloc_cases::RcuSnapshot::take();
     let (g0, n0) = (v.global_lock_stats(), v.node_lock_stats());
     let (p0, pool0) = (v.counters.purges.get(), v.counters.pool_allocs.get());
     let results = spin::Mutex::new(Vec::<Worker>::new());
@@ -185,7 +185,7 @@ fn test_vmalloc(ctx: &Ctx) -> TestResult {
         );
         crate::kfree_rcu::kvfree_rcu_barrier();
     }
-    let (k1, r1) = (crate::kfree_rcu::total_counts(), crate::rcu::stats());
+    let rcu = rcu0.since();
     let gl = v.global_lock_stats().since(&g0);
     let nl = v.node_lock_stats().since(&n0);
     let purges = v.counters.purges.get() - p0;
@@ -275,16 +275,16 @@ fn test_vmalloc(ctx: &Ctx) -> TestResult {
         let line = format!(
             "kvfree_rcu ({}): queued {} freed {} vfreed {} waiting {} kfree_rcu_callbacks {} rcu grace_periods {} cbs_invoked {}",
             crate::kfree_rcu::way().name(),
-            k1.queued - k0.queued,
-            k1.freed - k0.freed,
-            k1.vfreed - k0.vfreed,
-            k1.waiting,
-            k1.callbacks - k0.callbacks,
-            r1.grace_periods - r0.grace_periods,
-            r1.cbs_invoked - r0.cbs_invoked
+            rcu.queued,
+            rcu.freed,
+            rcu.vfreed,
+            rcu.waiting,
+            rcu.kfree_rcu_callbacks,
+            rcu.grace_periods,
+            rcu.cbs_invoked
         );
         crate::println!("# {BENCH}: {line}");
-        if k1.waiting != 0 || k1.vfreed - k0.vfreed != k1.queued - k0.queued {
+        if !rcu.settled() {
             failures.push(format!(
                 "not every area vfree'd after kvfree_rcu_barrier: {line}"
             ));

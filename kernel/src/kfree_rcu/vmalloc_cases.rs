@@ -61,3 +61,50 @@ pub fn kvfree_rcu_1_arg_vmalloc_test(v: &Vmalloc, p: &Params, _: &mut Rng) -> Ou
 pub fn kvfree_rcu_2_arg_vmalloc_test(v: &Vmalloc, p: &Params, _: &mut Rng) -> Outcome {
     loops(v, p, super::kvfree_rcu::<0>)
 }
+
+/// kfree_rcu's and RCU's counters at one moment, to say what went through RCU since.
+pub struct RcuSnapshot {
+    kfree: super::Counts,
+    rcu: crate::rcu::RcuStats,
+}
+
+/// What went through RCU between a snapshot and now.
+pub struct RcuDelta {
+    pub queued: u64,
+    pub freed: u64,
+    pub vfreed: u64,
+    /// Objects waiting for a grace period now (not a difference).
+    pub waiting: u64,
+    pub kfree_rcu_callbacks: u64,
+    pub grace_periods: u64,
+    pub cbs_invoked: u64,
+}
+
+impl RcuDelta {
+    /// Every area queued was vfree'd and nothing waits (after `kvfree_rcu_barrier`).
+    pub fn settled(&self) -> bool {
+        self.waiting == 0 && self.vfreed == self.queued
+    }
+}
+
+impl RcuSnapshot {
+    pub fn take() -> RcuSnapshot {
+        RcuSnapshot {
+            kfree: super::total_counts(),
+            rcu: crate::rcu::stats(),
+        }
+    }
+
+    pub fn since(&self) -> RcuDelta {
+        let (k, r) = (super::total_counts(), crate::rcu::stats());
+        RcuDelta {
+            queued: k.queued - self.kfree.queued,
+            freed: k.freed - self.kfree.freed,
+            vfreed: k.vfreed - self.kfree.vfreed,
+            waiting: k.waiting,
+            kfree_rcu_callbacks: k.callbacks - self.kfree.callbacks,
+            grace_periods: r.grace_periods - self.rcu.grace_periods,
+            cbs_invoked: r.cbs_invoked - self.rcu.cbs_invoked,
+        }
+    }
+}

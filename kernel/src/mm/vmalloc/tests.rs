@@ -23,7 +23,7 @@ use super::instance::Vmalloc;
 use super::test_cases::*;
 use super::{backing, map};
 use crate::kfree_rcu::vmalloc_cases::{
-    kvfree_rcu_1_arg_vmalloc_test, kvfree_rcu_2_arg_vmalloc_test,
+    kvfree_rcu_1_arg_vmalloc_test, kvfree_rcu_2_arg_vmalloc_test, RcuSnapshot,
 };
 use crate::ktest::{Ctx, KSuite, TestError, TestResult};
 use crate::{kassert, kassert_eq, ktest};
@@ -82,7 +82,7 @@ fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
         };
         let before = snapshot()?;
         let events_before = Events::of(v);
-        let rcu_before = (crate::kfree_rcu::total_counts(), crate::rcu::stats());
+        let rcu_before = RcuSnapshot::take();
         let (passed, failed, xfailed, ticks) = (
             AtomicU64::new(0),
             AtomicU64::new(0),
@@ -166,25 +166,15 @@ fn run_case(name: &str, case: CaseFn, opts: &Options) -> TestResult {
 /// After a kvfree_rcu case: `kvfree_rcu_barrier`, then a line of what went through RCU (this
 /// design's areas queued, vfree'd after a grace period, kfree_rcu's callbacks, RCU's grace
 /// periods and callbacks run); every area queued must be vfree'd and nothing left waiting.
-fn kvfree_rcu_settled(
-    p: Policy,
-    name: &str,
-    before: &(crate::kfree_rcu::Counts, crate::rcu::RcuStats),
-) -> Result<(), String> {
+fn kvfree_rcu_settled(p: Policy, name: &str, before: &RcuSnapshot) -> Result<(), String> {
     crate::kfree_rcu::kvfree_rcu_barrier();
-    let (k0, r0) = before;
-    let (k1, r1) = (crate::kfree_rcu::total_counts(), crate::rcu::stats());
+    let d = before.since();
     let line = format!(
         "queued {} vfreed {} waiting {} kfree_rcu_callbacks {} grace_periods {} cbs_invoked {}",
-        k1.queued - k0.queued,
-        k1.vfreed - k0.vfreed,
-        k1.waiting,
-        k1.callbacks - k0.callbacks,
-        r1.grace_periods - r0.grace_periods,
-        r1.cbs_invoked - r0.cbs_invoked
+        d.queued, d.vfreed, d.waiting, d.kfree_rcu_callbacks, d.grace_periods, d.cbs_invoked
     );
     crate::println!("# vmalloc[{}] {} kvfree_rcu: {}", p.name(), name, line);
-    if k1.waiting != 0 || k1.vfreed - k0.vfreed != k1.queued - k0.queued {
+    if !d.settled() {
         return Err(format!("kvfree_rcu: not every area vfree'd: {line}"));
     }
     Ok(())
