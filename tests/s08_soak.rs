@@ -8,12 +8,12 @@
 
 use numalab::*;
 use numalab_algo::formats::numactl::{Numactl, NumactlNode};
-use numalab_boot::cli::{parse, Job};
+use numalab_boot::cli::{parse, Request};
 use numalab_boot::machine::replay;
 
 fn soak_config(args: &str) -> RunConfig {
     match parse(args.split_whitespace()) {
-        Ok(Job::Soak(o)) => numalab_boot::soak::config(&o).unwrap(),
+        Ok(Request::Soak(o)) => numalab_boot::soak::config(&o).unwrap(),
         other => panic!("{args}: {other:?}"),
     }
 }

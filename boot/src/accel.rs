@@ -149,9 +149,9 @@ mod tests {
     #[test]
     fn under_kvm_only_the_host_time_boots_leave_tcg() {
         use crate::bench::Boot;
-        use crate::cli::{parse, Job};
+        use crate::cli::{parse, Request};
         let words = "bench --accel kvm --topology 2node --smp 2 --set bench=slub_list_lock";
-        let Ok(Job::Bench(o)) = parse(words.split(' ')) else {
+        let Ok(Request::Bench(o)) = parse(words.split(' ')) else {
             panic!("not a bench command line");
         };
         let mut args = crate::run::BenchArgs::from_options(o);
@@ -175,7 +175,7 @@ mod tests {
             "{seen:?}"
         );
         // The exact boots are the TCG run's, argument for argument: their counts are the same.
-        let Ok(Job::Bench(o)) = parse(words.replace("--accel kvm ", "").split(' ')) else {
+        let Ok(Request::Bench(o)) = parse(words.replace("--accel kvm ", "").split(' ')) else {
             panic!("not a bench command line");
         };
         let tcg = crate::run::plan::plan(&crate::run::BenchArgs::from_options(o)).unwrap();
@@ -228,7 +228,7 @@ mod tests {
         c.placement.oversubscribe = true;
         c.qemu = Some(fake);
         c.timeout = std::time::Duration::from_secs(60);
-        let out = crate::qemu::run(&c, &dir.join("numalab.img"));
+        let out = crate::qemu::boot(&c, &dir.join("numalab.img"));
         let _ = std::fs::remove_dir_all(&dir);
         match &out.verdict {
             crate::qemu::Verdict::QemuError(why) => assert!(

@@ -43,5 +43,5 @@ pub use qemu::{Outcome, RunConfig, Verdict};
 pub fn build_and_run(config: &RunConfig) -> Result<Outcome, String> {
     let kernel = image::build_kernel()?;
     let img = image::build_image(&kernel, config.firmware)?;
-    Ok(qemu::run(config, &img))
+    Ok(qemu::boot(config, &img))
 }

@@ -4,37 +4,25 @@
 //! `--hugepages` folder that is not a hugetlbfs mount. Each refusal is one line (exit 2) and
 //! nothing is written.
 
-use crate::cli::Job;
+use crate::cli::Request;
 use crate::user_path::{same_or_inside, writable_problem};
 use std::path::{Path, PathBuf};
 
-/// The first problem of `job`'s `--log` or `--hugepages`, if any.
-pub fn problem(job: &Job) -> Option<String> {
-    if let Job::Sweep(s) = job {
-        return sweep_args_problem(&s.bench_args);
-    }
-    let (log, config, source, machine_opts) = match job {
-        Job::Main(c, _) | Job::Run(c) => (c.log.as_deref(), Some(c), None, None),
-        Job::Machine(c, m) => (c.log.as_deref(), Some(c), Some(m.source.as_path()), None),
-        Job::Soak(s) => (s.log.as_deref(), None, None, Some(&s.machine)),
-        Job::Bench(b) => (None, None, None, Some(&b.machine)),
-        _ => return None,
+/// The first problem of `request`'s `--log` or `--hugepages`, if any.
+pub fn problem(request: &Request) -> Option<String> {
+    let (log, m) = match request {
+        Request::Sweep(s) => return sweep_args_problem(&s.bench_args),
+        Request::Main(o) | Request::Run(o) => (o.log.as_deref(), &o.machine),
+        Request::Soak(s) => (s.log.as_deref(), &s.machine),
+        Request::Bench(b) => (None, &b.machine),
+        Request::Topology(_) | Request::Merge(_) => return None,
     };
-    let (hugepages, qemu, args, source) = match (config, machine_opts) {
-        (Some(c), _) => (
-            c.placement.hugepages.clone(),
-            c.qemu.clone(),
-            c.extra.clone(),
-            source.map(Path::to_path_buf),
-        ),
-        (None, Some(m)) => (
-            m.hugepages.clone(),
-            m.qemu.clone(),
-            m.qemu_args.clone(),
-            m.machine.clone(),
-        ),
-        (None, None) => return None,
-    };
+    let (hugepages, qemu, args, source) = (
+        m.hugepages.clone(),
+        m.qemu.clone(),
+        m.qemu_args.clone(),
+        m.machine.clone(),
+    );
     if let Some(dir) = &hugepages {
         let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
         if let Some(why) = hugetlbfs_problem(dir, &mounts) {

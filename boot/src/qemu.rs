@@ -365,7 +365,7 @@ impl Drop for SlotGuard {
 }
 
 /// Boots `image` as `config` says and waits for the end (or the timeout).
-pub fn run(config: &RunConfig, image: &Path) -> Outcome {
+pub fn boot(config: &RunConfig, image: &Path) -> Outcome {
     let qemu = config.qemu_binary();
     let start = Instant::now();
     let fail = |verdict: Verdict, command: String| Outcome {

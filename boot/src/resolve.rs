@@ -2,48 +2,106 @@
 //! `cli::parse` only parses; this reads a `--machine` source and writes the ACPI tables its
 //! replay needs (docs/replay.md), and checks `--mem` against the host's RAM and swap.
 
-use crate::cli::{Job, MachineOptions, MachineSource};
+use crate::cli::{
+    BenchOptions, MachineOptions, MergeOptions, Request, RunOptions, SoakOptions, SweepOptions,
+};
+use crate::image::Firmware;
 use crate::machine::{replay, scale};
 use crate::presets::Preset;
+use crate::qemu::RunConfig;
 use crate::user_path::{at_caller, folder_problem, program_at_caller};
+use numalab_algo::options::{Cmdline, Suite};
 use std::path::PathBuf;
+use std::time::Duration;
 
-/// The job `job` asks for, with its machine read and planned, or `Job::Error` (exit 2) when
-/// the host cannot serve it.
-pub fn resolve(job: Job) -> Job {
-    let mut job = caller_paths(job);
-    if let Some(why) = out_problem(&job).or_else(|| crate::out_paths::problem(&job)) {
-        return Job::Error(why);
+/// What the runner runs: a `Request` whose paths, accelerator and machine were read against
+/// this host. Every variant can run; a request the host cannot serve never becomes one.
+#[derive(Debug)]
+pub enum Job {
+    /// The main job (the second field: `--verbose`) on this base boot's machine.
+    Main(RunConfig, bool),
+    /// One boot.
+    Run(RunConfig),
+    /// One boot of a replayed machine, then the kernel's numactl -H checked against the plan.
+    Replay(RunConfig, Box<scale::Plan>),
+    /// `bench`, its `--machine` source (if any) turned into QEMU arguments.
+    Bench(BenchOptions),
+    /// `topology SOURCE`.
+    Topology(PathBuf),
+    /// `soak`.
+    Soak(SoakOptions),
+    /// `sweep`.
+    Sweep(SweepOptions),
+    /// `merge`.
+    Merge(MergeOptions),
+}
+
+/// A `--machine SOURCE` as the command line gave it.
+struct MachineSource {
+    source: PathBuf,
+    smp: Option<u32>,
+    mem: Option<u64>,
+    /// The QEMU arguments after `--`.
+    qemu_args: Vec<String>,
+}
+
+/// The job `request` asks for, with its machine read and planned, or the one-line reason
+/// (exit status 2) the host cannot serve it.
+pub fn resolve(request: Request) -> Result<Job, String> {
+    let mut request = caller_paths(request);
+    if let Some(why) = out_problem(&request).or_else(|| crate::out_paths::problem(&request)) {
+        return Err(why);
     }
-    let asked_kvm = accel_of(&job) == Some(crate::accel::Accel::Kvm);
+    let asked_kvm = machine_of(&request).map(|m| m.accel) == Some(crate::accel::Accel::Kvm);
     let pvm = crate::accel::pvm_note(std::path::Path::new("/sys"));
     // auto takes PVM for no KVM; --accel kvm runs on it, warned.
     let problem = || {
         crate::accel::kvm_problem(std::path::Path::new(crate::accel::KVM_DEVICE))
             .or_else(|| pvm.clone().filter(|_| !asked_kvm))
     };
-    if accel_of(&job) == Some(crate::accel::Accel::Auto) {
-        if let Some(why) = problem() {
-            eprintln!("numalab: --accel auto: tcg ({why})");
+    if let Some(m) = machine_of_mut(&mut request) {
+        if m.accel == crate::accel::Accel::Auto {
+            if let Some(why) = problem() {
+                eprintln!("numalab: --accel auto: tcg ({why})");
+            }
+        }
+        if m.accel != crate::accel::Accel::Tcg {
+            m.accel = m.accel.resolve(problem())?;
         }
     }
-    if let Err(why) = resolve_accel(&mut job, problem) {
-        return Job::Error(why);
-    }
-    let job = resolve_machine(job);
+    let job = resolve_machine(request)?;
     if let Some(why) = placement_problem(&job).or_else(|| memory_problem(&job)) {
-        return Job::Error(why);
+        return Err(why);
     }
     if let Some(note) = pvm.filter(|_| asked_kvm) {
         eprintln!("numalab: warning: --accel kvm: {note}");
     }
-    job
+    Ok(job)
 }
 
-/// Why `job`'s machine is too small for its suite, before anything boots (guest_memory.rs;
-/// issue 47 class 2). A bench is held to the default suite's floor.
+/// The machine options of a request that boots (None: topology, sweep, merge).
+fn machine_of(request: &Request) -> Option<&MachineOptions> {
+    match request {
+        Request::Main(o) | Request::Run(o) => Some(&o.machine),
+        Request::Bench(b) => Some(&b.machine),
+        Request::Soak(s) => Some(&s.machine),
+        Request::Topology(_) | Request::Sweep(_) | Request::Merge(_) => None,
+    }
+}
+
+/// [`machine_of`], to change.
+fn machine_of_mut(request: &mut Request) -> Option<&mut MachineOptions> {
+    match request {
+        Request::Main(o) | Request::Run(o) => Some(&mut o.machine),
+        Request::Bench(b) => Some(&mut b.machine),
+        Request::Soak(s) => Some(&mut s.machine),
+        Request::Topology(_) | Request::Sweep(_) | Request::Merge(_) => None,
+    }
+}
+
+/// Why `job`'s machine is too small for its suite, before anything boots (guest_memory.rs).
+/// A bench is held to the default suite's floor.
 fn memory_problem(job: &Job) -> Option<String> {
-    use numalab_algo::options::Suite;
     let (config, suite) = match job {
         Job::Main(c, _) => (c.clone(), Suite::All),
         Job::Run(c) | Job::Replay(c, _) => (c.clone(), c.suite),
@@ -59,8 +117,8 @@ fn memory_problem(job: &Job) -> Option<String> {
 fn placement_problem(job: &Job) -> Option<String> {
     let config = match job {
         Job::Main(c, _) | Job::Run(c) | Job::Replay(c, _) => c.clone(),
-        Job::Bench(b) => b.machine.config(numalab_algo::options::Suite::Bench),
-        Job::Soak(s) => s.machine.config(numalab_algo::options::Suite::Soak),
+        Job::Bench(b) => b.machine.config(Suite::Bench),
+        Job::Soak(s) => s.machine.config(Suite::Soak),
         _ => return None,
     };
     if config.accel == crate::accel::Accel::Tcg {
@@ -74,9 +132,9 @@ fn placement_problem(job: &Job) -> Option<String> {
         .map(|e| format!("--accel kvm: {e}"))
 }
 
-/// `job` with every path the user typed read against the folder the command was run from
+/// `request` with every path the user typed read against the folder the command was run from
 /// (qemu-run.sh runs the runner in the checkout: user_path.rs).
-fn caller_paths(job: Job) -> Job {
+fn caller_paths(request: Request) -> Request {
     let at = |p: Option<PathBuf>| p.map(|p| at_caller(&p));
     let machine = |mut m: MachineOptions| {
         m.machine = at(m.machine);
@@ -84,21 +142,16 @@ fn caller_paths(job: Job) -> Job {
         m.hugepages = at(m.hugepages);
         m
     };
-    let config = |mut c: crate::RunConfig| {
-        c.log = at(c.log);
-        c.placement.hugepages = at(c.placement.hugepages);
-        c.qemu = c.qemu.map(|q| program_at_caller(&q));
-        c
+    let run = |mut o: RunOptions| {
+        o.log = at(o.log);
+        o.machine = machine(o.machine);
+        o
     };
-    match job {
-        Job::Main(c, v) => Job::Main(config(c), v),
-        Job::Run(c) => Job::Run(config(c)),
-        Job::Machine(c, mut m) => {
-            m.source = at_caller(&m.source);
-            Job::Machine(config(c), m)
-        }
-        Job::Topology(source) => Job::Topology(at_caller(&source)),
-        Job::Bench(mut b) => {
+    match request {
+        Request::Main(o) => Request::Main(run(o)),
+        Request::Run(o) => Request::Run(run(o)),
+        Request::Topology(source) => Request::Topology(at_caller(&source)),
+        Request::Bench(mut b) => {
             b.out = at(b.out);
             b.html = at(b.html);
             // A preset's name stays a name; anything else is a path from the caller's folder.
@@ -111,26 +164,25 @@ fn caller_paths(job: Job) -> Job {
             });
             b.compare = b.compare.map(|v| v.iter().map(|p| at_caller(p)).collect());
             b.machine = machine(b.machine);
-            Job::Bench(b)
+            Request::Bench(b)
         }
-        Job::Soak(mut s) => {
+        Request::Soak(mut s) => {
             s.log = at(s.log);
             s.machine = machine(s.machine);
-            Job::Soak(s)
+            Request::Soak(s)
         }
-        Job::Sweep(mut s) => {
+        Request::Sweep(mut s) => {
             s.bench_args = bench_args_at(&s.bench_args, &|p| at_caller(p));
             s.out = at(s.out);
             s.emit_jobs = at(s.emit_jobs);
             s.repo = at(s.repo);
-            Job::Sweep(s)
+            Request::Sweep(s)
         }
-        Job::Merge(mut m) => {
+        Request::Merge(mut m) => {
             m.dirs = m.dirs.iter().map(|d| at_caller(d)).collect();
             m.out = at_caller(&m.out);
-            Job::Merge(m)
+            Request::Merge(m)
         }
-        other @ (Job::Replay(..) | Job::Error(_)) => other,
     }
 }
 
@@ -180,102 +232,78 @@ fn bench_args_at(args: &[String], at: &dyn Fn(&std::path::Path) -> PathBuf) -> V
 
 /// Why an output folder (`--out`) cannot be one: it names a file, or lies under one. Checked
 /// before anything is built or booted.
-fn out_problem(job: &Job) -> Option<String> {
-    let out = match job {
-        Job::Bench(b) if b.compare.is_none() => b.out.as_deref(),
-        Job::Sweep(s) => s.out.as_deref(),
-        Job::Merge(m) => Some(m.out.as_path()),
+fn out_problem(request: &Request) -> Option<String> {
+    let out = match request {
+        Request::Bench(b) if b.compare.is_none() => b.out.as_deref(),
+        Request::Sweep(s) => s.out.as_deref(),
+        Request::Merge(m) => Some(m.out.as_path()),
         _ => None,
     }?;
     folder_problem("--out", out)
 }
 
-/// `job` with its `--machine` source read, or the reason it cannot be (`Job::Error`).
-fn resolve_machine(job: Job) -> Job {
-    if let Some(why) =
-        mem_of(&job).and_then(|mib| scale::mem_problem(mib, scale::host_backing_mib()))
-    {
-        return Job::Error(format!("--mem: {why}"));
-    }
-    if let Some(why) = small_nodes_of(&job) {
-        return Job::Error(format!("--mem: {why}"));
-    }
-    match job {
-        Job::Machine(mut config, m) => match prepare(&m) {
-            Ok((plan, args)) => match config.prepend_qemu_args(&args) {
-                Ok(()) => Job::Replay(config, Box::new(plan)),
-                Err(e) => Job::Error(format!("--machine: {e}")),
-            },
-            Err(e) => Job::Error(e),
-        },
-        Job::Bench(mut b) => {
-            let Some(source) = b.machine.machine.take() else {
-                return Job::Bench(b);
-            };
-            let m = MachineSource {
-                source,
-                smp: b.machine.smp,
-                mem: b.machine.mem,
-                qemu_args: Vec::new(),
-            };
-            match prepare(&m) {
-                Ok((plan, mut args)) => {
-                    // bench has no replay check of its own: its notes are printed here.
-                    for note in &plan.notes {
-                        eprintln!("numalab: {note}");
-                    }
-                    args.append(&mut b.machine.qemu_args);
-                    b.machine.qemu_args = args;
-                    Job::Bench(b)
-                }
-                Err(e) => Job::Error(e),
-            }
+/// The job of `request`: its boot's configuration, its `--machine` source read and planned,
+/// or the reason it cannot be.
+fn resolve_machine(request: Request) -> Result<Job, String> {
+    if let Some(m) = machine_of(&request) {
+        if let Some(why) = m
+            .mem
+            .and_then(|mib| scale::mem_problem(mib, scale::host_backing_mib()))
+        {
+            return Err(format!("--mem: {why}"));
         }
-        other => other,
+        if let Some(why) = small_nodes_of(m) {
+            return Err(format!("--mem: {why}"));
+        }
     }
-}
-
-/// The `--accel` a job asked for (None: a job without one).
-fn accel_of(job: &Job) -> Option<crate::accel::Accel> {
-    match job {
-        Job::Main(c, _) | Job::Run(c) | Job::Machine(c, _) => Some(c.accel),
-        Job::Bench(b) => Some(b.machine.accel),
-        Job::Soak(s) => Some(s.machine.accel),
-        _ => None,
-    }
-}
-
-/// `--accel` of `job` resolved on this host (`kvm_problem`: why /dev/kvm cannot be used):
-/// `auto` becomes kvm or tcg; kvm without a usable KVM is the reason it is refused.
-fn resolve_accel(job: &mut Job, kvm_problem: impl Fn() -> Option<String>) -> Result<(), String> {
-    let accel = match job {
-        Job::Main(c, _) | Job::Run(c) | Job::Machine(c, _) => &mut c.accel,
-        Job::Bench(b) => &mut b.machine.accel,
-        Job::Soak(s) => &mut s.machine.accel,
-        _ => return Ok(()),
-    };
-    if *accel != crate::accel::Accel::Tcg {
-        *accel = accel.resolve(kvm_problem())?;
-    }
-    Ok(())
+    Ok(match request {
+        Request::Main(o) => Job::Main(o.config(), o.verbose),
+        Request::Run(o) => match &o.machine.machine {
+            None => Job::Run(o.config()),
+            Some(source) => {
+                let m = MachineSource {
+                    source: source.clone(),
+                    smp: o.machine.smp,
+                    mem: o.machine.mem,
+                    qemu_args: o.machine.qemu_args.clone(),
+                };
+                let (plan, args) = prepare(&m)?;
+                let mut config = o.config();
+                config
+                    .prepend_qemu_args(&args)
+                    .map_err(|e| format!("--machine: {e}"))?;
+                Job::Replay(config, Box::new(plan))
+            }
+        },
+        Request::Bench(mut b) => {
+            if let Some(source) = b.machine.machine.take() {
+                let m = MachineSource {
+                    source,
+                    smp: b.machine.smp,
+                    mem: b.machine.mem,
+                    qemu_args: Vec::new(),
+                };
+                let (plan, mut args) = prepare(&m)?;
+                // bench has no replay check of its own: its notes are printed here.
+                for note in &plan.notes {
+                    eprintln!("numalab: {note}");
+                }
+                args.append(&mut b.machine.qemu_args);
+                b.machine.qemu_args = args;
+            }
+            Job::Bench(b)
+        }
+        Request::Topology(p) => Job::Topology(p),
+        Request::Soak(s) => Job::Soak(s),
+        Request::Sweep(s) => Job::Sweep(s),
+        Request::Merge(m) => Job::Merge(m),
+    })
 }
 
 /// The replay of `m`: its plan and QEMU arguments, or the one-line reason it cannot be used.
 fn prepare(m: &MachineSource) -> Result<(scale::Plan, Vec<String>), String> {
     replay::prepare(&m.source, m.smp, m.mem, &m.qemu_args, &replay::tables_dir())
         .map_err(|e| format!("--machine: {e}"))
-}
-
-/// The memory a job asks QEMU for, if `--mem` gave it.
-fn mem_of(job: &Job) -> Option<u64> {
-    match job {
-        Job::Main(c, _) | Job::Run(c) => c.mem_mib,
-        Job::Machine(_, m) => m.mem,
-        Job::Bench(b) => b.machine.mem,
-        Job::Soak(s) => s.machine.mem,
-        // A sweep's jobs are bench command lines, each resolved when the sweep plans it.
-        Job::Topology(_) | Job::Replay(..) | Job::Error(_) | Job::Sweep(_) | Job::Merge(_) => None,
-    }
 }
 
 /// Why a preset with `cpus` CPUs and `mem_mib` MiB would leave a node without managed memory:
@@ -300,28 +328,75 @@ pub fn small_nodes(preset: &Preset, cpus: u32, mem_mib: u64) -> Option<String> {
     })
 }
 
-/// [`small_nodes`] for a job on a preset (none when the user's QEMU arguments or a replayed
-/// machine describe it).
-fn small_nodes_of(job: &Job) -> Option<String> {
-    let on = |m: &MachineOptions| {
-        let described = m.machine.is_some() || crate::qemu_machine::describes_machine(&m.qemu_args);
-        (!described).then(|| {
-            small_nodes(
-                &m.topology,
-                m.smp.unwrap_or(m.topology.cpus),
-                m.mem.unwrap_or(m.topology.mem_mib),
-            )
-        })?
-    };
-    match job {
-        Job::Main(c, _) | Job::Run(c) if !c.user_describes_machine() => small_nodes(
-            &c.topology,
-            c.smp.unwrap_or(c.topology.cpus),
-            c.mem_mib.unwrap_or(c.topology.mem_mib),
-        ),
-        Job::Bench(b) => on(&b.machine),
-        Job::Soak(s) => on(&s.machine),
-        _ => None,
+/// [`small_nodes`] for a machine on a preset (none when the user's QEMU arguments or a
+/// replayed machine describe it).
+fn small_nodes_of(m: &MachineOptions) -> Option<String> {
+    let described = m.machine.is_some() || crate::qemu_machine::describes_machine(&m.qemu_args);
+    (!described).then(|| {
+        small_nodes(
+            &m.topology,
+            m.smp.unwrap_or(m.topology.cpus),
+            m.mem.unwrap_or(m.topology.mem_mib),
+        )
+    })?
+}
+
+impl MachineOptions {
+    /// A run of `suite` on the machine these options describe (echoing the console).
+    pub fn config(&self, suite: Suite) -> RunConfig {
+        // parse() refused arguments that do not split (check_qemu_args); were one to get
+        // here, QEMU would get it as written and say what is wrong with it.
+        let (machine, extra) = crate::qemu_machine::split(&self.qemu_args)
+            .unwrap_or_else(|_| (None, self.qemu_args.clone()));
+        RunConfig {
+            firmware: if self.uefi {
+                Firmware::Uefi
+            } else {
+                Firmware::Bios
+            },
+            topology: self.topology.clone(),
+            smp: self.smp,
+            mem_mib: self.mem,
+            options: {
+                let mut options = Cmdline::new();
+                for s in &self.sets {
+                    options.push(s.clone());
+                }
+                options
+            },
+            suite,
+            timeout: Duration::from_secs(self.timeout.max(1)),
+            icount: false,
+            accel: self.accel,
+            placement: crate::host_numa::Options {
+                pin: self.pin,
+                host_map: self.host_map.clone().unwrap_or_default(),
+                oversubscribe: self.oversubscribe,
+                prealloc: self.prealloc,
+                hugepages: self.hugepages.clone(),
+                ..crate::host_numa::Options::default()
+            },
+            cpus_online: None,
+            qemu: self.qemu.clone(),
+            log: None,
+            machine,
+            extra,
+            echo: true,
+            echo_prefixes: Vec::new(),
+            linux: None,
+            trace: None,
+        }
+    }
+}
+
+impl RunOptions {
+    /// The boot these options describe.
+    pub fn config(&self) -> RunConfig {
+        let mut c = self.machine.config(self.suite);
+        c.icount = self.icount;
+        c.log = self.log.clone();
+        c.echo = !self.quiet;
+        c
     }
 }
 
@@ -356,27 +431,25 @@ mod tests {
         // Issue 24 item 8: 8node with 64M gave 8 MiB nodes, and three frame tests failed on
         // nodes without managed memory.
         let words = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
-        let Job::Error(e) = resolve(parse(words("--topology 8node --mem 64M --smp 8")).unwrap())
-        else {
+        let Err(e) = resolve(parse(words("--topology 8node --mem 64M --smp 8")).unwrap()) else {
             panic!("8 MiB nodes were accepted");
         };
         assert!(
             e.contains("as little as 8 MiB") && e.contains("use --mem 512M"),
             "{e}"
         );
-        let Job::Error(_) = resolve(parse(words("bench --topology 8node --mem 256M")).unwrap())
-        else {
+        let Err(_) = resolve(parse(words("bench --topology 8node --mem 256M")).unwrap()) else {
             panic!("bench with 32 MiB nodes was accepted");
         };
         // Enough memory, or a machine the user describes: not this check's business.
         assert!(matches!(
             resolve(parse(words("--topology 8node --mem 512M")).unwrap()),
-            Job::Run(_)
+            Ok(Job::Run(_))
         ));
         // (-m at the default suite's memory floor, guest_memory.rs: below it is refused.)
         assert!(matches!(
             resolve(parse(words("--mem 64M -- -m 66M")).unwrap()),
-            Job::Run(_)
+            Ok(Job::Run(_))
         ));
     }
 }

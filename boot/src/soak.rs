@@ -98,7 +98,7 @@ pub fn soak_lines(log: &str) -> Vec<&str> {
 }
 
 /// Builds, boots, prints the summary; returns the exit status.
-pub fn run(o: &SoakOptions) -> i32 {
+pub fn run_soak(o: &SoakOptions) -> i32 {
     let c = match config(o) {
         Ok(c) => c,
         Err(e) => {
@@ -139,7 +139,7 @@ pub fn report(outcome: &Outcome) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{parse, Job};
+    use crate::cli::{parse, Request};
 
     fn words(c: &RunConfig) -> Vec<String> {
         c.options.words()
@@ -147,7 +147,7 @@ mod tests {
 
     fn soak(args: &str) -> SoakOptions {
         match parse(args.split_whitespace()) {
-            Ok(Job::Soak(o)) => o,
+            Ok(Request::Soak(o)) => o,
             other => panic!("{args}: {other:?}"),
         }
     }
@@ -185,7 +185,7 @@ mod tests {
     #[test]
     fn main_job_runs_the_short_soak_on_its_machine() {
         let base = match parse("--topology 2node --set slub.debug=F".split_whitespace()) {
-            Ok(Job::Run(c)) | Ok(Job::Main(c, _)) => c,
+            Ok(Request::Run(o)) | Ok(Request::Main(o)) => o.config(),
             other => panic!("{other:?}"),
         };
         let c = main_job_config(&base).unwrap();

@@ -47,7 +47,7 @@ pub fn image(firmware: Firmware) -> PathBuf {
 /// Builds (once) and boots `config`, waiting for a QEMU slot; a build failure fails the test.
 pub fn boot(config: &RunConfig) -> Outcome {
     let img = image(config.firmware);
-    let outcome = with_qemu_slot(cost(config), || numalab_boot::qemu::run(config, &img));
+    let outcome = with_qemu_slot(cost(config), || numalab_boot::qemu::boot(config, &img));
     // Shown with --nocapture (and on failure): where the time of a test run goes.
     println!(
         "numalab: boot took {:.1} s (estimated cost {}): {} {} {}",

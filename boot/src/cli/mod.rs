@@ -2,17 +2,13 @@
 //! clap: the run options, and the `bench` subcommand with its own. `--help` is generated from
 //! these declarations; a bad command line is a clap error (message, usage line, exit status 2).
 
-use crate::image::Firmware;
-use crate::machine::scale::Plan;
 use crate::presets::Preset;
-use crate::qemu::RunConfig;
 use crate::qemu_machine;
 use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, Parser, Subcommand};
-use numalab_algo::options::{Cmdline, Setting, Suite};
+use numalab_algo::options::{Setting, Suite};
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use parsers::*;
 
@@ -361,27 +357,20 @@ impl RunnerChosen {
     }
 }
 
-/// What the command line asks for.
+/// What the command line asks for, as typed: the first stage of the runner (cli -> `Request`
+/// -> `resolve` -> `Job` -> plan -> boot -> report; docs/architecture.md). It holds options
+/// only, nothing of QEMU: `resolve` reads the host and turns it into a `Job` that can run.
 #[derive(Debug)]
-pub enum Job {
-    /// No arguments (or only `--verbose`, the second field): every suite with the smoke
-    /// benchmarks, then the summary (with --verbose every table), on this machine.
-    Main(RunConfig, bool),
-    /// One boot.
-    Run(RunConfig),
+pub enum Request {
+    /// No arguments (or only `--verbose`): every suite with the smoke benchmarks, then the
+    /// summary (with --verbose every table), on this machine.
+    Main(RunOptions),
+    /// One boot (of a preset, of the machine after `--`, or of a `--machine` source).
+    Run(RunOptions),
     /// `bench`.
     Bench(BenchOptions),
     /// `topology SOURCE`: print Linux's view of a machine description, no boot.
     Topology(PathBuf),
-    /// One boot of `--machine SOURCE`, as parsed: `resolve` reads the source and makes it a
-    /// `Replay` (or an `Error`).
-    Machine(RunConfig, MachineSource),
-    /// One boot of a replayed machine, then the kernel's numactl -H checked against the plan
-    /// (made by `resolve`, never by `parse`).
-    Replay(RunConfig, Box<Plan>),
-    /// A request the host cannot serve (an unusable `--machine` source, `--mem` beyond the
-    /// host): one line, exit status 2 (made by `resolve`).
-    Error(String),
     /// `soak`.
     Soak(SoakOptions),
     /// `sweep`.
@@ -390,19 +379,9 @@ pub enum Job {
     Merge(MergeOptions),
 }
 
-/// A `--machine SOURCE` as the command line gave it.
-#[derive(Clone, Debug)]
-pub struct MachineSource {
-    pub source: PathBuf,
-    pub smp: Option<u32>,
-    pub mem: Option<u64>,
-    /// The QEMU arguments after `--`.
-    pub qemu_args: Vec<String>,
-}
-
 /// Parses the arguments after the program name. Errors are clap's: `exit()` prints them (with
 /// the usage line) and exits with status 2, or prints the help and exits 0 for `-h`/`--help`.
-pub fn parse<I, T>(args: I) -> Result<Job, clap::Error>
+pub fn parse<I, T>(args: I) -> Result<Request, clap::Error>
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString>,
@@ -421,17 +400,17 @@ where
             None if b.trace_latency.is_some() => Err(bench_error(
                 "bench: --trace-latency was replaced by --cost-model NAME|FILE (a preset of costs/ or Intel MLC's text; docs/costs.md)",
             )),
-            None => Ok(Job::Bench(b)),
+            None => Ok(Request::Bench(b)),
         },
-        Some(Command::Topology(t)) => Ok(Job::Topology(t.source)),
-        Some(Command::Soak(s)) => Ok(Job::Soak(s)),
+        Some(Command::Topology(t)) => Ok(Request::Topology(t.source)),
+        Some(Command::Soak(s)) => Ok(Request::Soak(s)),
         Some(Command::Sweep(s)) => match s.problem() {
             Some(why) => Err(Cli::command().error(ErrorKind::ArgumentConflict, why)),
-            None => Ok(Job::Sweep(s)),
+            None => Ok(Request::Sweep(s)),
         },
-        Some(Command::Merge(m)) => Ok(Job::Merge(m)),
-        None if empty => Ok(Job::Main(cli.run.config(), cli.run.verbose)),
-        None => Ok(run_machine(cli.run.config(), &cli.run.machine)),
+        Some(Command::Merge(m)) => Ok(Request::Merge(m)),
+        None if empty => Ok(Request::Main(cli.run)),
+        None => Ok(Request::Run(cli.run)),
     }
 }
 
@@ -475,22 +454,6 @@ fn check_design_knobs(cli: &Cli) -> Result<(), clap::Error> {
     }
 }
 
-/// `--machine` on a run: the source to replay (read and planned by `resolve`).
-fn run_machine(config: RunConfig, m: &MachineOptions) -> Job {
-    match &m.machine {
-        None => Job::Run(config),
-        Some(source) => Job::Machine(
-            config,
-            MachineSource {
-                source: source.clone(),
-                smp: m.smp,
-                mem: m.mem,
-                qemu_args: m.qemu_args.clone(),
-            },
-        ),
-    }
-}
-
 /// A command-line error of `bench`, with its usage line.
 fn bench_error(message: &str) -> clap::Error {
     let mut cmd = Cli::command();
@@ -498,65 +461,6 @@ fn bench_error(message: &str) -> clap::Error {
     match cmd.find_subcommand_mut("bench") {
         Some(bench) => bench.error(ErrorKind::ArgumentConflict, message),
         None => cmd.error(ErrorKind::ArgumentConflict, message),
-    }
-}
-
-impl MachineOptions {
-    /// A run of `suite` on the machine these options describe (echoing the console).
-    pub fn config(&self, suite: Suite) -> RunConfig {
-        // parse() refused arguments that do not split (check_qemu_args); were one to get
-        // here, QEMU would get it as written and say what is wrong with it.
-        let (machine, extra) =
-            qemu_machine::split(&self.qemu_args).unwrap_or_else(|_| (None, self.qemu_args.clone()));
-        RunConfig {
-            firmware: if self.uefi {
-                Firmware::Uefi
-            } else {
-                Firmware::Bios
-            },
-            topology: self.topology.clone(),
-            smp: self.smp,
-            mem_mib: self.mem,
-            options: {
-                let mut options = Cmdline::new();
-                for s in &self.sets {
-                    options.push(s.clone());
-                }
-                options
-            },
-            suite,
-            timeout: Duration::from_secs(self.timeout.max(1)),
-            icount: false,
-            accel: self.accel,
-            placement: crate::host_numa::Options {
-                pin: self.pin,
-                host_map: self.host_map.clone().unwrap_or_default(),
-                oversubscribe: self.oversubscribe,
-                prealloc: self.prealloc,
-                hugepages: self.hugepages.clone(),
-                ..crate::host_numa::Options::default()
-            },
-            cpus_online: None,
-            qemu: self.qemu.clone(),
-            log: None,
-            machine,
-            extra,
-            echo: true,
-            echo_prefixes: Vec::new(),
-            linux: None,
-            trace: None,
-        }
-    }
-}
-
-impl RunOptions {
-    /// The boot these options describe.
-    pub fn config(&self) -> RunConfig {
-        let mut c = self.machine.config(self.suite);
-        c.icount = self.icount;
-        c.log = self.log.clone();
-        c.echo = !self.quiet;
-        c
     }
 }
 

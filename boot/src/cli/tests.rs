@@ -1,9 +1,12 @@
 //! Host tests of the command line: options, defaults, errors and their messages, help.
 
 use super::*;
+use crate::image::Firmware;
 use crate::presets;
 use crate::qemu::parse_mem_mib;
-use crate::resolve::resolve;
+use crate::qemu::RunConfig;
+use crate::resolve::{resolve, Job};
+use std::time::Duration;
 
 fn words(s: &str) -> Vec<String> {
     s.split_whitespace().map(String::from).collect()
@@ -11,7 +14,7 @@ fn words(s: &str) -> Vec<String> {
 
 fn parse_run(s: &str) -> Result<RunConfig, clap::Error> {
     match parse(words(s))? {
-        Job::Run(c) | Job::Main(c, _) => Ok(c),
+        Request::Run(o) | Request::Main(o) => Ok(o.config()),
         other => panic!("'{s}' parsed as {other:?}"),
     }
 }
@@ -56,9 +59,11 @@ fn parses_options() {
 
 #[test]
 fn defaults_and_the_main_job() {
-    let Ok(Job::Main(c, false)) = parse(Vec::<String>::new()) else {
+    let Ok(Request::Main(o)) = parse(Vec::<String>::new()) else {
         panic!("no arguments is not the main job");
     };
+    assert!(!o.verbose);
+    let c = o.config();
     assert_eq!(
         (c.topology.name, c.suite.name(), c.firmware),
         ("4node", "all", Firmware::Bios)
@@ -66,7 +71,7 @@ fn defaults_and_the_main_job() {
     assert_eq!(c.timeout, Duration::from_secs(600));
     assert!(c.echo && !c.icount && c.extra.is_empty() && c.log.is_none());
     // Any argument, even a lone `--`, is one boot.
-    assert!(matches!(parse(words("--")), Ok(Job::Run(_))));
+    assert!(matches!(parse(words("--")), Ok(Request::Run(_))));
     let q = parse_run("--quiet --log x.log --timeout 0 --qemu q/qemu").unwrap();
     assert!(!q.echo);
     assert_eq!(q.log, Some(PathBuf::from("x.log")));
@@ -226,21 +231,20 @@ fn user_machine_drops_preset() {
 
 #[test]
 fn topology_and_machine() {
-    let Ok(Job::Topology(p)) = parse(words("topology some/dir")) else {
+    let Ok(Request::Topology(p)) = parse(words("topology some/dir")) else {
         panic!("topology did not parse");
     };
     assert_eq!(p, PathBuf::from("some/dir"));
     assert_eq!(error("topology").exit_code(), exit::USAGE);
-    let Job::Error(e) = resolve(parse(words("--machine /no/such/source --suite test")).unwrap())
-    else {
-        panic!("a missing source is not a Job::Error");
+    let Err(e) = resolve(parse(words("--machine /no/such/source --suite test")).unwrap()) else {
+        panic!("a missing source is not refused");
     };
     assert_eq!(e, "--machine: /no/such/source: No such file or directory");
-    let Job::Error(e) = resolve(parse(words("bench --machine /no/such/source")).unwrap()) else {
-        panic!("a missing source is not a Job::Error for bench");
+    let Err(e) = resolve(parse(words("bench --machine /no/such/source")).unwrap()) else {
+        panic!("a missing source is not refused for bench");
     };
     assert!(e.starts_with("--machine: /no/such/source: "), "{e}");
-    let Job::Error(e) = resolve(parse(words("--machine x -- -smp 4")).unwrap()) else {
+    let Err(e) = resolve(parse(words("--machine x -- -smp 4")).unwrap()) else {
         panic!("--machine with -smp after -- is not refused");
     };
     assert!(e.contains("'-smp' after -- cannot describe it too"), "{e}");
@@ -248,7 +252,7 @@ fn topology_and_machine() {
     let f = std::env::temp_dir().join(format!("numalab-cli-{}.numactl", std::process::id()));
     std::fs::write(&f, crate::machine::samples::eight_node_numactl().text()).unwrap();
     let line = format!("--machine {} --smp 8 --mem 512M --suite test", f.display());
-    let Job::Replay(c, plan) = resolve(parse(words(&line)).unwrap()) else {
+    let Ok(Job::Replay(c, plan)) = resolve(parse(words(&line)).unwrap()) else {
         panic!("{line} is not a replay");
     };
     assert_eq!(c.machine_size(), (8, 512));
@@ -258,7 +262,7 @@ fn topology_and_machine() {
         ["-smp", "8", "-m", "512M", "-acpitable"]
     );
     assert_eq!((plan.cpus, plan.mem_mib, plan.notes.len()), (8, 512, 2));
-    let Job::Bench(b) = resolve(
+    let Ok(Job::Bench(b)) = resolve(
         parse(words(
             &format!("bench --smoke {line}").replace(" --suite test", ""),
         ))

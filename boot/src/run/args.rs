@@ -3,8 +3,9 @@
 
 use super::compare::CompareArgs;
 use crate::bench::catalog;
-use crate::cli::{self, BenchOptions, Job, Kernel};
+use crate::cli::{self, BenchOptions, Kernel};
 use crate::qemu::RunConfig;
+use crate::resolve::Job;
 use numalab_algo::bench::plan::Selection;
 use numalab_algo::options::bench::BENCH;
 use numalab_algo::options::Suite;
@@ -153,8 +154,8 @@ impl BenchArgs {
 pub fn parse(args: &[String]) -> Result<BenchArgs, clap::Error> {
     let words = std::iter::once("bench".to_string()).chain(args.iter().cloned());
     match crate::resolve::resolve(cli::parse(words)?) {
-        Job::Bench(o) => Ok(BenchArgs::from_options(o)),
-        Job::Error(e) => Err(clap::Error::raw(
+        Ok(Job::Bench(o)) => Ok(BenchArgs::from_options(o)),
+        Err(e) => Err(clap::Error::raw(
             clap::error::ErrorKind::ValueValidation,
             format!("{e}\n"),
         )),

@@ -179,7 +179,7 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
             &name,
         )?);
     }
-    let outcome = qemu::run(&config, img);
+    let outcome = qemu::boot(&config, img);
     progress::boot_done(outcome.elapsed);
     let (mut records, violations) = bench::parse_log(&outcome.log, b.boot);
     records.retain(bench::det_keeps);

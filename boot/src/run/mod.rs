@@ -31,7 +31,7 @@ pub use report::{catalog_problems, contract_problems, machine_line};
 
 /// Runs `args`: plan, execute, report; returns the exit status (0: every boot passed and the
 /// contract holds; 2 a boot that cannot be planned or started; 3 a build failed).
-pub fn run(args: &BenchArgs) -> i32 {
+pub fn run_bench(args: &BenchArgs) -> i32 {
     if let Some(c) = &args.compare {
         return compare::compare_files(c);
     }

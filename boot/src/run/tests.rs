@@ -8,7 +8,7 @@ use crate::bench::catalog::{
     ALLOC_PEERS as AP, MEMORYLESS_NODE as ML, NUMA_LOCALITY as NL, PAGE_ALLOC as PA,
     SLUB_LIST_LOCK as SLL,
 };
-use crate::cli::{self, Job};
+use crate::cli::{self, Request};
 use std::path::PathBuf;
 
 fn args(s: &str) -> Vec<String> {
@@ -243,9 +243,10 @@ fn the_header_line_flags_oversubscription() {
 
 #[test]
 fn main_job_runs_every_suite_with_smoke_benchmarks() {
-    let Ok(Job::Main(base, _)) = cli::parse(Vec::<String>::new()) else {
+    let Ok(Request::Main(o)) = cli::parse(Vec::<String>::new()) else {
         panic!("no arguments is not the main job");
     };
+    let base = o.config();
     let a = BenchArgs::main_job(base);
     let t = boot_config(&a, Boot::Tsc, 0).unwrap();
     assert_eq!(t.cmdline(), "suite=all bench.smoke=1 lock_stat=1");

@@ -34,7 +34,7 @@ fn absolute(p: &Path) -> PathBuf {
 /// the jobs through GNU parallel on this host, and merges those that passed. Exit status: 0
 /// when every job passed and the merge worked, 1 when a job failed, 2 for a bad command line,
 /// 3 when the kernel could not be built, 4 when GNU parallel is missing.
-pub fn run(o: &SweepOptions) -> i32 {
+pub fn run_sweep(o: &SweepOptions) -> i32 {
     let topologies = o.topologies();
     let jobs = match plan::plan(&topologies, &o.axes, o.reps, &o.bench_args) {
         Ok(j) => j,

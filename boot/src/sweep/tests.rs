@@ -5,7 +5,7 @@
 use super::parallel::{read_joblog, Ended};
 use super::*;
 use crate::bench::{parse_log, tables, Boot};
-use crate::cli::{self, Axis, Job};
+use crate::cli::{self, Axis, Request};
 use serde_json::{json, Value};
 
 fn axis(key: &str, values: &[&str]) -> Axis {
@@ -131,7 +131,7 @@ fn quoting_survives_sh() {
 
 fn sweep_error(args: &str) -> String {
     match cli::parse(words(&format!("sweep {args}"))) {
-        Ok(Job::Sweep(o)) => {
+        Ok(Request::Sweep(o)) => {
             plan(&o.topologies(), &o.axes, o.reps, &o.bench_args).expect_err("planned a bad sweep")
         }
         Ok(other) => panic!("not a sweep: {other:?}"),
@@ -171,7 +171,7 @@ fn bad_sweeps_are_refused_before_anything_runs() {
     assert!(e.contains("slub.min_partial"), "{e}");
     // After the QEMU arguments' `--`, words are QEMU's, not checked as bench options.
     let ok = cli::parse(words("sweep --topology 2node -- --smoke -- -d int")).unwrap();
-    let Job::Sweep(o) = ok else { panic!() };
+    let Request::Sweep(o) = ok else { panic!() };
     assert_eq!(o.bench_args, words("--smoke -- -d int"));
     assert!(plan(&o.topologies(), &o.axes, o.reps, &o.bench_args).is_ok());
 }
