@@ -91,14 +91,14 @@ pub fn heap_usage() -> (usize, usize) {
 
 /// The bootstrap heap's own test (white-box: it reads the heap's usage).
 #[cfg(feature = "ktest")]
-mod tests {
+pub(crate) mod tests {
     use crate::ktest::{Ctx, KSuite, TestResult};
     use crate::{kassert, kassert_eq, ktest};
 
     /// The bootstrap heap of this file, before any allocator exists.
-    static EARLY: KSuite = KSuite {
+    pub(crate) static EARLY: KSuite = KSuite {
         name: "early",
-        order: 5,
+        uses: &[&crate::ktest::selftest::KTEST],
         every_suite: false,
     };
 

@@ -146,16 +146,16 @@ pub fn print_numactl(free_bytes: &dyn Fn(NodeId) -> u64) {
 
 /// The topology's own tests (white-box: they read the built topology and the memory map).
 #[cfg(feature = "ktest")]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::ktest::{Ctx, KSuite, TestResult};
     use crate::{kassert, kassert_eq, ktest};
     use numalab_algo::page::PhysAddr;
 
     /// The first suite after the options: every allocator reads the topology.
-    static SUITE: KSuite = KSuite {
+    pub(crate) static SUITE: KSuite = KSuite {
         name: "topology",
-        order: 10,
+        uses: &[&crate::early::tests::EARLY],
         every_suite: false,
     };
 

@@ -42,7 +42,13 @@ use crate::ktest::{self, Ctx, KSuite, Kind, TestError, TestResult};
 /// Every experiment, after every subsystem's tests.
 pub static BENCH_SUITE: KSuite = KSuite {
     name: "bench",
-    order: 90,
+    uses: &[
+        &crate::mm::frame::tests::SUITE,
+        &crate::mm::slub::KTEST_SUITE,
+        &crate::kfree_rcu::tests::SUITE,
+        &crate::mm::vmalloc::tests::SUITE,
+        &crate::fault::tests::SUITE,
+    ],
     every_suite: false,
 };
 

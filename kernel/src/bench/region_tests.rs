@@ -22,7 +22,11 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 static SUITE: KSuite = KSuite {
     name: "trace",
-    order: 85,
+    uses: &[
+        &crate::smp::tests::SUITE,
+        &crate::mm::frame::tests::SUITE,
+        &crate::mm::slub::KTEST_SUITE,
+    ],
     every_suite: false,
 };
 

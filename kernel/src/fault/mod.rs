@@ -12,7 +12,7 @@
 //! Cost when no point is armed: one relaxed load of the point's `armed` flag per call.
 
 #[cfg(feature = "ktest")]
-mod tests;
+pub(crate) mod tests;
 
 use crate::percpu::per_cpu;
 use crate::topology::CpuId;

@@ -19,9 +19,12 @@ use numalab_algo::topology::NodeId;
 use numalab_algo::vmalloc::{Layout, Policy as VmPolicy, Scope, VmError};
 
 /// After slub and vmalloc (their caches and instances exist).
-static SUITE: KSuite = KSuite {
+pub(crate) static SUITE: KSuite = KSuite {
     name: "fault",
-    order: 60,
+    uses: &[
+        &crate::mm::slub::KTEST_SUITE,
+        &crate::mm::vmalloc::tests::SUITE,
+    ],
     every_suite: false,
 };
 

@@ -14,7 +14,7 @@ mod freed_early_tests;
 #[cfg(feature = "ktest")]
 mod owned;
 #[cfg(feature = "ktest")]
-mod tests;
+pub(crate) mod tests;
 #[cfg(feature = "ktest")]
 pub mod vmalloc_cases;
 

@@ -14,9 +14,9 @@ use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use numalab_algo::options::kfree_rcu::KfreeRcuWay;
 use numalab_algo::slub::Stat;
 
-pub(super) static SUITE: KSuite = KSuite {
+pub(crate) static SUITE: KSuite = KSuite {
     name: "kfree_rcu",
-    order: 46,
+    uses: &[&crate::rcu::tests::SUITE, &crate::mm::slub::KTEST_SUITE],
     every_suite: false,
 };
 

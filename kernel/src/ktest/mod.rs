@@ -2,11 +2,12 @@
 //!
 //! `ktest!` places a `KTest` (suite, name, kind, file, line, function) in the linker section
 //! `ktests`; `run` walks the section between the `__start_ktests`/`__stop_ktests` symbols the
-//! linker provides, so there is no central list of tests. Tests are grouped by their `KSuite`,
-//! suites run in the order of their `order` key (a suite's key is larger than the keys of the
-//! suites it depends on: topology before smp before frame before slub ...), and within a suite
-//! correctness tests run first, then stress tests, then the bench plan and experiments, each in
-//! source order (file, line).
+//! linker provides, so there is no central list of tests. Tests are grouped by their `KSuite`.
+//! Each suite names the suites whose services its tests use (`uses`), and no one assigns an
+//! order by hand: a suite runs after every suite below it in that graph (by depth, the longest
+//! chain of `uses` under it; suites of one depth by name), so topology runs before smp, frame,
+//! slub ... Within a suite correctness tests run first, then stress tests, then the bench plan
+//! and experiments, each in source order (file, line).
 //!
 //! Output is KTAP version 1 as Linux's KUnit prints it: one subtest block per suite
 //! (`# Subtest: slub`, its plan, its cases indented four spaces, the suite's `# slub: pass:..`
@@ -17,7 +18,7 @@
 //! `ktest::bench`.
 
 pub mod bench;
-mod selftest;
+pub(crate) mod selftest;
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -63,13 +64,31 @@ fn includes(suite: Suite, kind: Kind) -> bool {
 pub struct KSuite {
     /// The subsystem, e.g. `topology`, `slub`.
     pub name: &'static str,
-    /// Run order: suites run by increasing key; a suite's key must exceed those of the suites
-    /// whose services its tests use. The keys in use: options 0, early 5, topology 10, smp 20,
-    /// frame 30, slub 40, vmalloc 50, bench 90.
-    pub order: u16,
+    /// The suites whose services this suite's tests use: it runs after each of them (and
+    /// after what they use). A cycle is a ktest failure (`ktest.suites_form_no_cycle`).
+    pub uses: &'static [&'static KSuite],
     /// Runs in every boot that runs tests of any kind, whatever `filter=` says (the option
     /// check: a misspelt key must fail a bench boot or a filtered boot too).
     pub every_suite: bool,
+}
+
+/// The longest chain of `uses` a suite may have; a longer one is a cycle.
+pub const MAX_SUITE_DEPTH: u32 = 32;
+
+impl KSuite {
+    /// The length of the longest chain of `uses` below this suite (0: it uses none), or None
+    /// when the chain is longer than [`MAX_SUITE_DEPTH`] (the graph has a cycle).
+    pub fn depth(&self) -> Option<u32> {
+        self.depth_within(MAX_SUITE_DEPTH)
+    }
+
+    fn depth_within(&self, budget: u32) -> Option<u32> {
+        let mut depth = 0;
+        for used in self.uses {
+            depth = depth.max(1 + used.depth_within(budget.checked_sub(1)?)?);
+        }
+        Some(depth)
+    }
 }
 
 /// Why a test did not pass.
@@ -195,8 +214,9 @@ pub fn registered() -> &'static [KTest] {
     }
 }
 
-/// The tests of `suite` kind that `filter=` and `bench=` select, sorted by suite order, then
-/// kind (tests, stress, the bench plan, experiments), then source position.
+/// The tests of `suite` kind that `filter=` and `bench=` select, sorted by suite (depth in the
+/// `uses` graph, then name; a suite in a cycle last, failed by the ktest suite), then kind
+/// (tests, stress, the bench plan, experiments), then source position.
 fn selected(suite: Suite, opts: &Options) -> Vec<&'static KTest> {
     let filter = opts.get(&crate::options::FILTER);
     let any_kind = suite != Suite::None;
@@ -216,7 +236,10 @@ fn selected(suite: Suite, opts: &Options) -> Vec<&'static KTest> {
         })
         .filter(|t| t.kind != Kind::Bench || bench::selected(t.name))
         .collect();
-    tests.sort_by_key(|t| (t.suite.order, t.suite.name, t.kind, t.file, t.line));
+    tests.sort_by_key(|t| {
+        let depth = t.suite.depth().unwrap_or(u32::MAX);
+        (depth, t.suite.name, t.kind, t.file, t.line)
+    });
     tests
 }
 

@@ -4,15 +4,15 @@ use super::{Ctx, KSuite, TestError, TestResult};
 use crate::{kassert, ktest};
 
 /// The option check runs in every boot that runs any test.
-static OPTIONS: KSuite = KSuite {
+pub(crate) static OPTIONS: KSuite = KSuite {
     name: "options",
-    order: 0,
+    uses: &[],
     every_suite: true,
 };
 /// The runner itself.
-static KTEST: KSuite = KSuite {
+pub(crate) static KTEST: KSuite = KSuite {
     name: "ktest",
-    order: 1,
+    uses: &[&OPTIONS],
     every_suite: false,
 };
 /// Fails when the command line had an unknown key or a bad value, naming both.
@@ -38,5 +38,35 @@ fn deliberate_failure(ctx: &Ctx) -> TestResult {
     Ok(())
 }
 
+/// Every registered suite's `uses` graph ends (no cycle), so the suites have an order; and
+/// the check catches a cycle: two suites (never registered) that use each other have none.
+fn suites_form_no_cycle(_ctx: &Ctx) -> TestResult {
+    static LOOP_A: KSuite = KSuite {
+        name: "loop_a",
+        uses: &[&LOOP_B],
+        every_suite: false,
+    };
+    static LOOP_B: KSuite = KSuite {
+        name: "loop_b",
+        uses: &[&LOOP_A],
+        every_suite: false,
+    };
+    kassert!(
+        LOOP_A.depth().is_none(),
+        "a cycle of two suites has a depth"
+    );
+    for test in super::registered() {
+        let suite = test.suite;
+        kassert!(
+            suite.depth().is_some(),
+            "suite {} is in a cycle of `uses` (or a chain longer than {})",
+            suite.name,
+            super::MAX_SUITE_DEPTH
+        );
+    }
+    Ok(())
+}
+
 ktest!(OPTIONS, Test, "valid", options_valid);
+ktest!(KTEST, Test, suites_form_no_cycle);
 ktest!(KTEST, Test, deliberate_failure);

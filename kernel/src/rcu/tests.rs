@@ -17,9 +17,9 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::*};
 
 /// RCU (after slub: the tree's nodes are in SLUB's per-node blocks; before vmalloc).
-pub(super) static SUITE: KSuite = KSuite {
+pub(crate) static SUITE: KSuite = KSuite {
     name: "rcu",
-    order: 45,
+    uses: &[&crate::smp::tests::SUITE, &crate::mm::slub::KTEST_SUITE],
     every_suite: false,
 };
 

@@ -18,9 +18,9 @@ use numalab_algo::page::{PhysAddr, VirtAddr};
 mod lock_stat;
 
 /// CPU bring-up, per-CPU data, cross-CPU calls and locks (after topology).
-static SUITE: KSuite = KSuite {
+pub(crate) static SUITE: KSuite = KSuite {
     name: "smp",
-    order: 20,
+    uses: &[&crate::topology::tests::SUITE],
     every_suite: false,
 };
 

@@ -52,7 +52,13 @@ use tag::{ItemKind, Meta};
 
 static SUITE: KSuite = KSuite {
     name: "soak",
-    order: 95,
+    uses: &[
+        &crate::mm::frame::tests::SUITE,
+        &crate::mm::slub::KTEST_SUITE,
+        &crate::kfree_rcu::tests::SUITE,
+        &crate::mm::vmalloc::tests::SUITE,
+        &crate::fault::tests::SUITE,
+    ],
     every_suite: false,
 };
 

@@ -10,9 +10,9 @@ use alloc::vec::Vec;
 use numalab_algo::topology::CpuId;
 
 /// The page frame allocator's tests (after topology and smp: they use every CPU).
-pub(super) static SUITE: KSuite = KSuite {
+pub(crate) static SUITE: KSuite = KSuite {
     name: "frame",
-    order: 30,
+    uses: &[&crate::topology::tests::SUITE, &crate::smp::tests::SUITE],
     every_suite: false,
 };
 

@@ -42,7 +42,7 @@ mod tests;
 #[cfg(feature = "ktest")]
 pub(crate) static KTEST_SUITE: crate::ktest::KSuite = crate::ktest::KSuite {
     name: "slub",
-    order: 40,
+    uses: &[&crate::mm::frame::tests::SUITE],
     every_suite: false,
 };
 

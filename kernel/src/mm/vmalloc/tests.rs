@@ -29,9 +29,13 @@ use crate::ktest::{Ctx, KSuite, TestError, TestResult};
 use crate::{kassert, kassert_eq, ktest};
 
 /// vmalloc's tests (after frame: areas are backed by pages).
-pub(super) static SUITE: KSuite = KSuite {
+pub(crate) static SUITE: KSuite = KSuite {
     name: "vmalloc",
-    order: 50,
+    uses: &[
+        &crate::mm::frame::tests::SUITE,
+        &crate::mm::slub::KTEST_SUITE,
+        &crate::kfree_rcu::tests::SUITE,
+    ],
     every_suite: false,
 };
 
