@@ -100,7 +100,7 @@ setup_toolchain() {
 # Debian packages only the tests need (./qemu-run.sh test, ./qemu-run.sh setup --test), never
 # the main job or bench: one array line per package, with why.
 TEST_PACKAGES=()
-# chromium: tests/s11_html.rs renders a bench run's HTML report (boot/src/html/) in headless
+# chromium: tests/s11_html.rs renders a bench run's HTML report (boot/src/report/html/) in headless
 # Chromium, a real browser, and checks its screenshot and DOM.
 TEST_PACKAGES+=(chromium)
 # linux-source-6.1: tests/s12_slabsys.rs builds Linux's own tools/vm/slabinfo.c from it and runs

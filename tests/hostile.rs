@@ -49,7 +49,7 @@ mod signals;
 #[path = "hostile/tables.rs"]
 mod tables;
 
-use numalab_boot::image::repo_root;
+use numalab_boot::build::image::repo_root;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;

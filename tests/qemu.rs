@@ -39,7 +39,7 @@ mod s15_costs;
 /// a `[[test]]` of its own), or it would silently never run.
 #[test]
 fn every_test_file_is_compiled() {
-    let root = numalab_boot::image::repo_root();
+    let root = numalab_boot::build::image::repo_root();
     let listed = include_str!("qemu.rs");
     let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml");
     let mut missing = Vec::new();

@@ -149,14 +149,16 @@ fn s00_bogus_runner_option_exits_2_with_usage() {
 fn s00_the_production_kernel_carries_no_tests() {
     // A plain build (no `ktest` feature) has no `ktests` section; the images' kernel has one.
     let plain =
-        std::fs::read(numalab_boot::image::build_kernel_plain().expect("plain build")).unwrap();
+        std::fs::read(numalab_boot::build::image::build_kernel_plain().expect("plain build"))
+            .unwrap();
     let names = elf::section_names(&plain);
     assert!(names.iter().any(|n| n == ".text"), "{names:?}");
     assert!(
         !names.iter().any(|n| n == "ktests"),
         "plain kernel has a ktests section: {names:?}"
     );
-    let tested = std::fs::read(numalab_boot::image::build_kernel().expect("kernel build")).unwrap();
+    let tested =
+        std::fs::read(numalab_boot::build::image::build_kernel().expect("kernel build")).unwrap();
     let names = elf::section_names(&tested);
     assert!(
         names.iter().any(|n| n == "ktests"),

@@ -19,7 +19,7 @@ use numalab::*;
 use numalab_algo::acpi::madt::FLAG_ENABLED;
 use numalab_algo::acpi::slit::build::slit;
 use numalab_algo::acpi::srat::build::{cpu, mem, srat, x2cpu};
-use numalab_boot::presets;
+use numalab_boot::qemu::presets;
 
 const MIB: u64 = 1 << 20;
 const LOW_NODE_SLACK_MIB: u64 = 32;

@@ -60,7 +60,7 @@ fn smp_tests_passed(out: &Outcome) {
 /// machines).
 fn check_preset(preset: &str, out: &Outcome) {
     smp_tests_passed(out);
-    let topology = numalab_boot::presets::find(preset).expect("preset");
+    let topology = numalab_boot::qemu::presets::find(preset).expect("preset");
     let cpus = topology.cpus;
     let (n, m, ms) = online_line(out);
     assert_eq!((n, m), (cpus, cpus), "{}", out.log);

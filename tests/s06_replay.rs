@@ -21,7 +21,7 @@ fn dir(name: &str) -> PathBuf {
 
 /// `qemu-run.sh ARGS`: (status, stdout, stderr).
 fn qemu_run_sh(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
-    let out = Command::new(numalab_boot::image::repo_root().join("qemu-run.sh"))
+    let out = Command::new(numalab_boot::build::image::repo_root().join("qemu-run.sh"))
         .args(args)
         .output()
         .expect("run qemu-run.sh");

@@ -215,7 +215,7 @@ fn s07_linux_twin_mirrors_numa_locality() {
 #[test]
 #[ignore]
 fn s07_linux7_twin_keeps_the_contract_and_repeats() {
-    let root = numalab_boot::image::repo_root();
+    let root = numalab_boot::build::image::repo_root();
     twin::linux7::installed(&root).unwrap_or_else(|e| panic!("{e}"));
     let args = twin_args_for("linux-7");
     let (a, b) = std::thread::scope(|s| {

@@ -13,7 +13,7 @@ use numalab_boot::machine::replay;
 
 fn soak_config(args: &str) -> RunConfig {
     match parse(args.split_whitespace()) {
-        Ok(Request::Soak(o)) => numalab_boot::soak::config(&o).unwrap(),
+        Ok(Request::Soak(o)) => numalab_boot::run::soak::config(&o).unwrap(),
         other => panic!("{args}: {other:?}"),
     }
 }
@@ -38,7 +38,7 @@ fn check_soak(out: &Outcome, min_ops: u64, checkpoints: usize) -> String {
 
 /// The checks every passing soak log satisfies on a machine with `mem_nodes` memory nodes.
 fn check_soak_on(out: &Outcome, min_ops: u64, checkpoints: usize, mem_nodes: usize) -> String {
-    let lines = numalab_boot::soak::soak_lines(&out.log);
+    let lines = numalab_boot::run::soak::soak_lines(&out.log);
     let done = lines
         .iter()
         .find(|l| l.starts_with("# soak: done: "))
@@ -100,7 +100,7 @@ fn s08_short_soak_on_4node() {
     // the blocks waiting for a grace period before its barrier freed them all (a block left
     // unfreed would have failed the run).
     assert!(number_before(&done, "through") > 0, "{done}");
-    let lines = numalab_boot::soak::soak_lines(&out.log);
+    let lines = numalab_boot::run::soak::soak_lines(&out.log);
     let rcu_lines = lines
         .iter()
         .filter(|l| l.contains(" kvfree_rcu (") && l.contains(" waiting for a grace period"))

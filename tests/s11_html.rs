@@ -1,4 +1,4 @@
-//! Layer 10: the HTML report of a real bench run (boot/src/html/) in a real browser. The smoke
+//! Layer 10: the HTML report of a real bench run (boot/src/report/html/) in a real browser. The smoke
 //! benchmarks of s09_bench.rs (booted once for both files, no boot of its own) are written as
 //! `qemu-run.sh bench` writes them (JSONL, logs, charts, index.html) into a temp folder; headless
 //! Chromium (Debian's `chromium`, installed by `./qemu-run.sh setup --test`) takes a screenshot
@@ -6,7 +6,7 @@
 //! experiment's section and every chart of that run.
 
 use numalab_boot::bench::BenchRecord;
-use numalab_boot::bench_svg;
+use numalab_boot::report::svg;
 use numalab_boot::run::{self, Runs};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -160,7 +160,7 @@ fn s11_report_of_a_smoke_run_renders_in_headless_chromium() {
         );
     }
     let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let charts = bench_svg::scaling(&all, host_cpus);
+    let charts = svg::scaling(&all, host_cpus);
     assert!(!charts.is_empty(), "the smoke run has no scaling chart");
     for c in &charts {
         let svg = format!(

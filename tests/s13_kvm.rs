@@ -4,7 +4,7 @@
 //! (a printed line: `cargo test -- --nocapture` shows it).
 
 use numalab::*;
-use numalab_boot::accel::{self, Accel};
+use numalab_boot::qemu::accel::{self, Accel};
 use std::path::Path;
 
 /// Why KVM cannot boot numalab on this host (None: it can).

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 fn trace_dir() -> PathBuf {
-    numalab_boot::image::repo_root()
+    numalab_boot::build::image::repo_root()
         .join("target")
         .join("trace-tests")
 }

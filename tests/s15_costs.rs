@@ -70,7 +70,7 @@ fn s15_latency_matrix_reproduces_every_preset() {
 }
 
 fn cost_dir() -> PathBuf {
-    let d = numalab_boot::image::repo_root()
+    let d = numalab_boot::build::image::repo_root()
         .join("target")
         .join("cost-tests");
     std::fs::create_dir_all(&d).expect("target/cost-tests");

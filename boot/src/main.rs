@@ -1,14 +1,15 @@
 //! `numalab-boot`: the runner behind qemu-run.sh (build, boot, report, exit status).
 
+use numalab_boot::build::image;
 use numalab_boot::cli::{self, exit};
 use numalab_boot::machine::{self, replay, scale::Plan};
 use numalab_boot::resolve::Job;
 use numalab_boot::run::{self, BenchArgs};
-use numalab_boot::{image, qemu, RunConfig, Verdict};
+use numalab_boot::{qemu, RunConfig, Verdict};
 
 fn main() {
     // SIGINT, SIGTERM, SIGHUP: stop every QEMU, exit 128 + the signal (interrupt.rs).
-    numalab_boot::interrupt::install();
+    numalab_boot::qemu::interrupt::install();
     // Errors and -h/--help: clap prints them and exits (2 for a bad command line, 0 for help).
     let request = cli::parse(std::env::args_os().skip(1)).unwrap_or_else(|e| e.exit());
     let job = match numalab_boot::resolve::resolve(request) {
@@ -35,7 +36,7 @@ fn main() {
         Job::Topology(source) => {
             machine::topology_command(&source, &mut std::io::stdout(), &mut std::io::stderr())
         }
-        Job::Soak(options) => numalab_boot::soak::run_soak(&options),
+        Job::Soak(options) => numalab_boot::run::soak::run_soak(&options),
         Job::Sweep(options) => numalab_boot::sweep::run_sweep(&options),
         Job::Merge(options) => numalab_boot::sweep::merge_command(&options),
     });
@@ -52,7 +53,7 @@ fn boot_and_report(config: &RunConfig, replayed: Option<&Plan>) -> i32 {
             return exit::BUILD;
         }
     };
-    if config.accel != numalab_boot::accel::Accel::Tcg {
+    if config.accel != numalab_boot::qemu::accel::Accel::Tcg {
         println!("numalab: accel: {}", config.runs_on());
     }
     let mut outcome = qemu::boot(config, &img);

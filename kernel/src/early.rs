@@ -91,16 +91,11 @@ pub fn heap_usage() -> (usize, usize) {
 
 /// The bootstrap heap's own test (white-box: it reads the heap's usage).
 #[cfg(feature = "ktest")]
-pub(crate) mod tests {
-    use crate::ktest::{Ctx, KSuite, TestResult};
+mod tests {
+    use crate::ktest::{Ctx, TestResult};
     use crate::{kassert, kassert_eq, ktest};
 
-    /// The bootstrap heap of this file, before any allocator exists.
-    pub(crate) static EARLY: KSuite = KSuite {
-        name: "early",
-        uses: &[&crate::ktest::selftest::KTEST],
-        every_suite: false,
-    };
+    use crate::ktest::suites::EARLY;
 
     fn heap_alloc(_ctx: &Ctx) -> TestResult {
         let v: alloc::vec::Vec<u64> = (0..1000).collect();

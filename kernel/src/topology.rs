@@ -146,18 +146,13 @@ pub fn print_numactl(free_bytes: &dyn Fn(NodeId) -> u64) {
 
 /// The topology's own tests (white-box: they read the built topology and the memory map).
 #[cfg(feature = "ktest")]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use crate::ktest::{Ctx, KSuite, TestResult};
+    use crate::ktest::{Ctx, TestResult};
     use crate::{kassert, kassert_eq, ktest};
     use numalab_algo::page::PhysAddr;
 
-    /// The first suite after the options: every allocator reads the topology.
-    pub(crate) static SUITE: KSuite = KSuite {
-        name: "topology",
-        uses: &[&crate::early::tests::EARLY],
-        every_suite: false,
-    };
+    use crate::ktest::suites::TOPOLOGY as SUITE;
 
     /// Every CPU has a valid node and a distinct APIC id, and CPU 0 is the CPU running this.
     fn test_cpus(_ctx: &Ctx) -> TestResult {

@@ -5,7 +5,7 @@
 
 use super::outputs::{header, job, record, snapshot};
 use super::script::{refused_in, scratch};
-use numalab_boot::image::repo_root;
+use numalab_boot::build::image::repo_root;
 
 #[test]
 fn emit_jobs_over_an_input_is_refused_and_the_input_kept() {

@@ -2,7 +2,7 @@
 //! 2, nothing on stdout, one error line (clap's hint aside, starting `qemu-run.sh: `, `error: `
 //! or the bench runner's `numalab: `), no panic or backtrace.
 
-use numalab_boot::image::repo_root;
+use numalab_boot::build::image::repo_root;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;

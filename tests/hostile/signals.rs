@@ -8,7 +8,7 @@
 //! boot starts and then for a QEMU of the run to show in /proc, and only then signals.
 
 use super::script::scratch;
-use numalab_boot::image::repo_root;
+use numalab_boot::build::image::repo_root;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -31,14 +31,14 @@ pub fn image(firmware: Firmware) -> PathBuf {
     static KERNEL: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     static IMAGES: Mutex<Vec<(&str, PathBuf)>> = Mutex::new(Vec::new());
     let kernel = KERNEL
-        .get_or_init(numalab_boot::image::build_kernel)
+        .get_or_init(numalab_boot::build::image::build_kernel)
         .as_ref()
         .unwrap_or_else(|e| panic!("build failed: {e}"));
     let mut images = IMAGES.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, path)) = images.iter().find(|(n, _)| *n == firmware.name()) {
         return path.clone();
     }
-    let path = numalab_boot::image::build_image(kernel, firmware)
+    let path = numalab_boot::build::image::build_image(kernel, firmware)
         .unwrap_or_else(|e| panic!("build failed: {e}"));
     images.push((firmware.name(), path.clone()));
     path
@@ -224,7 +224,7 @@ pub fn with_qemu_slot<T>(cost: u64, f: impl FnOnce() -> T) -> T {
 
 /// Runs `qemu-run.sh ARGS` and returns its exit status, stdout and stderr.
 pub fn qemu_run_sh(args: &[&str]) -> (Option<i32>, String, String) {
-    let root = numalab_boot::image::repo_root();
+    let root = numalab_boot::build::image::repo_root();
     let out = std::process::Command::new(root.join("qemu-run.sh"))
         .args(args)
         .output()

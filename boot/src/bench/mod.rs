@@ -8,11 +8,10 @@
 //! line per experiment), `jsonl` (the result file) and `compare` (two result files;
 //! `compare_text` and `compare_html` print them).
 
-mod compare;
-mod compare_html;
+pub(crate) mod compare;
 #[cfg(test)]
 mod compare_tests;
-mod compare_text;
+pub(crate) mod compare_text;
 mod contract;
 mod headline;
 mod jsonl;
@@ -20,10 +19,9 @@ mod kind;
 mod parse;
 mod record;
 mod seeds;
-mod table;
+pub(crate) mod table;
 
 pub use compare::{compare, Comparison, Row, Run, Stats, Verdict};
-pub use compare_html::render_html;
 pub use compare_text::render_text;
 pub use contract::{missing_cases, missing_required, required, BootResult, Required};
 pub use headline::headlines;

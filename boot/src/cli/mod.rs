@@ -2,8 +2,7 @@
 //! clap: the run options, and the `bench` subcommand with its own. `--help` is generated from
 //! these declarations; a bad command line is a clap error (message, usage line, exit status 2).
 
-use crate::presets::Preset;
-use crate::qemu_machine;
+use crate::qemu::presets::Preset;
 use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use numalab_algo::options::{Setting, Suite};
@@ -12,9 +11,9 @@ use std::path::PathBuf;
 
 use parsers::*;
 
-pub use crate::exit;
 pub use sweep::{Axis, MergeOptions, SweepOptions};
 
+pub mod exit;
 mod one_line;
 mod parsers;
 mod sweep;
@@ -80,8 +79,8 @@ impl Kernel {
     }
 
     /// The Linux kernels that boot, in order.
-    pub fn linuxes(self) -> &'static [crate::linux_kernel::LinuxKernel] {
-        use crate::linux_kernel::LinuxKernel::{V6_1, V7};
+    pub fn linuxes(self) -> &'static [crate::build::linux_kernel::LinuxKernel] {
+        use crate::build::linux_kernel::LinuxKernel::{V6_1, V7};
         match self {
             Kernel::Numalab => &[],
             Kernel::Linux | Kernel::Both => &[V6_1],
@@ -224,7 +223,7 @@ pub struct MachineOptions {
     /// boots stay on TCG) or auto (kvm when /dev/kvm opens); docs/running.md "On your own
     /// server"
     #[arg(long, value_enum, value_name = "ACCEL", default_value = "tcg")]
-    pub accel: crate::accel::Accel,
+    pub accel: crate::qemu::accel::Accel,
     /// Under KVM: pin each vCPU to the host CPUs of the host node backing its guest node and
     /// bind each node's memory there (the default under KVM on a host of several nodes)
     #[arg(long)]
@@ -232,7 +231,7 @@ pub struct MachineOptions {
     /// Under KVM: guest node to host node, e.g. 0=1,1=0 (default: guest node i on host
     /// node i mod the host's nodes)
     #[arg(long, value_name = "G=H,...", value_parser = parse_host_map)]
-    pub host_map: Option<crate::host_numa::HostMap>,
+    pub host_map: Option<crate::qemu::host_numa::HostMap>,
     /// Under KVM: run a machine with more vCPUs than host CPUs (refused by default)
     #[arg(long)]
     pub oversubscribe: bool,
@@ -422,7 +421,7 @@ fn check_qemu_args(cli: &Cli) -> Result<(), clap::Error> {
         Some(Command::Soak(s)) => &s.machine,
         _ => &cli.run.machine,
     };
-    match qemu_machine::split(&machine.qemu_args) {
+    match crate::qemu::machine::split(&machine.qemu_args) {
         Ok(_) => Ok(()),
         Err(e) => Err(Cli::command().error(
             ErrorKind::ValueValidation,

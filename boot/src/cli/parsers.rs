@@ -1,8 +1,8 @@
 //! The value parsers of the command line's options: each checks its value when the command
 //! line is read, before anything is built or booted.
 
-use crate::presets::{self, Preset};
 use crate::qemu::parse_mem_mib;
+use crate::qemu::presets::{self, Preset};
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use numalab_algo::options::{Setting, Suite};
 
@@ -36,8 +36,8 @@ pub(super) fn parse_smp(text: &str) -> Result<u32, String> {
     }
 }
 
-pub(super) fn parse_host_map(text: &str) -> Result<crate::host_numa::HostMap, String> {
-    crate::host_numa::parse_host_map(text).map(crate::host_numa::HostMap)
+pub(super) fn parse_host_map(text: &str) -> Result<crate::qemu::host_numa::HostMap, String> {
+    crate::qemu::host_numa::parse_host_map(text).map(crate::qemu::host_numa::HostMap)
 }
 
 pub(super) fn parse_reps(text: &str) -> Result<u32, String> {

@@ -104,8 +104,8 @@ pub fn parse_axis(text: &str) -> Result<Axis, String> {
 fn parse_topologies(text: &str) -> Result<String, String> {
     let names: Vec<&str> = text.split(',').map(str::trim).collect();
     for (i, name) in names.iter().enumerate() {
-        if crate::presets::find(name).is_none() {
-            let known: Vec<&str> = crate::presets::all().iter().map(|p| p.name).collect();
+        if crate::qemu::presets::find(name).is_none() {
+            let known: Vec<&str> = crate::qemu::presets::all().iter().map(|p| p.name).collect();
             return Err(format!(
                 "unknown topology '{name}' (known: {})",
                 known.join(", ")

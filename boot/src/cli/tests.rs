@@ -1,9 +1,9 @@
 //! Host tests of the command line: options, defaults, errors and their messages, help.
 
 use super::*;
-use crate::image::Firmware;
-use crate::presets;
+use crate::build::image::Firmware;
 use crate::qemu::parse_mem_mib;
+use crate::qemu::presets;
 use crate::qemu::RunConfig;
 use crate::resolve::{resolve, Job};
 use std::time::Duration;
@@ -47,14 +47,14 @@ fn parses_options() {
         "-- -numa dist,src=0,dst=1,val=300",
     ] {
         let e = parse_run(bad).unwrap_err();
-        assert_eq!(e.exit_code(), crate::exit::USAGE, "{bad}");
+        assert_eq!(e.exit_code(), crate::cli::exit::USAGE, "{bad}");
         assert!(
             e.to_string().contains("the QEMU arguments after --"),
             "{bad}: {e}"
         );
     }
     let e = parse(words("bench -- -smp 4,cores")).unwrap_err();
-    assert_eq!(e.exit_code(), crate::exit::USAGE);
+    assert_eq!(e.exit_code(), crate::cli::exit::USAGE);
 }
 
 #[test]

@@ -36,13 +36,13 @@ pub struct Slack {
 }
 
 impl Slack {
-    pub fn for_firmware(firmware: crate::image::Firmware) -> Slack {
+    pub fn for_firmware(firmware: crate::build::image::Firmware) -> Slack {
         match firmware {
-            crate::image::Firmware::Bios => Slack {
+            crate::build::image::Firmware::Bios => Slack {
                 low_node_mib: LOW_NODE_SLACK_MIB,
                 other_mib: SLACK_MIB,
             },
-            crate::image::Firmware::Uefi => Slack {
+            crate::build::image::Firmware::Uefi => Slack {
                 low_node_mib: u64::MAX,
                 other_mib: u64::MAX,
             },
@@ -132,7 +132,7 @@ fn table_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, String> {
 
 /// The QEMU arguments of the replayed machine; the tables go to `dir`.
 pub fn qemu_args(plan: &Plan, dir: &Path) -> Result<Vec<String>, String> {
-    let mut args = crate::qemu_machine::QemuMachine::uma(plan.cpus, plan.mem_mib).args(None);
+    let mut args = crate::qemu::machine::QemuMachine::uma(plan.cpus, plan.mem_mib).args(None);
     let mut tables = vec![("srat", srat_bytes(plan))];
     if let Some(s) = slit_bytes(plan) {
         tables.push(("slit", s));
@@ -233,7 +233,7 @@ pub fn prepare(
     user_args: &[String],
     dir: &Path,
 ) -> Result<(Plan, Vec<String>), String> {
-    if let Some(a) = crate::qemu_machine::machine_word(user_args) {
+    if let Some(a) = crate::qemu::machine::machine_word(user_args) {
         return Err(format!(
             "--machine describes the machine: '{a}' after -- cannot describe it too"
         ));
@@ -246,7 +246,9 @@ pub fn prepare(
 
 /// Where `--machine` writes its tables: target/replay in the checkout.
 pub fn tables_dir() -> PathBuf {
-    crate::image::repo_root().join("target").join("replay")
+    crate::build::image::repo_root()
+        .join("target")
+        .join("replay")
 }
 
 #[cfg(test)]
@@ -339,7 +341,7 @@ mod tests {
         assert!(bad[0].contains("node 0 (PXM 0): the kernel has CPUs [0-1]"));
         assert!(bad[1].contains("node 0 (PXM 0): the kernel has 470 MB"));
         assert!(check(&p, "no block", BIOS).unwrap_err()[0].contains("cannot be read"));
-        let uefi = Slack::for_firmware(crate::image::Firmware::Uefi);
+        let uefi = Slack::for_firmware(crate::build::image::Firmware::Uefi);
         kernel = expected(&p);
         kernel.nodes[0].size_mib = 100;
         assert!(check(&p, &kernel.text(), BIOS).is_err());

@@ -179,7 +179,7 @@ pub fn write_all(dir: &Path) -> std::io::Result<()> {
 mod tests {
     #[test]
     fn write_samples() {
-        let dir = crate::image::repo_root().join("target/replay/samples");
+        let dir = crate::build::image::repo_root().join("target/replay/samples");
         super::write_all(&dir).unwrap();
         assert!(dir.join("four-socket/srat.dat").exists());
     }

@@ -2,9 +2,9 @@
 //! the host (`placement`, host_numa.rs) and the QMP socket that pins its vCPUs (host_pin.rs).
 
 use super::RunConfig;
-use crate::accel::{runs_kvm, runs_on};
-use crate::host_numa::Placement;
-use crate::qemu_machine::QemuMachine;
+use crate::qemu::accel::{runs_kvm, runs_on};
+use crate::qemu::host_numa::Placement;
+use crate::qemu::machine::QemuMachine;
 use std::path::PathBuf;
 
 impl RunConfig {
@@ -31,6 +31,6 @@ impl RunConfig {
     /// Under KVM with a placement: the QMP socket's arguments added to `args`, and the socket
     /// and plan to pin the vCPUs with once QEMU runs (host_pin::spawn).
     pub(super) fn prepare_pinning(&self, args: &mut Vec<String>) -> Option<(PathBuf, Placement)> {
-        crate::host_pin::prepare(self.placement().ok().flatten().map(|(_, p)| p), args)
+        crate::qemu::host_pin::prepare(self.placement().ok().flatten().map(|(_, p)| p), args)
     }
 }

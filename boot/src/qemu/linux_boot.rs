@@ -16,7 +16,7 @@ pub struct LinuxBoot {
     /// `--linux-append`: more words for Linux's command line.
     pub append: Option<String>,
     /// Which Linux (6.1 or 7.x).
-    pub kernel: crate::linux_kernel::LinuxKernel,
+    pub kernel: crate::build::linux_kernel::LinuxKernel,
     /// The Debian packages it was built from, `package=version` each (the JSONL header).
     pub packages: Vec<String>,
 }

@@ -102,7 +102,7 @@ impl BenchArgs {
             return None;
         }
         let mut base = self.base.clone();
-        base.topology = crate::presets::find("memoryless")?;
+        base.topology = crate::qemu::presets::find("memoryless")?;
         base.smp = None;
         base.mem_mib = None;
         base.suite = Suite::Bench;
@@ -126,7 +126,7 @@ impl BenchArgs {
             return None;
         }
         let mut base = self.base.clone();
-        base.topology = crate::presets::find("8node-2mem")?;
+        base.topology = crate::qemu::presets::find("8node-2mem")?;
         base.smp = None;
         base.mem_mib = None;
         base.suite = Suite::Bench;

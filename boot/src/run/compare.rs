@@ -5,7 +5,7 @@
 //! page with `--html`. Exit status 0 after printing, 2 (one line) for an unusable input.
 
 use crate::bench::{self, Run};
-use crate::exit;
+use crate::cli::exit;
 use std::path::{Path, PathBuf};
 
 /// What `--compare` was given.
@@ -24,7 +24,7 @@ pub struct CompareArgs {
 /// stamp), with a note saying so when there are several.
 /// A file named `.partial` (a run interrupted while writing it, issue 47 class 1) is refused.
 pub fn result_file(path: &Path) -> Result<(PathBuf, Option<String>), String> {
-    use crate::interrupt::{partial_path, partial_problem};
+    use crate::qemu::interrupt::{partial_path, partial_problem};
     if path.is_file() {
         return match partial_problem(path) {
             Some(why) => Err(why),
@@ -120,7 +120,7 @@ fn html_over_input(html: &Path, args: &CompareArgs) -> Option<String> {
     }
     let hit = inputs
         .iter()
-        .find(|i| crate::user_path::same_or_inside(html, i))?;
+        .find(|i| crate::resolve::user_path::same_or_inside(html, i))?;
     Some(format!(
         "--html {} is one of the inputs ({}): the page would overwrite or land inside it; \
          give another file",
@@ -149,7 +149,8 @@ pub fn compare_files(args: &CompareArgs) -> i32 {
     let c = bench::compare(&base.0, &new.0);
     print!("{}", bench::render_text(&c, args.all));
     if let Some(html) = &args.html {
-        if let Err(e) = std::fs::write(html, bench::render_html(&c, args.all)) {
+        if let Err(e) = std::fs::write(html, crate::report::compare_html::render_html(&c, args.all))
+        {
             eprintln!("qemu-run.sh: bench: cannot write {}: {e}", html.display());
             return exit::USAGE;
         }

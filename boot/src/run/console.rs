@@ -12,7 +12,8 @@ use std::time::Duration;
 
 /// The `numactl -H` block of a serial log, as the HTML report cuts it (html/report.rs).
 pub fn numactl_block(log: &str) -> Option<String> {
-    crate::html::numactl_block(log).map(|lines| lines.iter().map(|l| format!("{l}\n")).collect())
+    crate::report::html::numactl_block(log)
+        .map(|lines| lines.iter().map(|l| format!("{l}\n")).collect())
 }
 
 /// One line per KTAP suite of `run`: passed, failed, skipped.

@@ -7,7 +7,7 @@ use super::plan::{Guest, Plan, PlannedBoot};
 use super::twin;
 use super::BootRun;
 use crate::bench;
-use crate::image;
+use crate::build::image;
 use crate::progress;
 use crate::qemu::{self, LinuxBoot};
 use crate::trace;
@@ -169,7 +169,9 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
             b.machine,
             std::process::id()
         );
-        let dir = crate::image::repo_root().join("target").join("trace");
+        let dir = crate::build::image::repo_root()
+            .join("target")
+            .join("trace");
         config.trace = Some(trace::prepare(
             &config.qemu_binary(),
             &config.typed_machine(),
@@ -245,7 +247,7 @@ fn traced(
             (syms, trace::labels::kernel_name(log, records, *kernel))
         }
         _ => (
-            trace::kernel_symbols(&crate::image::kernel_elf()),
+            trace::kernel_symbols(&crate::build::image::kernel_elf()),
             trace::NUMALAB.to_string(),
         ),
     };

@@ -13,11 +13,12 @@ pub mod lock_stat;
 pub mod plan;
 pub mod report;
 pub mod results;
+pub mod soak;
 pub mod sysfs;
 pub mod twin;
 
 use crate::bench::{self, BenchRecord, Boot, Violation};
-use crate::exit;
+use crate::cli::exit;
 use crate::qemu::{Outcome, RunConfig};
 use plan::PlanError;
 use std::collections::BTreeSet;
@@ -65,7 +66,7 @@ pub fn main_job(base: RunConfig, verbose: bool) -> i32 {
     match run_reported(&args) {
         Ok(mut r) => {
             println!();
-            let soak = crate::soak::main_job(&base);
+            let soak = crate::run::soak::main_job(&base);
             if r.status == exit::PASS && soak != exit::PASS {
                 r.status = soak;
                 r.passed = false;

@@ -21,11 +21,11 @@
 
 use super::args::BenchArgs;
 use super::twin;
-use crate::accel::Accel;
 use crate::bench::catalog::{self, CATALOG};
 use crate::bench::{BenchRecord, Boot};
+use crate::build::image::Firmware;
 use crate::cli::Kernel;
-use crate::image::Firmware;
+use crate::qemu::accel::Accel;
 use crate::qemu::RunConfig;
 use numalab_algo::bench::plan::Selection;
 use numalab_algo::options::bench::{BENCH, BENCH_REP, BENCH_SMOKE};
@@ -313,7 +313,7 @@ pub fn boot_config(args: &BenchArgs, boot: Boot, rep: u32) -> Result<RunConfig, 
         }
         Boot::Uma => {
             let (cpus, mem) = args.base.machine_size();
-            c.topology = crate::presets::find("uma").ok_or("no uma preset")?;
+            c.topology = crate::qemu::presets::find("uma").ok_or("no uma preset")?;
             c.smp = Some(cpus);
             c.mem_mib = Some(mem);
             c.machine = None;

@@ -10,8 +10,8 @@ use super::results::{host_cpus, max_vcpus, write_results};
 use super::twin;
 use super::BootRun;
 use crate::bench::{self, BenchRecord, Boot, BootResult};
+use crate::cli::exit;
 use crate::cli::Kernel;
-use crate::exit;
 use crate::qemu::Verdict;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -227,7 +227,7 @@ pub fn report(args: &BenchArgs, runs: &Runs, start: Instant) -> Reported {
 pub fn finish(r: &Reported) -> i32 {
     print!(
         "{}",
-        console::where_lines(&r.files, &crate::image::repo_root())
+        console::where_lines(&r.files, &crate::build::image::repo_root())
     );
     println!("{}", console::verdict_line(r.passed, &r.what, r.took));
     r.status

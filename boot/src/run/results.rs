@@ -7,8 +7,9 @@ use super::args::BenchArgs;
 use super::execute::Runs;
 use super::BootRun;
 use crate::bench::BenchRecord;
+use crate::build::image;
 use crate::cli::Kernel;
-use crate::{bench_svg, image};
+use crate::report::svg;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -116,7 +117,7 @@ pub fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &s
         "vcpus": max_vcpus(runs),
         "oversubscribed": max_vcpus(runs) as usize > host_cpus(),
         "accel": args.base.accel.name(),
-        "host_nodes": crate::host_numa::read_host(Path::new("/sys")).ok().map(|h| h.nodes.len()),
+        "host_nodes": crate::qemu::host_numa::read_host(Path::new("/sys")).ok().map(|h| h.nodes.len()),
         "placement": args.base.placement().ok().flatten().map(|(_, p)| p.describe()),
         "reps": args.reps,
         "qemu": qemu_version,
@@ -269,7 +270,7 @@ pub fn write_results(
     let jsonl = dir.join(format!("{stem}.jsonl"));
     // Written as STEM.jsonl.partial and renamed once every file of the run is (issue 47
     // class 1): an interrupted run leaves no JSONL that looks whole.
-    let partial = crate::interrupt::partial_path(&jsonl);
+    let partial = crate::qemu::interrupt::partial_path(&jsonl);
     std::fs::write(&partial, text)
         .map_err(|e| format!("cannot write {}: {e}", partial.display()))?;
     for (name, r) in log_names(args, runs) {
@@ -290,10 +291,12 @@ pub fn write_results(
             files.push(path);
         }
     }
-    files.extend(bench_svg::scaling_charts(all, &sub, host_cpus())?);
+    files.extend(svg::scaling_charts(all, &sub, host_cpus())?);
     // The HTML report of the run (html/): after the JSONL, logs, proc files, sysfs tree and
     // charts it links to.
-    files.push(crate::html::write_report_from(&partial, &jsonl, &sub)?);
+    files.push(crate::report::html::write_report_from(
+        &partial, &jsonl, &sub,
+    )?);
     std::fs::rename(&partial, &jsonl)
         .map_err(|e| format!("cannot rename {} to its name: {e}", partial.display()))?;
     Ok(files)

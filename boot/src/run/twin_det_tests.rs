@@ -238,7 +238,7 @@ fn the_symbol_boot_reads_linuxs_data_symbols() {
         release,
         ..self::linux()
     };
-    let root = crate::image::repo_root();
+    let root = crate::build::image::repo_root();
     let v7 = super::twin::linux7::installed(&root).map(|i| LinuxBoot {
         vmlinuz: i.vmlinuz,
         release: i.release,

@@ -35,7 +35,7 @@ pub fn load(dir: &Path) -> Result<JobResult, String> {
         // A job interrupted while writing its results left only STEM.jsonl.partial.
         [] if partial_jsonl(dir).is_some() => {
             return Err(partial_jsonl(dir)
-                .and_then(|p| crate::interrupt::partial_problem(&p))
+                .and_then(|p| crate::qemu::interrupt::partial_problem(&p))
                 .unwrap_or_default())
         }
         [] => {

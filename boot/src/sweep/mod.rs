@@ -13,9 +13,9 @@ pub use merge::{facets, load, merged, revision, variants, JobResult};
 pub use plan::{plan, shell_quote, SweepJob};
 
 use crate::bench;
+use crate::build::image;
+use crate::cli::exit;
 use crate::cli::{MergeOptions, SweepOptions};
-use crate::exit;
-use crate::image;
 use crate::run::results::{git_rev, utc_now};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -197,7 +197,7 @@ fn emit_jobs_problem(
     root: &Path,
     repo: &Path,
 ) -> Option<String> {
-    use crate::user_path::{at_caller, normalized, same_or_inside};
+    use crate::resolve::user_path::{at_caller, normalized, same_or_inside};
     let shown = file.display();
     if file.is_dir() {
         return Some(format!("--emit-jobs {shown}: is a folder, not a file"));
@@ -243,7 +243,7 @@ pub fn merge_dirs(dirs: &[PathBuf], out: &Path, force: bool) -> i32 {
     // job into itself (issue 37). Nothing is written then.
     if let Some(d) = dirs
         .iter()
-        .find(|d| crate::user_path::same_or_inside(out, d))
+        .find(|d| crate::resolve::user_path::same_or_inside(out, d))
     {
         return say(&format!(
             "--out {} is inside one of the folders being merged ({}): the merge would copy \
@@ -252,7 +252,7 @@ pub fn merge_dirs(dirs: &[PathBuf], out: &Path, force: bool) -> i32 {
             d.display()
         ));
     }
-    if let Some(why) = crate::user_path::folder_problem("--out", out) {
+    if let Some(why) = crate::resolve::user_path::folder_problem("--out", out) {
         return say(&why);
     }
     let mut jobs: Vec<JobResult> = Vec::new();
@@ -299,7 +299,7 @@ pub fn merge_dirs(dirs: &[PathBuf], out: &Path, force: bool) -> i32 {
         }
     };
     // The merged run's report, as a single run's (html/): every variant's tables and charts.
-    let report = match crate::html::write_report(&jsonl, &run_dir) {
+    let report = match crate::report::html::write_report(&jsonl, &run_dir) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("numalab: merge: report: {e}");

@@ -78,11 +78,11 @@ pub fn run_local(lines: &[String], out: &Path, at_once: usize) -> Result<Vec<End
         .spawn()
         .map_err(|e| format!("cannot run GNU parallel: {e}"))?;
     // A signal to the sweep stops parallel's jobs, and with them their QEMUs (interrupt.rs).
-    let registered = crate::interrupt::register_parallel(child.id());
+    let registered = crate::qemu::interrupt::register_parallel(child.id());
     let status = child
         .wait()
         .map_err(|e| format!("GNU parallel: cannot wait for it: {e}"))?;
-    crate::interrupt::wait_if_requested();
+    crate::qemu::interrupt::wait_if_requested();
     drop(registered);
     let log = std::fs::read_to_string(&joblog).map_err(|e| {
         format!(

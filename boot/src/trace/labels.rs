@@ -100,7 +100,7 @@ pub fn regions(log: &str) -> Vec<Region> {
 pub fn kernel_name(
     log: &str,
     records: &[crate::bench::BenchRecord],
-    kernel: crate::linux_kernel::LinuxKernel,
+    kernel: crate::build::linux_kernel::LinuxKernel,
 ) -> String {
     log.lines()
         .filter(|l| l.starts_with("# bench: clock="))

@@ -10,7 +10,7 @@
 //! - a CPU no `-numa node,cpus=` names is on node 0; without a `-numa dist` the distances are
 //!   10 local, 20 remote (what Linux assumes without a SLIT).
 
-use crate::qemu_machine::{Numa, QemuMachine};
+use crate::qemu::machine::{Numa, QemuMachine};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
@@ -359,7 +359,7 @@ mod tests {
 
     #[test]
     fn the_cost_models_shapes_fit_their_cost_models() {
-        // boot/src/presets.rs: a topology preset per cost model, of its shape.
+        // boot/src/qemu/presets.rs: a topology preset per cost model, of its shape.
         for name in crate::costs::presets::NAMES {
             let m = NodeMap::of(&preset(name), &[]).unwrap();
             let model = crate::costs::presets::find(name).unwrap();
@@ -372,7 +372,7 @@ mod tests {
     }
 
     fn preset(name: &str) -> QemuMachine {
-        let p = crate::presets::find(name).unwrap();
+        let p = crate::qemu::presets::find(name).unwrap();
         p.machine(p.cpus, p.mem_mib)
     }
 
@@ -401,7 +401,7 @@ mod tests {
 
     #[test]
     fn memory_past_three_and_a_half_gib_moves_above_4g() {
-        let p = crate::presets::find("2node").unwrap();
+        let p = crate::qemu::presets::find("2node").unwrap();
         let m = p.machine(4, 4096);
         let map = NodeMap::of(&m, &[]).unwrap();
         // 2 GiB per node: node 0 [0, 640K) and [1M, 2G), node 1 [2G, 3G) and [4G, 5G).

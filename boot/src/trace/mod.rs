@@ -19,8 +19,9 @@ pub mod plugin;
 pub mod sysmap;
 
 use crate::bench::{BenchRecord, Boot};
-use crate::qemu_machine::QemuMachine;
-use std::path::{Path, PathBuf};
+use crate::qemu::machine::QemuMachine;
+pub use crate::qemu::plugin::TraceFiles;
+use std::path::Path;
 
 /// Hottest lines the plugin keeps per region.
 pub const TOP_LINES: usize = 64;
@@ -32,29 +33,6 @@ pub const CONSOLE_LINES: usize = 5;
 pub enum TraceWhat {
     /// Memory accesses by node and a coherence directory of every 64-byte line.
     Mem,
-}
-
-/// The files of one traced boot.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TraceFiles {
-    pub plugin: PathBuf,
-    pub config: PathBuf,
-    pub out: PathBuf,
-}
-
-impl TraceFiles {
-    /// QEMU's `-plugin` argument for these files.
-    pub fn qemu_args(&self) -> Vec<String> {
-        vec![
-            "-plugin".into(),
-            format!(
-                "{},config={},out={}",
-                self.plugin.display(),
-                self.config.display(),
-                self.out.display()
-            ),
-        ]
-    }
 }
 
 /// Writes the plugin's config for `machine` (with the other QEMU arguments `extra`, and the

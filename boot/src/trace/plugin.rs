@@ -77,7 +77,7 @@ static BUILT: Mutex<Option<HashMap<PluginApi, PathBuf>>> = Mutex::new(None);
 fn host_target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| crate::image::repo_root().join("target"))
+        .unwrap_or_else(|| crate::build::image::repo_root().join("target"))
 }
 
 /// Where the build of `api` goes: v1 in the workspace's own target folder (as `cargo build -p
@@ -101,7 +101,7 @@ pub fn build(api: PluginApi) -> Result<PathBuf, String> {
     ));
     let dir = target_dir(api);
     let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cargo.current_dir(crate::image::repo_root()).args([
+    cargo.current_dir(crate::build::image::repo_root()).args([
         "build",
         "--quiet",
         "--release",

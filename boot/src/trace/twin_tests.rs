@@ -7,7 +7,7 @@
 //! the static line (after the shift) and the dynamic one.
 
 use super::*;
-use crate::linux_kernel::LinuxKernel;
+use crate::build::linux_kernel::LinuxKernel;
 
 /// The plugin's output for one region `key` of two vCPUs whose hottest lines are at `hot`
 /// (a static lock) and `named` (a dynamic object the kernel named).

@@ -37,20 +37,9 @@ mod vmalloc_scaling;
 mod workload;
 
 pub use crate::ktest::bench::*;
-use crate::ktest::{self, Ctx, KSuite, Kind, TestError, TestResult};
+use crate::ktest::{self, Ctx, Kind, TestError, TestResult};
 
-/// Every experiment, after every subsystem's tests.
-pub static BENCH_SUITE: KSuite = KSuite {
-    name: "bench",
-    uses: &[
-        &crate::mm::frame::tests::SUITE,
-        &crate::mm::slub::KTEST_SUITE,
-        &crate::kfree_rcu::tests::SUITE,
-        &crate::mm::vmalloc::tests::SUITE,
-        &crate::fault::tests::SUITE,
-    ],
-    every_suite: false,
-};
+pub use crate::ktest::suites::BENCH as BENCH_SUITE;
 
 /// `bench.plan`: lists the registered experiments and this boot's settings, and fails when
 /// `bench=` names an experiment that does not exist (the message lists the valid names) or

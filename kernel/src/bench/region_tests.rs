@@ -15,20 +15,12 @@
 #![allow(unsafe_code)]
 
 use crate::arch::trace_mark::probes;
-use crate::ktest::{Ctx, KSuite, TestError, TestResult};
+use crate::ktest::{Ctx, TestError, TestResult};
 use crate::mm::frame::{alloc_pages, Policy};
 use crate::topology::{CpuId, NodeId};
 use core::sync::atomic::{AtomicU64, Ordering};
 
-static SUITE: KSuite = KSuite {
-    name: "trace",
-    uses: &[
-        &crate::smp::tests::SUITE,
-        &crate::mm::frame::tests::SUITE,
-        &crate::mm::slub::KTEST_SUITE,
-    ],
-    every_suite: false,
-};
+use crate::ktest::suites::TRACE as SUITE;
 
 /// Lines the read and write probes touch (four pages).
 const LINES: u64 = 256;

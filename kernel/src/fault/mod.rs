@@ -12,7 +12,7 @@
 //! Cost when no point is armed: one relaxed load of the point's `armed` flag per call.
 
 #[cfg(feature = "ktest")]
-pub(crate) mod tests;
+mod tests;
 
 use crate::percpu::per_cpu;
 use crate::topology::CpuId;

@@ -4,7 +4,7 @@
 //! what exhausted memory) everything works again with every node's pages conserved.
 
 use super::{arm, disarm, injected, Point};
-use crate::ktest::{Ctx, KSuite, TestError, TestResult};
+use crate::ktest::{Ctx, TestError, TestResult};
 use crate::mm::frame::{self, alloc_pages, AllocError, Pages, Policy, MAX_ORDER};
 use crate::mm::slub::kmalloc;
 use crate::mm::slub::KmemCache;
@@ -18,15 +18,7 @@ use numalab_algo::page::{PhysAddr, VirtAddr};
 use numalab_algo::topology::NodeId;
 use numalab_algo::vmalloc::{Layout, Policy as VmPolicy, Scope, VmError};
 
-/// After slub and vmalloc (their caches and instances exist).
-pub(crate) static SUITE: KSuite = KSuite {
-    name: "fault",
-    uses: &[
-        &crate::mm::slub::KTEST_SUITE,
-        &crate::mm::vmalloc::tests::SUITE,
-    ],
-    every_suite: false,
-};
+use crate::ktest::suites::FAULT as SUITE;
 
 fn attr(probability_pct: u32, interval: u64, seed: u64) -> FaultAttr {
     FaultAttr {

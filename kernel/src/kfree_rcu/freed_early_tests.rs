@@ -6,8 +6,8 @@
 //! sees a magic or key it did not load. At the end, after kvfree_rcu_barrier, every replaced
 //! entry was freed (kfree_rcu's counts) and the cache's live objects are what they were.
 
-use super::tests::SUITE;
 use super::{kvfree_rcu, kvfree_rcu_barrier, total_counts, way};
+use crate::ktest::suites::KFREE_RCU as SUITE;
 use crate::ktest::{Ctx, TestError, TestResult};
 use crate::mm::slub::kmalloc::{cache_for, kfree, kmalloc};
 use crate::rcu::freed_early_tests::{run, Entry, LIVE};

@@ -14,7 +14,7 @@ mod freed_early_tests;
 #[cfg(feature = "ktest")]
 mod owned;
 #[cfg(feature = "ktest")]
-pub(crate) mod tests;
+mod tests;
 #[cfg(feature = "ktest")]
 pub mod vmalloc_cases;
 

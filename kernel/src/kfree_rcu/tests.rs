@@ -6,7 +6,7 @@
 //! (`free_rcu_sheaf`) only under `sheaf`.
 
 use super::{counts, kvfree_rcu, kvfree_rcu_barrier, kvfree_rcu_mightsleep, set_way, way};
-use crate::ktest::{Ctx, KSuite, TestResult};
+use crate::ktest::{Ctx, TestResult};
 use crate::mm::slub::kmalloc::{cache_for, kmalloc};
 use crate::smp::{online_cpus, run_on_cpus};
 use crate::{kassert, kassert_eq, ktest};
@@ -14,11 +14,7 @@ use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use numalab_algo::options::kfree_rcu::KfreeRcuWay;
 use numalab_algo::slub::Stat;
 
-pub(crate) static SUITE: KSuite = KSuite {
-    name: "kfree_rcu",
-    uses: &[&crate::rcu::tests::SUITE, &crate::mm::slub::KTEST_SUITE],
-    every_suite: false,
-};
+use crate::ktest::suites::KFREE_RCU as SUITE;
 
 /// rcuscale's struct kfree_obj: 8 bytes, then the rcu_head.
 const OBJ_BYTES: usize = 24;

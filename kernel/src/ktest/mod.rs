@@ -18,7 +18,8 @@
 //! `ktest::bench`.
 
 pub mod bench;
-pub(crate) mod selftest;
+mod selftest;
+pub mod suites;
 
 use alloc::string::String;
 use alloc::vec::Vec;

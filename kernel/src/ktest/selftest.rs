@@ -3,18 +3,8 @@
 use super::{Ctx, KSuite, TestError, TestResult};
 use crate::{kassert, ktest};
 
-/// The option check runs in every boot that runs any test.
-pub(crate) static OPTIONS: KSuite = KSuite {
-    name: "options",
-    uses: &[],
-    every_suite: true,
-};
-/// The runner itself.
-pub(crate) static KTEST: KSuite = KSuite {
-    name: "ktest",
-    uses: &[&OPTIONS],
-    every_suite: false,
-};
+use super::suites::KTEST;
+use super::suites::OPTIONS;
 /// Fails when the command line had an unknown key or a bad value, naming both.
 /// Also fails when an option handle's type does not match its spec's kind (a handle declared
 /// `bool` for a number would read as false forever).

@@ -5,8 +5,8 @@
 //! the CPU is in its section, and the CPU's quiescent state must come from an IPI.
 
 use super::expedited::synchronize_rcu_expedited;
-use super::tests::SUITE;
 use super::{read_lock, RCU_CPU};
+use crate::ktest::suites::RCU as SUITE;
 use crate::ktest::{Ctx, TestError, TestResult};
 use crate::percpu;
 use crate::smp::{online_cpus, run_on_cpus};

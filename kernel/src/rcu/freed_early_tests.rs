@@ -6,8 +6,8 @@
 //! entries' magic and key six times before the section ends; the LAPIC tick fires inside the sections (interrupts on) on up to 16 CPUs spread over the online ones. At the end,
 //! after `rcu_barrier`, every entry is either in the table or in the pool (none lost).
 
-use super::tests::SUITE;
 use crate::arch::apic;
+use crate::ktest::suites::RCU as SUITE;
 use crate::ktest::{Ctx, TestError, TestResult};
 use crate::rcu::{call_rcu, quiescent_point, rcu_barrier, read_lock, RcuHead};
 use crate::smp::{on_each_cpu, online_cpus};

@@ -23,7 +23,7 @@ mod expedited_tests;
 pub(crate) mod freed_early_tests;
 mod stats;
 #[cfg(feature = "ktest")]
-pub(crate) mod tests;
+mod tests;
 
 use core::ptr::NonNull;
 use core::sync::atomic::{compiler_fence, AtomicU64, Ordering};

@@ -7,7 +7,7 @@
 
 use super::{call_rcu, rcu_barrier, read_lock, stats, synchronize_rcu, RcuHead, RcuStats};
 use crate::arch::apic;
-use crate::ktest::{Ctx, KSuite, TestError, TestResult};
+use crate::ktest::{Ctx, TestError, TestResult};
 use crate::percpu;
 use crate::smp::{on_each_cpu, online_cpus, run_on_cpus};
 use crate::topology::CpuId;
@@ -16,12 +16,7 @@ use alloc::vec::Vec;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering::*};
 
-/// RCU (after slub: the tree's nodes are in SLUB's per-node blocks; before vmalloc).
-pub(crate) static SUITE: KSuite = KSuite {
-    name: "rcu",
-    uses: &[&crate::smp::tests::SUITE, &crate::mm::slub::KTEST_SUITE],
-    every_suite: false,
-};
+use crate::ktest::suites::RCU as SUITE;
 
 /// A callback's record: which CPU queued it, which ran it, how often.
 #[repr(C)]

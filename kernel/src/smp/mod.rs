@@ -15,7 +15,7 @@ mod queue;
 pub mod start;
 pub mod stats;
 #[cfg(feature = "ktest")]
-pub(crate) mod tests;
+mod tests;
 mod tlb;
 
 #[cfg(feature = "ktest")]

@@ -8,7 +8,7 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::{on_each_cpu, online_cpus, run_on_cpus};
 use crate::arch::{self, apic, paging};
-use crate::ktest::{Ctx, KSuite, TestError, TestResult};
+use crate::ktest::{Ctx, TestError, TestResult};
 use crate::percpu::{self, per_cpu};
 use crate::sync::{IrqSpinLock, LockStatsSnapshot};
 use crate::topology::{self, CpuId};
@@ -17,12 +17,7 @@ use numalab_algo::page::{PhysAddr, VirtAddr};
 
 mod lock_stat;
 
-/// CPU bring-up, per-CPU data, cross-CPU calls and locks (after topology).
-pub(crate) static SUITE: KSuite = KSuite {
-    name: "smp",
-    uses: &[&crate::topology::tests::SUITE],
-    every_suite: false,
-};
+use crate::ktest::suites::SMP as SUITE;
 
 /// Per-CPU result slots, indexed by CpuId.
 fn slots(init: u64) -> Vec<AtomicU64> {

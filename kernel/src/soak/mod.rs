@@ -34,7 +34,7 @@ mod ops;
 mod tag;
 
 use crate::ktest;
-use crate::ktest::{Ctx, KSuite, TestError, TestResult};
+use crate::ktest::{Ctx, TestError, TestResult};
 use crate::mm::frame::{self, alloc_pages, Pages, Policy, MAX_ORDER};
 use crate::mm::slub::{kmalloc, KmallocObject, Object, PrivateCache};
 use crate::mm::vmalloc::{self, VmArea};
@@ -50,17 +50,7 @@ use numalab_algo::slub::geometry::KMALLOC_SIZES;
 use spin::Mutex;
 use tag::{ItemKind, Meta};
 
-static SUITE: KSuite = KSuite {
-    name: "soak",
-    uses: &[
-        &crate::mm::frame::tests::SUITE,
-        &crate::mm::slub::KTEST_SUITE,
-        &crate::kfree_rcu::tests::SUITE,
-        &crate::mm::vmalloc::tests::SUITE,
-        &crate::fault::tests::SUITE,
-    ],
-    every_suite: false,
-};
+use crate::ktest::suites::SOAK as SUITE;
 
 /// Slots per online CPU in the shared table.
 const SLOTS_PER_CPU: usize = 512;

@@ -6,7 +6,7 @@
 mod irq_hammer;
 mod slub;
 
-use crate::mm::slub::KTEST_SUITE as SUITE;
+use crate::ktest::suites::SLUB as SUITE;
 
 crate::ktest!(SUITE, Test, "irq_hammer", irq_hammer::irq_hammer);
 crate::ktest!(SUITE, Stress, "stress", slub::stress);

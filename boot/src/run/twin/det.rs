@@ -6,7 +6,7 @@
 //! kernel's System.map is (numalab's det boots under its other SLUB designs: plan.rs).
 
 use super::linux7;
-use crate::linux_kernel::LinuxKernel;
+use crate::build::linux_kernel::LinuxKernel;
 use crate::qemu::LinuxBoot;
 use crate::trace::sysmap;
 use std::path::{Path, PathBuf};
@@ -72,7 +72,7 @@ pub fn qemu_here(kernel: LinuxKernel) -> Result<Option<(PathBuf, String)>, Strin
     let xdg = std::env::var("XDG_CACHE_HOME").ok();
     let home = std::env::var("HOME").ok();
     let cache = linux7::cache_dir(xdg.as_deref(), home.as_deref());
-    qemu_of(kernel, &crate::image::repo_root(), cache.as_deref())
+    qemu_of(kernel, &crate::build::image::repo_root(), cache.as_deref())
 }
 
 /// Of the mirrored experiments to run (`mirrored`), those of a det boot.
@@ -139,7 +139,7 @@ pub fn symbols(linux: &LinuxBoot, qemu: &Path) -> Result<Vec<(u64, u64, String)>
     match map {
         Ok(syms) => Ok(syms),
         Err(why) => {
-            let dir = crate::image::repo_root()
+            let dir = crate::build::image::repo_root()
                 .join("target")
                 .join(match linux.kernel {
                     LinuxKernel::V6_1 => "linux-twin",

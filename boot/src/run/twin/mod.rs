@@ -21,8 +21,8 @@ pub mod traced;
 
 use crate::bench::catalog::{self, CATALOG, MEMORYLESS_NODE, SLUB_LIST_LOCK};
 use crate::bench::Boot;
-use crate::image;
-pub use crate::linux_kernel::LinuxKernel;
+use crate::build::image;
+pub use crate::build::linux_kernel::LinuxKernel;
 use crate::qemu::LinuxBoot;
 use std::sync::LazyLock;
 

@@ -400,7 +400,8 @@ fn linux7_pin_and_cache() {
     );
     assert!(linux7::cache_dir(None, None).is_none());
     // The committed pin names a 7.x kernel.
-    let pin = std::fs::read_to_string(crate::image::repo_root().join("linux/linux7.pin")).unwrap();
+    let pin =
+        std::fs::read_to_string(crate::build::image::repo_root().join("linux/linux7.pin")).unwrap();
     assert!(linux7::pinned_abi(&pin).unwrap().starts_with("7."));
     assert!(LinuxKernel::V7.owns("linux-7.3.4") && !LinuxKernel::V7.owns("linux-6.1.192"));
     assert_eq!(LinuxKernel::V7.log_prefix(), "linux7-");

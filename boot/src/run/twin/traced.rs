@@ -1,11 +1,11 @@
-//! Where the traced side by side (crate::twin_traced, a leaf the HTML report shares) meets the
+//! Where the traced side by side (crate::report::twin_traced, a leaf the HTML report shares) meets the
 //! runner: the c2c texts of a finished twin run's det boots, labelled with the boot
 //! [`render`] expects, for the console and the JSONL (run/report.rs).
 
-pub use crate::twin_traced::*;
+pub use crate::report::twin_traced::*;
 
 use crate::bench::{BenchRecord, Boot};
-use crate::linux_kernel::LinuxKernel;
+use crate::build::linux_kernel::LinuxKernel;
 use crate::run::twin::table::numalab_design;
 use crate::run::Runs;
 use numalab_algo::options::Cmdline;

@@ -21,7 +21,7 @@ mod pages_mem;
 mod pcp;
 mod stats;
 #[cfg(feature = "ktest")]
-pub(crate) mod tests;
+mod tests;
 mod vmemmap;
 #[cfg(feature = "ktest")]
 mod vmemmap_tests;

@@ -2,19 +2,14 @@
 //! policy, distance-ordered fallback, exhaustion, invalid frees, per-CPU lists, dumps, stress.
 
 use super::*;
-use crate::ktest::{Ctx, KSuite, TestError, TestResult};
+use crate::ktest::{Ctx, TestError, TestResult};
 use crate::{kassert, kassert_eq, ktest};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use numalab_algo::topology::CpuId;
 
-/// The page frame allocator's tests (after topology and smp: they use every CPU).
-pub(crate) static SUITE: KSuite = KSuite {
-    name: "frame",
-    uses: &[&crate::topology::tests::SUITE, &crate::smp::tests::SUITE],
-    every_suite: false,
-};
+use crate::ktest::suites::FRAME as SUITE;
 
 /// Checks that everything a test took was given back: consistent lists and the same free
 /// bytes per node as before.

@@ -141,4 +141,4 @@ fn vmemmap(_ctx: &Ctx) -> TestResult {
     Ok(())
 }
 
-ktest!(super::tests::SUITE, Test, vmemmap);
+ktest!(crate::ktest::suites::FRAME, Test, vmemmap);

@@ -37,15 +37,6 @@ pub mod slabmap;
 #[cfg(feature = "ktest")]
 mod tests;
 
-/// The slub KTAP suite: SLUB's own tests (tests.rs) and the stress runs that drive it from
-/// outside (kernel/src/stress) register in it.
-#[cfg(feature = "ktest")]
-pub(crate) static KTEST_SUITE: crate::ktest::KSuite = crate::ktest::KSuite {
-    name: "slub",
-    uses: &[&crate::mm::frame::tests::SUITE],
-    every_suite: false,
-};
-
 pub use kobject::KmallocObject;
 pub use object::Object;
 pub use private::PrivateCache;

@@ -19,7 +19,7 @@ use numalab_algo::slub::geometry::{fls, natural_align, KMALLOC_NAMES, KMALLOC_SI
 use numalab_algo::slub::{slabinfo_line, DebugFlags, ErrorKind, SlabinfoMode, Stat, Tunables};
 use numalab_algo::topology::{CpuId, NodeId};
 
-use super::KTEST_SUITE as SUITE;
+use crate::ktest::suites::SLUB as SUITE;
 
 /// Expected slab orders of the kmalloc classes (8 .. 8k) for Linux's default max_order 3, by
 /// min_objects = 4 * (fls(nr_cpus) + 1), worked out by hand from calculate_order, for caches

@@ -41,7 +41,7 @@ mod sharded;
 #[cfg(feature = "ktest")]
 pub mod test_cases;
 #[cfg(feature = "ktest")]
-pub(crate) mod tests;
+mod tests;
 
 use core::panic::Location;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};

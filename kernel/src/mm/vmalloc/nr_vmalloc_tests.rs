@@ -11,7 +11,7 @@ use numalab_algo::vmalloc::{Layout, Policy, PAGE_SIZE};
 use super::accounting;
 use super::instance::AreaKind;
 use super::test_cases::{conserved, snapshot};
-use super::tests::SUITE;
+use crate::ktest::suites::VMALLOC as SUITE;
 use crate::ktest::{Ctx, TestError, TestResult};
 use crate::{kassert_eq, ktest};
 

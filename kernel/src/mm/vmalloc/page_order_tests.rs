@@ -5,7 +5,7 @@
 use alloc::vec::Vec;
 
 use super::page_order_run::{run_order, AREAS, AREA_PAGES};
-use super::tests::SUITE;
+use crate::ktest::suites::VMALLOC as SUITE;
 use crate::ktest::{Ctx, TestError, TestResult};
 use crate::{kassert, kassert_eq, ktest};
 

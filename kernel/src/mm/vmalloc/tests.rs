@@ -25,19 +25,10 @@ use super::{backing, map};
 use crate::kfree_rcu::vmalloc_cases::{
     kvfree_rcu_1_arg_vmalloc_test, kvfree_rcu_2_arg_vmalloc_test, RcuSnapshot,
 };
-use crate::ktest::{Ctx, KSuite, TestError, TestResult};
+use crate::ktest::{Ctx, TestError, TestResult};
 use crate::{kassert, kassert_eq, ktest};
 
-/// vmalloc's tests (after frame: areas are backed by pages).
-pub(crate) static SUITE: KSuite = KSuite {
-    name: "vmalloc",
-    uses: &[
-        &crate::mm::frame::tests::SUITE,
-        &crate::mm::slub::KTEST_SUITE,
-        &crate::kfree_rcu::tests::SUITE,
-    ],
-    every_suite: false,
-};
+use crate::ktest::suites::VMALLOC as SUITE;
 
 const P: u64 = PAGE_SIZE;
 

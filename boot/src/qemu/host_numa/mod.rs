@@ -6,7 +6,7 @@
 //! Pure: it reads only the sysfs root it is given and starts nothing (docs/running.md, "On
 //! your own server").
 
-use crate::qemu_machine::{Backend, Numa, QemuMachine};
+use crate::qemu::machine::{Backend, Numa, QemuMachine};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -448,5 +448,4 @@ impl Placement {
 }
 
 #[cfg(test)]
-#[path = "host_numa_tests.rs"]
 mod tests;

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::bench::{BenchRecord, Boot};
-use crate::bench_svg;
+use crate::report::svg;
 use serde_json::json;
 
 /// A record of `[bench, case, metric, unit]`.
@@ -91,7 +91,7 @@ fn sample() -> Vec<BenchRecord> {
 fn report_shows_the_run_machine_experiments_charts_and_files() {
     let (base, run, jsonl) = run_dir("full", &sample(), false);
     // The chart files as write_results writes them, so that the report links them.
-    bench_svg::scaling_charts(&sample(), &run, 2).unwrap();
+    svg::scaling_charts(&sample(), &run, 2).unwrap();
     let out = write_report(&jsonl, &run).unwrap();
     assert_eq!(out, run.join("index.html"));
     let html = std::fs::read_to_string(&out).unwrap();

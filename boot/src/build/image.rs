@@ -1,7 +1,7 @@
 //! Builds the kernel ELF (cargo in kernel/, for x86_64-unknown-none with -Zbuild-std) and the
 //! BIOS and UEFI disk images around it (bootloader 0.11.14).
 
-use crate::build_progress::{self, BuildProgress};
+use crate::build::progress::{self, BuildProgress};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -266,7 +266,7 @@ pub fn build_image(kernel: &Path, firmware: Firmware) -> Result<PathBuf, String>
     let mut boot_config = bootloader::BootConfig::default();
     boot_config.log_level = bootloader_boot_config::LevelFilter::Warn;
     boot_config.frame_buffer_logging = false;
-    build_progress::step(&format!("building the {} image", firmware.name()));
+    progress::step(&format!("building the {} image", firmware.name()));
     let kernel = &stripped(kernel, &dir);
     // Written beside it, then renamed over it: another process (a sweep's jobs, a test's
     // nested qemu-run.sh) may be booting the old image, and keeps reading the file it opened.

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 
-pub use crate::html_escape::escape;
+pub use crate::report::escape::escape;
 
 /// A relative URL path percent-encoded (RFC 3986): every byte but unreserved characters and
 /// `/` as `%XX`, so a file name with spaces or `#` still links to itself.

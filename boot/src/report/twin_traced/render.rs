@@ -4,7 +4,7 @@
 
 use super::{Cell, MoveVerdict, Table, Verdict};
 use crate::bench::fmt_value;
-use crate::html_escape::escape;
+use crate::report::escape::escape;
 use std::fmt::Write as _;
 
 /// Footnotes of one table: each distinct reason once, numbered from 1.

@@ -52,7 +52,7 @@ impl StderrWatch {
         }
         if self.stopped_at.is_none() {
             let text = self.text.lock().unwrap_or_else(|e| e.into_inner());
-            if crate::accel::kvm_stop_line(&text).is_some() {
+            if crate::qemu::accel::kvm_stop_line(&text).is_some() {
                 self.stopped_at = Some(Instant::now());
             }
         }
@@ -66,7 +66,7 @@ impl StderrWatch {
         let text = std::mem::take(&mut *self.text.lock().unwrap_or_else(|e| e.into_inner()));
         let why = self
             .stopped_at
-            .and(crate::accel::kvm_stop_line(&text))
+            .and(crate::qemu::accel::kvm_stop_line(&text))
             .map(|line| {
                 format!(
                     "KVM stopped the guest ({line}); QEMU pauses it instead of exiting, so the \

@@ -2,13 +2,13 @@
 //! nothing fetched) with the runs' facts, the warnings and the same rows and summary lines as
 //! the text form; every text from the files is escaped.
 
-use super::compare::{fmt_change, Comparison, Row, Stats};
-use super::compare_text::{mark, range};
-use super::table::fmt_value;
+use crate::bench::compare::{fmt_change, Comparison, Row, Stats};
+use crate::bench::compare_text::{mark, range};
+use crate::bench::table::fmt_value;
 use std::fmt::Write as _;
 
 /// HTML escaping, shared with the run report.
-pub use crate::html_escape::escape;
+pub use crate::report::escape::escape;
 
 const STYLE: &str = "body{font-family:sans-serif;margin:1.5em}\
 table{border-collapse:collapse;margin:.5em 0}\
@@ -140,4 +140,62 @@ pub fn render_html(c: &Comparison, all: bool) -> String {
     }
     let _ = writeln!(out, "</body></html>");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::compare::{compare, Run};
+    use crate::bench::{BenchRecord, Boot};
+
+    fn rec(metric: &str, unit: &str, boot: Boot, rep: u32, value: f64) -> BenchRecord {
+        BenchRecord::for_test(
+            ["slub_list_lock", "linux_default", metric, unit],
+            8,
+            boot,
+            rep,
+            value,
+        )
+    }
+
+    fn run(label: &str, values: &[f64]) -> Run {
+        Run {
+            label: label.into(),
+            header: None,
+            records: values
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| rec("ops_per_cpu", "ops_per_sec", Boot::Tsc, i as u32, v))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn html_page_is_self_contained_and_escaped() {
+        let mut a = run("<a&b>", &[100.0, 101.0, 102.0]);
+        a.records.push(rec("x_kib", "kib", Boot::Det, 0, 1.0));
+        let b = run("B", &[150.0, 151.0, 152.0]);
+        let c = compare(&a, &b);
+        let page = render_html(&c, false);
+        assert!(page.starts_with("<!DOCTYPE html>"), "{page}");
+        assert!(page.contains("<style>") && page.ends_with("</body></html>\n"));
+        assert!(
+            page.contains("&lt;a&amp;b&gt;") && !page.contains("<a&b>"),
+            "{page}"
+        );
+        assert!(
+            !page.contains("http") && !page.contains("<script"),
+            "{page}"
+        );
+        assert!(page.contains("+49.5%"), "{page}");
+        assert!(page.contains("only in base"), "{page}");
+        assert_eq!(escape("'\"<>&"), "&#39;&quot;&lt;&gt;&amp;");
+        // Opening and closing tags pair up.
+        for tag in ["table", "tr", "td", "h2", "p"] {
+            let open = page.matches(&format!("<{tag}>")).count()
+                + page.matches(&format!("<{tag} ")).count();
+            let close = page.matches(&format!("</{tag}>")).count();
+            assert_eq!(open, close, "<{tag}>: {page}");
+        }
+    }
 }

@@ -42,7 +42,9 @@ fn eight_node() -> HostTopology {
 }
 
 fn preset(name: &str, cpus: u32, mem_mib: u64) -> QemuMachine {
-    crate::presets::find(name).unwrap().machine(cpus, mem_mib)
+    crate::qemu::presets::find(name)
+        .unwrap()
+        .machine(cpus, mem_mib)
 }
 
 #[test]

@@ -6,7 +6,7 @@
 use super::experiments;
 use super::page::{escape, facts, link, page, table};
 use crate::bench::{self, BenchRecord, Direction};
-use crate::bench_svg;
+use crate::report::svg;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -382,7 +382,7 @@ pub fn render(
     let charts = if merged {
         Vec::new()
     } else {
-        bench_svg::scaling(records, host_cpus)
+        svg::scaling(records, host_cpus)
     };
     let mut b = format!(
         "<h1>numalab bench run {} ({})</h1>\n<nav><ul>\n<li><a href=\"#run\">run</a></li>\n\
@@ -467,8 +467,7 @@ pub fn render(
     }
     b.push_str("</section>\n");
     for (bench, rows) in &by_bench {
-        let mine: Vec<&bench_svg::ScalingChart> =
-            charts.iter().filter(|c| c.bench == *bench).collect();
+        let mine: Vec<&svg::ScalingChart> = charts.iter().filter(|c| c.bench == *bench).collect();
         b.push_str(&experiments::section(
             bench,
             rows,

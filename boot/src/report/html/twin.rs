@@ -90,7 +90,7 @@ pub fn traced_section(
     records: &[crate::bench::BenchRecord],
     c2c_files: &[(String, String)],
 ) -> Option<String> {
-    use crate::twin_traced as traced;
+    use crate::report::twin_traced as traced;
     let t = h["side_by_side"].as_object()?;
     let c2c = traced::c2c_of_folder(c2c_files, records);
     let design = t
@@ -175,7 +175,8 @@ mod tests {
         let jsonl = dir.join("20260101-000000-abc.jsonl");
         std::fs::write(&jsonl, text).unwrap();
         let page =
-            std::fs::read_to_string(crate::html::write_report(&jsonl, &run).unwrap()).unwrap();
+            std::fs::read_to_string(crate::report::html::write_report(&jsonl, &run).unwrap())
+                .unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         assert!(page.contains("<a href=\"#twin-traced\">"), "{page}");
         assert!(page.contains("<section id=\"twin-traced\">"), "{page}");

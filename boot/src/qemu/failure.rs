@@ -90,7 +90,7 @@ mod tests {
                 .any(|e| e.contains("plan Some(2) but 1 cases")),
             "{errors:?}"
         );
-        assert_eq!(crate::exit::of(&v), crate::exit::FAIL);
+        assert_eq!(crate::cli::exit::of(&v), crate::cli::exit::FAIL);
         assert_eq!(
             verdict_of(Some(Some(STATUS_FAILURE)), &cut, 0, ""),
             Verdict::Fail

@@ -1,5 +1,5 @@
 //! HTML escaping of text and (quoted) attribute values: the one function the run report
-//! (html/) and compare's page (bench/compare_html.rs) share, a leaf so neither imports the other.
+//! (html/) and compare's page (report/compare_html.rs) share, a leaf so neither imports the other.
 
 /// `s` escaped for HTML text and (quoted) attribute values.
 pub fn escape(s: &str) -> String {

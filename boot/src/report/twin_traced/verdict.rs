@@ -6,7 +6,7 @@
 use super::{Cell, Column, Missing, Pairing, Run, FIGURES, NO_COUNTERPART, PAIRINGS};
 use crate::bench::catalog::{self, Designs};
 use crate::bench::{BenchRecord, Boot};
-use crate::linux_kernel::LinuxKernel;
+use crate::build::linux_kernel::LinuxKernel;
 
 /// A change of at most this fraction of case A is "flat".
 pub const FLAT: f64 = 0.02;

@@ -1,23 +1,34 @@
 //! QEMU: the command line for a run, starting it with a timeout, capturing the serial console,
 //! and decoding how it ended. The only place in numalab that knows QEMU's arguments.
 
-use crate::image::Firmware;
+use crate::build::image::Firmware;
 use crate::ktap::{self, Summary, WarningLine, WarningWatch};
-use crate::presets::Preset;
-use crate::qemu_machine::{self, QemuMachine};
-use crate::qemu_stderr::StderrWatch;
-use crate::serial_capture;
-use crate::time_limit::{self, Limit};
+use machine::QemuMachine;
 use numalab_algo::bench::Clock;
 use numalab_algo::options::{bench::BENCH_CLOCK, run::SUITE, Cmdline, Suite};
+use presets::Preset;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
+use stderr::StderrWatch;
+use time_limit::Limit;
 
+pub mod accel;
+pub mod failure;
+pub mod guest_memory;
+pub mod host_numa;
+pub mod host_pin;
+pub mod interrupt;
 mod kvm;
 mod linux_boot;
+pub mod machine;
+pub mod plugin;
+pub mod presets;
+pub mod serial_capture;
+pub mod stderr;
+pub mod time_limit;
 pub use linux_boot::LinuxBoot;
 
 /// Exit status QEMU reports when the kernel wrote 0x10 to isa-debug-exit.
@@ -39,9 +50,9 @@ pub struct RunConfig {
     pub timeout: Duration,
     pub icount: bool,
     /// `--accel` (resolved by `resolve`: tcg or kvm); an icount boot runs under TCG anyway.
-    pub accel: crate::accel::Accel,
+    pub accel: crate::qemu::accel::Accel,
     /// Host placement under KVM (host_numa.rs): pinning, node map, memory binding.
-    pub placement: crate::host_numa::Options,
+    pub placement: crate::qemu::host_numa::Options,
     /// Start QEMU with only this many of the machine's CPUs present (`-smp K,maxcpus=N`: every
     /// node and every CPU's place in the SRAT kept); None: all of them.
     pub cpus_online: Option<u32>,
@@ -60,7 +71,7 @@ pub struct RunConfig {
     /// and `-append` replace the disk and the fw_cfg command line.
     pub linux: Option<LinuxBoot>,
     /// `--trace mem`: load the trace plugin with these files (trace/, docs/trace.md).
-    pub trace: Option<crate::trace::TraceFiles>,
+    pub trace: Option<plugin::TraceFiles>,
 }
 
 impl RunConfig {
@@ -68,7 +79,7 @@ impl RunConfig {
     pub fn new(topology: &str, suite: Suite) -> RunConfig {
         RunConfig {
             firmware: Firmware::Bios,
-            topology: crate::presets::find(topology)
+            topology: crate::qemu::presets::find(topology)
                 .unwrap_or_else(|| panic!("no topology preset named {topology}")),
             smp: None,
             mem_mib: None,
@@ -76,8 +87,8 @@ impl RunConfig {
             suite,
             timeout: Duration::from_secs(300),
             icount: false,
-            accel: crate::accel::Accel::Tcg,
-            placement: crate::host_numa::Options::default(),
+            accel: crate::qemu::accel::Accel::Tcg,
+            placement: crate::qemu::host_numa::Options::default(),
             cpus_online: None,
             qemu: None,
             log: None,
@@ -112,7 +123,7 @@ impl RunConfig {
     /// any) becomes the boot's machine, the rest go to `extra`. `Err`: an argument that
     /// cannot be read, in one line.
     pub fn prepend_qemu_args(&mut self, args: &[String]) -> Result<(), String> {
-        let (machine, mut rest) = qemu_machine::split(args)?;
+        let (machine, mut rest) = crate::qemu::machine::split(args)?;
         if machine.is_some() {
             self.machine = machine;
         }
@@ -167,7 +178,7 @@ impl RunConfig {
             "-device".into(),
             "isa-debug-exit,iobase=0xf4,iosize=0x04".into(),
         ];
-        args.extend(crate::accel::qemu_args(self.accel, self.icount));
+        args.extend(crate::qemu::accel::qemu_args(self.accel, self.icount));
         if let Some(linux) = &self.linux {
             args.extend(linux.qemu_args(self));
         } else {
@@ -233,7 +244,7 @@ impl RunConfig {
 
 /// Parses `512M`, `2G`, `1024` (MiB) into MiB (at least 64).
 pub fn parse_mem_mib(text: &str) -> Option<u64> {
-    qemu_machine::parse_size_mib(text).filter(|&m| m >= 64)
+    crate::qemu::machine::parse_size_mib(text).filter(|&m| m >= 64)
 }
 
 /// OVMF next to a bundled QEMU (qemu-bundle.sh puts it in DIR/share), else Debian's.
@@ -392,7 +403,7 @@ pub fn boot(config: &RunConfig, image: &Path) -> Outcome {
         .join(" ");
     let _slot = SlotGuard::take();
     // Interrupted (a signal came): start nothing more; the watcher ends the run.
-    crate::interrupt::wait_if_requested();
+    crate::qemu::interrupt::wait_if_requested();
     let (serial, follower, qemu_exited) = match serial_capture::open() {
         Ok(c) => c,
         Err(e) => {
@@ -402,7 +413,7 @@ pub fn boot(config: &RunConfig, image: &Path) -> Outcome {
     };
     let mut cmd = Command::new(&qemu);
     // Its own process group, and killed with the runner (interrupt.rs).
-    crate::interrupt::guard(&mut cmd);
+    crate::qemu::interrupt::guard(&mut cmd);
     let spawned = cmd
         .args(&args)
         .stdin(Stdio::null())
@@ -423,9 +434,9 @@ pub fn boot(config: &RunConfig, image: &Path) -> Outcome {
             return fail(Verdict::QemuError(why), command);
         }
     };
-    let _registered = crate::interrupt::register(child.id(), config.log.clone());
+    let _registered = crate::qemu::interrupt::register(child.id(), config.log.clone());
     if let Some((qmp, placement)) = pinning {
-        crate::host_pin::spawn(qmp, placement);
+        crate::qemu::host_pin::spawn(qmp, placement);
     }
     let log = Arc::new(Mutex::new(String::new()));
     let stderr = child.stderr.take().expect("piped stderr");
@@ -454,7 +465,7 @@ pub fn boot(config: &RunConfig, image: &Path) -> Outcome {
             if saw_panic {
                 reader_stuck.store(true, std::sync::atomic::Ordering::Release);
             }
-            saw_panic |= crate::guest_memory::bootloader_panicked(&line);
+            saw_panic |= crate::qemu::guest_memory::bootloader_panicked(&line);
             if echo {
                 crate::progress::println(&line);
             } else if let Some(text) = line.strip_prefix(PROGRESS_PREFIX) {
@@ -482,7 +493,7 @@ pub fn boot(config: &RunConfig, image: &Path) -> Outcome {
     let mut cpu_used = None;
     let status = loop {
         // A signal came: QEMU is being stopped; nothing of this boot is reported.
-        crate::interrupt::wait_if_requested();
+        crate::qemu::interrupt::wait_if_requested();
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
             Ok(None) => {
@@ -503,7 +514,7 @@ pub fn boot(config: &RunConfig, image: &Path) -> Outcome {
             Err(_) => break None,
         }
     };
-    crate::interrupt::wait_if_requested();
+    crate::qemu::interrupt::wait_if_requested();
     qemu_exited.set();
     let _ = reader.join();
     let (stderr, kvm_stopped) = stderr.finish();
@@ -514,14 +525,14 @@ pub fn boot(config: &RunConfig, image: &Path) -> Outcome {
     let verdict = match kvm_stopped {
         Some(why) => Verdict::QemuError(why),
         None if stuck.load(std::sync::atomic::Ordering::Acquire) => {
-            crate::guest_memory::out_of_memory_line(&log)
+            crate::qemu::guest_memory::out_of_memory_line(&log)
                 .map_or(Verdict::Fail, Verdict::OutOfMemory)
         }
         None if status.and_then(|s| s.code())
-            == Some(crate::guest_memory::STATUS_OUT_OF_MEMORY) =>
+            == Some(crate::qemu::guest_memory::STATUS_OUT_OF_MEMORY) =>
         {
             Verdict::OutOfMemory(
-                crate::guest_memory::out_of_memory_line(&log)
+                crate::qemu::guest_memory::out_of_memory_line(&log)
                     .unwrap_or_else(|| "numalab: out of memory (no line said what)".into()),
             )
         }

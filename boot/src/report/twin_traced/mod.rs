@@ -21,7 +21,7 @@ pub use verdict::{
 
 use crate::bench::catalog::{self, Designs};
 use crate::bench::{BenchRecord, Boot, Spread};
-use crate::linux_kernel::LinuxKernel;
+use crate::build::linux_kernel::LinuxKernel;
 
 /// The figures of each table, in row order (the trace's per-region metrics).
 pub const FIGURES: [&str; 7] = [

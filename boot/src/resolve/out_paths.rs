@@ -5,7 +5,7 @@
 //! nothing is written.
 
 use crate::cli::Request;
-use crate::user_path::{same_or_inside, writable_problem};
+use crate::resolve::user_path::{same_or_inside, writable_problem};
 use std::path::{Path, PathBuf};
 
 /// The first problem of `request`'s `--log` or `--hugepages`, if any.

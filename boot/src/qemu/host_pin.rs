@@ -3,7 +3,7 @@
 //! and sets each thread's affinity to the host CPUs of its node with `taskset -p -c`
 //! (util-linux; sched_setaffinity underneath), as libvirt's vcpupin does.
 
-use crate::host_numa::{format_list, Placement};
+use crate::qemu::host_numa::{format_list, Placement};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -160,7 +160,7 @@ mod tests {
     /// protocol and runs taskset for real without changing where the tests run.
     #[test]
     fn apply_asks_qmp_for_the_threads_and_pins_them() {
-        use crate::host_numa::{parse_list, VcpuPin};
+        use crate::qemu::host_numa::{parse_list, VcpuPin};
         use std::os::unix::net::UnixListener;
         let status = std::fs::read_to_string("/proc/self/status").unwrap();
         let allowed = status

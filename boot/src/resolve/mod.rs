@@ -2,14 +2,17 @@
 //! `cli::parse` only parses; this reads a `--machine` source and writes the ACPI tables its
 //! replay needs (docs/replay.md), and checks `--mem` against the host's RAM and swap.
 
+pub mod out_paths;
+pub mod user_path;
+
+use crate::build::image::Firmware;
 use crate::cli::{
     BenchOptions, MachineOptions, MergeOptions, Request, RunOptions, SoakOptions, SweepOptions,
 };
-use crate::image::Firmware;
 use crate::machine::{replay, scale};
-use crate::presets::Preset;
+use crate::qemu::presets::Preset;
 use crate::qemu::RunConfig;
-use crate::user_path::{at_caller, folder_problem, program_at_caller};
+use crate::resolve::user_path::{at_caller, folder_problem, program_at_caller};
 use numalab_algo::options::{Cmdline, Suite};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -49,23 +52,25 @@ struct MachineSource {
 /// (exit status 2) the host cannot serve it.
 pub fn resolve(request: Request) -> Result<Job, String> {
     let mut request = caller_paths(request);
-    if let Some(why) = out_problem(&request).or_else(|| crate::out_paths::problem(&request)) {
+    if let Some(why) =
+        out_problem(&request).or_else(|| crate::resolve::out_paths::problem(&request))
+    {
         return Err(why);
     }
-    let asked_kvm = machine_of(&request).map(|m| m.accel) == Some(crate::accel::Accel::Kvm);
-    let pvm = crate::accel::pvm_note(std::path::Path::new("/sys"));
+    let asked_kvm = machine_of(&request).map(|m| m.accel) == Some(crate::qemu::accel::Accel::Kvm);
+    let pvm = crate::qemu::accel::pvm_note(std::path::Path::new("/sys"));
     // auto takes PVM for no KVM; --accel kvm runs on it, warned.
     let problem = || {
-        crate::accel::kvm_problem(std::path::Path::new(crate::accel::KVM_DEVICE))
+        crate::qemu::accel::kvm_problem(std::path::Path::new(crate::qemu::accel::KVM_DEVICE))
             .or_else(|| pvm.clone().filter(|_| !asked_kvm))
     };
     if let Some(m) = machine_of_mut(&mut request) {
-        if m.accel == crate::accel::Accel::Auto {
+        if m.accel == crate::qemu::accel::Accel::Auto {
             if let Some(why) = problem() {
                 eprintln!("numalab: --accel auto: tcg ({why})");
             }
         }
-        if m.accel != crate::accel::Accel::Tcg {
+        if m.accel != crate::qemu::accel::Accel::Tcg {
             m.accel = m.accel.resolve(problem())?;
         }
     }
@@ -109,7 +114,7 @@ fn memory_problem(job: &Job) -> Option<String> {
         Job::Soak(s) => (s.machine.config(Suite::Soak), Suite::Soak),
         _ => return None,
     };
-    crate::guest_memory::floor_problem(config.machine_size().1, suite)
+    crate::qemu::guest_memory::floor_problem(config.machine_size().1, suite)
 }
 
 /// Why the host refuses the KVM placement of `job`'s machine (host_numa.rs: more vCPUs than
@@ -121,7 +126,7 @@ fn placement_problem(job: &Job) -> Option<String> {
         Job::Soak(s) => s.machine.config(Suite::Soak),
         _ => return None,
     };
-    if config.accel == crate::accel::Accel::Tcg {
+    if config.accel == crate::qemu::accel::Accel::Tcg {
         return config.placement.asked().map(|flag| {
             format!("{flag} places a KVM guest on the host: it needs --accel kvm (this run is tcg)")
         });
@@ -331,7 +336,7 @@ pub fn small_nodes(preset: &Preset, cpus: u32, mem_mib: u64) -> Option<String> {
 /// [`small_nodes`] for a machine on a preset (none when the user's QEMU arguments or a
 /// replayed machine describe it).
 fn small_nodes_of(m: &MachineOptions) -> Option<String> {
-    let described = m.machine.is_some() || crate::qemu_machine::describes_machine(&m.qemu_args);
+    let described = m.machine.is_some() || crate::qemu::machine::describes_machine(&m.qemu_args);
     (!described).then(|| {
         small_nodes(
             &m.topology,
@@ -346,7 +351,7 @@ impl MachineOptions {
     pub fn config(&self, suite: Suite) -> RunConfig {
         // parse() refused arguments that do not split (check_qemu_args); were one to get
         // here, QEMU would get it as written and say what is wrong with it.
-        let (machine, extra) = crate::qemu_machine::split(&self.qemu_args)
+        let (machine, extra) = crate::qemu::machine::split(&self.qemu_args)
             .unwrap_or_else(|_| (None, self.qemu_args.clone()));
         RunConfig {
             firmware: if self.uefi {
@@ -368,13 +373,13 @@ impl MachineOptions {
             timeout: Duration::from_secs(self.timeout.max(1)),
             icount: false,
             accel: self.accel,
-            placement: crate::host_numa::Options {
+            placement: crate::qemu::host_numa::Options {
                 pin: self.pin,
                 host_map: self.host_map.clone().unwrap_or_default(),
                 oversubscribe: self.oversubscribe,
                 prealloc: self.prealloc,
                 hugepages: self.hugepages.clone(),
-                ..crate::host_numa::Options::default()
+                ..crate::qemu::host_numa::Options::default()
             },
             cpus_online: None,
             qemu: self.qemu.clone(),

@@ -7,7 +7,7 @@ use crate::bench::MetricKind;
 use crate::bench::{
     baseline_boots, baseline_for, catalog, fmt_value, ratio_text, BenchRecord, Boot, Spread,
 };
-use crate::bench_svg::{line_chart, ScalingChart};
+use crate::report::svg::{line_chart, ScalingChart};
 use std::collections::BTreeMap;
 
 /// A row's identity: metric, kernel, case, CPUs, boot.

@@ -4,7 +4,7 @@
 //! `--mem` rescale it (CPUs spread over the nodes that have CPUs, memory over the nodes that
 //! have memory), so every preset works at any size.
 
-use crate::qemu_machine::{Backend, Numa, QemuMachine};
+use crate::qemu::machine::{Backend, Numa, QemuMachine};
 
 /// One NUMA node of a preset.
 #[derive(Clone, Debug)]
