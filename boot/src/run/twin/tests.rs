@@ -468,3 +468,55 @@ fn objects_left_at_cache_destroy_are_lost_memory() {
     );
     assert!(line.contains("memory lost"), "{line}");
 }
+
+/// kfree_rcu_scale: numalab's three ways face Linux's own kfree_rcu (6.1 batched, 7.x the
+/// rcu_free sheaf) and rcuscale's kfree_by_call_rcu; the contract asks for Linux's
+/// instructions and grace periods of both cases, and call_rcu's peak, in the icount boot.
+#[test]
+fn kfree_rcu_ways_face_linux_kfree_rcu_and_call_rcu() {
+    const OP: &str = "instructions_per_op";
+    let krs = catalog::KFREE_RCU_SCALE.name;
+    assert!(MIRRORED.contains(&(krs, Boot::Icount)));
+    for (case, metric) in [
+        ("linux/call_rcu", OP),
+        ("linux/kfree_rcu", OP),
+        ("linux/call_rcu", "grace_periods_per_kop"),
+        ("linux/kfree_rcu", "grace_periods_per_kop"),
+        ("linux/call_rcu", "peak_waiting_objects"),
+    ] {
+        assert!(REQUIRED.contains(&(krs, case, metric)), "{case} {metric}");
+    }
+    let log = [
+        icount_line(None, krs, "call_rcu", OP, 374.0),
+        icount_line(None, krs, "batched", OP, 290.0),
+        icount_line(None, krs, "sheaf", OP, 163.0),
+        icount_line(Some("linux-6.1.192"), krs, "linux/kfree_rcu", OP, 580.0),
+        icount_line(Some("linux-6.1.192"), krs, "linux/call_rcu", OP, 400.0),
+        icount_line(Some("linux-7.3.4"), krs, "linux/kfree_rcu", OP, 326.0),
+        icount_line(Some("linux-7.3.4"), krs, "linux/call_rcu", OP, 748.0),
+    ]
+    .join("\n");
+    let (records, bad) = bench::parse_log(&log, Boot::Icount);
+    assert!(bad.is_empty(), "{bad:?}");
+    let t = table::table(&records, &Cmdline::new());
+    let row = |case: &str| {
+        t.rows
+            .iter()
+            .find(|r| r.bench == krs && r.case == case)
+            .unwrap_or_else(|| panic!("no row {case}: {t:?}"))
+            .clone()
+    };
+    // The ways run on the boot's design (sheaves by default): its column, against 7.x.
+    let sheaf = row("sheaf | linux/kfree_rcu");
+    assert_eq!(sheaf.values, [None, Some(163.0), Some(580.0), Some(326.0)]);
+    assert_eq!(sheaf.ratios(), [None, Some(0.5)]);
+    assert_eq!(
+        row("batched | linux/kfree_rcu").values[2..],
+        [Some(580.0), Some(326.0)]
+    );
+    assert_eq!(
+        row("call_rcu | linux/call_rcu").values[1..],
+        [Some(374.0), Some(400.0), Some(748.0)]
+    );
+    assert!(table::render(&t).contains("-- kfree_rcu_scale\n"));
+}
