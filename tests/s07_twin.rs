@@ -69,6 +69,20 @@ fn twin_boot_of(args: &BenchArgs, what: &str) -> run::BootRun {
     run
 }
 
+/// kfree_rcu_scale's line for `case`: its cache's sheaf capacity (7.x's sysfs; -1 on 6.1) and
+/// the objects left after the barrier (0: all freed before kmem_cache_destroy).
+fn kfree_rcu_line<'a>(run: &'a run::BootRun, case: &str) -> &'a str {
+    let prefix = format!("# kfree_rcu_scale: {case}: ");
+    let line = run
+        .outcome
+        .log
+        .lines()
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no {prefix} line:\n{}", run.outcome.log));
+    assert!(line.trim_end().ends_with("objects left after the barrier 0"), "{line}");
+    line
+}
+
 /// A slow test, ignored by default: the two Linux boots (side by side) took 122 s and 165 s in
 /// two runs on the loaded 2-core host (116-154 s each, about 25 s of CPU time each). `./qemu-run.sh test --slow` (and
 /// CI) run it; by hand: `cargo test --test qemu s07_ -- --ignored`.
@@ -123,6 +137,9 @@ fn s07_linux_twin_keeps_the_contract_and_repeats() {
             .outcome
             .log
             .contains("# bench: clock=icount smoke=1 cpus_online=1 nodes=4"));
+        // 6.1's cache has no sheaves; every object came back before kmem_cache_destroy.
+        let krs = kfree_rcu_line(run, "linux/kfree_rcu");
+        assert!(krs.contains("krs sheaf_capacity -1,"), "{krs}");
     }
     // Under -icount, with seeded RDRAND, a virtual-time RTC and an initramfs that is the same
     // bytes in every build, two boots of the same command execute the same instructions:
@@ -246,6 +263,13 @@ fn s07_linux7_twin_keeps_the_contract_and_repeats() {
             .find(|l| l.starts_with("# bench: memoryless_sheaves: cpu 0 on node 0"))
             .unwrap_or_else(|| panic!("no memoryless_sheaves line:\n{}", run.outcome.log));
         assert!(!line.contains("sheaf_capacity -1"), "{line}");
+        // kfree_rcu_scale's private cache has sheaves on 7.x: its kfree_rcu can take the
+        // rcu_free sheaf.
+        let krs = kfree_rcu_line(run, "linux/kfree_rcu");
+        assert!(
+            krs.contains("cache numalab_krs sheaf_capacity ") && !krs.contains("krs sheaf_capacity -1"),
+            "{krs}"
+        );
         // The last lines reach the console before the module ends the run (nbcon printer).
         assert!(
             run.outcome.log.contains("# Totals: pass:"),
