@@ -79,7 +79,11 @@ fn kfree_rcu_line<'a>(run: &'a run::BootRun, case: &str) -> &'a str {
         .lines()
         .find(|l| l.starts_with(&prefix))
         .unwrap_or_else(|| panic!("no {prefix} line:\n{}", run.outcome.log));
-    assert!(line.trim_end().ends_with("objects left after the barrier 0"), "{line}");
+    assert!(
+        line.trim_end()
+            .ends_with("objects left after the barrier 0"),
+        "{line}"
+    );
     line
 }
 
@@ -267,7 +271,8 @@ fn s07_linux7_twin_keeps_the_contract_and_repeats() {
         // rcu_free sheaf.
         let krs = kfree_rcu_line(run, "linux/kfree_rcu");
         assert!(
-            krs.contains("cache numalab_krs sheaf_capacity ") && !krs.contains("krs sheaf_capacity -1"),
+            krs.contains("cache numalab_krs sheaf_capacity ")
+                && !krs.contains("krs sheaf_capacity -1"),
             "{krs}"
         );
         // The last lines reach the console before the module ends the run (nbcon printer).
