@@ -14,8 +14,10 @@
  * Which way kfree_rcu took is the kernel's: the line "# kfree_rcu_scale: ... sheaf_capacity"
  * says whether the cache has sheaves (7.x's sysfs; 6.1 has no such file and prints -1).
  *
- * Records: instructions_per_op (rdtsc under icount: the loops' instructions over
- * allocations, the barrier not included, as numalab), grace_periods_per_kop (rcu_state's
+ * Runs in the one-CPU icount boot and in the tsc boot (every CPU, host time, where
+ * numalab's tsc boot prints its counts). Records: instructions_per_op (rdtsc: under icount
+ * the loops' instructions over allocations, the barrier not included, as numalab; in the
+ * tsc boot cycles of host time), grace_periods_per_kop (rcu_state's
  * gp_seq through rcu_get_gp_seq(), exported GPL by 6.1 and 7.3 but declared only in
  * kernel/rcu/rcu.h: 4 per grace period, RCU_SEQ_CTR_SHIFT 2; counted to after rcu_barrier(),
  * as numalab counts to after its barrier), and for linux/call_rcu peak_waiting_objects (the
@@ -205,8 +207,6 @@ int twin_kfree_rcu_scale(void)
 	u64 ops = twin_smoke ? KRS_SMOKE_OPS : KRS_FULL_OPS;
 	int err;
 
-	if (!icount())
-		return 1;
 	err = krs_case("linux/call_rcu", true, ops);
 	if (!err)
 		err = krs_case("linux/kfree_rcu", false, ops);

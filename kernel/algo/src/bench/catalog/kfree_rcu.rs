@@ -11,12 +11,13 @@ const ALL: Boots = TSC_DET.and(Boots::ICOUNT);
 
 const PER_OP: &str = "instructions_per_op";
 const GP: &str = "grace_periods_per_kop";
+const PEAK: &str = "peak_waiting_objects";
 
 /// The counted metrics (det and tsc).
 const COUNTS: &[&str] = &[
     GP,
     "callbacks_per_kop",
-    "peak_waiting_objects",
+    PEAK,
     "list_lock_acquisitions_per_kop",
     "barn_lock_acquisitions_per_kop",
 ];
@@ -73,7 +74,8 @@ pub const KFREE_RCU_SCALE: Experiment = Experiment {
         boot: Boot::Icount,
     },
     // linux/twin/kfree_rcu_scale.c: the same loop with Linux's own kfree_rcu (6.1: batched;
-    // 7.x: the rcu_free sheaf of a cache with sheaves) and rcuscale's kfree_by_call_rcu.
+    // 7.x: the rcu_free sheaf of a cache with sheaves) and rcuscale's kfree_by_call_rcu, in
+    // the icount boot (its required records) and, facing numalab's tsc counts, the tsc boot.
     twin: Some(Twin {
         boot: Boot::Icount,
         required: &[
@@ -81,13 +83,18 @@ pub const KFREE_RCU_SCALE: Experiment = Experiment {
             twin_icount("linux/kfree_rcu", PER_OP),
             twin_icount("linux/call_rcu", GP),
             twin_icount("linux/kfree_rcu", GP),
-            twin_icount("linux/call_rcu", "peak_waiting_objects"),
+            twin_icount("linux/call_rcu", PEAK),
         ],
         split_over_boots: false,
         counterparts: &[
-            facing("call_rcu", "linux/call_rcu"),
-            facing("batched", "linux/kfree_rcu"),
-            facing("sheaf", "linux/kfree_rcu"),
+            facing("call_rcu", "linux/call_rcu", PER_OP, Boot::Icount),
+            facing("batched", "linux/kfree_rcu", PER_OP, Boot::Icount),
+            facing("sheaf", "linux/kfree_rcu", PER_OP, Boot::Icount),
+            // Every CPU, host time: the twin's tsc boot faces numalab's.
+            facing("call_rcu", "linux/call_rcu", GP, Boot::Tsc),
+            facing("batched", "linux/kfree_rcu", GP, Boot::Tsc),
+            facing("sheaf", "linux/kfree_rcu", GP, Boot::Tsc),
+            facing("call_rcu", "linux/call_rcu", PEAK, Boot::Tsc),
         ],
     }),
 };
@@ -101,12 +108,17 @@ const fn twin_icount(case: &'static str, metric: &'static str) -> TwinRecord {
     }
 }
 
-/// numalab's way `case` facing the Linux twin's `linux_case`: instructions per op, icount.
-const fn facing(case: &'static str, linux_case: &'static str) -> Counterpart {
+/// numalab's way `case` facing the Linux twin's `linux_case`, `metric` in `boot`.
+const fn facing(
+    case: &'static str,
+    linux_case: &'static str,
+    metric: &'static str,
+    boot: Boot,
+) -> Counterpart {
     Counterpart {
         case,
         linux_case,
-        metric: PER_OP,
-        boot: Boot::Icount,
+        metric,
+        boot,
     }
 }
