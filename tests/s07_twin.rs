@@ -26,7 +26,10 @@ fn twin_args_for(kernel: &str) -> BenchArgs {
         .filter(|(_, b)| *b == Boot::Icount)
         .map(|(n, _)| *n)
         .collect();
-    smoke_args_for(kernel, &icount.join(","))
+    // --icount: the one boot of these tests (kfree_rcu_scale also has a tsc boot).
+    let mut a = smoke_args_for(kernel, &icount.join(","));
+    a.icount_only = true;
+    a
 }
 
 /// `bench --smoke --kernel linux --topology 4node --set bench=LIST`.
