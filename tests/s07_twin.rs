@@ -26,7 +26,10 @@ fn twin_args_for(kernel: &str) -> BenchArgs {
         .filter(|(_, b)| *b == Boot::Icount)
         .map(|(n, _)| *n)
         .collect();
-    smoke_args_for(kernel, &icount.join(","))
+    // --icount: the one boot of these tests (kfree_rcu_scale also has a tsc boot).
+    let mut a = smoke_args_for(kernel, &icount.join(","));
+    a.icount_only = true;
+    a
 }
 
 /// `bench --smoke --kernel linux --topology 4node --set bench=LIST`.
@@ -67,6 +70,24 @@ fn twin_boot_of(args: &BenchArgs, what: &str) -> run::BootRun {
         run.outcome.elapsed.as_secs_f64()
     );
     run
+}
+
+/// kfree_rcu_scale's line for `case`: its cache's sheaf capacity (7.x's sysfs; -1 on 6.1) and
+/// the objects left after the barrier (0: all freed before kmem_cache_destroy).
+fn kfree_rcu_line<'a>(run: &'a run::BootRun, case: &str) -> &'a str {
+    let prefix = format!("# kfree_rcu_scale: {case}: ");
+    let line = run
+        .outcome
+        .log
+        .lines()
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no {prefix} line:\n{}", run.outcome.log));
+    assert!(
+        line.trim_end()
+            .ends_with("objects left after the barrier 0"),
+        "{line}"
+    );
+    line
 }
 
 /// A slow test, ignored by default: the two Linux boots (side by side) took 122 s and 165 s in
@@ -123,6 +144,9 @@ fn s07_linux_twin_keeps_the_contract_and_repeats() {
             .outcome
             .log
             .contains("# bench: clock=icount smoke=1 cpus_online=1 nodes=4"));
+        // 6.1's cache has no sheaves; every object came back before kmem_cache_destroy.
+        let krs = kfree_rcu_line(run, "linux/kfree_rcu");
+        assert!(krs.contains("krs sheaf_capacity -1,"), "{krs}");
     }
     // Under -icount, with seeded RDRAND, a virtual-time RTC and an initramfs that is the same
     // bytes in every build, two boots of the same command execute the same instructions:
@@ -246,6 +270,14 @@ fn s07_linux7_twin_keeps_the_contract_and_repeats() {
             .find(|l| l.starts_with("# bench: memoryless_sheaves: cpu 0 on node 0"))
             .unwrap_or_else(|| panic!("no memoryless_sheaves line:\n{}", run.outcome.log));
         assert!(!line.contains("sheaf_capacity -1"), "{line}");
+        // kfree_rcu_scale's private cache has sheaves on 7.x: its kfree_rcu can take the
+        // rcu_free sheaf.
+        let krs = kfree_rcu_line(run, "linux/kfree_rcu");
+        assert!(
+            krs.contains("cache numalab_krs sheaf_capacity ")
+                && !krs.contains("krs sheaf_capacity -1"),
+            "{krs}"
+        );
         // The last lines reach the console before the module ends the run (nbcon printer).
         assert!(
             run.outcome.log.contains("# Totals: pass:"),

@@ -18,3 +18,4 @@ TWIN_EXPERIMENT(numa_locality,
 		"locality experiment: runs in the multi-CPU (tsc) boot, CPUs on two or more memory nodes")
 TWIN_EXPERIMENT(sheaves_vs_partial, "instruction counts: runs in the icount boot")
 TWIN_EXPERIMENT(memoryless_sheaves, "instruction counts: runs in the icount boot")
+TWIN_EXPERIMENT(kfree_rcu_scale, "")

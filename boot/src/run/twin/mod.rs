@@ -32,12 +32,24 @@ pub use module::installed_release;
 pub use table::side_by_side;
 
 /// The experiments numalab_twin mirrors, with the boot each measures in: the catalog's
-/// (`Experiment::twin`, kernel/algo/src/bench/catalog), in its order.
+/// (`Experiment::twin`, kernel/algo/src/bench/catalog), in its order; an experiment whose
+/// counterparts also face numalab in the other of the icount and tsc boots is listed for
+/// that boot too (kfree_rcu_scale). The uma and det boots have rules of their own.
 pub static MIRRORED: LazyLock<Vec<(&'static str, Boot)>> = LazyLock::new(|| {
-    CATALOG
-        .iter()
-        .filter_map(|e| e.twin.map(|t| (e.name, t.boot)))
-        .collect()
+    let mut out: Vec<(&'static str, Boot)> = Vec::new();
+    for (name, t) in twins() {
+        let faced = t
+            .counterparts
+            .iter()
+            .map(|c| c.boot)
+            .filter(|b| matches!(b, Boot::Icount | Boot::Tsc));
+        for boot in std::iter::once(t.boot).chain(faced) {
+            if !out.contains(&(name, boot)) {
+                out.push((name, boot));
+            }
+        }
+    }
+    out
 });
 
 /// The records every mirrored experiment must print when it ran: (bench, Linux case,
@@ -96,11 +108,12 @@ fn twins() -> impl Iterator<Item = (&'static str, &'static catalog::Twin)> {
 /// Of the experiments `bench=` selects (`selected`, empty: all), the mirrored ones to run on
 /// Linux, and the selected ones without a Linux counterpart.
 pub fn mirrored_selection(selected: &[&str]) -> (Vec<&'static str>, Vec<String>) {
-    let mirrored: Vec<&'static str> = MIRRORED
+    let mut mirrored: Vec<&'static str> = MIRRORED
         .iter()
         .map(|(n, _)| *n)
         .filter(|n| selected.is_empty() || selected.contains(n))
         .collect();
+    mirrored.dedup();
     let unmirrored = selected
         .iter()
         .filter(|s| !MIRRORED.iter().any(|(n, _)| n == *s))

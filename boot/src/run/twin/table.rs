@@ -15,6 +15,9 @@ use std::fmt::Write as _;
 /// Debian's 6.1 and 7.x configs both lack these (docs/linux-twin.md, "What is not mirrored").
 const NO_SLUB_STATS: &str = "no CONFIG_SLUB_STATS in Debian's 6.1 and 7.x configs";
 const NO_LOCK_STAT: &str = "no CONFIG_LOCK_STAT in Debian's 6.1 and 7.x configs";
+/// kfree_rcu's call_rcu callbacks (one per batch or rcu_free sheaf) are internal to mm/.
+const NO_KFREE_RCU_COUNT: &str =
+    "kfree_rcu's batches and rcu_free sheaves are internal to Linux's mm/: no count to read";
 
 /// The metrics of each mirrored experiment that Linux cannot print here, and why.
 const NOT_ON_LINUX: &[(&str, &str, &str)] = &[
@@ -64,6 +67,21 @@ const NOT_ON_LINUX: &[(&str, &str, &str)] = &[
         NO_SLUB_STATS,
     ),
     (catalog::NUMA_LOCALITY.name, "alloc_slab", NO_SLUB_STATS),
+    (
+        catalog::KFREE_RCU_SCALE.name,
+        "callbacks_per_kop",
+        NO_KFREE_RCU_COUNT,
+    ),
+    (
+        catalog::KFREE_RCU_SCALE.name,
+        "list_lock_acquisitions_per_kop",
+        NO_LOCK_STAT,
+    ),
+    (
+        catalog::KFREE_RCU_SCALE.name,
+        "barn_lock_acquisitions_per_kop",
+        NO_LOCK_STAT,
+    ),
     (
         catalog::VMALLOC_SCALING.name,
         "global_lock_acquisitions_per_pair",

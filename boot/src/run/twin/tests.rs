@@ -61,7 +61,9 @@ fn plan_keeps_the_mirrored_experiments() {
     assert_eq!(m, vec!["alloc_peers"]);
     assert_eq!(u, vec!["slabinfo_reader".to_string()]);
     let (m, u) = plan(&args(""));
-    assert_eq!(m.len(), MIRRORED.len());
+    let mut names: Vec<&str> = MIRRORED.iter().map(|(n, _)| *n).collect();
+    names.dedup();
+    assert_eq!(m, names);
     assert!(u.is_empty());
 }
 
@@ -429,6 +431,7 @@ fn the_module_lists_the_catalogs_mirrored_experiments() {
     sorted.sort_unstable();
     let mut mirrored: Vec<&str> = MIRRORED.iter().map(|(n, _)| *n).collect();
     mirrored.sort_unstable();
+    mirrored.dedup();
     assert_eq!(
         sorted, mirrored,
         "linux/twin/experiments.h and the catalog's twins (kernel/algo/src/bench/catalog) differ"
@@ -468,4 +471,69 @@ fn objects_left_at_cache_destroy_are_lost_memory() {
         "{line}"
     );
     assert!(line.contains("memory lost"), "{line}");
+}
+
+/// kfree_rcu_scale: numalab's three ways face Linux's own kfree_rcu (6.1 batched, 7.x the
+/// rcu_free sheaf) and rcuscale's kfree_by_call_rcu; the contract asks for Linux's
+/// instructions and grace periods of both cases, and call_rcu's peak, in the icount boot.
+#[test]
+fn kfree_rcu_ways_face_linux_kfree_rcu_and_call_rcu() {
+    const OP: &str = "instructions_per_op";
+    let krs = catalog::KFREE_RCU_SCALE.name;
+    assert!(MIRRORED.contains(&(krs, Boot::Icount)) && MIRRORED.contains(&(krs, Boot::Tsc)));
+    // Its tsc boot comes with the plan's host-timed boots, not under --icount.
+    let tsc_boots = |a: &str| {
+        crate::run::plan::linux_kernel_boots(&args(a), LinuxKernel::V6_1)
+            .unwrap()
+            .0
+            .iter()
+            .map(|b| b.boot)
+            .collect::<Vec<_>>()
+    };
+    let planned = tsc_boots("--kernel linux --set bench=kfree_rcu_scale");
+    assert_eq!(planned[..2], [Boot::Icount, Boot::Tsc]);
+    let icount_only = tsc_boots("--kernel linux --icount --set bench=kfree_rcu_scale");
+    assert_eq!(icount_only, [Boot::Icount]);
+    for (case, metric) in [
+        ("linux/call_rcu", OP),
+        ("linux/kfree_rcu", OP),
+        ("linux/call_rcu", "grace_periods_per_kop"),
+        ("linux/kfree_rcu", "grace_periods_per_kop"),
+        ("linux/call_rcu", "peak_waiting_objects"),
+    ] {
+        assert!(REQUIRED.contains(&(krs, case, metric)), "{case} {metric}");
+    }
+    let log = [
+        icount_line(None, krs, "call_rcu", OP, 374.0),
+        icount_line(None, krs, "batched", OP, 290.0),
+        icount_line(None, krs, "sheaf", OP, 163.0),
+        icount_line(Some("linux-6.1.192"), krs, "linux/kfree_rcu", OP, 580.0),
+        icount_line(Some("linux-6.1.192"), krs, "linux/call_rcu", OP, 400.0),
+        icount_line(Some("linux-7.3.4"), krs, "linux/kfree_rcu", OP, 326.0),
+        icount_line(Some("linux-7.3.4"), krs, "linux/call_rcu", OP, 748.0),
+    ]
+    .join("\n");
+    let (records, bad) = bench::parse_log(&log, Boot::Icount);
+    assert!(bad.is_empty(), "{bad:?}");
+    let t = table::table(&records, &Cmdline::new());
+    let row = |case: &str| {
+        t.rows
+            .iter()
+            .find(|r| r.bench == krs && r.case == case)
+            .unwrap_or_else(|| panic!("no row {case}: {t:?}"))
+            .clone()
+    };
+    // The ways run on the boot's design (sheaves by default): its column, against 7.x.
+    let sheaf = row("sheaf | linux/kfree_rcu");
+    assert_eq!(sheaf.values, [None, Some(163.0), Some(580.0), Some(326.0)]);
+    assert_eq!(sheaf.ratios(), [None, Some(0.5)]);
+    assert_eq!(
+        row("batched | linux/kfree_rcu").values[2..],
+        [Some(580.0), Some(326.0)]
+    );
+    assert_eq!(
+        row("call_rcu | linux/call_rcu").values[1..],
+        [Some(374.0), Some(400.0), Some(748.0)]
+    );
+    assert!(table::render(&t).contains("-- kfree_rcu_scale\n"));
 }

@@ -1,16 +1,23 @@
 //! Catalog entry of the kfree_rcu experiment (issue 45): rcuscale's kfree_rcu_test on every
 //! CPU under the three `rcu.kfree` ways.
 
-use super::{case, Baseline, Boot, Boots, Cases, Designs, Experiment, Headline, Required, TSC_DET};
+use super::{
+    case, Baseline, Boot, Boots, Cases, Counterpart, Designs, Experiment, Headline, Required, Seed,
+    Twin, TwinRecord, TSC_DET,
+};
 
 /// Every boot but uma.
 const ALL: Boots = TSC_DET.and(Boots::ICOUNT);
 
+const PER_OP: &str = "instructions_per_op";
+const GP: &str = "grace_periods_per_kop";
+const PEAK: &str = "peak_waiting_objects";
+
 /// The counted metrics (det and tsc).
 const COUNTS: &[&str] = &[
-    "grace_periods_per_kop",
+    GP,
     "callbacks_per_kop",
-    "peak_waiting_objects",
+    PEAK,
     "list_lock_acquisitions_per_kop",
     "barn_lock_acquisitions_per_kop",
 ];
@@ -34,7 +41,7 @@ pub const KFREE_RCU_SCALE: Experiment = Experiment {
     required: &[
         Required {
             cases: Cases::Every,
-            metrics: &["instructions_per_op"],
+            metrics: &[PER_OP],
             boot: Boot::Icount,
         },
         Required {
@@ -48,12 +55,70 @@ pub const KFREE_RCU_SCALE: Experiment = Experiment {
             boot: Boot::Tsc,
         },
     ],
-    seeds: &[],
+    seeds: &[Seed {
+        seed: "008",
+        metric: PER_OP,
+        case: "sheaf",
+        boot: Boot::Icount,
+        base: "batched",
+        base_boot: Boot::Icount,
+        thread_figure: "vmalloc workloads 2-10% slower on 7.0-rc1..rc5 than 6.19, mostly the \
+             kvfree_rcu paths of test_vmalloc (Graviton3, Sapphire Rapids)",
+        // The middle of 2-10% slower, as a cost (instructions per op): new / old.
+        thread_ratio: 1.06,
+    }],
     headline: Headline::Ratio {
-        metric: "instructions_per_op",
+        metric: PER_OP,
         case: "sheaf",
         base: "batched",
         boot: Boot::Icount,
     },
-    twin: None,
+    // linux/twin/kfree_rcu_scale.c: the same loop with Linux's own kfree_rcu (6.1: batched;
+    // 7.x: the rcu_free sheaf of a cache with sheaves) and rcuscale's kfree_by_call_rcu, in
+    // the icount boot (its required records) and, facing numalab's tsc counts, the tsc boot.
+    twin: Some(Twin {
+        boot: Boot::Icount,
+        required: &[
+            twin_icount("linux/call_rcu", PER_OP),
+            twin_icount("linux/kfree_rcu", PER_OP),
+            twin_icount("linux/call_rcu", GP),
+            twin_icount("linux/kfree_rcu", GP),
+            twin_icount("linux/call_rcu", PEAK),
+        ],
+        split_over_boots: false,
+        counterparts: &[
+            facing("call_rcu", "linux/call_rcu", PER_OP, Boot::Icount),
+            facing("batched", "linux/kfree_rcu", PER_OP, Boot::Icount),
+            facing("sheaf", "linux/kfree_rcu", PER_OP, Boot::Icount),
+            // Every CPU, host time: the twin's tsc boot faces numalab's.
+            facing("call_rcu", "linux/call_rcu", GP, Boot::Tsc),
+            facing("batched", "linux/kfree_rcu", GP, Boot::Tsc),
+            facing("sheaf", "linux/kfree_rcu", GP, Boot::Tsc),
+            facing("call_rcu", "linux/call_rcu", PEAK, Boot::Tsc),
+        ],
+    }),
 };
+
+/// A record the Linux twin prints in its icount boot.
+const fn twin_icount(case: &'static str, metric: &'static str) -> TwinRecord {
+    TwinRecord {
+        boot: Boot::Icount,
+        case,
+        metric,
+    }
+}
+
+/// numalab's way `case` facing the Linux twin's `linux_case`, `metric` in `boot`.
+const fn facing(
+    case: &'static str,
+    linux_case: &'static str,
+    metric: &'static str,
+    boot: Boot,
+) -> Counterpart {
+    Counterpart {
+        case,
+        linux_case,
+        metric,
+        boot,
+    }
+}
