@@ -185,10 +185,13 @@ impl<T: Sync> PerCpuBox<T> {
     /// The caller uses the reference only on the CPU that took it.
     #[inline(always)]
     pub unsafe fn this_unguarded(&self) -> &T {
+        // The delta first: LLVM then folds the copy's address into the add (`add [box],
+        // reg`), one instruction less than loading the address before the GS-relative load.
+        let delta = super::dyn_delta();
         // SAFETY: the running CPU's delta (`PerCpu::set_dyn_delta`, set before the CPU could
         // reach a box) added to the copy's address in CPU 0's region is this CPU's live copy
         // (written by `new`, dropped only with the box); `T: Sync` lets interrupts share it.
-        unsafe { &*(self.addr.wrapping_add(super::dyn_delta()) as *const T) }
+        unsafe { &*(self.addr.wrapping_add(delta) as *const T) }
     }
 
     /// The copy of `cpu`, None past the topology's CPUs.
