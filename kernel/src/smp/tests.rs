@@ -16,6 +16,7 @@ use crate::{kassert, kassert_eq, ktest};
 use numalab_algo::page::{PhysAddr, VirtAddr};
 
 mod lock_stat;
+mod percpu_box;
 
 /// CPU bring-up, per-CPU data, cross-CPU calls and locks (after topology).
 static SUITE: KSuite = KSuite {
