@@ -23,7 +23,7 @@ mod dynamic;
 mod guard;
 mod local;
 pub use dynamic::{delta_of as dyn_delta_of, init as init_dynamic, region_pages_on, PerCpuBox};
-pub use guard::{pin, CpuPin, PinCpu};
+pub use guard::{pin, CpuPin};
 pub(crate) use local::per_cpu;
 pub use local::{alloc_area, area_bytes, PerCpuInit, PerCpuVar};
 

@@ -21,7 +21,7 @@
 use core::marker::PhantomData;
 use spin::Once;
 
-use super::guard::PinCpu;
+use super::guard::CpuPin;
 use super::MAX_CPUS;
 use crate::sync::IrqSpinLock;
 use crate::topology::{CpuId, NodeId};
@@ -172,7 +172,7 @@ impl<T> PerCpuBox<T> {
 impl<T: Sync> PerCpuBox<T> {
     /// The running CPU's copy, for as long as the pin lives (percpu/guard.rs).
     #[inline(always)]
-    pub fn get_with<'a>(&'a self, _guard: &'a impl PinCpu) -> &'a T {
+    pub fn get_with<'a>(&'a self, _guard: &'a CpuPin) -> &'a T {
         // SAFETY: as in `this_unguarded`.
         unsafe { self.this_unguarded() }
     }

@@ -1,6 +1,7 @@
 //! The guard of current-CPU access: a reference to the running CPU's copy of per-CPU data
 //! (`PerCpuVar::get_with`, `PerCpuBox::get_with`) lives no longer than a `CpuPin`, under
-//! which the CPU cannot change (Asterinas' `PinCurrentCpu`, ostd/src/cpu/mod.rs).
+//! which the CPU cannot change (Asterinas' `PinCurrentCpu`, an unsafe trait of ostd's
+//! cpu module that its `DisabledLocalIrqGuard` and `DisabledPreemptGuard` implement).
 //!
 //! What the guard must hold in numalab: the CPU a piece of code runs on never changes,
 //! because there is no scheduler, no preemption and no migration (each CPU runs one flow of
@@ -18,16 +19,12 @@
 
 use core::marker::PhantomData;
 
-/// A guard under which the running CPU does not change. Not `Send`: a guard stays on the CPU
-/// that took it, and so do the references borrowed from it.
-pub trait PinCpu {}
-
-/// The running CPU pinned (free in numalab: nothing migrates; see the module text).
+/// The running CPU pinned: a guard under which it does not change (free in numalab: nothing
+/// migrates; see the module text). Not `Send`: a guard stays on the CPU that took it, and so
+/// do the references borrowed from it.
 pub struct CpuPin {
     _not_send: PhantomData<*const ()>,
 }
-
-impl PinCpu for CpuPin {}
 
 /// Pins the running CPU for as long as the returned guard lives.
 #[inline(always)]

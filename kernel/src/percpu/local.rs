@@ -90,7 +90,7 @@ impl<T: Sync> PerCpuVar<T> {
     /// CPU should write it unless `T` is built to be shared (atomics other CPUs push to, as
     /// smp's call queues).
     #[inline]
-    pub fn get_with<'a>(&'a self, _guard: &'a impl super::PinCpu) -> &'a T {
+    pub fn get_with<'a>(&'a self, _guard: &'a super::CpuPin) -> &'a T {
         self.at(super::var_delta())
     }
 
