@@ -2,7 +2,8 @@
 //! accessors need) and the two deltas of the one per-CPU mechanism. Subsystems declare their
 //! static per-CPU state with `per_cpu!` (percpu/local.rs) and make run-time per-CPU data with
 //! `PerCpuBox` (percpu/dynamic.rs); both reach the running CPU's copy under a guard
-//! (percpu/guard.rs) and put every AP's copies on its memory node (docs/percpu.md).
+//! (percpu/guard.rs) and put every AP's copies on its memory node (docs/smp.md, "Per-CPU
+//! data").
 //!
 //! Every CPU's GS base points at its own `PerCpu` (the boot CPU's is a static, installed by
 //! `arch::init_boot_cpu` before anything else runs; the APs' are allocated on their own node

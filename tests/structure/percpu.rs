@@ -1,7 +1,7 @@
-//! Per-CPU data is of one kind (docs/percpu.md): the kernel declares it with `per_cpu!`
-//! (static) or makes it with `PerCpuBox` (run time), both in kernel/src/percpu/, and reaches
-//! the running CPU's copy through them. Two rules, checked on the source of kernel/src outside
-//! that mechanism:
+//! Per-CPU data is of one kind (docs/smp.md, "Per-CPU data"): the kernel declares it with
+//! `per_cpu!` (static) or makes it with `PerCpuBox` (run time), both in kernel/src/percpu/,
+//! and reaches the running CPU's copy through them. Two rules, checked on the source of
+//! kernel/src outside that mechanism:
 //! - no `static` array of `MAX_CPUS` copies (what `per_cpu!` replaces), in any file;
 //! - in production files, the running CPU's id never becomes an index: no
 //!   `cpu_id().index()`, `this_cpu().index()`, `cpu_id().0 as usize` or
