@@ -12,6 +12,8 @@
 //!
 //! Run: `cargo test --test structure` (prints every circle it finds).
 
+#[path = "structure/percpu.rs"]
+mod percpu;
 #[path = "structure/seams.rs"]
 mod seams;
 

@@ -1,6 +1,9 @@
-//! Per-CPU data behind the GS base: each CPU's id, APIC id, node, SLUB slot offset and the
-//! delta of its `per_cpu!` copies. Subsystems declare their own per-CPU state with `per_cpu!`
-//! (percpu/local.rs).
+//! Per-CPU data behind the GS base: each CPU's id, APIC id and node (what arch and the
+//! accessors need) and the two deltas of the one per-CPU mechanism. Subsystems declare their
+//! static per-CPU state with `per_cpu!` (percpu/local.rs) and make run-time per-CPU data with
+//! `PerCpuBox` (percpu/dynamic.rs); both reach the running CPU's copy under a guard
+//! (percpu/guard.rs) and put every AP's copies on its memory node (docs/smp.md, "Per-CPU
+//! data").
 //!
 //! Every CPU's GS base points at its own `PerCpu` (the boot CPU's is a static, installed by
 //! `arch::init_boot_cpu` before anything else runs; the APs' are allocated on their own node
@@ -17,7 +20,11 @@ use spin::Once;
 
 use crate::topology::{self, CpuId, NodeId};
 
+mod dynamic;
+mod guard;
 mod local;
+pub use dynamic::{delta_of as dyn_delta_of, init as init_dynamic, region_pages_on, PerCpuBox};
+pub use guard::{pin, CpuPin};
 pub(crate) use local::per_cpu;
 pub use local::{alloc_area, area_bytes, PerCpuInit, PerCpuVar};
 
@@ -35,10 +42,10 @@ pub struct PerCpu {
     node: AtomicU16,
     mem_node: AtomicU16,
     apic_id: AtomicU32,
-    /// This CPU's byte offset from a SLUB cache's slot in CPU 0's region to its own slot (its
-    /// region's address minus CPU 0's, set by mm/slub/placement.rs; `cpu * CPU_SLAB_BYTES`
-    /// until then), so reaching the slot is one GS-relative add (Linux's this_cpu_ptr).
-    slub_slot_off: AtomicUsize,
+    /// Where this CPU's run-time copies (`PerCpuBox`) lie: its region's address minus CPU 0's
+    /// (percpu/dynamic.rs), so reaching the running CPU's copy is one GS-relative load and an
+    /// add (Linux's this_cpu_ptr).
+    dyn_delta: AtomicUsize,
     /// Where this CPU's `per_cpu!` copies lie: their address minus the boot copies' (0 on the
     /// boot CPU; percpu/local.rs), Linux's this_cpu_off.
     var_delta: AtomicUsize,
@@ -48,7 +55,7 @@ const OFFSET_SELF: usize = offset_of!(PerCpu, self_addr);
 const OFFSET_CPU: usize = offset_of!(PerCpu, cpu);
 const OFFSET_NODE: usize = offset_of!(PerCpu, node);
 const OFFSET_MEM_NODE: usize = offset_of!(PerCpu, mem_node);
-const OFFSET_SLUB_SLOT: usize = offset_of!(PerCpu, slub_slot_off);
+const OFFSET_DYN_DELTA: usize = offset_of!(PerCpu, dyn_delta);
 const OFFSET_VAR_DELTA: usize = offset_of!(PerCpu, var_delta);
 
 impl PerCpu {
@@ -60,7 +67,7 @@ impl PerCpu {
             node: AtomicU16::new(node.0),
             mem_node: AtomicU16::new(mem_node.0),
             apic_id: AtomicU32::new(apic_id),
-            slub_slot_off: AtomicUsize::new(cpu.0 as usize * numalab_algo::slub::CPU_SLAB_BYTES),
+            dyn_delta: AtomicUsize::new(0),
             var_delta: AtomicUsize::new(0),
         }
     }
@@ -81,10 +88,10 @@ impl PerCpu {
         self.apic_id.load(Ordering::Relaxed)
     }
 
-    /// Points this CPU's SLUB slot offset at its region of slab slots (mm/slub/placement.rs:
-    /// the region's address minus CPU 0's), before the first cache.
-    pub fn set_slub_slot_off(&self, delta: usize) {
-        self.slub_slot_off.store(delta, Ordering::Relaxed);
+    /// Records where this CPU's run-time copies lie (percpu/dynamic.rs: its region's address
+    /// minus CPU 0's), before the CPU reaches a `PerCpuBox`.
+    pub fn set_dyn_delta(&self, delta: usize) {
+        self.dyn_delta.store(delta, Ordering::Relaxed);
     }
 
     /// Records where this CPU's `per_cpu!` copies lie (`alloc_area`'s delta), before the CPU
@@ -202,11 +209,10 @@ fn var_delta() -> usize {
     gs_load!(usize, "qword", "r", OFFSET_VAR_DELTA)
 }
 
-/// The calling CPU's byte offset from a SLUB slot in CPU 0's region to its own
-/// (mm/slub/placement.rs).
+/// The calling CPU's run-time delta (percpu/dynamic.rs).
 #[inline(always)]
-pub fn slub_slot_offset() -> usize {
-    gs_load!(usize, "qword", "r", OFFSET_SLUB_SLOT)
+fn dyn_delta() -> usize {
+    gs_load!(usize, "qword", "r", OFFSET_DYN_DELTA)
 }
 
 /// How many CPUs are online.

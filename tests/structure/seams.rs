@@ -1,7 +1,7 @@
 //! The seams of issue 38, checked on the source: kernel option keys are written only where the
 //! options are declared (kernel/algo/src/options) and in tests, everything else goes through
-//! the typed handles; `MAX_CPUS` is defined once and per-CPU data is declared with `per_cpu!`;
-//! the production kernel has no crate-wide lint allow and imports no `tests` module, and its
+//! the typed handles; `MAX_CPUS` is defined once (per-CPU data: structure/percpu.rs); the
+//! production kernel has no crate-wide lint allow and imports no `tests` module, and its
 //! test option group is compiled out (the ELF itself is read by tests/s00_boot.rs
 //! `s00_the_production_kernel_carries_no_tests`).
 
@@ -9,7 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Every .rs file under `dir`.
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
+pub(super) fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut dirs = vec![dir.to_path_buf()];
     while let Some(d) = dirs.pop() {
@@ -27,7 +27,7 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// A test file: `tests.rs`, `*_tests.rs`, or under a `tests` folder.
-fn is_test_file(p: &Path) -> bool {
+pub(super) fn is_test_file(p: &Path) -> bool {
     let name = p.file_name().unwrap().to_string_lossy();
     name == "tests.rs"
         || name.ends_with("_tests.rs")
@@ -360,74 +360,4 @@ fn the_direct_map_offset_lives_in_one_module() {
 fn the_offset_check_finds_offset_arithmetic() {
     let sample = "let v = early.phys_offset + p;\n// phys_offset in a comment\nlet my_phys_offset_x = 1;\nstatic PHYS_OFFSET: u64 = 0;\n";
     assert_eq!(offset_uses(sample), vec![1, 4]);
-}
-
-/// The lines of `source` (comments and literals dropped) that start a `static` whose type is
-/// an array of `MAX_CPUS` elements (`static X: [T; MAX_CPUS]`, `[[T; N]; crate::smp::MAX_CPUS]`).
-fn per_cpu_arrays(source: &str) -> Vec<usize> {
-    let code = super::strip(source);
-    let mut out = Vec::new();
-    for (i, _) in code.match_indices("static ") {
-        let before = code[..i].chars().next_back();
-        if before.is_some_and(|c| !c.is_whitespace()) {
-            continue; // `&'static`, `MY_static`
-        }
-        let rest = &code[i..];
-        // The declared type: up to the initializer, or to the `;` of an item without one
-        // (outside brackets: `[T; N]` has one of its own).
-        let mut depth = 0i32;
-        let end = rest
-            .char_indices()
-            .find(|&(_, c)| {
-                match c {
-                    '[' | '(' | '<' => depth += 1,
-                    ']' | ')' | '>' => depth -= 1,
-                    _ => {}
-                }
-                depth <= 0 && (c == '=' || c == ';')
-            })
-            .map_or(rest.len(), |(j, _)| j);
-        let ty = &rest[..end];
-        if ty.contains("MAX_CPUS]") || ty.contains("MAX_CPUS ]") {
-            out.push(code[..i].matches('\n').count() + 1);
-        }
-    }
-    out
-}
-
-#[test]
-fn per_cpu_data_is_declared_with_per_cpu() {
-    // Issue 38: subsystems declare per-CPU data with `per_cpu!` (kernel/src/percpu/local.rs),
-    // the one place that holds an array of MAX_CPUS copies; no `[T; MAX_CPUS]` static indexed
-    // by CPU id elsewhere. Before per_cpu! this listed fault/mod.rs (EXEMPT),
-    // mm/vmalloc/probe.rs (HISTORY, NEXT) and smp/mod.rs (CPU_STATE).
-    let repo = super::repo();
-    let mechanism = repo.join("kernel/src/percpu/local.rs");
-    let mut found = Vec::new();
-    for file in rust_files(&repo.join("kernel/src")) {
-        if file == mechanism {
-            continue;
-        }
-        for line in per_cpu_arrays(&fs::read_to_string(&file).unwrap()) {
-            found.push(format!(
-                "{}:{line}",
-                file.strip_prefix(&repo).unwrap().display()
-            ));
-        }
-    }
-    assert!(
-        found.is_empty(),
-        "per-CPU static arrays outside per_cpu! (declare them with per_cpu!): {found:?}"
-    );
-}
-
-#[test]
-fn the_per_cpu_check_finds_static_arrays() {
-    let sample = "static A: [AtomicU32; MAX_CPUS] = [const { X }; MAX_CPUS];\n\
-        fn f(x: &'static [u8; MAX_CPUS]) {}\n\
-        // static C: [u8; MAX_CPUS] = [0; MAX_CPUS];\n\
-        pub(crate) static B: [[Freed; 8];\n    crate::percpu::MAX_CPUS] = todo!();\n\
-        static D: [u8; 4] = [0; MAX_CPUS];\n\
-        let e: [u8; MAX_CPUS] = [0; MAX_CPUS];\n";
-    assert_eq!(per_cpu_arrays(sample), vec![1, 4]);
 }

@@ -141,7 +141,7 @@ pub fn should_fail(p: Point) -> bool {
 #[cold]
 #[inline(never)]
 fn should_fail_armed(p: Point) -> bool {
-    if EXEMPT.this().load(Relaxed) != 0 {
+    if EXEMPT.get_with(&crate::percpu::pin()).load(Relaxed) != 0 {
         return false;
     }
     let Some(attr) = armed(p) else { return false };

@@ -6,7 +6,7 @@
 //! next kfree_rcu once its delay passed, and at `kvfree_rcu_barrier`.
 //!
 //! Callbacks run on the CPU that queued them (RCU's rule), so each finds its per-CPU state
-//! with `KRC.this()`. Lock order: a CPU's krc lock, then SLUB's and vmalloc's locks.
+//! with `KRC.get_with(&pin)`. Lock order: a CPU's krc lock, then SLUB's and vmalloc's locks.
 
 #[cfg(feature = "ktest")]
 mod freed_early_tests;
@@ -148,7 +148,8 @@ fn is_vmalloc(ptr: usize) -> bool {
 /// Frees a kmalloc object or a vmalloc area whose grace period ended (on the queuing CPU).
 fn kvfree(ptr: usize) {
     if is_vmalloc(ptr) {
-        let k = KRC.this();
+        let pin = crate::percpu::pin();
+        let k = KRC.get_with(&pin);
         k.vfreed.store(k.vfreed.load(Relaxed) + 1, Relaxed);
         let _ = crate::mm::vmalloc::vfree(numalab_algo::page::VirtAddr::new(ptr as u64));
     } else if let Some(p) = NonNull::new(ptr as *mut u8) {
@@ -181,13 +182,15 @@ unsafe fn free_at<const OFFSET: usize>(head: NonNull<RcuHead>) {
 
 /// Counts `n` objects freed on the running CPU.
 fn freed(n: u64) {
-    let k = KRC.this();
+    let pin = crate::percpu::pin();
+    let k = KRC.get_with(&pin);
     k.freed.store(k.freed.load(Relaxed) + n, Relaxed);
 }
 
 /// The batched way's work after a slot's grace period (kfree_rcu_work).
 fn batch_done(slot: usize) {
-    let k = KRC.this();
+    let pin = crate::percpu::pin();
+    let k = KRC.get_with(&pin);
     let mut st = k.state.lock();
     let b = st.detach(slot);
     let before = st.waiting();
@@ -232,7 +235,8 @@ unsafe fn sheaf_done(head: NonNull<RcuHead>) {
 /// channels go to RCU now, then rcu_barrier waits for every callback. Every CPU must call
 /// it (benchmarks run it on each CPU, then one rcu_barrier).
 pub fn flush_local() {
-    let k = KRC.this();
+    let pin = crate::percpu::pin();
+    let k = KRC.get_with(&pin);
     for c in crate::mm::slub::caches() {
         if let Some(s) = c.core().take_rcu_free() {
             k.callbacks.fetch_add(1, Relaxed);
@@ -271,7 +275,11 @@ pub fn kvfree_rcu_barrier() {
 pub fn shrink() -> usize {
     let freed = AtomicUsize::new(0);
     crate::smp::on_each_cpu(&|_| {
-        let n = KRC.this().state.lock().drain_cache(&mut KernelEnv);
+        let n = KRC
+            .get_with(&crate::percpu::pin())
+            .state
+            .lock()
+            .drain_cache(&mut KernelEnv);
         freed.fetch_add(n, Relaxed);
     });
     freed.load(Relaxed)
@@ -330,7 +338,8 @@ pub fn total_counts() -> Counts {
 
 /// Restarts the running CPU's peak from its objects waiting now.
 pub fn reset_peak() {
-    let k = KRC.this();
+    let pin = crate::percpu::pin();
+    let k = KRC.get_with(&pin);
     k.peak
         .store(k.queued.load(Relaxed) - k.freed.load(Relaxed), Relaxed);
 }
@@ -352,7 +361,8 @@ fn slab_cache_of(
 
 /// kvfree_rcu_mightsleep as the call_rcu way has it: no head, so wait, then free.
 fn queue(ptr: usize, head: Option<(NonNull<RcuHead>, rcu::RcuCallback)>) {
-    let k = KRC.this();
+    let pin = crate::percpu::pin();
+    let k = KRC.get_with(&pin);
     let q = k.queued.load(Relaxed) + 1;
     k.queued.store(q, Relaxed);
     let waiting = q - k.freed.load(Relaxed);

@@ -6,10 +6,12 @@
 //!     /// Per CPU: how many exempt sections are open.
 //!     static EXEMPT: AtomicU32 = AtomicU32::new(0);
 //! }
-//! EXEMPT.this().fetch_add(1, Relaxed);          // the calling CPU's copy
-//! EXEMPT.on(cpu).load(Relaxed);                 // another CPU's copy (dumps, tests)
-//! for (cpu, copy) in EXEMPT.iter() { .. }       // every copy that exists
+//! EXEMPT.get_with(&percpu::pin()).fetch_add(1, Relaxed);  // the calling CPU's copy
+//! EXEMPT.on(cpu).load(Relaxed);                           // another CPU's copy (dumps, tests)
+//! for (cpu, copy) in EXEMPT.iter() { .. }                 // every copy that exists
 //! ```
+//!
+//! The calling CPU's copy is reached under a guard (percpu/guard.rs): `get_with(&pin)`.
 //!
 //! Where the copies live (Linux's layout, arch/x86/kernel/setup_percpu.c): every declared
 //! variable is the boot CPU's copy, placed in the `percpu` linker section. SMP bring-up
@@ -33,7 +35,7 @@ pub struct PerCpuVar<T> {
 }
 
 // SAFETY: a PerCpuVar hands out only `&T` (to the copy of the calling or a named CPU), and
-// those references may cross CPUs, which is exactly what `T: Sync` allows.
+// those references may cross CPUs and interrupts, which is exactly what `T: Sync` allows.
 unsafe impl<T: Sync> Sync for PerCpuVar<T> {}
 
 /// A CPU with no area (not started): its delta in DELTAS.
@@ -70,10 +72,25 @@ impl<T> PerCpuVar<T> {
         unsafe { &*(addr as *const T) }
     }
 
-    /// The calling CPU's copy. Only this CPU should write it unless `T` is built to be
-    /// shared (atomics other CPUs push to, as smp's call queues).
+    /// Writes `value` as the copy at `delta` (the registered initializer of `per_cpu!`).
+    ///
+    /// # Safety
+    /// Only `alloc_area`, on a fresh area that nothing reads yet, with that area's delta.
+    #[doc(hidden)]
+    pub unsafe fn init_copy(&self, delta: usize, value: T) {
+        let addr = (self.boot.get() as usize).wrapping_add(delta);
+        // SAFETY: the caller's contract: `addr` is this variable's slot in a fresh area,
+        // aligned for T (the area is page-aligned and the slot keeps the section offset).
+        unsafe { (addr as *mut T).write(value) };
+    }
+}
+
+impl<T: Sync> PerCpuVar<T> {
+    /// The calling CPU's copy, for as long as the pin lives (percpu/guard.rs). Only this
+    /// CPU should write it unless `T` is built to be shared (atomics other CPUs push to, as
+    /// smp's call queues).
     #[inline]
-    pub fn this(&self) -> &T {
+    pub fn get_with<'a>(&'a self, _guard: &'a super::CpuPin) -> &'a T {
         self.at(super::var_delta())
     }
 
@@ -104,18 +121,6 @@ impl<T> PerCpuVar<T> {
     #[cfg(feature = "ktest")]
     pub fn online(&self) -> impl Iterator<Item = (CpuId, &T)> {
         self.iter().filter(|(cpu, _)| super::of(*cpu).is_some())
-    }
-
-    /// Writes `value` as the copy at `delta` (the registered initializer of `per_cpu!`).
-    ///
-    /// # Safety
-    /// Only `alloc_area`, on a fresh area that nothing reads yet, with that area's delta.
-    #[doc(hidden)]
-    pub unsafe fn init_copy(&self, delta: usize, value: T) {
-        let addr = (self.boot.get() as usize).wrapping_add(delta);
-        // SAFETY: the caller's contract: `addr` is this variable's slot in a fresh area,
-        // aligned for T (the area is page-aligned and the slot keeps the section offset).
-        unsafe { (addr as *mut T).write(value) };
     }
 }
 

@@ -27,7 +27,8 @@ pub(super) fn ipi() {
         return;
     }
     let Some(r) = RCU.get() else { return };
-    let d = RCU_CPU.this();
+    let pin = crate::percpu::pin();
+    let d = RCU_CPU.get_with(&pin);
     d.exp_ipis.fetch_add(1, Ordering::Relaxed);
     if d.nesting.load(Ordering::Relaxed) == 0 && super::note_qs(r, d) {
         d.qs_from_ipi.fetch_add(1, Ordering::Relaxed);

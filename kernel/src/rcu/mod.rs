@@ -168,7 +168,10 @@ pub struct ReadGuard {
 /// `rcu_read_lock`: nests; interrupts may stay on (the tick sees the depth).
 #[inline]
 pub fn read_lock() -> ReadGuard {
-    RCU_CPU.this().nesting.fetch_add(1, Ordering::Relaxed);
+    RCU_CPU
+        .get_with(&crate::percpu::pin())
+        .nesting
+        .fetch_add(1, Ordering::Relaxed);
     compiler_fence(Ordering::SeqCst);
     ReadGuard {
         _not_send: core::marker::PhantomData,
@@ -179,13 +182,20 @@ impl Drop for ReadGuard {
     #[inline]
     fn drop(&mut self) {
         compiler_fence(Ordering::SeqCst);
-        RCU_CPU.this().nesting.fetch_sub(1, Ordering::Relaxed);
+        RCU_CPU
+            .get_with(&crate::percpu::pin())
+            .nesting
+            .fetch_sub(1, Ordering::Relaxed);
     }
 }
 
 /// Whether the calling CPU is inside a read-side section.
 pub fn in_reader() -> bool {
-    RCU_CPU.this().nesting.load(Ordering::Relaxed) != 0
+    RCU_CPU
+        .get_with(&crate::percpu::pin())
+        .nesting
+        .load(Ordering::Relaxed)
+        != 0
 }
 
 /// After a report: force the idle CPUs when it started the next grace period, wake the idle
@@ -253,7 +263,8 @@ fn note_qs(r: &Rcu, d: &RcuCpu) -> bool {
 #[inline]
 pub fn tick() {
     let Some(r) = RCU.get() else { return };
-    let d = RCU_CPU.this();
+    let pin = crate::percpu::pin();
+    let d = RCU_CPU.get_with(&pin);
     if algo::tick_may_report(d.nesting.load(Ordering::Relaxed)) && note_qs(r, d) {
         d.qs_from_tick.fetch_add(1, Ordering::Relaxed);
     }
@@ -264,7 +275,8 @@ pub fn tick() {
 #[inline]
 pub fn report_qs() {
     let Some(r) = RCU.get() else { return };
-    let d = RCU_CPU.this();
+    let pin = crate::percpu::pin();
+    let d = RCU_CPU.get_with(&pin);
     if d.nesting.load(Ordering::Relaxed) == 0 {
         note_qs(r, d);
     }
@@ -274,7 +286,8 @@ pub fn report_qs() {
 /// calling CPU's ready callbacks invoked. Busy loops that never idle must call it.
 pub fn quiescent_point() {
     let Some(r) = RCU.get() else { return };
-    let d = RCU_CPU.this();
+    let pin = crate::percpu::pin();
+    let d = RCU_CPU.get_with(&pin);
     if d.nesting.load(Ordering::Relaxed) != 0 {
         return;
     }
@@ -321,7 +334,8 @@ pub fn call_rcu(head: NonNull<RcuHead>, func: RcuCallback) {
     };
     // SAFETY: the caller hands the head over until its callback runs.
     unsafe { (*head.as_ptr()).func = Some(func) };
-    let d = RCU_CPU.this();
+    let pin = crate::percpu::pin();
+    let d = RCU_CPU.get_with(&pin);
     let t = now();
     let started = {
         let mut list = d.list.lock();
@@ -341,7 +355,10 @@ pub fn call_rcu(head: NonNull<RcuHead>, func: RcuCallback) {
 /// Leaves the extended quiescent state (an AP back from hlt, before it runs any work).
 #[inline]
 pub fn exit_idle() {
-    RCU_CPU.this().idle.store(false, Ordering::SeqCst);
+    RCU_CPU
+        .get_with(&crate::percpu::pin())
+        .idle
+        .store(false, Ordering::SeqCst);
 }
 
 /// The idle loop's pass (an AP between its queued calls and hlt): a quiescent state, the
@@ -354,7 +371,8 @@ pub fn idle_pass() {
 /// and reports a quiescent state still owed. False when callbacks became ready meanwhile
 /// (the caller must not hlt: nobody would wake it for them).
 pub fn enter_idle() -> bool {
-    let d = RCU_CPU.this();
+    let pin = crate::percpu::pin();
+    let d = RCU_CPU.get_with(&pin);
     d.idle.store(true, Ordering::SeqCst);
     let Some(r) = RCU.get() else { return true };
     note_qs(r, d);

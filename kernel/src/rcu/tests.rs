@@ -120,7 +120,7 @@ fn a_reader_spanning_a_grace_period_holds_it(_ctx: &Ctx) -> TestResult {
     let head = NonNull::from(&w.head).as_ptr() as usize;
     run_on_cpus(&[boot, reader], &|cpu: CpuId| {
         if cpu == reader {
-            let before = crate::smp::PerCpuSmp::this()
+            let before = crate::smp::PerCpuSmp::this(&crate::percpu::pin())
                 .stats
                 .timer_ticks
                 .load(Relaxed);
@@ -139,7 +139,7 @@ fn a_reader_spanning_a_grace_period_holds_it(_ctx: &Ctx) -> TestResult {
             if timed {
                 apic::timer_periodic(0);
             }
-            let after = crate::smp::PerCpuSmp::this()
+            let after = crate::smp::PerCpuSmp::this(&crate::percpu::pin())
                 .stats
                 .timer_ticks
                 .load(Relaxed);

@@ -71,10 +71,10 @@ impl PerCpuSmp {
         CPU_STATE.on(cpu)
     }
 
-    /// The calling CPU's state.
+    /// The calling CPU's state, for as long as the pin lives.
     #[inline]
-    pub fn this() -> &'static PerCpuSmp {
-        CPU_STATE.this()
+    pub fn this(pin: &percpu::CpuPin) -> &PerCpuSmp {
+        CPU_STATE.get_with(pin)
     }
 }
 
@@ -96,7 +96,7 @@ pub fn online_cpus() -> &'static [CpuId] {
 
 /// Sends the cross-CPU call IPI to `target` and counts it.
 fn send_call_ipi(target: &PerCpu) {
-    PerCpuSmp::this()
+    PerCpuSmp::this(&percpu::pin())
         .stats
         .ipis_sent
         .fetch_add(1, Ordering::Relaxed);
@@ -106,7 +106,7 @@ fn send_call_ipi(target: &PerCpu) {
 /// The call IPI's handler (interrupts off): runs queued TLB flushes; queued functions run in
 /// process context (idle loop or the waiting caller), which the IPI has woken up.
 pub fn handle_call_ipi() {
-    PerCpuSmp::this()
+    PerCpuSmp::this(&percpu::pin())
         .stats
         .ipis_received
         .fetch_add(1, Ordering::Relaxed);
@@ -173,7 +173,7 @@ pub fn set_timer_hook(hook: Option<fn()>) {
 /// The LAPIC timer's handler: counts the tick, reports an RCU quiescent state when it
 /// interrupted code outside every read-side section, and runs the hook, if any.
 pub fn handle_timer() {
-    PerCpuSmp::this()
+    PerCpuSmp::this(&percpu::pin())
         .stats
         .timer_ticks
         .fetch_add(1, Ordering::Relaxed);

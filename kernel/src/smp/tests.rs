@@ -16,6 +16,7 @@ use crate::{kassert, kassert_eq, ktest};
 use numalab_algo::page::{PhysAddr, VirtAddr};
 
 mod lock_stat;
+mod percpu_box;
 
 use crate::ktest::suites::SMP as SUITE;
 
@@ -118,16 +119,27 @@ fn percpu_private(_ctx: &Ctx) -> TestResult {
     let bad = AtomicU32::new(0);
     let uninit = AtomicU32::new(0);
     on_each_cpu(&|cpu: CpuId| {
-        if TEST_WORD.this().load(Ordering::Relaxed) != TEST_WORD_INIT {
+        if TEST_WORD
+            .get_with(&crate::percpu::pin())
+            .load(Ordering::Relaxed)
+            != TEST_WORD_INIT
+        {
             uninit.fetch_add(1, Ordering::Relaxed);
         }
         let me = percpu::this();
         addrs[cpu.index()].store(me as *const _ as u64, Ordering::Relaxed);
         for round in 0..2_000u64 {
             let value = ((cpu.0 as u64) << 32) | round;
-            TEST_WORD.this().store(value, Ordering::Relaxed);
+            TEST_WORD
+                .get_with(&crate::percpu::pin())
+                .store(value, Ordering::Relaxed);
             core::hint::spin_loop();
-            if TEST_WORD.this().load(Ordering::Relaxed) != value || percpu::cpu_id() != cpu {
+            if TEST_WORD
+                .get_with(&crate::percpu::pin())
+                .load(Ordering::Relaxed)
+                != value
+                || percpu::cpu_id() != cpu
+            {
                 bad.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -360,7 +372,7 @@ fn percpu_on_node(_ctx: &Ctx) -> TestResult {
             Ordering::Relaxed,
         );
         var_node[cpu.index()].store(
-            node_of(TEST_WORD.this() as *const Word as u64),
+            node_of(TEST_WORD.get_with(&crate::percpu::pin()) as *const Word as u64),
             Ordering::Relaxed,
         );
         stack_node[cpu.index()].store(node_of(rsp), Ordering::Relaxed);
@@ -417,7 +429,8 @@ fn lapic_timer_ticks(_ctx: &Ctx) -> TestResult {
     let irqs_off = slots(0);
     let late = slots(0);
     on_each_cpu(&|cpu: CpuId| {
-        let counter = &super::PerCpuSmp::this().stats.timer_ticks;
+        let pin = percpu::pin();
+        let counter = &super::PerCpuSmp::this(&pin).stats.timer_ticks;
         let before = counter.load(Ordering::Relaxed);
         irqs_off[cpu.index()].store(
             u64::from(!x86_64::instructions::interrupts::are_enabled()),

@@ -59,7 +59,8 @@ pub(super) fn flush_all_local() {
 /// Runs the flushes queued for the calling CPU (any context: IPI handler, spin loops).
 #[inline]
 pub fn run_pending_flushes() {
-    let me = PerCpuSmp::this();
+    let pin = crate::percpu::pin();
+    let me = PerCpuSmp::this(&pin);
     if me.flushes.load(Ordering::Relaxed).is_null() {
         return;
     }

@@ -104,9 +104,8 @@ pub(crate) struct CpuSlab {
 
 /// Bytes of the per-CPU state the fast paths touch: one cache line.
 pub const HOT_LINE_BYTES: usize = 64;
-/// Bytes of one CPU's slot (the stride of a cache's per-CPU array); the kernel keeps
-/// `cpu * CPU_SLAB_BYTES` in each CPU's per-CPU area so that reaching the slot is one
-/// GS-relative add.
+/// Bytes of one CPU's slot (the stride of a cache's per-CPU array on the host; in the kernel
+/// each CPU's slot is run-time per-CPU data, reached with one GS-relative add).
 pub const CPU_SLAB_BYTES: usize = core::mem::size_of::<CpuSlab>();
 
 const _: () = {

@@ -1,6 +1,7 @@
 //! Building the frame allocator at boot: one buddy per node with memory (the topology's
 //! ranges intersected with the bootloader's usable memory, minus reservations), its memmap,
-//! the per-CPU lists, and the page sources the lower layers get (page tables, per-CPU areas).
+//! the regions of run-time per-CPU data (percpu/dynamic.rs), the per-CPU lists, and the page
+//! sources the lower layers get (page tables, per-CPU areas).
 
 use super::*;
 
@@ -13,6 +14,7 @@ const LOW_RESERVED_BYTES: u64 = 1 << 20;
 pub fn init() {
     FRAME.call_once(build);
     let fa = FRAME.get().expect("just built");
+    register_holder(&PerCpuRegions);
     // New page-table pages come from here from now on (the calling CPU's node).
     crate::arch::paging::set_table_page_source(table_page);
     // And the pages of per-CPU stacks and areas of CPUs started from now on (their node).
@@ -78,6 +80,20 @@ fn build() -> FrameAllocator {
         }
     }
     let nr_cpus = topo.nr_cpus().max(1);
+    // Every CPU's region of run-time per-CPU data, on its memory node, before anything that
+    // lives in one (this allocator's per-CPU context first): Linux's first percpu chunk,
+    // taken from memblock before the buddy allocator runs.
+    let region = |order: u8, node: NodeId| {
+        topo.fallback_order(node).iter().find_map(|&n| {
+            let pfn = nodes.get(n.index())?.as_ref()?.buddy.lock().alloc(order)?;
+            let virt = crate::arch::direct_map::phys_to_virt(PhysAddr::new(pfn << PAGE_SHIFT));
+            Some((virt.as_u64() as usize, n))
+        })
+    };
+    let mem_node_of = |cpu: CpuId| topo.mem_node(topo.node_of_cpu(cpu));
+    if !crate::percpu::init_dynamic(nr_cpus, &mem_node_of, &region) {
+        crate::mm::out_of_memory(format_args!("frame: no memory for the per-CPU regions"));
+    }
     let pcp_enabled = opts.get(&crate::options::FRAME_PCP);
     let batch = opts.get(&crate::options::FRAME_PCP_BATCH) as u32;
     let high = if pcp_enabled {
@@ -101,18 +117,23 @@ fn build() -> FrameAllocator {
             pcp_row_on(&nodes, topo.mem_node(node), lists)
         })
         .collect();
-    let cpus = (0..nr_cpus)
-        .map(|i| {
-            let node = topo.cpus.get(i).map(|c| c.node).unwrap_or(NodeId(0));
-            CpuCtx {
-                node,
-                mem_node: topo.mem_node(node),
-                row: &pcp_rows[i][..nr_nodes.min(NODE_CODE_REFUSED as usize)],
-                fallback: topo.fallback_order(node),
-                interleave_next: AtomicU32::new(i as u32),
-            }
-        })
-        .collect();
+    let cpus = PerCpuBox::new(|cpu| {
+        let i = cpu.index();
+        let node = topo.cpus.get(i).map(|c| c.node).unwrap_or(NodeId(0));
+        let lists = pcp_rows[i];
+        CpuCtx {
+            node,
+            mem_node: topo.mem_node(node),
+            local: &lists[topo.mem_node(node).index()],
+            lists,
+            row: &lists[..nr_nodes.min(NODE_CODE_REFUSED as usize)],
+            fallback: topo.fallback_order(node),
+            interleave_next: AtomicU32::new(i as u32),
+        }
+    })
+    .unwrap_or_else(|| {
+        crate::mm::out_of_memory(format_args!("frame: no room for the per-CPU context"))
+    });
     let mem_nodes = nodes.iter().flatten().map(|n| n.id).collect();
     let built = NodeMap::build(nodes.iter().flatten().flat_map(|n| {
         n.ranges
@@ -127,19 +148,10 @@ fn build() -> FrameAllocator {
             built.overlap_pages
         );
     }
-    let local_lists = (0..nr_cpus)
-        .map(|i| {
-            let node = topo.cpus.get(i).map_or(NodeId(0), |c| c.node);
-            &pcp_rows[i][topo.mem_node(node).index()]
-        })
-        .collect::<Vec<_>>()
-        .leak();
     FrameAllocator {
         topo,
         nr_nodes,
         nodes,
-        pcp: pcp_rows.iter().flat_map(|row| row.iter()).collect(),
-        local_lists,
         cpus,
         mem_nodes,
         node_map: built.map,
@@ -195,4 +207,18 @@ fn node_pages(order: u8, node: NodeId) -> Option<u64> {
     alloc_pages(order, Policy::Preferred(node))
         .ok()
         .map(|p| p.into_raw().0.as_u64())
+}
+
+/// The run-time per-CPU regions (taken in `build`, never given back) as a holder of pages,
+/// for the conservation checks.
+struct PerCpuRegions;
+
+impl PageHolder for PerCpuRegions {
+    fn name(&self) -> &'static str {
+        "percpu"
+    }
+
+    fn held_bytes_on(&self, node: NodeId) -> u64 {
+        (crate::percpu::region_pages_on(node) * PAGE_SIZE as usize) as u64
+    }
 }

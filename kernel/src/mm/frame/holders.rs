@@ -1,16 +1,17 @@
 //! Page holders: subsystems above the frame allocator that keep pages for their own use
-//! (SLUB's slabs, its descriptor pool, large kmalloc blocks; vmalloc's page tables, never
-//! given back) say how many bytes they hold per node, so the frame allocator's conservation
-//! checks count them without importing their code. A holder registers itself once at its
-//! init; the registry never allocates (a count must not take the pages it is counting).
+//! (SLUB's slabs, its descriptor pool, large kmalloc blocks; vmalloc's page tables and the
+//! run-time per-CPU regions, never given back) say how many bytes they hold per node, so the
+//! frame allocator's conservation checks count them without importing their code. A holder
+//! registers itself once at its init; the registry never allocates (a count must not take the
+//! pages it is counting).
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 use numalab_algo::topology::NodeId;
 use spin::Mutex;
 
-/// Room for every subsystem that keeps pages (SLUB, the heap's page blocks and vmalloc's
-/// page tables today; vmalloc's data pages are given back by every test that takes them and
-/// need no holder).
+/// Room for every subsystem that keeps pages (SLUB, the heap's page blocks, vmalloc's page
+/// tables and the run-time per-CPU regions today: all four; vmalloc's data pages are given
+/// back by every test that takes them and need no holder).
 const MAX_HOLDERS: usize = 4;
 
 /// A subsystem that holds pages taken from the frame allocator.

@@ -26,14 +26,14 @@ mod vmemmap;
 #[cfg(feature = "ktest")]
 mod vmemmap_tests;
 
-use alloc::boxed::Box;
+use crate::percpu::PerCpuBox;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use numalab_algo::frame::nodemap::NodeMap;
 use numalab_algo::page::{Pfn, PhysAddr, VirtAddr};
-use numalab_algo::topology::{NodeId, Topology};
+use numalab_algo::topology::{CpuId, NodeId, Topology};
 use spin::Once;
 
 pub use build::init;
@@ -87,11 +87,17 @@ impl fmt::Display for AllocError {
     }
 }
 
-/// Per-CPU policy data, fixed at init.
+/// Per-CPU policy data, fixed at init: run-time per-CPU data (`FrameAllocator::cpus`), each
+/// CPU's copy on its memory node.
 struct CpuCtx {
     node: NodeId,
     mem_node: NodeId,
-    /// This CPU's lists by node (the free fast path), at most `NODE_CODE_REFUSED` of them.
+    /// This CPU's list for its nearest memory node (the allocation fast path's list).
+    local: &'static PcpList,
+    /// This CPU's lists by node, one per node (build.rs, `pcp_row_on`: in its memory node's
+    /// memory).
+    lists: &'static [PcpList],
+    /// `lists` up to `NODE_CODE_REFUSED` of them (the free fast path).
     row: &'static [PcpList],
     fallback: &'static [NodeId],
     interleave_next: AtomicU32,
@@ -102,12 +108,8 @@ struct FrameAllocator {
     nr_nodes: usize,
     /// Indexed by NodeId; None for nodes without memory.
     nodes: Vec<Option<Node>>,
-    /// Indexed by cpu * nr_nodes + node: each CPU's lists lie in a row of its memory node's
-    /// memory (build.rs, `pcp_row_on`); this table of references keeps the one index.
-    pcp: Box<[&'static PcpList]>,
-    /// Each CPU's list for its nearest memory node (the allocation fast path's list).
-    local_lists: &'static [&'static PcpList],
-    cpus: Vec<CpuCtx>,
+    /// Per CPU: its policy data and its lists (percpu's run-time per-CPU data).
+    cpus: PerCpuBox<CpuCtx>,
     mem_nodes: Vec<NodeId>,
     /// Which node manages a page: every node's managed ranges (not its span: another node's
     /// memory may lie between a node's ranges).
@@ -164,18 +166,17 @@ pub fn alloc_pages(order: u8, policy: Policy) -> Result<Pages, AllocError> {
     }
     if policy == Policy::Local && order <= PCP_MAX_ORDER {
         if let Some(fa) = FRAME.get() {
-            let cpu = crate::percpu::cpu_id().index();
-            if let Some(&list) = fa.local_lists.get(cpu) {
-                if let Some(pages) = list.enter() {
-                    if let Some((raw, pages)) = list.pop_raw(pages, order) {
-                        bump(&list.stats.fast_hits);
-                        list.exit(pages);
-                        return Ok(Pages {
-                            raw: raw | (order as u64) << ORDER_SHIFT,
-                        });
-                    }
+            let pin = crate::percpu::pin();
+            let list = fa.cpus.get_with(&pin).local;
+            if let Some(pages) = list.enter() {
+                if let Some((raw, pages)) = list.pop_raw(pages, order) {
+                    bump(&list.stats.fast_hits);
                     list.exit(pages);
+                    return Ok(Pages {
+                        raw: raw | (order as u64) << ORDER_SHIFT,
+                    });
                 }
+                list.exit(pages);
             }
         }
     }
@@ -219,10 +220,8 @@ fn free_small_order(raw: u64) {
 fn free_to_pcp(raw: u64, order: u8) -> bool {
     let code = ((raw >> NODE_CODE_SHIFT) & NODE_CODE_MASK) as usize;
     let Some(fa) = FRAME.get() else { return false };
-    let cpu = crate::percpu::cpu_id().index();
-    let Some(ctx) = fa.cpus.get(cpu) else {
-        return false;
-    };
+    let pin = crate::percpu::pin();
+    let ctx = fa.cpus.get_with(&pin);
     // Codes REFUSED and LOOKUP are beyond `row`: they take the slow path.
     let Some(list) = ctx.row.get(code) else {
         return false;
@@ -249,9 +248,15 @@ fn free_slow(raw: u64) {
 }
 
 impl FrameAllocator {
+    /// CPU `cpu`'s list for `node`.
     #[inline(always)]
-    fn pcp(&self, cpu: usize, node: NodeId) -> &PcpList {
-        self.pcp[cpu * self.nr_nodes + node.index()]
+    fn pcp(&self, cpu: CpuId, node: NodeId) -> &PcpList {
+        &self.cpus.on(cpu).lists[node.index()]
+    }
+
+    /// The CPUs with lists (the topology's).
+    fn cpu_ids(&self) -> impl Iterator<Item = CpuId> {
+        (0..self.cpus.len()).map(|c| CpuId(c as u16))
     }
 
     #[inline]
@@ -259,10 +264,8 @@ impl FrameAllocator {
         if order > MAX_ORDER {
             return Err(AllocError::BadOrder(order));
         }
-        let cpu = crate::percpu::cpu_id().index();
-        let Some(ctx) = self.cpus.get(cpu) else {
-            return Err(AllocError::NotReady);
-        };
+        let pin = crate::percpu::pin();
+        let ctx = self.cpus.get_with(&pin);
         let (preferred, list): (NodeId, &[NodeId]) = match policy {
             Policy::Local => (ctx.mem_node, ctx.fallback),
             Policy::Preferred(n) => {
@@ -287,8 +290,8 @@ impl FrameAllocator {
         };
         for attempt in 0..2 {
             for &nid in list {
-                if let Some(pfn) = self.alloc_on(cpu, nid, order) {
-                    self.account(cpu, ctx.node, preferred, nid, policy);
+                if let Some(pfn) = self.alloc_on(ctx, nid, order) {
+                    self.account(ctx, preferred, nid, policy);
                     return Ok(Pages::new(Pfn::new(pfn).addr(), order, nid));
                 }
             }
@@ -304,10 +307,10 @@ impl FrameAllocator {
 
     /// One node: its per-CPU list, else its buddy.
     #[inline(always)]
-    fn alloc_on(&self, cpu: usize, nid: NodeId, order: u8) -> Option<u64> {
+    fn alloc_on(&self, ctx: &CpuCtx, nid: NodeId, order: u8) -> Option<u64> {
         let node = self.nodes.get(nid.index())?.as_ref()?;
         if self.pcp_enabled && order <= PCP_MAX_ORDER {
-            let list = self.pcp(cpu, nid);
+            let list = &ctx.lists[nid.index()];
             if let Some(pages) = list.enter() {
                 let (pfn, pages) = match list.pop(pages, order) {
                     Some((pfn, pages)) => {
@@ -328,15 +331,9 @@ impl FrameAllocator {
 
     /// numastat accounting, as Linux's zone_statistics does it.
     #[inline(always)]
-    fn account(
-        &self,
-        cpu: usize,
-        cpu_node: NodeId,
-        preferred: NodeId,
-        got: NodeId,
-        policy: Policy,
-    ) {
-        let s = &self.pcp(cpu, got).stats;
+    fn account(&self, ctx: &CpuCtx, preferred: NodeId, got: NodeId, policy: Policy) {
+        let cpu_node = ctx.node;
+        let s = &ctx.lists[got.index()].stats;
         if got == preferred {
             bump(&s.numa_hit);
             if policy == Policy::Interleave {
@@ -344,7 +341,7 @@ impl FrameAllocator {
             }
         } else {
             bump(&s.numa_miss);
-            bump(&self.pcp(cpu, preferred).stats.numa_foreign);
+            bump(&ctx.lists[preferred.index()].stats.numa_foreign);
         }
         bump(if got == cpu_node {
             &s.local_node
@@ -442,8 +439,8 @@ impl FrameAllocator {
     /// from any CPU and any context. On `cpu` itself a claimed list is skipped at once (we
     /// interrupted its owner: waiting would never end); another CPU's claimed list is waited
     /// for, boundedly (`PcpList::claim`). Returns the pages given back.
-    fn drain_cpu(&self, cpu: usize) -> u32 {
-        let me = crate::percpu::cpu_id().index() == cpu;
+    fn drain_cpu(&self, cpu: CpuId) -> u32 {
+        let me = crate::percpu::cpu_id() == cpu;
         let mut drained = 0;
         for node in self.nodes.iter().flatten() {
             let list = self.pcp(cpu, node.id);
@@ -462,13 +459,13 @@ impl FrameAllocator {
 
     /// `drain_cpu` for every CPU, the caller's first. Returns the pages given back.
     fn drain_every_cpu(&self) -> u32 {
-        let me = crate::percpu::cpu_id().index();
-        let mut drained = if me < self.cpus.len() {
+        let me = crate::percpu::cpu_id();
+        let mut drained = if self.cpus.get(me).is_some() {
             self.drain_cpu(me)
         } else {
             0
         };
-        for cpu in (0..self.cpus.len()).filter(|&c| c != me) {
+        for cpu in self.cpu_ids().filter(|&c| c != me) {
             drained += self.drain_cpu(cpu);
         }
         drained

@@ -44,11 +44,12 @@ pub(super) fn collect(fa: &FrameAllocator, node: &Node) -> NodeCounters {
         ..NodeCounters::default()
     };
     let sum = |f: fn(&super::pcp::PcpStats) -> &AtomicU64| -> u64 {
-        (0..fa.cpus.len())
+        fa.cpu_ids()
             .map(|cpu| f(&fa.pcp(cpu, node.id).stats).load(Relaxed))
             .sum()
     };
-    c.pcp_pages = (0..fa.cpus.len())
+    c.pcp_pages = fa
+        .cpu_ids()
         .map(|cpu| fa.pcp(cpu, node.id).pages() as usize)
         .sum();
     c.numa_hit = sum(|s| &s.numa_hit);
@@ -62,8 +63,8 @@ pub(super) fn collect(fa: &FrameAllocator, node: &Node) -> NodeCounters {
     c.pcp_drain = sum(|s| &s.pcp_drain);
     // Listed blocks the buddy refused on drain (leaked, warned about): invalid frees too.
     c.invalid_frees += sum(|s| &s.drain_refused);
-    for (cpu, ctx) in fa.cpus.iter().enumerate() {
-        let fast = fa.pcp(cpu, node.id).stats.fast_hits.load(Relaxed);
+    for (_, ctx) in fa.cpus.iter() {
+        let fast = ctx.lists[node.id.index()].stats.fast_hits.load(Relaxed);
         c.numa_hit += fast;
         c.pcp_hit += fast;
         if ctx.node == node.id {
@@ -165,7 +166,8 @@ pub fn check_node(id: NodeId) -> Result<ScanCounts, String> {
     let Some(Some(node)) = fa.nodes.get(id.index()) else {
         return Ok(ScanCounts::default());
     };
-    let pcp_pages: usize = (0..fa.cpus.len())
+    let pcp_pages: usize = fa
+        .cpu_ids()
         .map(|cpu| fa.pcp(cpu, id).pages() as usize)
         .sum();
     let result = {

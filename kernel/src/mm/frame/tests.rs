@@ -603,14 +603,15 @@ fn pcp_on_their_node(_ctx: &Ctx) -> TestResult {
     let fa = FRAME.get().ok_or_else(|| String::from("not ready"))?;
     let topo = crate::topology::get();
     let mut wrong = Vec::new();
-    for cpu in 0..fa.cpus.len() {
-        let want = topo.mem_node(topo.cpus.get(cpu).map_or(NodeId(0), |c| c.node));
+    for cpu in fa.cpu_ids() {
+        let want = topo.mem_node(topo.cpus.get(cpu.index()).map_or(NodeId(0), |c| c.node));
         for n in 0..fa.nr_nodes {
             let addr = fa.pcp(cpu, NodeId(n as u16)) as *const pcp::PcpList as u64;
             let got = node_of_phys(virt_to_phys(VirtAddr::new(addr)));
             if got != Some(want) {
                 wrong.push(format!(
-                    "CPU {cpu}'s list for node {n} at {addr:#x} is on node {}, want node {}",
+                    "CPU {}'s list for node {n} at {addr:#x} is on node {}, want node {}",
+                    cpu.0,
                     got.map_or(String::from("none"), |g| format!("{}", g.0)),
                     want.0
                 ));
@@ -642,7 +643,7 @@ fn drain_other_cpus_before_failing(ctx: &Ctx) -> TestResult {
         drop(alloc_pages(0, Policy::Bind(local)));
     })
     .map_err(|e| format!("{:?}", e))?;
-    let listed = fa.pcp(other.index(), local).pages();
+    let listed = fa.pcp(other, local).pages();
     kassert!(
         listed > 0,
         "CPU {} listed no page of node {}",
@@ -660,7 +661,7 @@ fn drain_other_cpus_before_failing(ctx: &Ctx) -> TestResult {
         other.0,
         listed
     );
-    kassert_eq!(fa.pcp(other.index(), local).pages(), 0);
+    kassert_eq!(fa.pcp(other, local).pages(), 0);
     drop(held);
     expect_restored(&before)
 }

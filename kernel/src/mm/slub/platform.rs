@@ -6,10 +6,11 @@
 //! This is SLUB's only unsafe code: the word accesses.
 
 use crate::mm::frame::{self, Pages, Policy, PAGE_SIZE};
+use crate::percpu::PerCpuBox;
 use crate::sync::IrqSpinLock;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use numalab_algo::page::VirtAddr;
-use numalab_algo::slub::{Platform, Report, SlabPages, DESC_BYTES};
+use numalab_algo::slub::{PerCpuSlots, Platform, Report, SlabPages, DESC_BYTES};
 use numalab_algo::topology::{CpuId, NodeId, Topology};
 use spin::Once;
 
@@ -89,10 +90,20 @@ fn word(addr: usize) -> &'static AtomicUsize {
     unsafe { AtomicUsize::from_ptr(addr as *mut usize) }
 }
 
+// SLUB's per-CPU slots are the kernel's run-time per-CPU data (percpu/dynamic.rs).
+impl<T: Send + Sync> PerCpuSlots<T> for PerCpuBox<T> {
+    fn get(&self, cpu: usize) -> &T {
+        self.on(CpuId(cpu as u16))
+    }
+    fn len(&self) -> usize {
+        PerCpuBox::len(self)
+    }
+}
+
 impl Platform for KernelPlatform {
     type Lock = IrqSpinLock<()>;
     type NodeBox<T: Send + Sync + 'static> = super::placement::NodeBox<T>;
-    type PerCpu<T: Default + Send + Sync + 'static> = super::placement::CpuSlots<T>;
+    type PerCpu<T: Default + Send + Sync + 'static> = PerCpuBox<T>;
 
     fn node_box<T: Send + Sync + 'static>(
         &self,
@@ -102,10 +113,8 @@ impl Platform for KernelPlatform {
         super::placement::NodeBox::new(value, node)
     }
 
-    fn alloc_per_cpu<T: Default + Send + Sync + 'static>(
-        &self,
-    ) -> Option<super::placement::CpuSlots<T>> {
-        super::placement::CpuSlots::new()
+    fn alloc_per_cpu<T: Default + Send + Sync + 'static>(&self) -> Option<PerCpuBox<T>> {
+        PerCpuBox::new(|_| T::default())
     }
 
     fn new_lock(&self) -> IrqSpinLock<()> {
@@ -135,17 +144,13 @@ impl Platform for KernelPlatform {
     }
 
     #[inline(always)]
-    fn this_cpu<'a, T: Default + Send + Sync + 'static>(
-        &self,
-        slots: &'a super::placement::CpuSlots<T>,
-    ) -> &'a T {
-        // One GS-relative load and an add (this_cpu_ptr): the slot in CPU 0's region plus
-        // this CPU's delta to its own region (placement.rs).
-        let off = crate::percpu::slub_slot_offset();
-        // SAFETY: `slots.base` is the slot's address in CPU 0's region and `off` the running
-        // CPU's delta to its region (set by placement::init before any cache existed), so the
-        // sum is this CPU's live T of that slot (CpuSlots::new wrote one for every CPU).
-        unsafe { &*(slots.base.wrapping_add(off) as *const T) }
+    fn this_cpu<'a, T: Default + Send + Sync + 'static>(&self, slots: &'a PerCpuBox<T>) -> &'a T {
+        // One GS-relative load and an add (this_cpu_ptr), with no guard: the core holds the
+        // slot within one operation, and a numalab CPU never changes under it (the pin would
+        // cost nothing, but cannot outlive this call: percpu/guard.rs).
+        // SAFETY: the reference is used by the SLUB core on this CPU only (Platform::this_cpu's
+        // contract: within one operation of the running CPU).
+        unsafe { slots.this_unguarded() }
     }
 
     #[inline(always)]

@@ -2,8 +2,8 @@
 //! `NR_VMALLOC` node counter, "mm: vmalloc: streamline vmalloc memory accounting"). Off by
 //! default; when on, every buddy block an area gets adds its pages to the counter of the node
 //! it came from, and vfree subtracts them again: one update per block, as Linux's
-//! `mod_node_page_state(page, NR_VMALLOC, 1 << order)`. Each node's counter is split over
-//! cache-line shards by CPU (Linux's counters are per-CPU too), so updates stay local.
+//! `mod_node_page_state(page, NR_VMALLOC, 1 << order)`. Each node's counter has one word per
+//! CPU (Linux's counters are per-CPU too), so updates stay local.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -12,15 +12,19 @@ use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use numalab_algo::page::PhysAddr;
 use spin::Once;
 
-use super::sharded::Sharded;
+use super::counter::PerCpuCounter;
 use crate::topology::NodeId;
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
-static NODES: Once<Box<[Sharded]>> = Once::new();
+static NODES: Once<Box<[PerCpuCounter]>> = Once::new();
 
 /// Sets the knob and makes one counter per NUMA node (at vmalloc init).
 pub fn init(enabled: bool, nr_nodes: usize) {
-    NODES.call_once(|| (0..nr_nodes.max(1)).map(|_| Sharded::default()).collect());
+    NODES.call_once(|| {
+        (0..nr_nodes.max(1))
+            .map(|_| PerCpuCounter::default())
+            .collect()
+    });
     ENABLED.store(enabled, Relaxed);
 }
 
@@ -66,6 +70,6 @@ pub fn sub(phys: PhysAddr, pages: u64) {
 pub fn per_node() -> Vec<u64> {
     NODES
         .get()
-        .map(|n| n.iter().map(Sharded::get).collect())
+        .map(|n| n.iter().map(PerCpuCounter::get).collect())
         .unwrap_or_default()
 }

@@ -20,7 +20,7 @@ use numalab_algo::vmalloc::{
 };
 
 use super::blocks::{self, Backing};
-use super::sharded::Sharded;
+use super::counter::PerCpuCounter;
 use super::{backing, map, probe};
 use crate::sync::{IrqSpinLock, LockStatsSnapshot};
 use crate::topology::NodeId;
@@ -59,23 +59,23 @@ impl AreaMeta {
 /// Event counters of one instance.
 #[derive(Default)]
 pub struct Counters {
-    pub allocs: Sharded,
-    pub frees: Sharded,
-    pub pool_allocs: Sharded,
-    pub purges: Sharded,
+    pub allocs: PerCpuCounter,
+    pub frees: PerCpuCounter,
+    pub pool_allocs: PerCpuCounter,
+    pub purges: PerCpuCounter,
     /// Lazy purges that waited for another CPU's purge (past twice the threshold).
-    pub purge_waits: Sharded,
-    pub pages_purged: Sharded,
-    pub shootdowns: Sharded,
-    pub bad_frees: Sharded,
-    pub local_pages: Sharded,
-    pub remote_pages: Sharded,
+    pub purge_waits: PerCpuCounter,
+    pub pages_purged: PerCpuCounter,
+    pub shootdowns: PerCpuCounter,
+    pub bad_frees: PerCpuCounter,
+    pub local_pages: PerCpuCounter,
+    pub remote_pages: PerCpuCounter,
     /// Buddy calls that allocated an area's pages (one per block).
-    pub buddy_allocs: Sharded,
+    pub buddy_allocs: PerCpuCounter,
     /// Buddy calls that freed them (vfree and undone areas: one per block).
-    pub buddy_frees: Sharded,
+    pub buddy_frees: PerCpuCounter,
     /// Pages that came in blocks of 2^page_order (page_order > 0).
-    pub high_order_pages: Sharded,
+    pub high_order_pages: PerCpuCounter,
 }
 
 /// One vmap node in a block of a chosen node's memory (SLUB's per-node pool).

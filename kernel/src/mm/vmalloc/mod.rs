@@ -25,6 +25,7 @@ mod accounting;
 mod area;
 mod backing;
 mod blocks;
+mod counter;
 mod info;
 mod instance;
 mod map;
@@ -37,7 +38,6 @@ mod page_order_tests;
 #[cfg(feature = "ktest")]
 mod placement_tests;
 mod probe;
-mod sharded;
 #[cfg(feature = "ktest")]
 pub mod test_cases;
 #[cfg(feature = "ktest")]

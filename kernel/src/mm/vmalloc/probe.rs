@@ -80,8 +80,9 @@ per_cpu! {
 /// Notes that the calling CPU freed [start, end), allocated at `owner`.
 #[inline]
 pub fn record_free(start: u64, end: u64, owner: &'static Location<'static>) {
-    let slot = NEXT.this().fetch_add(1, Relaxed) as usize % PER_CPU;
-    let f = &HISTORY.this()[slot];
+    let pin = crate::percpu::pin();
+    let slot = NEXT.get_with(&pin).fetch_add(1, Relaxed) as usize % PER_CPU;
+    let f = &HISTORY.get_with(&pin)[slot];
     f.start.store(0, Relaxed);
     f.owner.store(
         owner as *const Location<'static> as *mut Location<'static>,

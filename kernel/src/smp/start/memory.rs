@@ -149,6 +149,9 @@ pub fn alloc_cpu_area(
         slot.write(None);
         let tables = CpuTables::init(&mut *slot, ist_tops);
         (*area).set_var_delta(alloc_var_area(req)?);
+        // Its run-time per-CPU copies (percpu/dynamic.rs: regions taken with the frame
+        // allocator, before any CPU started).
+        (*area).set_dyn_delta(percpu::dyn_delta_of(req.cpu)?);
         Some((&*area, tables))
     }
 }
