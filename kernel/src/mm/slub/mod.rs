@@ -23,7 +23,7 @@
 mod cmpxchg16b;
 pub mod info;
 pub mod kmalloc;
-mod kobject;
+mod kmalloc_object;
 mod object;
 mod per_node;
 pub mod placement;
@@ -37,7 +37,7 @@ pub mod slabmap;
 #[cfg(feature = "ktest")]
 mod tests;
 
-pub use kobject::KmallocObject;
+pub use kmalloc_object::KmallocObject;
 pub use object::Object;
 pub use private::PrivateCache;
 
