@@ -35,6 +35,7 @@ pub mod time_limit;
 pub mod trace;
 pub mod twin_traced;
 pub mod user_path;
+pub mod wire;
 
 pub use image::Firmware;
 pub use qemu::{Outcome, RunConfig, Verdict};

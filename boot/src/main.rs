@@ -78,7 +78,7 @@ fn run_once(config: &RunConfig, replayed: Option<&Plan>) -> i32 {
             }
         }
     }
-    let t = &outcome.ktap;
+    let t = &outcome.boot_log.ktap;
     match &outcome.verdict {
         Verdict::Pass => {
             println!(

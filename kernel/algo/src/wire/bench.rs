@@ -7,7 +7,8 @@
 //! - `# bench: clock=C smoke=0 cpus_online=N nodes=N selected=S [kernel=K ...]`: the boot's
 //!   header, `key=value` words;
 //! - `# bench: NAME: ...`: an experiment's note on the bench channel (the twin's
-//!   `memoryless_sheaves`), and `# NAME: ...`: an experiment's own diagnostic line;
+//!   `memoryless_sheaves`; an experiment's own `# NAME: ...` lines are
+//!   crate::wire::ktap::diagnostic's);
 //! - `# bench progress: ...`: a progress report the runner shows while the boot runs.
 
 use alloc::string::String;
@@ -94,15 +95,6 @@ pub fn note_of<'a>(note: &'a str, name: &str) -> Option<&'a str> {
     note.strip_prefix(name)?.strip_prefix(": ")
 }
 
-/// The text of experiment `name`'s own diagnostic line (`# NAME: TEXT`, trailing blanks
-/// trimmed), or None when `line` is not one.
-pub fn experiment_line<'a>(line: &'a str, name: &str) -> Option<&'a str> {
-    line.trim_end()
-        .strip_prefix("# ")?
-        .strip_prefix(name)?
-        .strip_prefix(": ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,11 +144,6 @@ mod tests {
             parse("# bench progress: a b 10%"),
             Some(BenchLine::Progress(": a b 10%"))
         );
-        assert_eq!(
-            experiment_line("# latency_matrix: c: x ", "latency_matrix"),
-            Some("c: x")
-        );
-        assert_eq!(experiment_line("# latency: c", "latency_matrix"), None);
         for other in ["BENCH{}", " BENCH {}", "# benchmark: x", "ok 1 bench"] {
             assert_eq!(parse(other), None, "{other}");
         }

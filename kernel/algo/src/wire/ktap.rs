@@ -236,6 +236,14 @@ pub fn parse(line: &str) -> Option<(bool, KtapLine<'_>)> {
     Some((indented, kind))
 }
 
+/// A diagnostic line of the form `# NAME: TEXT` (at any indentation) with a one-word NAME (a
+/// subsystem's or an experiment's own note, e.g. `# latency_matrix: ...`): NAME and TEXT
+/// (trailing blanks trimmed).
+pub fn diagnostic(line: &str) -> Option<(&str, &str)> {
+    let (name, text) = line.trim().strip_prefix("# ")?.split_once(": ")?;
+    (!name.is_empty() && !name.contains(' ')).then_some((name, text))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,6 +315,17 @@ mod tests {
         ] {
             assert_eq!(parse(other), None, "{other}");
         }
+    }
+
+    #[test]
+    fn diagnostics_name_their_writer() {
+        assert_eq!(
+            diagnostic("# latency_matrix: c: x \r"),
+            Some(("latency_matrix", "c: x"))
+        );
+        assert_eq!(diagnostic("# slub irq: x"), None);
+        assert_eq!(diagnostic("    # a: x"), Some(("a", "x")));
+        assert_eq!(diagnostic("# a x"), None);
     }
 
     #[test]

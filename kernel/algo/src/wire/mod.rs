@@ -39,11 +39,14 @@ pub enum Line<'a> {
     Sysfs(sysfs::SysfsLine<'a>),
     /// A lock_stat block line: the table line it carries.
     LockStat(&'a str),
+    /// `# NAME: TEXT` with a one-word NAME (ktap::diagnostic).
+    Diagnostic(&'a str, &'a str),
     /// Anything else (what tests print, the numactl block, Linux's own lines).
     Other(&'a str),
 }
 
-/// What `line` is. The prefixes do not overlap, so the order of the checks does not matter.
+/// What `line` is. The prefixes do not overlap, except a diagnostic's `# NAME: `, which is
+/// checked last.
 pub fn classify(line: &str) -> Line<'_> {
     if let Some((indented, k)) = ktap::parse(line) {
         Line::Ktap(indented, k)
@@ -59,6 +62,8 @@ pub fn classify(line: &str) -> Line<'_> {
         Line::Sysfs(s)
     } else if let Some(l) = lock_stat::parse(line) {
         Line::LockStat(l)
+    } else if let Some((name, text)) = ktap::diagnostic(line) {
+        Line::Diagnostic(name, text)
     } else {
         Line::Other(line)
     }
@@ -80,6 +85,7 @@ mod tests {
             ("# trace ops 0x1 2", "Trace"),
             ("# sysfs: END", "Sysfs"),
             ("# lock_stat: x", "LockStat"),
+            ("# latency_matrix: c: x", "Diagnostic"),
             ("available: 1 nodes (0)", "Other"),
         ];
         for (line, kind) in cases {

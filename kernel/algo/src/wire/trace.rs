@@ -37,7 +37,7 @@ pub enum TraceLine<'a> {
 }
 
 /// A trace line to print (numalab's kernel: no symbol on the kernel line).
-pub enum Write<'a, L> {
+pub enum Write<'a> {
     Kernel(usize),
     Region {
         key: usize,
@@ -52,11 +52,11 @@ pub enum Write<'a, L> {
     Name {
         addr: usize,
         bytes: usize,
-        label: L,
+        label: &'a dyn fmt::Display,
     },
 }
 
-impl<L: fmt::Display> fmt::Display for Write<'_, L> {
+impl fmt::Display for Write<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Write::Kernel(addr) => write!(f, "{PREFIX}kernel {addr:#x}"),
@@ -127,7 +127,7 @@ mod tests {
     use super::*;
     use alloc::format;
 
-    fn round(w: Write<'_, &str>) -> alloc::string::String {
+    fn round(w: Write<'_>) -> alloc::string::String {
         format!("{w}")
     }
 
@@ -172,7 +172,7 @@ mod tests {
             Write::Name {
                 addr: 0x40,
                 bytes: 64,
-                label: format_args!("line {}", 1)
+                label: &format_args!("line {}", 1)
             }
         );
         assert_eq!(n, "# trace name 0x40 64: line 1");
