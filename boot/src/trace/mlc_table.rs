@@ -122,7 +122,6 @@ pub fn cells(log: &BootLog) -> Vec<Cell> {
     log.trace
         .regions
         .iter()
-        .cloned()
         .filter(|r| r.bench == BENCH)
         .filter_map(|r| {
             let kind = Kind::of(&r.case)?;
@@ -132,7 +131,7 @@ pub fn cells(log: &BootLog) -> Vec<Cell> {
                 key: r.key,
                 loads: r.ops.filter(|&n| n > 0)?,
                 memory,
-                case: r.case,
+                case: r.case.clone(),
             })
         })
         .collect()
