@@ -2,7 +2,7 @@
 //! protocol turns kernel failures and bad options into failed runs with the log shown.
 
 use numalab::*;
-use numalab_boot::ktap::{self, WarningLine};
+use numalab_boot::wire::ktap::WarningLine;
 
 #[test]
 fn s00_bios_boots_and_passes() {
@@ -15,17 +15,23 @@ fn s00_bios_boots_and_passes() {
     );
     assert!(out.log.contains("KTAP version 1"));
     assert!(out.log.contains("# Totals: pass:"));
-    assert!(out.ktap.result("options.valid").unwrap().ok);
+    assert!(out.boot_log.ktap.result("options.valid").unwrap().ok);
     // KTAP v1 as KUnit prints it: one subtest block per suite, every case counted, suites in
     // the order of their `uses` graph (a suite after the suites whose services it uses, suites
     // of one depth by name).
     assert_eq!(
-        out.ktap.structure_errors(),
+        out.boot_log.ktap.structure_errors(),
         Vec::<String>::new(),
         "{}",
         out.log
     );
-    let suites: Vec<&str> = out.ktap.suites.iter().map(|s| s.name.as_str()).collect();
+    let suites: Vec<&str> = out
+        .boot_log
+        .ktap
+        .suites
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
     assert_eq!(
         suites,
         [
@@ -45,7 +51,7 @@ fn s00_bios_boots_and_passes() {
         "{}",
         out.log
     );
-    for suite in &out.ktap.suites {
+    for suite in &out.boot_log.ktap.suites {
         assert!(
             suite.cases > 0 && suite.result.as_ref().unwrap().ok,
             "{suite:?}"
@@ -62,13 +68,13 @@ fn s00_every_warning_the_tests_provoke_is_declared() {
     // destroy with objects left) is declared by its test (`# expect-warnings`), so the console
     // counts it and the log keeps it; whatever is left would be printed.
     let out = shapes::four_node();
-    let declared = ktap::warnings_of(&out.log, WarningLine::Declared);
+    let declared = out.boot_log.warnings_of(WarningLine::Declared);
     assert!(declared.len() >= 300, "{} declared", declared.len());
     assert_eq!(
-        ktap::warnings_of(&out.log, WarningLine::Undeclared),
+        out.boot_log.warnings_of(WarningLine::Undeclared),
         Vec::<String>::new()
     );
-    assert_eq!(out.declared_warnings, declared.len());
+    assert_eq!(out.boot_log.declared_warnings(), declared.len());
 }
 
 #[test]
@@ -77,7 +83,7 @@ fn s00_uefi_boots_and_passes() {
     c.firmware = Firmware::Uefi;
     let out = boot_pass(&c);
     assert!(out.log.contains("numalab 0.1.0 booting"));
-    assert!(out.ktap.passed() > 0);
+    assert!(out.boot_log.ktap.passed() > 0);
 }
 
 #[test]
@@ -90,15 +96,26 @@ fn s00_deliberate_failure_fails_the_run() {
     let out = boot(&c);
     assert_eq!(out.verdict, Verdict::Fail, "{}", out.failure_report());
     let failed = out
+        .boot_log
         .ktap
         .result("ktest.deliberate_failure")
         .expect("test ran");
     assert!(!failed.ok);
     // The failing case fails its suite, and only that suite.
-    assert_eq!(out.ktap.structure_errors(), Vec::<String>::new());
-    assert!(!out.ktap.suite("ktest").unwrap().result.as_ref().unwrap().ok);
+    assert_eq!(out.boot_log.ktap.structure_errors(), Vec::<String>::new());
     assert!(
-        out.ktap
+        !out.boot_log
+            .ktap
+            .suite("ktest")
+            .unwrap()
+            .result
+            .as_ref()
+            .unwrap()
+            .ok
+    );
+    assert!(
+        out.boot_log
+            .ktap
             .suite("options")
             .unwrap()
             .result
@@ -117,7 +134,11 @@ fn s00_bad_kernel_option_is_a_failed_test_naming_the_key() {
     // One boot with several bad options, shared with s05's bad vmalloc.nodes value.
     let out = shapes::bad_options();
     assert_eq!(out.verdict, Verdict::Fail, "{}", out.failure_report());
-    let r = out.ktap.result("options.valid").expect("options test ran");
+    let r = out
+        .boot_log
+        .ktap
+        .result("options.valid")
+        .expect("options test ran");
     assert!(
         r.reason.contains("unknown kernel option 'no.such.key'"),
         "{}",

@@ -643,6 +643,7 @@ fn s01_injected_1024_nodes() {
     };
     check_block(&out.log, &want);
     let r = out
+        .boot_log
         .ktap
         .result("slub.node_counters")
         .expect("node_counters ran");

@@ -46,6 +46,7 @@ fn smp_tests_passed(out: &Outcome) {
         "smp.lock_hammer",
     ] {
         let r = out
+            .boot_log
             .ktap
             .result(name)
             .unwrap_or_else(|| panic!("{name} did not run:\n{}", out.log));
@@ -94,7 +95,7 @@ fn s02_4node_cpus_on_their_nodes() {
 fn s02_memoryless_node_cpus_use_nearest_memory() {
     let out = shapes::memoryless();
     check_preset("memoryless", &out);
-    let r = out.ktap.result("smp.percpu_on_node").expect("ran");
+    let r = out.boot_log.ktap.result("smp.percpu_on_node").expect("ran");
     assert!(r.ok, "{}", out.log);
 }
 
@@ -161,7 +162,11 @@ fn s02_silent_cpu_is_reported_and_left_out() {
         "smp.call_roundtrip",
         "smp.shootdown_flushes",
     ] {
-        assert!(out.ktap.result(name).expect("ran").ok, "{}", out.log);
+        assert!(
+            out.boot_log.ktap.result(name).expect("ran").ok,
+            "{}",
+            out.log
+        );
     }
 }
 
@@ -173,7 +178,13 @@ fn s02_silent_cpu_is_reported_and_left_out() {
 fn s02_lock_hammer_stress() {
     // The shared 4node boot of the whole stress suite.
     let out = shapes::four_node_stress();
-    assert!(out.ktap.result("smp.lock_hammer_stress").expect("ran").ok);
+    assert!(
+        out.boot_log
+            .ktap
+            .result("smp.lock_hammer_stress")
+            .expect("ran")
+            .ok
+    );
 }
 
 /// 255 vCPUs (the TCG limit) without NUMA, the whole test suite (issue 24 item 11). A slow
@@ -196,7 +207,7 @@ fn s02_uma_255_cpus_whole_suite() {
     let (n, m, ms) = online_line(&out);
     assert_eq!((n, m), (255, 255), "{}", out.log);
     for suite in ["frame", "slub", "vmalloc", "fault"] {
-        let s = out.ktap.suite(suite);
+        let s = out.boot_log.ktap.suite(suite);
         assert!(
             s.is_some_and(|s| s.cases > 0 && s.result.as_ref().is_some_and(|r| r.ok)),
             "suite {suite} did not pass on 255 vCPUs"

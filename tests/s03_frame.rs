@@ -33,6 +33,7 @@ const PCP_RACE_ROUNDS: usize = 300;
 fn frame_tests_passed(out: &Outcome) {
     for name in FRAME_TESTS {
         let r = out
+            .boot_log
             .ktap
             .result(name)
             .unwrap_or_else(|| panic!("{name} did not run:\n{}", out.log));
@@ -212,6 +213,7 @@ fn s03_interleaved_node_ranges_keep_their_frees() {
         "vmalloc.api",
     ] {
         let r = out
+            .boot_log
             .ktap
             .result(name)
             .unwrap_or_else(|| panic!("{name} did not run:\n{}", out.log));
@@ -234,9 +236,9 @@ fn s03_interleaved_node_ranges_keep_their_frees() {
         out.log
     );
     assert!(
-        out.unexpected_warnings.is_empty(),
+        out.boot_log.unexpected_warnings().is_empty(),
         "{:?}",
-        out.unexpected_warnings
+        out.boot_log.unexpected_warnings()
     );
     let invalid = lines_with(&out, "numalab: warning: frame: invalid free");
     assert_eq!(
@@ -271,9 +273,15 @@ fn s03_without_per_cpu_lists() {
     c.options.set_word("filter=frame").unwrap();
     c.options.set_word("frame.pcp=0").unwrap();
     let out = boot_pass(&c);
-    let r = out.ktap.result("frame.pcp_lists").expect("ran");
+    let r = out.boot_log.ktap.result("frame.pcp_lists").expect("ran");
     assert!(r.skipped && r.reason.contains("frame.pcp=0"), "{r:?}");
-    assert!(out.ktap.result("frame.fallback_and_exhaustion").unwrap().ok);
+    assert!(
+        out.boot_log
+            .ktap
+            .result("frame.fallback_and_exhaustion")
+            .unwrap()
+            .ok
+    );
 }
 
 /// Slow, so `./qemu-run.sh test --slow` (and CI) run it, not the default test command: the 4node
@@ -335,6 +343,7 @@ fn s03_page_alloc_bench_lines() {
 /// `frame.vmemmap` passed in `out`, and the boot printed its vmemmap line.
 fn vmemmap_passed(out: &Outcome) {
     let r = out
+        .boot_log
         .ktap
         .result("frame.vmemmap")
         .unwrap_or_else(|| panic!("frame.vmemmap did not run:\n{}", out.log));

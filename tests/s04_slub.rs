@@ -34,6 +34,7 @@ fn slub_config(topology: &str) -> RunConfig {
 fn all_passed(out: &Outcome) {
     for name in SLUB_TESTS {
         let r = out
+            .boot_log
             .ktap
             .result(name)
             .unwrap_or_else(|| panic!("{name} did not run:\n{}", out.log));
@@ -76,10 +77,10 @@ fn s04_4node_geometry_remote_frees_and_debug_reports() {
          kmalloc-256:1/32 kmalloc-512:2/32 kmalloc-1k:3/32 kmalloc-2k:3/16 kmalloc-4k:3/8 \
          kmalloc-8k:3/4"
     );
-    let remote = out.ktap.result("slub.remote_frees").unwrap();
+    let remote = out.boot_log.ktap.result("slub.remote_frees").unwrap();
     assert!(!remote.skipped && remote.ok, "{}", remote.reason);
     // Issue 14 bug 3: alloc_node on an exhausted node reuses its fallback slab.
-    let exhausted = out.ktap.result("slub.exhausted_node").unwrap();
+    let exhausted = out.boot_log.ktap.result("slub.exhausted_node").unwrap();
     assert!(!exhausted.skipped && exhausted.ok, "{}", exhausted.reason);
     assert!(
         !lines_with(&out, "# slub exhausted node ").is_empty(),
@@ -116,7 +117,7 @@ fn s04_8node_64_cpus_whole_suite() {
     let out = shapes::eight_node();
     all_passed(&out);
     for name in ["slub.conservation", "slub.destroy_frees_the_cache"] {
-        let r = out.ktap.result(name).unwrap();
+        let r = out.boot_log.ktap.result(name).unwrap();
         assert!(!r.skipped && r.ok, "{name}: {}", r.reason);
     }
     // 64 CPUs: min_objects 4 * (fls(64) + 1) = 32.
@@ -148,7 +149,7 @@ fn memoryless_kib(out: &Outcome) -> (u64, u64) {
 fn s04_memoryless_fix_and_bloat() {
     let out = shapes::memoryless();
     all_passed(&out);
-    let r = out.ktap.result("slub.memoryless").unwrap();
+    let r = out.boot_log.ktap.result("slub.memoryless").unwrap();
     assert!(!r.skipped, "memoryless test skipped: {}", r.reason);
     let (fixed, broken) = memoryless_kib(&out);
     assert!(
@@ -177,7 +178,11 @@ fn s04_4node_every_debug_flag() {
     c.options.set_word("slub.debug=FZPU").unwrap();
     let out = boot_pass(&c);
     all_passed(&out);
-    let hammer = out.ktap.result("slub.irq_hammer").expect("irq_hammer ran");
+    let hammer = out
+        .boot_log
+        .ktap
+        .result("slub.irq_hammer")
+        .expect("irq_hammer ran");
     assert!(hammer.ok && !hammer.skipped, "{}", hammer.reason);
     assert!(out.log.contains("debug FZPU"), "{}", out.log);
     // 8 CPUs: min_objects 20, on the debug strides (kmalloc-128: 128 + 24 bytes, 256 aligned).
@@ -214,6 +219,7 @@ fn s04_4node_hybrid_design() {
     all_passed(&out);
     assert!(out.log.contains("; design hybrid"), "{}", out.log);
     let hybrid = out
+        .boot_log
         .ktap
         .result("slub.hybrid_paths")
         .expect("hybrid_paths ran");
@@ -270,6 +276,7 @@ fn s04_4node_both_designs() {
             out.log
         );
         let sheaves = out
+            .boot_log
             .ktap
             .result("slub.sheaf_paths")
             .expect("sheaf_paths ran");
@@ -310,6 +317,7 @@ fn s04_kvfree_rcu_readers_see_no_poison_under_fzpu() {
     }
     let out = boot_pass(&c);
     let r = out
+        .boot_log
         .ktap
         .result("kfree_rcu.nothing_freed_early_through_kvfree_rcu")
         .unwrap_or_else(|| panic!("did not run:\n{}", out.log));

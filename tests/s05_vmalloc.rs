@@ -40,6 +40,7 @@ fn check(out: &Outcome, cpu_nodes: usize, numa_nodes: usize) {
 
     for case in CASES {
         let r = out
+            .boot_log
             .ktap
             .result(&format!("vmalloc.{case}"))
             .unwrap_or_else(|| panic!("vmalloc.{case} did not run\n{}", out.log));
@@ -101,7 +102,11 @@ fn check(out: &Outcome, cpu_nodes: usize, numa_nodes: usize) {
         "fault_on_freed_area",
         "vmallocinfo",
     ] {
-        let r = out.ktap.result(&format!("vmalloc.{t}")).expect("test ran");
+        let r = out
+            .boot_log
+            .ktap
+            .result(&format!("vmalloc.{t}"))
+            .expect("test ran");
         assert!(r.ok, "vmalloc.{t}: {}", r.reason);
     }
 
@@ -178,7 +183,11 @@ fn s05_vmalloc_bad_policy_is_a_named_option_error() {
     // One boot with several bad options, shared with s00's unknown key and bad suite.
     let out = shapes::bad_options();
     assert_eq!(out.verdict, Verdict::Fail, "{}", out.failure_report());
-    let r = out.ktap.result("options.valid").expect("options test ran");
+    let r = out
+        .boot_log
+        .ktap
+        .result("options.valid")
+        .expect("options test ran");
     assert!(
         r.reason.contains("vmalloc.nodes: bad value 'node'"),
         "{}",

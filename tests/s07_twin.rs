@@ -97,7 +97,7 @@ fn kfree_rcu_line<'a>(run: &'a run::BootRun, case: &str) -> &'a str {
 /// expects, the BENCH contract kept, every mirrored icount experiment run.
 fn assert_whole_icount_twin_run(run: &run::BootRun) {
     assert!(run.outcome.passed(), "{}", run.outcome.failure_report());
-    let errors = run.outcome.ktap.structure_errors();
+    let errors = run.outcome.boot_log.ktap.structure_errors();
     assert!(errors.is_empty(), "KTAP layout: {errors:?}");
     let problems = twin::contract_problems(std::slice::from_ref(run));
     assert!(problems.is_empty(), "contract:\n{}", problems.join("\n"));

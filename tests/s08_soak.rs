@@ -38,7 +38,12 @@ fn check_soak(out: &Outcome, min_ops: u64, checkpoints: usize) -> String {
 
 /// The checks every passing soak log satisfies on a machine with `mem_nodes` memory nodes.
 fn check_soak_on(out: &Outcome, min_ops: u64, checkpoints: usize, mem_nodes: usize) -> String {
-    let lines = numalab_boot::run::soak::soak_lines(&out.log);
+    let lines = out
+        .boot_log
+        .soak
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<&str>>();
     let done = lines
         .iter()
         .find(|l| l.starts_with("# soak: done: "))
@@ -100,7 +105,12 @@ fn s08_short_soak_on_4node() {
     // the blocks waiting for a grace period before its barrier freed them all (a block left
     // unfreed would have failed the run).
     assert!(number_before(&done, "through") > 0, "{done}");
-    let lines = numalab_boot::run::soak::soak_lines(&out.log);
+    let lines = out
+        .boot_log
+        .soak
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<&str>>();
     let rcu_lines = lines
         .iter()
         .filter(|l| l.contains(" kvfree_rcu (") && l.contains(" waiting for a grace period"))
@@ -175,7 +185,7 @@ fn s08_soak_fails_on_a_kfree_leak() {
     c.timeout = std::time::Duration::from_secs(600);
     let out = boot(&c);
     assert_eq!(out.verdict, Verdict::Fail, "{}", out.failure_report());
-    let soak = out.ktap.result("soak.soak").expect("the soak ran");
+    let soak = out.boot_log.ktap.result("soak.soak").expect("the soak ran");
     assert!(!soak.ok, "{}", out.log);
     assert!(
         soak.reason.contains(": cache kmalloc-") && soak.reason.contains("objects unaccounted for"),

@@ -78,9 +78,9 @@ fn s09_smoke_benchmarks_keep_the_contract() {
         assert_eq!(rec.clock.name(), "icount", "{rec:?}");
     }
     // Every experiment in the tree is registered in both boots, and the plan says which clock.
-    let registered = bench::registered(&tsc.outcome.log);
+    let registered = tsc.outcome.boot_log.registered.clone();
     assert!(registered.contains(CLOCK_OVERHEAD.name), "{registered:?}");
-    assert_eq!(registered, bench::registered(&icount.outcome.log));
+    assert_eq!(registered, icount.outcome.boot_log.registered.clone());
     assert!(icount
         .outcome
         .log
@@ -255,7 +255,13 @@ fn s09_det_counts_repeat_exactly() {
         let second = boot(&late);
         (first.join().expect("first det boot"), second)
     });
-    if !bench::registered(&a.outcome.log).contains(SLUB_LIST_LOCK.name) {
+    if !a
+        .outcome
+        .boot_log
+        .registered
+        .clone()
+        .contains(SLUB_LIST_LOCK.name)
+    {
         eprintln!(
             "{} is not in this tree; nothing to check",
             SLUB_LIST_LOCK.name
@@ -314,14 +320,22 @@ fn s09_unknown_experiment_fails_naming_the_valid_ones() {
     // The host refuses this `--set` before it builds (cli tests); a word that reaches the
     // kernel by another way fails its option check, naming the catalog's experiments, and
     // nothing else runs.
-    let r = out.ktap.result("options.valid").expect("options.valid ran");
+    let r = out
+        .boot_log
+        .ktap
+        .result("options.valid")
+        .expect("options.valid ran");
     assert!(
         r.reason.contains("no experiment 'no_such_bench'"),
         "{}",
         r.reason
     );
     assert!(r.reason.contains(CLOCK_OVERHEAD.name), "{}", r.reason);
-    assert!(out.ktap.result("bench.plan").is_none(), "{}", out.log);
+    assert!(
+        out.boot_log.ktap.result("bench.plan").is_none(),
+        "{}",
+        out.log
+    );
     assert!(
         bench::parse_log(&out.log, Boot::Tsc).0.is_empty(),
         "no experiment should run"
@@ -339,7 +353,13 @@ fn s09_memoryless_node_runs_on_the_seed_topology_with_a_uma_comparison() {
         assert!(r.outcome.passed(), "{}", r.outcome.failure_report());
     }
     let tsc = &runs[0];
-    if !bench::registered(&tsc.outcome.log).contains(MEMORYLESS_NODE.name) {
+    if !tsc
+        .outcome
+        .boot_log
+        .registered
+        .clone()
+        .contains(MEMORYLESS_NODE.name)
+    {
         eprintln!(
             "{} is not in this tree; nothing to check",
             MEMORYLESS_NODE.name

@@ -36,7 +36,11 @@ fn s13_smp_and_slub_suites_pass_under_kvm() {
     for filter in ["filter=smp", "filter=slub"] {
         let out = boot(&kvm_config("test", &[filter]));
         assert_eq!(out.verdict, Verdict::Pass, "{filter}:\n{}", out.log);
-        assert!(out.ktap.passed() > 0, "{filter}: no test ran:\n{}", out.log);
+        assert!(
+            out.boot_log.ktap.passed() > 0,
+            "{filter}: no test ran:\n{}",
+            out.log
+        );
         assert!(out.command.contains("-accel kvm"), "{}", out.command);
     }
 }

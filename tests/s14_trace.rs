@@ -65,7 +65,7 @@ fn region<'a>(regions: &'a [labels::Region], case: &str) -> &'a labels::Region {
 fn s14_known_answers_exact_and_repeated() {
     let (log, text) = traced_boot("known-a");
     let t = output::parse(&text).expect("plugin output reads");
-    let regions = labels::regions(&log);
+    let regions = numalab_boot::wire::BootLog::parse(&log).trace.regions;
 
     let reads = t.region_total(region(&regions, "remote_reads").key);
     assert_eq!(reads.get("loads"), 256, "{reads:?}");

@@ -30,7 +30,7 @@ fn check(runs: &[BootRun], cpu_nodes: usize, mem_nodes: usize, c2c: usize) -> St
         let m = t.mlc.as_ref().expect("latency_matrix's tables");
         assert!(m.failures.is_empty(), "{}", m.text);
         if r.boot == Boot::Det {
-            let cells = mlc_table::cells(&r.outcome.log);
+            let cells = mlc_table::cells(&r.outcome.boot_log);
             let count = |f: fn(&Kind) -> bool| cells.iter().filter(|c| f(&c.kind)).count();
             assert_eq!(
                 count(|k| matches!(k, Kind::Dram { .. })),

@@ -10,12 +10,15 @@
 //! inside smp). References between a module and its own descendants do not count (a parent
 //! and its parts are one mechanism).
 //!
-//! Run: `cargo test --test structure` (prints every circle it finds).
+//! Run: `cargo test --test structure` (prints every circle it finds). structure/wire.rs
+//! checks that only the wire module matches prefixes of the serial log.
 
 #[path = "structure/percpu.rs"]
 mod percpu;
 #[path = "structure/seams.rs"]
 mod seams;
+#[path = "structure/wire.rs"]
+mod wire;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;

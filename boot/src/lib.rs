@@ -9,7 +9,6 @@ pub mod bench;
 pub mod build;
 pub mod cli;
 pub mod costs;
-pub mod ktap;
 pub mod machine;
 pub mod progress;
 pub mod qemu;
@@ -18,6 +17,7 @@ pub mod resolve;
 pub mod run;
 pub mod sweep;
 pub mod trace;
+pub mod wire;
 
 pub use build::image::Firmware;
 pub use qemu::{Outcome, RunConfig, Verdict};

@@ -77,7 +77,7 @@ fn boot_and_report(config: &RunConfig, replayed: Option<&Plan>) -> i32 {
             }
         }
     }
-    let t = &outcome.ktap;
+    let t = &outcome.boot_log.ktap;
     match &outcome.verdict {
         Verdict::Pass => {
             println!(

@@ -9,13 +9,14 @@ fn panic(info: &PanicInfo) -> ! {
     serial::force_unlock();
     match info.location() {
         Some(loc) => println!(
-            "PANIC: at {}:{}:{}: {}",
+            "{} at {}:{}:{}: {}",
+            numalab_algo::wire::console::PANIC,
             loc.file(),
             loc.line(),
             loc.column(),
             info.message()
         ),
-        None => println!("PANIC: {}", info.message()),
+        None => println!("{} {}", numalab_algo::wire::console::PANIC, info.message()),
     }
     crate::arch::qemu_exit::exit(crate::arch::qemu_exit::ExitCode::Failure)
 }

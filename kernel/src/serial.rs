@@ -51,5 +51,5 @@ macro_rules! println {
 /// Prints a `numalab: warning:` line (the host greps for these in bad-input tests).
 #[macro_export]
 macro_rules! warn {
-    ($($arg:tt)*) => ($crate::println!("numalab: warning: {}", format_args!($($arg)*)));
+    ($($arg:tt)*) => ($crate::println!("{}{}", ::numalab_algo::wire::console::WARNING, format_args!($($arg)*)));
 }

@@ -30,7 +30,7 @@ pub use kind::{det_keeps, metric_kind, MetricKind};
 /// The experiment catalog (kernel/algo/src/bench/catalog): names, cases, baselines, boots,
 /// required metrics, seed rows and the Linux twin's mirrors of every experiment.
 pub use numalab_algo::bench::catalog;
-pub use parse::{parse_log, registered};
+pub use parse::{parse_log, records};
 pub use record::{
     is_case_name, is_snake_name, record_from_json, BenchRecord, Boot, Key, Violation,
 };

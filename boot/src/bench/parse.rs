@@ -2,8 +2,8 @@
 //! (with its line number when it breaks it), and the experiments a boot says it has.
 
 use super::record::{record_from_json, BenchRecord, Boot, Clock, Violation};
+use crate::wire::BootLog;
 use serde_json::Value;
-use std::collections::BTreeSet;
 
 /// A record's clock must be the boot's: under icount rdtsc counts instructions, so nothing
 /// measured there is host time, and nothing outside it is an instruction count.
@@ -27,16 +27,18 @@ fn clock_matches_boot(r: BenchRecord, boot: Boot) -> Result<BenchRecord, String>
     }
 }
 
-/// Every BENCH line of a serial log: the records that keep the contract, and the violations.
+/// Every BENCH line of a serial log's text: the records that keep the contract, and the
+/// violations ([`records`] of its [`BootLog`]).
 pub fn parse_log(log: &str, boot: Boot) -> (Vec<BenchRecord>, Vec<Violation>) {
+    records(&BootLog::parse(log), boot)
+}
+
+/// Every BENCH line of a boot's log: the records that keep the contract, and the violations.
+pub fn records(log: &BootLog, boot: Boot) -> (Vec<BenchRecord>, Vec<Violation>) {
     let mut records = Vec::new();
     let mut violations = Vec::new();
-    for (i, raw) in log.lines().enumerate() {
-        let line = raw.trim_end_matches('\r');
-        let Some(json) = line.strip_prefix("BENCH ") else {
-            continue;
-        };
-        let parsed = match serde_json::from_str::<Value>(json) {
+    for line in &log.records {
+        let parsed = match serde_json::from_str::<Value>(line.json()) {
             Ok(Value::Object(obj)) => {
                 record_from_json(&obj, boot).and_then(|r| clock_matches_boot(r, boot))
             }
@@ -46,21 +48,13 @@ pub fn parse_log(log: &str, boot: Boot) -> (Vec<BenchRecord>, Vec<Violation>) {
         match parsed {
             Ok(r) => records.push(r),
             Err(message) => violations.push(Violation {
-                line_no: i + 1,
+                line_no: line.line_no,
                 message,
-                line: line.to_string(),
+                line: line.line.clone(),
             }),
         }
     }
     (records, violations)
-}
-
-/// The experiments a boot says it has (`# bench: registered a b c`).
-pub fn registered(log: &str) -> BTreeSet<String> {
-    log.lines()
-        .filter_map(|l| l.trim_end().strip_prefix("# bench: registered"))
-        .flat_map(|rest| rest.split_whitespace().map(String::from))
-        .collect()
 }
 
 #[cfg(test)]
@@ -145,7 +139,7 @@ mod tests {
             "x\n# bench: registered {} {}\n",
             CLOCK_OVERHEAD.name, SLUB_LIST_LOCK.name
         );
-        let r = registered(&log);
+        let r = BootLog::parse(&log).registered;
         assert!(r.contains(SLUB_LIST_LOCK.name) && r.len() == 2);
     }
 }

@@ -135,7 +135,11 @@ pub fn record_from_json(obj: &Map<String, Value>, boot: Boot) -> Result<BenchRec
     .ok_or_else(|| format!("{bench}/{case}/{metric}: value is not a finite number"))?;
     let kernel = match obj.get("kernel") {
         None => "numalab".to_string(),
-        Some(Value::String(k)) if k == "numalab" || k.starts_with("linux-") => k.clone(),
+        Some(Value::String(k))
+            if k == "numalab" || crate::build::linux_kernel::LinuxKernel::is_linux(k) =>
+        {
+            k.clone()
+        }
         Some(other) => {
             return Err(format!(
                 "field 'kernel' must be \"numalab\" or \"linux-VERSION\", got {other}"

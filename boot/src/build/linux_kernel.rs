@@ -35,6 +35,12 @@ impl LinuxKernel {
         }
     }
 
+    /// Whether `name` (a record's `kernel` field, a twin header's `kernel=`) names a Linux
+    /// kernel (`linux-6.1.192`, `linux-7.3.4`) rather than numalab.
+    pub fn is_linux(name: &str) -> bool {
+        name.starts_with("linux-")
+    }
+
     /// Whether a record's `kernel` field (`linux-6.1.192`, `linux-7.3.4`) is this kernel's.
     pub fn owns(self, record_kernel: &str) -> bool {
         match self {

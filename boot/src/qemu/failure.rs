@@ -33,19 +33,20 @@ impl Outcome {
             }
             (verdict, _) => format!("numalab: run failed: {verdict:?}\n"),
         };
-        for f in self.ktap.failed() {
+        for f in self.boot_log.ktap.failed() {
             out.push_str(&format!(
                 "numalab: failed test: {} # {}\n",
                 f.name, f.reason
             ));
         }
-        for w in self.unexpected_warnings.iter().take(REPORT_WARNINGS) {
+        let unexpected = self.boot_log.unexpected_warnings();
+        for w in unexpected.iter().take(REPORT_WARNINGS) {
             out.push_str(&format!("numalab: unexpected warning: {w}\n"));
         }
-        if self.unexpected_warnings.len() > REPORT_WARNINGS {
+        if unexpected.len() > REPORT_WARNINGS {
             out.push_str(&format!(
                 "numalab: ... and {} more unexpected warnings\n",
-                self.unexpected_warnings.len() - REPORT_WARNINGS
+                unexpected.len() - REPORT_WARNINGS
             ));
         }
         out.push_str(&format!("numalab: QEMU command: {}\n", self.command));
@@ -64,22 +65,24 @@ impl Outcome {
 
 #[cfg(test)]
 mod tests {
-    use crate::ktap;
     use crate::qemu::{verdict_of, Verdict, STATUS_FAILURE, STATUS_SUCCESS};
+    use crate::wire::BootLog;
 
     const WHOLE: &str = "KTAP version 1\n1..1\n    # Subtest: bench\n    1..2\n    ok 1 bench.a\n    ok 2 bench.b\nok 1 bench\n";
 
     #[test]
     fn a_log_cut_short_is_not_a_pass_even_when_qemu_says_success() {
-        let whole = ktap::parse(WHOLE);
+        let whole = BootLog::parse(WHOLE).ktap;
         assert_eq!(
             verdict_of(Some(Some(STATUS_SUCCESS)), &whole, 0, ""),
             Verdict::Pass
         );
         // The Linux 7 twin's console once stopped after the fifth of six cases (its printk
         // kthread was not drained before the exit): QEMU's status said success.
-        let cut =
-            ktap::parse("KTAP version 1\n1..1\n    # Subtest: bench\n    1..2\n    ok 1 bench.a\n");
+        let cut = BootLog::parse(
+            "KTAP version 1\n1..1\n    # Subtest: bench\n    1..2\n    ok 1 bench.a\n",
+        )
+        .ktap;
         let v = verdict_of(Some(Some(STATUS_SUCCESS)), &cut, 0, "");
         let Verdict::Incomplete(errors) = &v else {
             panic!("{v:?}")

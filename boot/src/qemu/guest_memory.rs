@@ -7,6 +7,7 @@
 //! The floors were measured by bisecting `-m` on a one-CPU machine without NUMA (docs/running.md,
 //! "Memory floor", names the commands): more CPUs and nodes need more.
 
+use crate::wire::BootLog;
 use numalab_algo::options::Suite;
 
 /// Below this the bootloader cannot map the machine's memory and never starts the kernel
@@ -47,33 +48,19 @@ pub fn floor_problem(mem_mib: u64, suite: Suite) -> Option<String> {
     })
 }
 
-/// Whether a serial line is the bootloader's panic (it halts for good after it).
-pub fn bootloader_panicked(line: &str) -> bool {
-    line.starts_with("ERROR: panicked at") && line.contains("bootloader")
-}
-
 /// What a boot's serial log says about memory running out: the kernel's own line, or the
 /// bootloader's failure to map the machine's memory (its panic message, the line after).
-pub fn out_of_memory_line(log: &str) -> Option<String> {
-    if let Some(l) = log
-        .lines()
-        .find(|l| l.starts_with("numalab: out of memory:"))
-    {
-        return Some(l.trim().to_string());
+pub fn out_of_memory_line(log: &BootLog) -> Option<String> {
+    if let Some(l) = &log.out_of_memory {
+        return Some(l.clone());
     }
-    let mut lines = log.lines();
-    while let Some(l) = lines.next() {
-        if bootloader_panicked(l) {
-            let why = lines.next().unwrap_or("").trim();
-            if why.contains("FrameAllocationFailed") {
-                return Some(format!(
-                    "the bootloader ran out of memory mapping the machine's memory ({why}): \
-                     the machine is too small to boot"
-                ));
-            }
-        }
-    }
-    None
+    let why = log.bootloader_panic.as_deref()?;
+    why.contains("FrameAllocationFailed").then(|| {
+        format!(
+            "the bootloader ran out of memory mapping the machine's memory ({why}): \
+             the machine is too small to boot"
+        )
+    })
 }
 
 #[cfg(test)]
@@ -100,13 +87,17 @@ mod tests {
     fn the_kernel_and_the_bootloader_out_of_memory_lines_are_found() {
         let k = "boot\nnumalab: out of memory: slub: no memory for CPU 0's region; more\n";
         assert_eq!(
-            out_of_memory_line(k).unwrap(),
+            out_of_memory_line(&BootLog::parse(k)).unwrap(),
             "numalab: out of memory: slub: no memory for CPU 0's region; more"
         );
         let b = "ERROR: panicked at /x/bootloader-x86_64-common-0.11.14/src/lib.rs:369:29:\n\
                  failed to map page Page[2MiB](0x2fdc0000000) to frame PhysFrame[2MiB](0x7dc0000000): FrameAllocationFailed\n";
-        assert!(bootloader_panicked(b.lines().next().unwrap()));
-        assert!(out_of_memory_line(b).unwrap().contains("too small to boot"));
-        assert_eq!(out_of_memory_line("PANIC: at x: y\n"), None);
+        assert!(out_of_memory_line(&BootLog::parse(b))
+            .unwrap()
+            .contains("too small to boot"));
+        assert_eq!(
+            out_of_memory_line(&BootLog::parse("PANIC: at x: y\n")),
+            None
+        );
     }
 }

@@ -2,10 +2,15 @@
 //! and decoding how it ended. The only place in numalab that knows QEMU's arguments.
 
 use crate::build::image::Firmware;
-use crate::ktap::{self, Summary, WarningLine, WarningWatch};
+use crate::wire::ktap::{Summary, WarningLine, WarningWatch};
+use crate::wire::BootLog;
 use machine::QemuMachine;
 use numalab_algo::bench::Clock;
 use numalab_algo::options::{bench::BENCH_CLOCK, run::SUITE, Cmdline, Suite};
+use numalab_algo::wire::bench::BenchLine;
+use numalab_algo::wire::console::ConsoleLine;
+use numalab_algo::wire::ktap::KtapLine;
+use numalab_algo::wire::{classify, Line};
 use presets::Preset;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -65,8 +70,9 @@ pub struct RunConfig {
     pub extra: Vec<String>,
     /// Echo the serial console while it runs.
     pub echo: bool,
-    /// Without `echo`: still echo the lines that start with one of these (e.g. progress).
-    pub echo_prefixes: Vec<String>,
+    /// Without `echo`: still echo the lines that say something went wrong (a top-level
+    /// `not ok`, a panic, an exception, a warning no test declared).
+    pub echo_failures: bool,
     /// Boot Linux (the twin, run/twin/) instead of numalab's image: `-kernel`, `-initrd`
     /// and `-append` replace the disk and the fw_cfg command line.
     pub linux: Option<LinuxBoot>,
@@ -95,7 +101,7 @@ impl RunConfig {
             machine: None,
             extra: Vec::new(),
             echo: false,
-            echo_prefixes: Vec::new(),
+            echo_failures: false,
             linux: None,
             trace: None,
         }
@@ -261,9 +267,6 @@ fn ovmf_path(qemu: Option<&Path>) -> Result<PathBuf, String> {
     })
 }
 
-/// What starts the kernel's progress reports (`# bench progress: EXP CASE N%`).
-pub const PROGRESS_PREFIX: &str = "# bench progress";
-
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -278,7 +281,7 @@ pub enum Verdict {
     /// cannot be told.
     Incomplete(Vec<String>),
     /// Status 33, but the log has this many watched warnings (an `invalid free`: a leaked
-    /// block) that no test declared it would provoke (`ktap::unexpected_warnings`).
+    /// block) that no test declared it would provoke (`BootLog::unexpected_warnings`).
     UnexpectedWarnings(usize),
     /// QEMU itself failed (status 1, or could not start).
     QemuError(String),
@@ -296,14 +299,12 @@ pub enum Verdict {
 pub struct Outcome {
     pub verdict: Verdict,
     pub command: String,
+    /// The serial log as it came (shown on failure, saved).
     pub log: String,
+    /// The serial log read once: KTAP, warnings (the watched ones no test declared, see
+    /// `Verdict::UnexpectedWarnings`, and those the tests declared), records, blocks.
+    pub boot_log: BootLog,
     pub stderr: String,
-    pub ktap: Summary,
-    /// Watched warning lines no test declared (see `Verdict::UnexpectedWarnings`); listed
-    /// whatever the verdict.
-    pub unexpected_warnings: Vec<String>,
-    /// Warnings the tests declared they would provoke (kept in the log, not echoed).
-    pub declared_warnings: usize,
     pub elapsed: Duration,
     /// For a run killed at its `--timeout`: the host's load when it was killed (the 1-minute
     /// load average and the host's cores), so a report tells a slow host from a hung kernel.
@@ -383,10 +384,8 @@ pub fn boot(config: &RunConfig, image: &Path) -> Outcome {
         verdict,
         command,
         log: String::new(),
+        boot_log: BootLog::default(),
         stderr: String::new(),
-        ktap: Summary::default(),
-        unexpected_warnings: Vec::new(),
-        declared_warnings: 0,
         elapsed: start.elapsed(),
         host_load_at_timeout: None,
         cpu_at_timeout: None,
@@ -447,7 +446,7 @@ pub fn boot(config: &RunConfig, image: &Path) -> Outcome {
         std::fs::OpenOptions::new().append(true).open(p).ok()
     });
     let echo = config.echo;
-    let echo_prefixes = config.echo_prefixes.clone();
+    let echo_failures = config.echo_failures;
     let reader_log = Arc::clone(&log);
     // The bootloader halts for good after its panic: the boot is stopped on that line.
     let stuck = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -460,19 +459,24 @@ pub fn boot(config: &RunConfig, image: &Path) -> Outcome {
             // Echoing everything shows the console as it is; otherwise a warning a test
             // declared stays in the log (counted on the console) and the kernel's progress
             // reports feed the progress line.
-            let kind = watch.feed(&line);
+            let read = classify(&line);
+            let kind = watch.feed_line(&read);
             // The line after the bootloader's panic (its message) is read: stop the boot.
             if saw_panic {
                 reader_stuck.store(true, std::sync::atomic::Ordering::Release);
             }
-            saw_panic |= crate::qemu::guest_memory::bootloader_panicked(&line);
+            saw_panic |= read == Line::Console(ConsoleLine::BootloaderPanic);
+            let failure = match read {
+                Line::Ktap(false, KtapLine::Result(r)) => !r.ok,
+                Line::Console(ConsoleLine::Panic(_) | ConsoleLine::Exception(_)) => true,
+                Line::Console(ConsoleLine::Warning(_)) => kind != WarningLine::Declared,
+                _ => false,
+            };
             if echo {
                 crate::progress::println(&line);
-            } else if let Some(text) = line.strip_prefix(PROGRESS_PREFIX) {
+            } else if let Line::Bench(BenchLine::Progress(text)) = read {
                 crate::progress::kernel_says(text.trim_start_matches(':'));
-            } else if kind != WarningLine::Declared
-                && echo_prefixes.iter().any(|p| line.starts_with(p.as_str()))
-            {
+            } else if echo_failures && failure {
                 crate::progress::kernel_line(&line);
             }
             if let Some(f) = log_file.as_mut() {
@@ -519,26 +523,25 @@ pub fn boot(config: &RunConfig, image: &Path) -> Outcome {
     let _ = reader.join();
     let (stderr, kvm_stopped) = stderr.finish();
     let log = std::mem::take(&mut *log.lock().unwrap_or_else(|e| e.into_inner()));
-    let summary = ktap::parse(&log);
-    let unexpected_warnings = ktap::unexpected_warnings(&log);
-    let declared_warnings = ktap::warnings_of(&log, WarningLine::Declared).len();
+    let boot_log = BootLog::parse(&log);
+    let unexpected_warnings = boot_log.unexpected_warnings();
     let verdict = match kvm_stopped {
         Some(why) => Verdict::QemuError(why),
         None if stuck.load(std::sync::atomic::Ordering::Acquire) => {
-            crate::qemu::guest_memory::out_of_memory_line(&log)
+            crate::qemu::guest_memory::out_of_memory_line(&boot_log)
                 .map_or(Verdict::Fail, Verdict::OutOfMemory)
         }
         None if status.and_then(|s| s.code())
             == Some(crate::qemu::guest_memory::STATUS_OUT_OF_MEMORY) =>
         {
             Verdict::OutOfMemory(
-                crate::qemu::guest_memory::out_of_memory_line(&log)
+                crate::qemu::guest_memory::out_of_memory_line(&boot_log)
                     .unwrap_or_else(|| "numalab: out of memory (no line said what)".into()),
             )
         }
         None => verdict_of(
             status.map(|s| s.code()),
-            &summary,
+            &boot_log.ktap,
             unexpected_warnings.len(),
             &stderr,
         ),
@@ -547,10 +550,8 @@ pub fn boot(config: &RunConfig, image: &Path) -> Outcome {
         verdict,
         command,
         log,
+        boot_log,
         stderr,
-        ktap: summary,
-        unexpected_warnings,
-        declared_warnings,
         elapsed: start.elapsed(),
         cpu_at_timeout: load_at_timeout
             .as_ref()

@@ -387,7 +387,7 @@ impl MachineOptions {
             machine,
             extra,
             echo: true,
-            echo_prefixes: Vec::new(),
+            echo_failures: false,
             linux: None,
             trace: None,
         }

@@ -10,23 +10,24 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The `numactl -H` block of a serial log, as the HTML report cuts it (html/report.rs).
-pub fn numactl_block(log: &str) -> Option<String> {
-    crate::report::html::numactl_block(log)
+/// The `numactl -H` block of a boot's log, one `\n` after each line.
+pub fn numactl_block(log: &crate::wire::BootLog) -> Option<String> {
+    log.numactl
+        .as_ref()
         .map(|lines| lines.iter().map(|l| format!("{l}\n")).collect())
 }
 
 /// One line per KTAP suite of `run`: passed, failed, skipped.
 pub fn suite_lines(run: &BootRun) -> String {
     let mut out = String::new();
-    for suite in &run.outcome.ktap.suites {
-        let prefix = format!("{}.", suite.name);
+    for suite in &run.outcome.boot_log.ktap.suites {
         let cases: Vec<_> = run
             .outcome
+            .boot_log
             .ktap
             .results
             .iter()
-            .filter(|r| r.name.starts_with(&prefix))
+            .filter(|r| r.suite() == suite.name)
             .collect();
         let passed = cases.iter().filter(|r| r.ok && !r.skipped).count();
         let skipped = cases.iter().filter(|r| r.skipped).count();
@@ -54,7 +55,7 @@ pub fn machine_and_tests(runs: &[BootRun], host_line: &str) -> String {
         main.config.vcpus()
     );
     out.push_str(
-        &numactl_block(&main.outcome.log)
+        &numactl_block(&main.outcome.boot_log)
             .unwrap_or_else(|| "(no numactl -H block in the log)\n".into()),
     );
     let _ = writeln!(out, "{host_line}");
@@ -66,7 +67,7 @@ pub fn machine_and_tests(runs: &[BootRun], host_line: &str) -> String {
     );
     out.push_str(&suite_lines(main));
     for r in &runs[1..] {
-        let t = &r.outcome.ktap;
+        let t = &r.outcome.boot_log.ktap;
         let _ = writeln!(
             out,
             "  {:<10} {:>3} passed, {} failed, {} skipped  ({} boot, {}{})",
@@ -83,7 +84,10 @@ pub fn machine_and_tests(runs: &[BootRun], host_line: &str) -> String {
             }
         );
     }
-    let declared: usize = runs.iter().map(|r| r.outcome.declared_warnings).sum();
+    let declared: usize = runs
+        .iter()
+        .map(|r| r.outcome.boot_log.declared_warnings())
+        .sum();
     if declared > 0 {
         let _ = writeln!(
             out,
@@ -150,10 +154,13 @@ mod tests {
     #[test]
     fn the_numactl_block_is_cut_from_the_log() {
         let log = "numalab: frame: node 1: ...\navailable: 2 nodes (0-1)\nnode 0 cpus: 0 1\nnode 0 size: 500 MB\nnode 0 free: 400 MB\nnode 1 cpus: 2 3\nnode 1 size: 500 MB\nnode 1 free: 400 MB\nnode distances:\nnode   0   1\n  0:  10  20\n  1:  20  10\nnumalab: tsc: 2099 MHz\n";
-        let b = numactl_block(log).unwrap();
+        let b = numactl_block(&crate::wire::BootLog::parse(log)).unwrap();
         assert!(b.starts_with("available: 2 nodes (0-1)\n"), "{b}");
         assert!(b.ends_with("  1:  20  10\n"), "{b}");
         assert_eq!(b.lines().count(), 11, "{b}");
-        assert_eq!(numactl_block("no block"), None);
+        assert_eq!(
+            numactl_block(&crate::wire::BootLog::parse("no block")),
+            None
+        );
     }
 }

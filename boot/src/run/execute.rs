@@ -183,14 +183,14 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
     }
     let outcome = qemu::boot(&config, img);
     progress::boot_done(outcome.elapsed);
-    let (mut records, violations) = bench::parse_log(&outcome.log, b.boot);
+    let (mut records, violations) = bench::records(&outcome.boot_log, b.boot);
     records.retain(bench::det_keeps);
     let trace = match &config.trace {
         Some(files) => Some(traced(
             b,
             config.linux.as_ref(),
             files,
-            &outcome.log,
+            &outcome.boot_log,
             &mut records,
         )?),
         None => None,
@@ -221,7 +221,7 @@ fn traced(
     b: &PlannedBoot,
     linux: Option<&LinuxBoot>,
     files: &trace::TraceFiles,
-    log: &str,
+    log: &crate::wire::BootLog,
     records: &mut Vec<bench::BenchRecord>,
 ) -> Result<trace::TraceReport, String> {
     let text = std::fs::read_to_string(&files.out).map_err(|e| {
@@ -252,7 +252,8 @@ fn traced(
         ),
     };
     // From the kernel's line: a det boot keeps counts only, and may have no record.
-    let nodes = super::log_nodes(log)
+    let nodes = log
+        .nodes()
         .or_else(|| records.first().map(|r| r.nodes))
         .unwrap_or(1);
     let of = trace::Traced {

@@ -1,5 +1,5 @@
 //! RUN/proc/lock_stat: the lock_stat table a boot printed after its bench suite (`# lock_stat:`
-//! lines, kernel/src/bench/lock_stat.rs), cut out of the serial log, checked with
+//! lines, kernel/src/bench/lock_stat.rs), as its BootLog cut it out of the serial log, checked with
 //! numalab_algo's reader and written as Linux's /proc/lock_stat would read: `proc/lock_stat`
 //! from the first `tsc` boot (host time, holds timed), `proc/lock_stat.det` from the `det`
 //! boot (instructions, holds timed), `proc/lock_stat.icount` (one CPU, holds not timed:
@@ -10,34 +10,10 @@ use crate::bench::Boot;
 use numalab_algo::formats::lock_stat::{self, LockStat};
 use std::path::{Path, PathBuf};
 
-/// The prefix of the block's lines in the serial log.
-pub const PREFIX: &str = "# lock_stat:";
-
 /// The last lock_stat block of `log` as its own text (lines without the prefix, `\n` after
-/// each), or None when the log has none. The block starts at a prefixed version line and ends
-/// at the first line without the prefix.
+/// each), or None when the log has none (the [`BootLog`](crate::wire::BootLog)'s).
 pub fn extract(log: &str) -> Option<String> {
-    let mut found = None;
-    let mut current: Option<String> = None;
-    for line in log.lines() {
-        let line = line.trim_end_matches('\r');
-        let rest = line.strip_prefix(PREFIX);
-        match (rest, current.as_mut()) {
-            (Some(r), _) if r.trim_start() == lock_stat::VERSION_LINE => {
-                if let Some(done) = current.take() {
-                    found = Some(done);
-                }
-                current = Some(format!("{}\n", lock_stat::VERSION_LINE));
-            }
-            (Some(r), Some(text)) => {
-                text.push_str(r.strip_prefix(' ').unwrap_or(r));
-                text.push('\n');
-            }
-            (None, Some(_)) => found = current.take(),
-            _ => {}
-        }
-    }
-    current.or(found)
+    crate::wire::BootLog::parse(log).lock_stat
 }
 
 /// The block of `log` read back (None: no block; Err: a block that does not parse).
@@ -62,7 +38,7 @@ pub fn write_proc(run: &Path, boots: &[BootRun]) -> Result<Vec<PathBuf>, String>
         if done.contains(&b.boot) {
             continue;
         }
-        let Some(text) = extract(&b.outcome.log) else {
+        let Some(text) = b.outcome.boot_log.lock_stat.clone() else {
             continue;
         };
         lock_stat::parse(&text)
@@ -102,13 +78,7 @@ mod tests {
     fn as_log(lines: &[String]) -> String {
         lines
             .iter()
-            .map(|l| {
-                if l.is_empty() {
-                    format!("{PREFIX}\n")
-                } else {
-                    format!("{PREFIX} {l}\n")
-                }
-            })
+            .map(|l| format!("{}\n", numalab_algo::wire::lock_stat::line(l)))
             .collect()
     }
 

@@ -17,7 +17,7 @@ pub mod soak;
 pub mod sysfs;
 pub mod twin;
 
-use crate::bench::{self, BenchRecord, Boot, Violation};
+use crate::bench::{BenchRecord, Boot, Violation};
 use crate::cli::exit;
 use crate::qemu::{Outcome, RunConfig};
 use plan::PlanError;
@@ -138,8 +138,9 @@ pub struct BootRun {
 impl BootRun {
     /// Experiments whose KTest passed without skipping here.
     pub fn ran(&self) -> BTreeSet<String> {
-        let registered = bench::registered(&self.outcome.log);
+        let registered = &self.outcome.boot_log.registered;
         self.outcome
+            .boot_log
             .ktap
             .results
             .iter()
@@ -150,19 +151,12 @@ impl BootRun {
     }
 
     fn nodes(&self) -> u32 {
-        log_nodes(&self.outcome.log)
+        self.outcome
+            .boot_log
+            .nodes()
             .or_else(|| self.records.first().map(|r| r.nodes))
             .unwrap_or(1)
     }
-}
-
-/// The nodes a boot's kernel said it has (`# bench: clock=... nodes=N`, numalab's and the
-/// twin module's line).
-fn log_nodes(log: &str) -> Option<u32> {
-    log.lines()
-        .filter_map(|l| l.strip_prefix("# bench: clock="))
-        .filter_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("nodes=")))
-        .find_map(|n| n.parse().ok())
 }
 
 #[cfg(test)]

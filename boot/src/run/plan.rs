@@ -281,16 +281,7 @@ pub fn boot_config(args: &BenchArgs, boot: Boot, rep: u32) -> Result<RunConfig, 
         c.options.set(&BENCH_REP, u64::from(rep))?;
     }
     c.echo = args.verbose;
-    c.echo_prefixes = [
-        "# bench progress",
-        "not ok",
-        "PANIC",
-        "EXCEPTION",
-        "numalab: warning",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    c.echo_failures = true;
     // Hold times cost two clock reads per lock acquisition: on where the boot counts events or
     // host time, never in the instruction boot (docs/benchmarks.md, "Lock statistics").
     if boot != Boot::Icount && !c.options.is_set(&LOCK_STAT) {

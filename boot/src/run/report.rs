@@ -205,7 +205,7 @@ pub fn report(args: &BenchArgs, runs: &Runs, start: Instant) -> Reported {
             .numalab
             .iter()
             .find(|r| r.boot == Boot::Tsc)
-            .map(|r| &r.outcome.ktap);
+            .map(|r| &r.outcome.boot_log.ktap);
         format!(
             "{} measurements from {} boots{}",
             all.len(),

@@ -244,7 +244,7 @@ pub fn write_results(
                     "release": r.config.linux.as_ref().map(|l| l.release.clone()),
                     "kernel": r.config.linux.as_ref().map(|l| l.kernel.name()),
                     "packages": r.config.linux.as_ref().map(|l| l.packages.clone()),
-                    "sheaf_capacity": super::twin::sheaf_capacity(&r.outcome.log),
+                    "sheaf_capacity": super::twin::sheaf_capacity(&r.outcome.boot_log),
                     // The cost model of a traced (det) boot's modelled records.
                     "cost_model": r.trace.as_ref().map(|t| t.cost_model.clone()),
                     "accel": r.config.runs_on(),

@@ -89,14 +89,6 @@ pub fn main_job(base: &RunConfig) -> i32 {
     }
 }
 
-/// The soak's own lines of a log (`# soak: ...`).
-pub fn soak_lines(log: &str) -> Vec<&str> {
-    log.lines()
-        .map(str::trim)
-        .filter(|l| l.starts_with("# soak: "))
-        .collect()
-}
-
 /// Builds, boots, prints the summary; returns the exit status.
 pub fn run_soak(o: &SoakOptions) -> i32 {
     let c = match config(o) {
@@ -118,14 +110,17 @@ pub fn run_soak(o: &SoakOptions) -> i32 {
 
 /// Prints the summary of a finished soak; returns the exit status.
 pub fn report(outcome: &Outcome) -> i32 {
-    let lines = soak_lines(&outcome.log);
-    let done = lines.iter().find(|l| l.starts_with("# soak: done: "));
+    let done = outcome
+        .boot_log
+        .soak
+        .iter()
+        .find_map(|l| numalab_algo::wire::soak::done(l));
     match (&outcome.verdict, done) {
         (Verdict::Pass, Some(done)) => {
             println!(
                 "numalab: soak PASS ({:.1} s wall): {}",
                 outcome.elapsed.as_secs_f64(),
-                done.trim_start_matches("# soak: done: ")
+                done
             );
             exit::PASS
         }
@@ -220,7 +215,7 @@ mod tests {
     fn summary_lines() {
         let log = "x\n# soak: seed 1\n    ok 1 soak\n# soak: done: 5 operations\n";
         assert_eq!(
-            soak_lines(log),
+            crate::wire::BootLog::parse(log).soak,
             ["# soak: seed 1", "# soak: done: 5 operations"]
         );
     }

@@ -5,105 +5,15 @@
 
 use super::BootRun;
 use crate::bench::Boot;
-use numalab_algo::slub::sysfs::{
-    name_ok, PROC_SLABINFO_PREFIX, SYSFS_BEGIN, SYSFS_END, SYSFS_PREFIX,
-};
-use std::collections::BTreeSet;
+use numalab_algo::slub::sysfs::SYSFS_BEGIN;
 use std::path::{Path, PathBuf};
 
-/// One block: every file of every cache, and the /proc/slabinfo text.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SlabTree {
-    /// (cache, attribute, text without the final newline), in the kernel's order.
-    pub files: Vec<(String, String, String)>,
-    /// /proc/slabinfo, each line ending in '\n'.
-    pub slabinfo: String,
-    /// Caches the kernel snapshotted (`caches=` of the BEGIN line).
-    pub caches: usize,
-}
+pub use crate::wire::sysfs::{tree_of, SlabTree};
 
-impl SlabTree {
-    /// The text of one file (without its final newline).
-    pub fn get(&self, cache: &str, attr: &str) -> Option<&str> {
-        self.files
-            .iter()
-            .find(|(c, a, _)| c == cache && a == attr)
-            .map(|(_, _, t)| t.as_str())
-    }
-
-    /// The caches that have a directory, in the kernel's order.
-    pub fn cache_names(&self) -> Vec<&str> {
-        let mut seen = BTreeSet::new();
-        self.files
-            .iter()
-            .filter(|(c, _, _)| seen.insert(c.as_str()))
-            .map(|(c, _, _)| c.as_str())
-            .collect()
-    }
-}
-
-fn attr_ok(attr: &str) -> bool {
-    !attr.is_empty()
-        && attr
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-}
-
-/// The last complete block in `log` (None: the log has no BEGIN line). A block that starts
-/// but does not end, a line that cannot be a file, a file given twice, or a cache count that
-/// differs from BEGIN's is an error naming the line.
+/// The last complete block in `log` (None: the log has no BEGIN line), as its
+/// [`BootLog`](crate::wire::BootLog) read it.
 pub fn parse_block(log: &str) -> Result<Option<SlabTree>, String> {
-    let lines: Vec<&str> = log.lines().map(|l| l.trim_end_matches('\r')).collect();
-    let Some(begin) = lines.iter().rposition(|l| l.starts_with(SYSFS_BEGIN)) else {
-        return Ok(None);
-    };
-    let caches = lines[begin]
-        .strip_prefix(SYSFS_BEGIN)
-        .and_then(|r| r.trim().strip_prefix("caches="))
-        .and_then(|n| n.parse::<usize>().ok())
-        .ok_or_else(|| format!("sysfs block: bad BEGIN line '{}'", lines[begin]))?;
-    let mut tree = SlabTree {
-        caches,
-        ..SlabTree::default()
-    };
-    let mut seen = BTreeSet::new();
-    let mut skipped = 0usize;
-    for line in &lines[begin + 1..] {
-        if *line == SYSFS_END {
-            let dirs = tree.cache_names().len();
-            if dirs + skipped != caches {
-                return Err(format!(
-                    "sysfs block: BEGIN says caches={caches} but it has {dirs} caches and {skipped} skipped"
-                ));
-            }
-            return Ok(Some(tree));
-        }
-        if let Some(text) = line.strip_prefix(PROC_SLABINFO_PREFIX) {
-            tree.slabinfo.push_str(text);
-            tree.slabinfo.push('\n');
-        } else if let Some(rest) = line.strip_prefix(SYSFS_PREFIX) {
-            if rest.starts_with("skipped ") {
-                skipped += 1;
-                continue;
-            }
-            let (path, text) = rest.split_once(' ').unwrap_or((rest, ""));
-            let bad = || format!("sysfs block: not a CACHE/ATTR line: '{line}'");
-            let (cache, attr) = path.split_once('/').ok_or_else(bad)?;
-            if !name_ok(cache) || !attr_ok(attr) {
-                return Err(bad());
-            }
-            if !seen.insert((cache.to_string(), attr.to_string())) {
-                return Err(format!("sysfs block: {cache}/{attr} given twice"));
-            }
-            tree.files
-                .push((cache.to_string(), attr.to_string(), text.to_string()));
-        }
-        // Anything else (another CPU's line) is not part of the block.
-    }
-    Err(format!(
-        "sysfs block: '{}' without '{SYSFS_END}' (the log ends first)",
-        lines[begin]
-    ))
+    crate::wire::BootLog::parse(log).sysfs.transpose()
 }
 
 /// Writes `tree` under `run`: run/sys/kernel/slab/CACHE/ATTR (each file its text and a
@@ -145,7 +55,7 @@ pub fn write_run_tree(runs: &[BootRun], run: &Path) -> Result<Vec<PathBuf>, Stri
     if !tsc.outcome.passed() {
         return Ok(Vec::new());
     }
-    match parse_block(&tsc.outcome.log)? {
+    match tsc.outcome.boot_log.sysfs.clone().transpose()? {
         Some(tree) => write_tree(&tree, run),
         None => Err(format!(
             "the tsc boot's log has no '{SYSFS_BEGIN}' block (bench.sysfs did not run)"

@@ -175,11 +175,11 @@ fn system_map_paths_and_the_kernel_name() {
     let _ = std::fs::remove_dir_all(&dir);
     let log = "# bench: clock=det smoke=0 cpus_online=8 nodes=4 selected=all kernel=linux-7.3.4 sll_order4=0\n";
     assert_eq!(
-        crate::trace::labels::kernel_name(log, &[], LinuxKernel::V7),
+        crate::trace::labels::kernel_name(&crate::wire::BootLog::parse(log), &[], LinuxKernel::V7),
         "linux-7.3.4"
     );
     assert_eq!(
-        crate::trace::labels::kernel_name("", &[], LinuxKernel::V7),
+        crate::trace::labels::kernel_name(&crate::wire::BootLog::parse(""), &[], LinuxKernel::V7),
         "linux-7"
     );
 }
@@ -280,10 +280,8 @@ fn finished(b: &PlannedBoot, log: &str, records: Vec<crate::bench::BenchRecord>)
             verdict: crate::qemu::Verdict::Pass,
             command: String::new(),
             log: log.into(),
+            boot_log: crate::wire::BootLog::parse(log),
             stderr: String::new(),
-            ktap: crate::ktap::Summary::default(),
-            unexpected_warnings: Vec::new(),
-            declared_warnings: 0,
             elapsed: std::time::Duration::ZERO,
             host_load_at_timeout: None,
             cpu_at_timeout: None,
@@ -343,7 +341,7 @@ fn a_linux_det_boot_owes_the_trace_of_each_experiment_it_ran() {
     let log = "KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: bench\n    1..1\n\
                # bench: registered vmalloc_scaling\n    ok 1 vmalloc_scaling\nok 1 bench\n";
     let mut r = finished(det, log, vec![]);
-    r.outcome.ktap = crate::ktap::parse(log);
+    r.outcome.boot_log = crate::wire::BootLog::parse(log);
     assert!(r.ran().contains("vmalloc_scaling"), "{:?}", r.ran());
     let problems = super::twin::contract_problems(std::slice::from_ref(&r));
     assert!(

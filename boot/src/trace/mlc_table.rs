@@ -28,8 +28,8 @@
 //!        0          78.5   134.8
 //! ```
 
-use super::labels;
 use super::output::{Counters, TraceOutput};
+use crate::wire::BootLog;
 use numalab_algo::bench::mlc::Level;
 
 /// The experiment's name (its catalog entry).
@@ -106,13 +106,9 @@ pub struct Cell {
 }
 
 /// The cells of `log`: latency_matrix regions with their loads and their cell line.
-pub fn cells(log: &str) -> Vec<Cell> {
-    let prefix = format!("# {BENCH}: ");
+pub fn cells(log: &BootLog) -> Vec<Cell> {
     let mut memory: Vec<(String, usize)> = Vec::new();
-    for line in log.lines() {
-        let Some(rest) = line.trim_end().strip_prefix(&prefix) else {
-            continue;
-        };
+    for rest in log.diagnostics_of(BENCH) {
         let Some((case, rest)) = rest.split_once(": ") else {
             continue;
         };
@@ -123,8 +119,9 @@ pub fn cells(log: &str) -> Vec<Cell> {
             }
         }
     }
-    labels::regions(log)
-        .into_iter()
+    log.trace
+        .regions
+        .iter()
         .filter(|r| r.bench == BENCH)
         .filter_map(|r| {
             let kind = Kind::of(&r.case)?;
@@ -134,7 +131,7 @@ pub fn cells(log: &str) -> Vec<Cell> {
                 key: r.key,
                 loads: r.ops.filter(|&n| n > 0)?,
                 memory,
-                case: r.case,
+                case: r.case.clone(),
             })
         })
         .collect()
@@ -342,7 +339,7 @@ pub struct MlcReport {
 }
 
 /// The tables and the check for `log`'s latency_matrix cells, or None when it has none.
-pub fn report(log: &str, out: &TraceOutput, model: &dyn MlcModel) -> Option<MlcReport> {
+pub fn report(log: &BootLog, out: &TraceOutput, model: &dyn MlcModel) -> Option<MlcReport> {
     let cells = cells(log);
     if cells.is_empty() {
         return None;
@@ -404,13 +401,8 @@ pub fn report(log: &str, out: &TraceOutput, model: &dyn MlcModel) -> Option<MlcR
         ));
     }
     // A cell the kernel could not measure is not checked: say which and why.
-    let skip = format!("# {BENCH}: ");
-    for line in log.lines() {
-        if let Some((case, why)) = line
-            .trim_end()
-            .strip_prefix(&skip)
-            .and_then(|r| r.split_once(": skipped: "))
-        {
+    for line in log.diagnostics_of(BENCH) {
+        if let Some((case, why)) = line.split_once(": skipped: ") {
             text.push_str(&format!("{case}\tnot measured (not checked): {why}\n"));
         }
     }

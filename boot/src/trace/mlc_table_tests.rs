@@ -109,7 +109,7 @@ fn model(err: [f64; 4]) -> Fixed {
 
 #[test]
 fn cells_come_from_the_labels_the_ops_and_the_cell_lines() {
-    let c = cells(LOG);
+    let c = cells(&crate::wire::BootLog::parse(LOG));
     let cases: Vec<&str> = c.iter().map(|c| c.case.as_str()).collect();
     assert_eq!(cases, ["l1", "dram_0_0", "dram_0_1", "c2c_1_0"]);
     assert_eq!(c[2].kind, Kind::Dram { row: 0, col: 1 });
@@ -121,7 +121,7 @@ fn cells_come_from_the_labels_the_ops_and_the_cell_lines() {
     assert_eq!(Kind::of("dram_x_1"), None);
     assert_eq!(Kind::of("partial_64"), None);
     assert!(report(
-        "# trace region 0x1: other x cpus 1\n",
+        &crate::wire::BootLog::parse("# trace region 0x1: other x cpus 1\n"),
         &served_right(),
         &model([1.0; 4])
     )
@@ -130,7 +130,12 @@ fn cells_come_from_the_labels_the_ops_and_the_cell_lines() {
 
 #[test]
 fn a_model_that_reproduces_itself_passes_and_prints_mlcs_tables() {
-    let r = report(LOG, &served_right(), &model([1.0; 4])).unwrap();
+    let r = report(
+        &crate::wire::BootLog::parse(LOG),
+        &served_right(),
+        &model([1.0; 4]),
+    )
+    .unwrap();
     assert!(r.failures.is_empty(), "{:?}", r.failures);
     let t = &r.text;
     assert!(t.contains("Measuring idle latencies for random access (in ns)...\n\t\tNuma node\nNuma node\t     0\t     1\n       0\t  80.0\t 130.0\n"), "{t}");
@@ -153,10 +158,20 @@ fn a_model_that_reproduces_itself_passes_and_prints_mlcs_tables() {
 #[test]
 fn a_cell_past_two_percent_fails_a_level_past_five() {
     // 1.9% off in a DRAM cell and 4.9% in a level: within the limits.
-    let r = report(LOG, &served_right(), &model([1.049, 1.019, 0.981, 1.0])).unwrap();
+    let r = report(
+        &crate::wire::BootLog::parse(LOG),
+        &served_right(),
+        &model([1.049, 1.019, 0.981, 1.0]),
+    )
+    .unwrap();
     assert!(r.failures.is_empty(), "{:?}", r.failures);
     // 2.1% off in a DRAM cell, a c2c cell, and 5.1% in a level: each fails, named.
-    let r = report(LOG, &served_right(), &model([1.051, 1.0, 1.021, 0.979])).unwrap();
+    let r = report(
+        &crate::wire::BootLog::parse(LOG),
+        &served_right(),
+        &model([1.051, 1.0, 1.021, 0.979]),
+    )
+    .unwrap();
     assert_eq!(r.failures.len(), 3, "{:?}", r.failures);
     assert!(r.failures[0].contains("l1:") && r.failures[0].contains("limit 5%"));
     assert!(r.failures[1].contains("dram_0_1:") && r.failures[1].contains("limit 2%"));
@@ -183,7 +198,7 @@ fn loads_served_by_the_wrong_class_fail() {
         .insert((0x12, 0), counts(&[("miss_remote", 980), ("llc_hits", 20)]));
     // A c2c cell whose reader found clean lines (no HITM).
     out.regions.insert((0x13, 0), counts(&[("llc_hits", 1000)]));
-    let r = report(LOG, &out, &model([1.0; 4])).unwrap();
+    let r = report(&crate::wire::BootLog::parse(LOG), &out, &model([1.0; 4])).unwrap();
     assert_eq!(r.failures.len(), 2, "{:?}", r.failures);
     assert!(r.failures[0].contains("dram_0_1: 98.00% of its loads were DRAM reads"));
     assert!(r.failures[1].contains("c2c_1_0: 0.00% of its loads were HITMs"));
@@ -201,7 +216,7 @@ fn a_cell_without_counts_or_model_figure_fails() {
         .insert((0x15, 2), counts(&[("miss_local", 1000)]));
     m.region.insert(0x15, 80.0 * 1000.0);
     m.dram = [[80.0, 130.0], [130.0, 80.0]];
-    let r = report(&log, &out, &m).unwrap();
+    let r = report(&crate::wire::BootLog::parse(&log), &out, &m).unwrap();
     assert!(
         r.failures
             .iter()

@@ -125,7 +125,7 @@ fn record(
 /// output text, the kernel's symbols at link-time addresses (numalab: its ELF's, elf.rs;
 /// Linux: its System.map's, sysmap.rs), the cost model, and which boot of which kernel it was.
 pub fn analyse(
-    log: &str,
+    log: &crate::wire::BootLog,
     out_text: &str,
     syms: &[(u64, u64, String)],
     costs: &crate::costs::Applied,
@@ -133,11 +133,11 @@ pub fn analyse(
 ) -> Result<TraceReport, String> {
     let boot = of.boot;
     let out = output::parse(out_text)?;
-    let regions = labels::regions(log);
+    let regions = log.trace.regions.clone();
     // The symbols are link-time addresses: numalab's ELF is linked at 0 and loaded higher,
     // Linux is moved by KASLR. The anchor line gives one symbol's run-time address: numalab's
     // `trace_mark::KERNEL` (no name on the line), or the symbol the line names.
-    let mark = labels::kernel_mark(log);
+    let mark = log.trace.kernel.clone();
     let anchor = mark.as_ref().and_then(|(_, s)| s.as_deref());
     let link = syms
         .iter()
@@ -395,7 +395,7 @@ mod tests {
             nodes: 4,
             kernel: NUMALAB,
         };
-        let rep = analyse(log, OUT, &[], &costs, of).unwrap();
+        let rep = analyse(&crate::wire::BootLog::parse(log), OUT, &[], &costs, of).unwrap();
         let get = |case: &str, metric: &str| {
             rep.records
                 .iter()

@@ -53,7 +53,10 @@ fn numalab_boot() -> (TraceReport, String) {
         nodes: 2,
         kernel: NUMALAB,
     };
-    (analyse(log, &out, &syms, &costs(), of).unwrap(), log.into())
+    (
+        analyse(&crate::wire::BootLog::parse(log), &out, &syms, &costs(), of).unwrap(),
+        log.into(),
+    )
 }
 
 /// System.map of a Linux 6.1 (link-time addresses) with the anchor and a static lock.
@@ -86,13 +89,27 @@ fn linux_boot() -> (TraceReport, String) {
     );
     let out = plugin_out(key, lock + 8, 0xffff888004100000);
     let (records, _) = crate::bench::parse_log(&log, Boot::Det);
-    let kernel = labels::kernel_name(&log, &records, LinuxKernel::V6_1);
+    let kernel = labels::kernel_name(
+        &crate::wire::BootLog::parse(&log),
+        &records,
+        LinuxKernel::V6_1,
+    );
     let of = Traced {
         boot: Boot::Det,
         nodes: 2,
         kernel: &kernel,
     };
-    (analyse(&log, &out, &syms, &costs(), of).unwrap(), log)
+    (
+        analyse(
+            &crate::wire::BootLog::parse(&log),
+            &out,
+            &syms,
+            &costs(),
+            of,
+        )
+        .unwrap(),
+        log,
+    )
 }
 
 #[test]
@@ -189,7 +206,7 @@ fn without_the_linux_symbols_static_lines_stay_unnamed() {
         nodes: 2,
         kernel: "linux-6.1.192",
     };
-    let r = analyse(&log, &out, &[], &costs(), of).unwrap();
+    let r = analyse(&crate::wire::BootLog::parse(&log), &out, &[], &costs(), of).unwrap();
     assert!(r.tables.contains("numalab_sll node 0 list_lock"));
     assert!(r.tables.contains("[dynamic]"), "{}", r.tables);
     assert!(r.summary.contains("symbols: none"), "{}", r.summary);

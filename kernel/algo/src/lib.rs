@@ -25,3 +25,4 @@ pub mod slub;
 pub mod smp;
 pub mod topology;
 pub mod vmalloc;
+pub mod wire;

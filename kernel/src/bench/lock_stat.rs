@@ -24,7 +24,7 @@ use crate::sync::LockStatsSnapshot;
 use crate::topology::NodeId;
 
 /// The prefix of every line of the block (an empty table line is the prefix alone).
-pub const PREFIX: &str = "# lock_stat:";
+pub const PREFIX: &str = numalab_algo::wire::lock_stat::PREFIX;
 
 /// A lock's counters as the table counts them.
 pub fn counts(s: &LockStatsSnapshot) -> LockCounts {

@@ -38,6 +38,7 @@ mod workload;
 
 pub use crate::ktest::bench::*;
 use crate::ktest::{self, Ctx, Kind, TestError, TestResult};
+use numalab_algo::wire::bench as wire;
 
 pub use crate::ktest::suites::BENCH as BENCH_SUITE;
 
@@ -51,23 +52,20 @@ fn plan(ctx: &Ctx) -> TestResult {
         .map(|t| t.name)
         .collect();
     names.sort_unstable();
-    let mut line = alloc::string::String::from("# bench: registered");
-    for n in &names {
-        line.push(' ');
-        line.push_str(n);
-    }
-    crate::println!("{}", line);
+    crate::println!("{}", wire::registered_line(names.iter().copied()));
     crate::println!(
-        "# bench: clock={} smoke={} cpus_online={} nodes={} selected={}",
-        clock().name(),
-        smoke() as u8,
-        ctx.cpus_online,
-        ctx.nr_nodes,
-        if selection().is_all() {
-            alloc::string::String::from("all")
-        } else {
-            selection().names().join(",")
-        }
+        "{}",
+        wire::header_line(
+            clock().name(),
+            smoke(),
+            ctx.cpus_online,
+            ctx.nr_nodes,
+            &if selection().is_all() {
+                alloc::string::String::from("all")
+            } else {
+                selection().names().join(",")
+            }
+        )
     );
     let mut errors = selection().unknown(names.iter().copied());
     for n in names.iter().filter(|n| catalog::find(n).is_none()) {

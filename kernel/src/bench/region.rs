@@ -25,6 +25,7 @@
 
 use crate::topology::CpuId;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use numalab_algo::wire::trace::Write as TraceLine;
 
 /// Region slots; slot 0 is never used (a region past the last slot is not marked).
 const SLOTS: usize = 4096;
@@ -70,7 +71,7 @@ impl RegionKey {
     /// figures of the trace.
     pub fn ops(self, ops: u64) {
         if self.0 != 0 {
-            crate::println!("# trace ops {:#x} {ops}", self.0);
+            crate::println!("{}", TraceLine::Ops { key: self.0, ops });
         }
     }
 }
@@ -83,16 +84,21 @@ pub fn open(bench: &str, case: &str, cpus: usize) -> (&'static u8, &'static u8) 
         // The runner finds the kernel's load offset from this address and the ELF symbol's
         // (the c2c table's names of static data).
         crate::println!(
-            "# trace kernel {:#x}",
-            &crate::arch::trace_mark::KERNEL as *const u8 as usize
+            "{}",
+            TraceLine::Kernel(&crate::arch::trace_mark::KERNEL as *const u8 as usize)
         );
     });
     let slot = take_slot();
     let key = &MARKS.0[slot];
     if slot != 0 {
         crate::println!(
-            "# trace region {:#x}: {bench} {case} cpus {cpus}",
-            key as *const u8 as usize,
+            "{}",
+            TraceLine::Region {
+                key: key as *const u8 as usize,
+                bench,
+                case,
+                cpus
+            }
         );
     }
     (key, &crate::arch::trace_mark::KERNEL)
@@ -170,6 +176,13 @@ pub fn on_each_cpu(bench: &str, case: &str, f: &(dyn Fn(CpuId) + Sync)) -> Regio
 pub fn name<T: ?Sized>(obj: &T, label: core::fmt::Arguments) {
     let addr = obj as *const T as *const u8 as usize;
     let bytes = core::mem::size_of_val(obj);
-    crate::println!("# trace name {addr:#x} {bytes}: {label}");
+    crate::println!(
+        "{}",
+        TraceLine::Name {
+            addr,
+            bytes,
+            label: &label
+        }
+    );
     crate::arch::trace_mark::watch_object(obj);
 }

@@ -212,7 +212,8 @@ pub fn progress(experiment: &str, case: &str, percent: u32) {
     };
     if allowed {
         crate::println!(
-            "# bench progress: {} {} {}%",
+            "{}: {} {} {}%",
+            numalab_algo::wire::bench::PROGRESS,
             experiment,
             case,
             percent.min(100)

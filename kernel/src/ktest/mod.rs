@@ -269,8 +269,8 @@ pub fn run(suite: Suite, ctx: &Ctx) -> bool {
     let groups: Vec<&[&KTest]> = tests
         .chunk_by(|a, b| core::ptr::eq(a.suite, b.suite))
         .collect();
-    crate::println!("KTAP version 1");
-    crate::println!("1..{}", groups.len());
+    crate::println!("{}", numalab_algo::wire::ktap::VERSION);
+    crate::println!("{}{}", numalab_algo::wire::ktap::PLAN, groups.len());
     let mut totals = Totals::default();
     for (i, group) in groups.iter().enumerate() {
         let name = group[0].suite.name;

@@ -32,7 +32,8 @@ pub mod frame;
 pub fn out_of_memory(what: core::fmt::Arguments) -> ! {
     x86_64::instructions::interrupts::disable();
     crate::println!(
-        "numalab: out of memory: {what}; the machine has too little memory (docs/running.md, memory floor)"
+        "{} {what}; the machine has too little memory (docs/running.md, memory floor)",
+        numalab_algo::wire::console::OUT_OF_MEMORY
     );
     crate::arch::qemu_exit::exit(crate::arch::qemu_exit::ExitCode::OutOfMemory)
 }

@@ -295,7 +295,8 @@ fn soak(ctx: &Ctx) -> TestResult {
     let nr_cpus = cpus.len();
     let me = crate::percpu::cpu_id();
     crate::println!(
-        "# soak: seed {} on {} CPUs, {} nodes: {} in {} rounds (reproduce: --seed {})",
+        "{}seed {} on {} CPUs, {} nodes: {} in {} rounds (reproduce: --seed {})",
+        numalab_algo::wire::soak::PREFIX,
         seed,
         nr_cpus,
         topo.nr_nodes(),
@@ -464,7 +465,8 @@ fn soak(ctx: &Ctx) -> TestResult {
     let ms = elapsed_tsc / (hz / 1000).max(1);
     crate::println!("# soak: mix:{}", s.mix_line(hz));
     crate::println!(
-        "# soak: done: {} operations in {}.{:03} s ({} ops/s), {} invariants checked ({} tags at frees and checkpoints), {} allocations, {} frees ({} on another CPU, {} through kvfree_rcu), {} allocation failures (injected: page_alloc {}, slab {}, vmalloc {}), seed {}",
+        "{}{} operations in {}.{:03} s ({} ops/s), {} invariants checked ({} tags at frees and checkpoints), {} allocations, {} frees ({} on another CPU, {} through kvfree_rcu), {} allocation failures (injected: page_alloc {}, slab {}, vmalloc {}), seed {}",
+        numalab_algo::wire::soak::DONE,
         ops,
         ms / 1000,
         ms % 1000,

@@ -29,24 +29,10 @@ pub struct RunFiles {
     pub c2c: Vec<(String, String)>,
 }
 
-/// The `numactl -H` block of a serial log: from `available: N nodes` to the last distance row.
+/// The `numactl -H` block of a serial log's text (a saved log): from `available: N nodes` to
+/// the last distance row (numalab_algo::wire::numactl reads it).
 pub fn numactl_block(log: &str) -> Option<Vec<String>> {
-    let lines: Vec<&str> = log.lines().collect();
-    let start = lines.iter().position(|l| l.starts_with("available: "))?;
-    let n: usize = lines[start]["available: ".len()..]
-        .split(' ')
-        .next()?
-        .parse()
-        .ok()?;
-    let len = 1 + 3 * n + 2 + n;
-    let block = lines.get(start..start + len)?;
-    block
-        .last()
-        .is_some_and(|l| {
-            l.trim_start()
-                .starts_with(&format!("{}:", n.saturating_sub(1)))
-        })
-        .then(|| block.iter().map(|l| l.to_string()).collect())
+    numalab_algo::wire::numactl::block(log.lines())
 }
 
 fn text(v: &Value) -> String {

@@ -6,25 +6,18 @@ use super::{REQUIRED, REQUIRED_MEMORYLESS, SLUB_LIST_LOCK_CASES};
 use crate::bench::Boot;
 use crate::qemu::Verdict;
 use crate::run::BootRun;
-
-/// What SLUB's `kmem_cache_destroy` says when a cache still holds allocated objects.
-const OBJECTS_REMAINING: &str = ": Objects remaining on __kmem_cache_shutdown()";
+use crate::wire::BootLog;
 
 /// The caches whose objects Linux found still allocated when the module destroyed them
-/// (`BUG CACHE (...): Objects remaining on __kmem_cache_shutdown()`), as one line: memory lost,
-/// which fails the run as numalab's own lost-memory warnings do. None when there were none.
-pub fn lost_objects(log: &str) -> Option<String> {
+/// (`BUG CACHE (...): Objects remaining on __kmem_cache_shutdown()`,
+/// numalab_algo::wire::twin), as one line: memory lost, which fails the run as numalab's own
+/// lost-memory warnings do. None when there were none.
+pub fn lost_objects(log: &BootLog) -> Option<String> {
     let mut caches: Vec<(String, usize)> = Vec::new();
-    for line in log.lines().filter(|l| l.contains(OBJECTS_REMAINING)) {
-        let name = line
-            .trim_start()
-            .strip_prefix("BUG ")
-            .and_then(|rest| rest.split_whitespace().next())
-            .unwrap_or("?")
-            .to_string();
-        match caches.iter_mut().find(|(n, _)| *n == name) {
+    for name in &log.objects_remaining {
+        match caches.iter_mut().find(|(n, _)| n == name) {
             Some(c) => c.1 += 1,
-            None => caches.push((name, 1)),
+            None => caches.push((name.clone(), 1)),
         }
     }
     if caches.is_empty() {
@@ -50,7 +43,11 @@ pub fn contract_problems(runs: &[BootRun]) -> Vec<String> {
         for v in &r.violations {
             out.push(format!("linux {} boot, {v}", r.boot.name()));
         }
-        for rec in r.records.iter().filter(|x| !x.kernel.starts_with("linux-")) {
+        for rec in r
+            .records
+            .iter()
+            .filter(|x| !crate::build::linux_kernel::LinuxKernel::is_linux(&x.kernel))
+        {
             out.push(format!(
                 "linux {} boot: {}/{}/{} has kernel '{}', not linux-VERSION",
                 r.boot.name(),
@@ -60,7 +57,7 @@ pub fn contract_problems(runs: &[BootRun]) -> Vec<String> {
                 rec.kernel
             ));
         }
-        if let Some(lost) = lost_objects(&r.outcome.log) {
+        if let Some(lost) = lost_objects(&r.outcome.boot_log) {
             out.push(format!("linux {} boot: {lost}", r.boot.name()));
         }
         if r.outcome.verdict != Verdict::Pass {
@@ -112,8 +109,13 @@ pub fn contract_problems(runs: &[BootRun]) -> Vec<String> {
     // A tuning the kernel does not have (7.x: no per-CPU partial slabs, so no cpu_partial
     // to double) is exempt when the module said so in its log ("CASE: not run: ...").
     let not_run = |case: &str| {
-        let said = format!("# slub_list_lock: {case}: not run: ");
-        runs.iter().any(|r| r.outcome.log.contains(&said))
+        runs.iter().any(|r| {
+            r.outcome
+                .boot_log
+                .diagnostics_of("slub_list_lock")
+                .filter_map(|t| t.split_once(": not run: "))
+                .any(|(c, _)| c == case)
+        })
     };
     for (_, case) in SLUB_LIST_LOCK_CASES
         .iter()

@@ -134,9 +134,8 @@ pub fn measured_in(mirrored: &[&'static str], boot: Boot) -> Vec<&'static str> {
 /// The sheaf capacity the module read from /sys/kernel/slab/numalab_mls_64/sheaf_capacity
 /// (its memoryless_sheaves line in `log`): Some on 7.x, None where the file does not exist
 /// (6.1 prints -1) or the experiment did not run. Goes into the JSONL header's `linux_boots`.
-pub fn sheaf_capacity(log: &str) -> Option<u64> {
-    log.lines()
-        .filter(|l| l.starts_with("# bench: memoryless_sheaves: "))
+pub fn sheaf_capacity(log: &crate::wire::BootLog) -> Option<u64> {
+    log.notes_of("memoryless_sheaves")
         .find_map(|l| l.split("sheaf_capacity ").nth(1))
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|n| n.parse::<u64>().ok())

@@ -412,10 +412,13 @@ fn linux7_pin_and_cache() {
 #[test]
 fn sheaf_capacity_from_the_module_line() {
     let l7 = "x\n# bench: memoryless_sheaves: cpu 0 on node 0 (memoryless), sheaf_capacity 60 (-1: no such file)\n";
-    assert_eq!(sheaf_capacity(l7), Some(60));
+    assert_eq!(sheaf_capacity(&crate::wire::BootLog::parse(l7)), Some(60));
     let l61 = "# bench: memoryless_sheaves: cpu 0 on node 0 (with memory), sheaf_capacity -1 (-1: no such file)";
-    assert_eq!(sheaf_capacity(l61), None);
-    assert_eq!(sheaf_capacity("no such line"), None);
+    assert_eq!(sheaf_capacity(&crate::wire::BootLog::parse(l61)), None);
+    assert_eq!(
+        sheaf_capacity(&crate::wire::BootLog::parse("no such line")),
+        None
+    );
 }
 
 /// linux/twin/experiments.h, the module's one list of experiments, names exactly the
@@ -460,12 +463,15 @@ fn module_experiments_reads_every_entry() {
 #[test]
 fn objects_left_at_cache_destroy_are_lost_memory() {
     use super::contract::lost_objects;
-    assert_eq!(lost_objects("ok 1 bench\n"), None);
+    assert_eq!(
+        lost_objects(&crate::wire::BootLog::parse("ok 1 bench\n")),
+        None
+    );
     let log = "BUG numalab_sll (Tainted: G        W  OE      ): Objects remaining on __kmem_cache_shutdown()\n\
                Object 0x000000004fd5fc5e @offset=0\n\
                BUG numalab_sll (Tainted: G    B   W  OE      ): Objects remaining on __kmem_cache_shutdown()\n\
                BUG other (Tainted: G): Objects remaining on __kmem_cache_shutdown()\n";
-    let line = lost_objects(log).expect("lost objects found");
+    let line = lost_objects(&crate::wire::BootLog::parse(log)).expect("lost objects found");
     assert!(
         line.contains("numalab_sll (2 slabs), other (1 slabs)"),
         "{line}"

@@ -68,7 +68,8 @@ impl Record<'_> {
     /// `BENCH {"bench":...,"case":...,...}` without a trailing newline.
     pub fn line(&self) -> String {
         format!(
-            "BENCH {{\"bench\":{},\"case\":{},\"metric\":{},\"value\":{},\"unit\":{},\"cpus\":{},\"nodes\":{},\"clock\":{}}}",
+            "{}{{\"bench\":{},\"case\":{},\"metric\":{},\"value\":{},\"unit\":{},\"cpus\":{},\"nodes\":{},\"clock\":{}}}",
+            crate::wire::bench::RECORD,
             json_str(self.bench),
             json_str(self.case),
             json_str(self.metric),

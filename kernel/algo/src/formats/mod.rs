@@ -3,7 +3,8 @@
 //! plugin's counter names. The BENCH record format is `crate::bench` (its
 //! `Record`), next to the experiment catalog it checks against.
 
-pub mod ktap;
+/// KTAP lines moved to the wire module (every serial line kind is declared there).
+pub use crate::wire::ktap;
 pub mod lock_stat;
 pub mod numactl;
 pub mod trace_counters;

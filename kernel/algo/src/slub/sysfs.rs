@@ -27,14 +27,9 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write;
 
-/// Prefix of the block's sysfs lines (and of its BEGIN and END lines).
-pub const SYSFS_PREFIX: &str = "# sysfs: ";
-/// Prefix of the block's /proc/slabinfo lines.
-pub const PROC_SLABINFO_PREFIX: &str = "# proc/slabinfo: ";
-/// The block's first line starts with this (`caches=N` follows).
-pub const SYSFS_BEGIN: &str = "# sysfs: BEGIN";
-/// The block's last line.
-pub const SYSFS_END: &str = "# sysfs: END";
+use crate::wire::sysfs::SKIPPED;
+/// The block's line prefixes, declared with the other console lines.
+pub use crate::wire::sysfs::{PROC_SLABINFO_PREFIX, SYSFS_BEGIN, SYSFS_END, SYSFS_PREFIX};
 
 /// A per-node file: the total, then ` N<node>=<count>` for each node with a non-zero count.
 pub fn per_node(counts: impl Iterator<Item = usize>) -> String {
@@ -159,7 +154,7 @@ pub fn block_lines(caches: &[CacheSnapshot]) -> Vec<String> {
     out.push(format!("{SYSFS_BEGIN} caches={}", caches.len()));
     for c in caches {
         if !name_ok(&c.name) {
-            out.push(format!("{SYSFS_PREFIX}skipped {}", c.name));
+            out.push(format!("{SYSFS_PREFIX}{SKIPPED}{}", c.name));
             continue;
         }
         for (attr, text) in cache_attrs(c) {

@@ -1,4 +1,10 @@
-//! Reads what the kernel printed: KTAP v1 suites and cases (KUnit layout), panics, exceptions.
+//! Reads what the kernel printed: KTAP v1 suites and cases (KUnit layout), panics, exceptions,
+//! and the warnings sorted by what the tests declared. The lines come read by
+//! `numalab_algo::wire` (through [`crate::wire::BootLog`]); nothing here matches text.
+
+use numalab_algo::wire::console::ConsoleLine;
+use numalab_algo::wire::ktap::{KtapLine, ResultLine};
+use numalab_algo::wire::{classify, Line};
 
 /// One KTAP result line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,11 +95,9 @@ impl Summary {
                     ))
                 }
                 Some(r) => {
-                    let prefix = format!("{}.", suite.name);
-                    let case_failed = self
-                        .results
-                        .iter()
-                        .any(|c| !c.ok && c.name.starts_with(&prefix));
+                    let case_failed = self.results.iter().any(|c| {
+                        !c.ok && c.name.split_once('.').is_some_and(|(s, _)| s == suite.name)
+                    });
                     if r.ok == case_failed {
                         errors.push(format!(
                             "suite {}: result ok={} but a case failed={}",
@@ -107,81 +111,73 @@ impl Summary {
     }
 }
 
-fn parse_result(line: &str) -> Option<TestResult> {
-    let (ok, rest) = if let Some(rest) = line.strip_prefix("not ok ") {
-        (false, rest)
-    } else if let Some(rest) = line.strip_prefix("ok ") {
-        (true, rest)
-    } else {
-        return None;
-    };
-    let (head, reason) = match rest.split_once(" # ") {
-        Some((h, r)) => (h, r.trim().to_string()),
-        None => (rest, String::new()),
-    };
-    let (number, name) = head.split_once(' ')?;
-    let number = number.parse().ok()?;
-    let skipped = reason.starts_with("SKIP");
-    Some(TestResult {
-        number,
-        name: name.trim().to_string(),
-        ok,
-        skipped,
-        reason,
-    })
+impl TestResult {
+    /// The suite of a case (`suite.case`): the name before the first dot.
+    pub fn suite(&self) -> &str {
+        self.name
+            .split_once('.')
+            .map_or(self.name.as_str(), |(s, _)| s)
+    }
+
+    fn from_wire(r: &ResultLine<'_>) -> TestResult {
+        TestResult {
+            number: r.number,
+            name: r.name.to_string(),
+            ok: r.ok,
+            skipped: r.skipped(),
+            reason: r.reason.to_string(),
+        }
+    }
 }
 
-/// Parses a whole serial log: the top level (header, plan, suite results) at column 0, each
-/// suite's block (`# Subtest:`, plan, cases) indented, as KUnit prints it. Other lines (what
-/// the tests print) may stand anywhere and are ignored.
-pub fn parse(log: &str) -> Summary {
-    let mut summary = Summary::default();
-    for line in log.lines() {
-        let line = line.trim_end_matches('\r');
-        let indented = line.starts_with(' ');
-        let text = line.trim_start();
-        if !indented {
-            if line == "KTAP version 1" {
-                summary.header = true;
-            } else if let Some(plan) = line.strip_prefix("1..") {
-                summary.planned = plan.trim().parse().ok();
-            } else if let Some(result) = parse_result(line) {
-                match summary.suites.last_mut() {
+impl Summary {
+    /// Takes the next line of the log, as `numalab_algo::wire` read it: the top level (header,
+    /// plan, suite results, panics, exceptions) at column 0, each suite's block (`# Subtest:`,
+    /// plan, cases) indented, as KUnit prints it. Other lines (what the tests print) may stand
+    /// anywhere and are ignored.
+    pub fn feed(&mut self, line: &Line<'_>) {
+        match *line {
+            Line::Ktap(false, KtapLine::Version) => self.header = true,
+            Line::Ktap(false, KtapLine::Plan(plan)) => self.planned = plan,
+            Line::Ktap(false, KtapLine::Result(r)) => {
+                let result = TestResult::from_wire(&r);
+                match self.suites.last_mut() {
                     Some(suite) if suite.result.is_none() => suite.result = Some(result),
-                    _ => summary.suites.push(SuiteResult {
+                    _ => self.suites.push(SuiteResult {
                         name: result.name.clone(),
                         result: Some(result),
                         planned: None,
                         cases: 0,
                     }),
                 }
-            } else if line.starts_with("PANIC:") {
-                summary.panicked = true;
-            } else if line.starts_with("EXCEPTION:") {
-                summary.exception = true;
             }
-        } else if let Some(name) = text.strip_prefix("# Subtest: ") {
-            summary.suites.push(SuiteResult {
+            Line::Console(ConsoleLine::Panic(_)) => self.panicked = true,
+            Line::Console(ConsoleLine::Exception(_)) => self.exception = true,
+            Line::Ktap(true, KtapLine::Subtest(name)) => self.suites.push(SuiteResult {
                 result: None,
-                name: name.trim().to_string(),
+                name: name.to_string(),
                 planned: None,
                 cases: 0,
-            });
-        } else if let Some(suite) = summary.suites.last_mut().filter(|s| s.result.is_none()) {
-            if let Some(plan) = text.strip_prefix("1..") {
-                suite.planned = plan.trim().parse().ok();
-            } else if let Some(mut result) = parse_result(text) {
-                suite.cases += 1;
-                result.name = format!("{}.{}", suite.name, result.name);
-                summary.results.push(result);
+            }),
+            Line::Ktap(true, ref k) => {
+                let Some(suite) = self.suites.last_mut().filter(|s| s.result.is_none()) else {
+                    return;
+                };
+                match k {
+                    KtapLine::Plan(plan) => suite.planned = *plan,
+                    KtapLine::Result(r) => {
+                        suite.cases += 1;
+                        let mut result = TestResult::from_wire(r);
+                        result.name = format!("{}.{}", suite.name, result.name);
+                        self.results.push(result);
+                    }
+                    _ => {}
+                }
             }
+            _ => {}
         }
     }
-    summary
 }
-
-/// What starts every warning the kernel prints (its `warn!` macro, kernel/src/serial.rs).
-pub const WARNING_PREFIX: &str = "numalab: warning: ";
 
 /// What one serial line is, to the warning watch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,55 +205,69 @@ pub struct WarningWatch {
 impl WarningWatch {
     /// Sorts the next line of the log.
     pub fn feed(&mut self, line: &str) -> WarningLine {
-        use numalab_algo::formats::ktap::{parse_expect_warnings, WATCHED_WARNINGS};
-        let line = line.trim_end_matches(['\r', '\n']);
-        if let Some(text) = line.strip_prefix(WARNING_PREFIX) {
-            let declared = self
-                .allowed
-                .iter_mut()
-                .find(|(w, n)| *n > 0 && text.contains(w.as_str()));
-            if let Some((_, n)) = declared {
-                *n -= 1;
-                WarningLine::Declared
-            } else if WATCHED_WARNINGS.iter().any(|w| text.contains(*w)) {
-                WarningLine::Unexpected
-            } else {
-                WarningLine::Undeclared
+        self.feed_line(&classify(line))
+    }
+
+    /// Sorts the next line of the log, already classified.
+    pub fn feed_line(&mut self, line: &Line<'_>) -> WarningLine {
+        use numalab_algo::formats::ktap::WATCHED_WARNINGS;
+        match *line {
+            Line::Console(ConsoleLine::Warning(text)) => {
+                let declared = self
+                    .allowed
+                    .iter_mut()
+                    .find(|(w, n)| *n > 0 && text.contains(w.as_str()));
+                if let Some((_, n)) = declared {
+                    *n -= 1;
+                    WarningLine::Declared
+                } else if WATCHED_WARNINGS.iter().any(|w| text.contains(*w)) {
+                    WarningLine::Unexpected
+                } else {
+                    WarningLine::Undeclared
+                }
             }
-        } else {
-            if let Some((count, what)) = parse_expect_warnings(line) {
+            Line::Ktap(_, KtapLine::ExpectWarnings(count, what)) => {
                 match self.allowed.iter_mut().find(|(w, _)| w == what) {
                     Some((_, n)) => *n = n.saturating_add(count),
                     None => self.allowed.push((what.to_string(), count)),
                 }
-            } else if parse_result(line.trim_start()).is_some() {
-                self.allowed.clear();
+                WarningLine::Other
             }
-            WarningLine::Other
+            Line::Ktap(_, KtapLine::Result(_)) => {
+                self.allowed.clear();
+                WarningLine::Other
+            }
+            _ => WarningLine::Other,
         }
     }
-}
-
-/// The lines of `log` of kind `kind` (see [`WarningWatch`]).
-pub fn warnings_of(log: &str, kind: WarningLine) -> Vec<String> {
-    let mut watch = WarningWatch::default();
-    log.lines()
-        .filter(|l| watch.feed(l) == kind)
-        .map(|l| l.trim_end_matches('\r').to_string())
-        .collect()
-}
-
-/// The warning lines of `log` that contain a watched text
-/// (`numalab_algo::formats::ktap::WATCHED_WARNINGS`, e.g. `invalid free`) and that no test declared
-/// beforehand ([`WarningWatch`]). Anything else, including a watched warning at boot before
-/// any test, is unexpected: the runner fails the run.
-pub fn unexpected_warnings(log: &str) -> Vec<String> {
-    warnings_of(log, WarningLine::Unexpected)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The summary of a whole log, line by line.
+    fn parse(log: &str) -> Summary {
+        let mut s = Summary::default();
+        for l in log.lines() {
+            s.feed(&classify(l));
+        }
+        s
+    }
+
+    /// The lines of `log` of kind `kind`.
+    fn warnings_of(log: &str, kind: WarningLine) -> Vec<String> {
+        let mut watch = WarningWatch::default();
+        log.lines()
+            .filter(|l| watch.feed(l) == kind)
+            .map(String::from)
+            .collect()
+    }
+
+    /// The watched warnings of `log` no test declared.
+    fn unexpected_warnings(log: &str) -> Vec<String> {
+        warnings_of(log, WarningLine::Unexpected)
+    }
 
     /// A log as the kernel prints it: two suites, test output between the lines.
     const LOG: &str = "banner\nKTAP version 1\n1..2\n    KTAP version 1\n    # Subtest: options\n    1..1\n    # valid: running\n    ok 1 valid\n# options: pass:1 fail:0 skip:0 total:1\nok 1 options\n    KTAP version 1\n    # Subtest: ktest\n    1..2\n    # deliberate_failure: running\nsome output\nok 7 not-a-case-inside-output\n    not ok 1 deliberate_failure # x.rs:3: boom\n    ok 2 b # SKIP no smp\n# ktest: pass:0 fail:1 skip:1 total:2\nnot ok 2 ktest # 1 of 2 cases failed\n# Totals: pass:1 fail:1 skip:1 total:3\n";

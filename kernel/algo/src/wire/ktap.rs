@@ -3,6 +3,9 @@
 //! The layout is KUnit's: a top-level plan counting suites, then per suite a subtest block
 //! indented by four spaces (`KTAP version 1`, `# Subtest: NAME`, the suite's plan, its cases),
 //! KUnit's `# NAME: pass:.. fail:.. skip:.. total:..` line, and the suite's own result line.
+//!
+//! The writers (the kernel's) and the reader ([`parse`], the host's) of these lines sit here
+//! side by side; the prefixes are the constants below.
 
 use alloc::format;
 use alloc::string::String;
@@ -17,6 +20,20 @@ pub enum Outcome {
 
 /// Indentation of a subtest block (KUnit's KUNIT_SUBTEST_INDENT).
 pub const INDENT: &str = "    ";
+/// The version line that opens the log and each subtest block.
+pub const VERSION: &str = "KTAP version 1";
+/// What starts a plan line (`1..N`).
+pub const PLAN: &str = "1..";
+/// What starts a suite's subtest block header.
+pub const SUBTEST: &str = "# Subtest: ";
+/// What starts a passed (or skipped) result line.
+pub const OK: &str = "ok ";
+/// What starts a failed result line.
+pub const NOT_OK: &str = "not ok ";
+/// What separates a result line's name from its directive or reason.
+pub const DIRECTIVE: &str = " # ";
+/// The directive of a skipped test.
+pub const SKIP: &str = "SKIP";
 
 /// Running totals, printed as KUnit's `# Totals:` line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -86,9 +103,9 @@ impl Totals {
 /// The lines that open suite `name`'s subtest block of `cases` cases (already indented).
 pub fn subtest_header(name: &str, cases: usize) -> [String; 3] {
     [
-        format!("{INDENT}KTAP version 1"),
-        format!("{INDENT}# Subtest: {name}"),
-        format!("{INDENT}1..{cases}"),
+        format!("{INDENT}{VERSION}"),
+        format!("{INDENT}{SUBTEST}{name}"),
+        format!("{INDENT}{PLAN}{cases}"),
     ]
 }
 
@@ -138,10 +155,93 @@ fn one_line(reason: &str) -> String {
 /// `ok N name`, `not ok N name # reason` or `ok N name # SKIP reason`.
 pub fn result_line(number: usize, name: &str, outcome: &Outcome) -> String {
     match outcome {
-        Outcome::Pass => format!("ok {} {}", number, name),
-        Outcome::Fail(reason) => format!("not ok {} {} # {}", number, name, one_line(reason)),
-        Outcome::Skip(reason) => format!("ok {} {} # SKIP {}", number, name, one_line(reason)),
+        Outcome::Pass => format!("{OK}{number} {name}"),
+        Outcome::Fail(reason) => format!("{NOT_OK}{number} {name}{DIRECTIVE}{}", one_line(reason)),
+        Outcome::Skip(reason) => {
+            format!("{OK}{number} {name}{DIRECTIVE}{SKIP} {}", one_line(reason))
+        }
     }
+}
+
+/// A result line read back: `ok N name`, `not ok N name # reason`, `ok N name # SKIP why`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResultLine<'a> {
+    pub ok: bool,
+    pub number: u32,
+    /// The name, trimmed.
+    pub name: &'a str,
+    /// The text after ` # `, trimmed (empty when there is none).
+    pub reason: &'a str,
+}
+
+impl ResultLine<'_> {
+    /// Whether the directive is `SKIP`.
+    pub fn skipped(&self) -> bool {
+        self.reason.starts_with(SKIP)
+    }
+}
+
+/// A KTAP line read back (without its indentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KtapLine<'a> {
+    /// `KTAP version 1`.
+    Version,
+    /// `1..N` (None: N is not a number).
+    Plan(Option<u32>),
+    /// `# Subtest: NAME` (the name trimmed).
+    Subtest(&'a str),
+    /// A result line.
+    Result(ResultLine<'a>),
+    /// `# expect-warnings: COUNT WHAT`.
+    ExpectWarnings(u32, &'a str),
+}
+
+fn parse_result(line: &str) -> Option<ResultLine<'_>> {
+    let (ok, rest) = if let Some(rest) = line.strip_prefix(NOT_OK) {
+        (false, rest)
+    } else {
+        (true, line.strip_prefix(OK)?)
+    };
+    let (head, reason) = match rest.split_once(DIRECTIVE) {
+        Some((h, r)) => (h, r.trim()),
+        None => (rest, ""),
+    };
+    let (number, name) = head.split_once(' ')?;
+    Some(ResultLine {
+        ok,
+        number: number.parse().ok()?,
+        name: name.trim(),
+        reason,
+    })
+}
+
+/// Reads one serial line as KTAP: whether it is indented (a subtest block's line) and what
+/// it is; None for any other line. A trailing `\r` is ignored.
+pub fn parse(line: &str) -> Option<(bool, KtapLine<'_>)> {
+    let line = line.trim_end_matches(['\r', '\n']);
+    let indented = line.starts_with(' ');
+    let text = line.trim_start();
+    let kind = if text == VERSION {
+        KtapLine::Version
+    } else if let Some(plan) = text.strip_prefix(PLAN) {
+        KtapLine::Plan(plan.trim().parse().ok())
+    } else if let Some(name) = text.strip_prefix(SUBTEST) {
+        KtapLine::Subtest(name.trim())
+    } else if let Some(r) = parse_result(text) {
+        KtapLine::Result(r)
+    } else {
+        let (count, what) = parse_expect_warnings(text)?;
+        KtapLine::ExpectWarnings(count, what)
+    };
+    Some((indented, kind))
+}
+
+/// A diagnostic line of the form `# NAME: TEXT` (at any indentation) with a one-word NAME (a
+/// subsystem's or an experiment's own note, e.g. `# latency_matrix: ...`): NAME and TEXT
+/// (trailing blanks trimmed).
+pub fn diagnostic(line: &str) -> Option<(&str, &str)> {
+    let (name, text) = line.trim().strip_prefix("# ")?.split_once(": ")?;
+    (!name.is_empty() && !name.contains(' ')).then_some((name, text))
 }
 
 #[cfg(test)]
@@ -172,6 +272,60 @@ mod tests {
         all.merge(&t);
         all.merge(&t);
         assert_eq!(all.total(), 4);
+    }
+
+    #[test]
+    fn every_ktap_line_reads_back() {
+        let fail = result_line(7, "slub.x", &Outcome::Fail("bad\nworse".into()));
+        let (indented, line) = parse(&fail).unwrap();
+        assert!(!indented);
+        assert_eq!(
+            line,
+            KtapLine::Result(ResultLine {
+                ok: false,
+                number: 7,
+                name: "slub.x",
+                reason: "bad | worse"
+            })
+        );
+        let skip = format!(
+            "{INDENT}{}",
+            result_line(2, "y", &Outcome::Skip("why".into()))
+        );
+        match parse(&skip) {
+            Some((true, KtapLine::Result(r))) => assert!(r.ok && r.skipped() && r.name == "y"),
+            other => panic!("{other:?}"),
+        }
+        let [v, sub, plan] = subtest_header("slub", 3);
+        assert_eq!(parse(&v), Some((true, KtapLine::Version)));
+        assert_eq!(parse(&sub), Some((true, KtapLine::Subtest("slub"))));
+        assert_eq!(parse(&plan), Some((true, KtapLine::Plan(Some(3)))));
+        assert_eq!(parse("1..x\r"), Some((false, KtapLine::Plan(None))));
+        let e = expect_warnings_line(2, INVALID_FREE);
+        assert_eq!(
+            parse(&e),
+            Some((true, KtapLine::ExpectWarnings(2, INVALID_FREE)))
+        );
+        for other in [
+            "",
+            "okay 1 a",
+            "ok x a",
+            "# Totals: pass:1",
+            "numalab: warning: x",
+        ] {
+            assert_eq!(parse(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn diagnostics_name_their_writer() {
+        assert_eq!(
+            diagnostic("# latency_matrix: c: x \r"),
+            Some(("latency_matrix", "c: x"))
+        );
+        assert_eq!(diagnostic("# slub irq: x"), None);
+        assert_eq!(diagnostic("    # a: x"), Some(("a", "x")));
+        assert_eq!(diagnostic("# a x"), None);
     }
 
     #[test]
