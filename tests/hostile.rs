@@ -1,4 +1,4 @@
-//! Hostile input to the runner (issue 24): runs the built `numalab-boot` binary on every file
+//! Hostile input to the runner: runs the built `numalab-boot` binary on every file
 //! of tests/hostile/ and on generated inputs too large to keep, and checks that each is
 //! refused before anything is built or booted: exit status 2, one error line, no panic or
 //! backtrace. Each run's wall time is printed (`--nocapture`), never asserted. One short
@@ -7,14 +7,14 @@
 //! File names say how the runner is called: `topology-*` as `topology FILE`, `machine-*` as
 //! `--machine FILE --suite test`, `*.args` as the command line the file holds.
 //!
-//! Issue 37's classes, end to end through `./qemu-run.sh` run from a scratch folder (no boot):
+//! Classes, end to end through `./qemu-run.sh` run from a scratch folder (no boot):
 //! hostile/costs.rs (cost model files: a FIFO, a malformed MLC text, a matrix of the wrong
 //! size, the removed --trace-latency), hostile/options.rs (values that smuggle options, knobs a design ignores), hostile/outputs.rs
 //! (outputs over inputs, two-run JSONL, `--out` naming a file), hostile/paths.rs (relative
 //! paths read from the caller's folder), hostile/machines.rs (encodings, two machines in one
 //! text, bounded quotes); hostile/script.rs runs the script and checks a refusal.
 //!
-//! Issue 47's classes: hostile/tables.rs (acpidump texts cut mid-table, mid-row, mid-byte; bad
+//! Classes: hostile/tables.rs (acpidump texts cut mid-table, mid-row, mid-byte; bad
 //! checksums; a 1-byte SRAT entry), hostile/out_paths.rs (`--log` over an input or in a
 //! missing folder, `--out` under /proc, `--hugepages` off hugetlbfs, a FIFO cost model),
 //! hostile/compare.rs (compare of runs of different machines or experiment sets),
@@ -186,7 +186,7 @@ fn generated_256_nodes_with_distances_are_refused_before_qemu() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// Issue 24 item 4: `topology` on a 64 MB SLIT (8191 localities) took 25-48 s and 508 MB
+/// `topology` on a 64 MB SLIT (8191 localities) took 25-48 s and 508 MB
 /// building a dump nothing prints; the kernel does not even copy a table over
 /// `sdt::MAX_TABLE_BYTES`. Now the host ignores it the same way, with the kernel's warning.
 #[test]
@@ -243,7 +243,7 @@ fn a_64_mb_slit_is_ignored_as_the_kernel_ignores_it() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// Issue 24 item 2, end to end (the one QEMU boot of this file, a few seconds of guest time):
+/// End to end (the one QEMU boot of this file, a few seconds of guest time):
 /// nodes 0, 7 and 300 made a SLIT of 301 localities, which QEMU refused ("ACPI table too
 /// big", exit 4, after a "replay mismatch" line). Compacted, the kernel boots on the three
 /// nodes and prints every distance of the source.

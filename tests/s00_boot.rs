@@ -63,7 +63,7 @@ fn s00_bios_boots_and_passes() {
 
 #[test]
 fn s00_every_warning_the_tests_provoke_is_declared() {
-    // Issue 25: the main job's console shows no deliberate misuse. Every warning the whole
+    // The main job's console shows no deliberate misuse. Every warning the whole
     // test suite provokes on purpose (invalid and double frees, red zones, bad vfrees, a
     // destroy with objects left) is declared by its test (`# expect-warnings`), so the console
     // counts it and the log keeps it; whatever is left would be printed.
@@ -185,7 +185,7 @@ fn s00_the_production_kernel_carries_no_tests() {
         names.iter().any(|n| n == "ktests"),
         "test kernel lacks ktests: {names:?}"
     );
-    // No test hook either (issue 38): the `test` option group (acpi.corrupt, smp.hold_apic,
+    // No test hook either: the `test` option group (acpi.corrupt, smp.hold_apic,
     // test.fail, ...) is neither in the option table of the plain kernel nor parsed by it, and
     // no hook function is linked in. The ktest kernel has the keys: the check can fail.
     let symbols = elf::symbol_names(&plain);

@@ -383,7 +383,7 @@ fn s01_injected_bad_entries_are_dropped_one_warning_each() {
     boot_and_check(&c, &w);
 }
 
-/// Issue 37: what Linux declares a bad SRAT (an entry too short for its type: bad_srat()) or
+/// What Linux declares a bad SRAT (an entry too short for its type: bad_srat()) or
 /// refuses as NUMA (memory of two domains that overlaps: numa_cleanup_meminfo) boots as one
 /// node, as Linux boots it.
 #[test]
@@ -479,7 +479,7 @@ fn s01_injected_cpus_without_entry_and_bad_self_distance() {
 
 #[test]
 fn s01_injected_invalid_apic_ids_are_not_cpus() {
-    // Issue 14 bug 4: APIC id 0xff (local APIC entry) and 0xffffffff (local x2APIC entry) are
+    // APIC id 0xff (local APIC entry) and 0xffffffff (local x2APIC entry) are
     // the reserved invalid ids: each entry is dropped with its own warning, not taken for a
     // CPU the MADT lacks.
     let s = srat(&[
@@ -514,7 +514,7 @@ fn s01_injected_slit_smaller_than_the_nodes_is_used_for_the_localities_it_has() 
         mem(0, 0, 512 * MIB, FLAG_ENABLED),
         mem(2, 512 * MIB, 512 * MIB, FLAG_ENABLED),
     ]);
-    // Issue 37: Linux's acpi_numa_slit_init uses the rows there are, 10/20 for the rest.
+    // Linux's acpi_numa_slit_init uses the rows there are, 10/20 for the rest.
     let l = slit(&[vec![10, 20], vec![20, 10]]);
     let c = cfg_owned(
         "uma",
@@ -557,7 +557,7 @@ fn boot_with_corrupt_srat(how: &str, warning: &str) {
     );
 }
 
-/// Issue 47: a bad checksum is used with a warning, as ACPICA and Linux do (the hook adds 1
+/// A bad checksum is used with a warning, as ACPICA and Linux do (the hook adds 1
 /// to the checksum byte, so the bytes sum to 0x01): the 2node machine boots whole.
 #[test]
 fn s01_srat_with_bad_checksum_is_used_with_a_warning() {
@@ -586,10 +586,10 @@ fn s01_srat_whose_length_runs_past_the_table_falls_back_to_one_node() {
     boot_with_corrupt_srat("srat_length", "runs past the");
 }
 
-/// Linux's MAX_NUMNODES (NODES_SHIFT 10), the most nodes the kernel takes (issue 24 item 7).
+/// Linux's MAX_NUMNODES (NODES_SHIFT 10), the most nodes the kernel takes.
 const MAX_NUMNODES: u32 = 1024;
 
-/// Issue 24 item 7: a machine of 1024 nodes, Linux's MAX_NUMNODES, boots whole: an injected
+/// A machine of 1024 nodes, Linux's MAX_NUMNODES, boots whole: an injected
 /// SRAT (no SLIT: one of 1024 x 1024 bytes is more than QEMU's 64 KiB for `-acpitable`, so
 /// the distances are Linux's 10/20) gives node 0 258 MiB and each other node 2 MiB, with the
 /// 4 CPUs on nodes 0, 341, 682 and 1023 (node codes above frame's 8-bit one included), and

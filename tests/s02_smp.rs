@@ -187,7 +187,7 @@ fn s02_lock_hammer_stress() {
     );
 }
 
-/// 255 vCPUs (the TCG limit) without NUMA, the whole test suite (issue 24 item 11). A slow
+/// 255 vCPUs (the TCG limit) without NUMA, the whole test suite. A slow
 /// shape, ignored by default: on the 2-core host the boot took 4m53s (`./qemu-run.sh
 /// --topology uma --smp 255 --mem 2G --suite test`: 67 passed, 2 skipped, 292.9 s in the
 /// kernel) once vmalloc's purges stopped piling 255 CPUs up behind one lock; before, the same

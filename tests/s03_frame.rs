@@ -171,7 +171,7 @@ fn s03_4node_buddy_per_node_and_fallback_by_distance() {
     );
 }
 
-/// Issue 14 bugs 1 and 2: node 0's memory lies on both sides of node 1's. An injected SRAT
+/// Node 0's memory lies on both sides of node 1's. An injected SRAT
 /// (QEMU's `-numa node,memdev=` lays nodes out one after the other and cannot say this) gives
 /// PXM 0 [0, 256M) + [512M, 1G) and PXM 1 [256M, 512M): node 1's range is inside node 0's
 /// span. When pages were looked up by span, every free of node 1's pages through

@@ -79,7 +79,7 @@ fn s04_4node_geometry_remote_frees_and_debug_reports() {
     );
     let remote = out.boot_log.ktap.result("slub.remote_frees").unwrap();
     assert!(!remote.skipped && remote.ok, "{}", remote.reason);
-    // Issue 14 bug 3: alloc_node on an exhausted node reuses its fallback slab.
+    // Alloc_node on an exhausted node reuses its fallback slab.
     let exhausted = out.boot_log.ktap.result("slub.exhausted_node").unwrap();
     assert!(!exhausted.skipped && exhausted.ok, "{}", exhausted.reason);
     assert!(
@@ -104,7 +104,7 @@ fn s04_4node_geometry_remote_frees_and_debug_reports() {
     }
 }
 
-/// Issue 14 bug 7: on 8 nodes x 8 CPUs `slub.conservation` lost 40 pages of node 0 (a
+/// On 8 nodes x 8 CPUs `slub.conservation` lost 40 pages of node 0 (a
 /// destroyed cache kept its per-CPU slab array, 64 * 320 bytes: an order-3 heap block, for
 /// each of the test's 5 caches). The whole suite runs on this 64-CPU shape (every layer's
 /// tests pass; shared with s01 and s02).
@@ -166,7 +166,7 @@ fn s04_memoryless_fix_and_bloat() {
     assert!(out.log.contains("memoryless_fix 0"), "{}", out.log);
 }
 
-/// Issue 24 item 14: with `slub.debug=FZPU` on every cache, `slub.geometry` failed
+/// With `slub.debug=FZPU` on every cache, `slub.geometry` failed
 /// ("kmalloc-128 order with min_objects 20", tests.rs:97), `slub.paths` ("AllocFastpath never
 /// counted", tests.rs:271) and `slub.irq_hammer` ("no interrupt split a fast path"): they
 /// assumed caches without debugging. Now each asserts what holds with debug flags, as Linux's
@@ -302,7 +302,7 @@ fn s04_4node_linux_checks() {
     assert!(out.log.contains("; checks linux"), "{}", out.log);
 }
 
-/// Issue 45 item 4: readers of an RCU table whose writers free kmalloc-32 entries with
+/// Readers of an RCU table whose writers free kmalloc-32 entries with
 /// kvfree_rcu (`call_rcu` way, one grace period per entry) under `slub.debug=FZPU`: SLUB poisons
 /// an entry (0x6b) the moment it is freed, so one freed before its readers finished is a read
 /// of the poison. The suite passes, with the poison on and every entry freed after the barrier.

@@ -1,4 +1,4 @@
-//! Replaying a real machine (issue 15, docs/replay.md): `qemu-run.sh topology SOURCE` on
+//! Replaying a real machine (docs/replay.md): `qemu-run.sh topology SOURCE` on
 //! machine descriptions written by numalab_boot::machine::samples (binary tables as
 //! `acpidump -b` writes them, an `acpidump` text, a `numactl -H` text) and on sources that
 //! cannot be used, through qemu-run.sh; and two boots with `--machine`: the 4-socket,

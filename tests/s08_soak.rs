@@ -101,7 +101,7 @@ fn s08_short_soak_on_4node() {
         done.contains("(injected: page_alloc 0, slab 0, vmalloc 0)"),
         "{done}"
     );
-    // kvfree_rcu in the mix (issue 45): frees went through it, and every checkpoint counted
+    // kvfree_rcu in the mix: frees went through it, and every checkpoint counted
     // the blocks waiting for a grace period before its barrier freed them all (a block left
     // unfreed would have failed the run).
     assert!(number_before(&done, "through") > 0, "{done}");
@@ -218,7 +218,7 @@ fn one_cpu_machine(nodes: u32) -> Numactl {
     }
 }
 
-/// Issue 24 item 7: SLUB counted the descriptor pool and large kmallocs of every node >= 63 in
+/// SLUB counted the descriptor pool and large kmallocs of every node >= 63 in
 /// one slot (`MAX_NODES = 64`), so on 66 nodes the soak's per-node conservation of node 63 was
 /// off by what nodes 64 and 65 held: `--machine` of this machine with `--smp 1`, `--suite
 /// soak --set soak.ops=400000 --set soak.checkpoints=40`, seeds 2-5, failed with `node 63:
@@ -249,7 +249,7 @@ fn s08_soak_on_66_nodes() {
     println!("{done}");
 }
 
-/// Issue 24 item 14: the soak with every SLUB debug flag on every cache (`slub.debug=FZPU`):
+/// The soak with every SLUB debug flag on every cache (`slub.debug=FZPU`):
 /// red zones, poison and tracking words checked at every allocation and free of 100000
 /// operations, every checkpoint's conservation intact and no debug report.
 #[test]

@@ -413,7 +413,7 @@ fn s09_memoryless_node_runs_on_the_seed_topology_with_a_uma_comparison() {
     );
 }
 
-/// Issue 39: the vmalloc experiment's full-size det boot on 4node (8 vCPUs round-robin, 2000
+/// The vmalloc experiment's full-size det boot on 4node (8 vCPUs round-robin, 2000
 /// pairs per CPU) keeps the vmap nodes' pools holding: global-lock acquisitions per pair
 /// cpu <= 0.3 and numa <= 0.03 (0.2556 and 0.0164 with the fix). With lazy purges that only
 /// tried the purge lock (c0c4ad6) the lazy lists grew while one purge's shootdown waited for

@@ -1,5 +1,5 @@
 //! Layer 13: under KVM (`--accel kvm`, real cores) the smp and slub suites pass and a tsc
-//! benchmark (the list_lock experiment with lock statistics, the one issue 35 saw stall)
+//! benchmark (the list_lock experiment with lock statistics, the one that once stalled)
 //! completes, on hosts where KVM can boot numalab; elsewhere each test says why it skipped
 //! (a printed line: `cargo test -- --nocapture` shows it).
 

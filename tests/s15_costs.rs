@@ -1,4 +1,4 @@
-//! Layer 15: the cost models end to end (docs/costs.md, issue 43). The in-kernel MLC
+//! Layer 15: the cost models end to end (docs/costs.md). The in-kernel MLC
 //! (`latency_matrix`) runs under the trace plugin on each shipped preset's own topology, with
 //! the preset as the cost model (`bench --icount --smoke --trace mem --cost-model P --topology
 //! P --set bench=latency_matrix`): every DRAM and c2c cell's modelled ns per load must be the

@@ -11,8 +11,11 @@
 //! and its parts are one mechanism).
 //!
 //! Run: `cargo test --test structure` (prints every circle it finds). structure/wire.rs
-//! checks that only the wire module matches prefixes of the serial log.
+//! checks that only the wire module matches prefixes of the serial log, structure/comments.rs
+//! that no comment names an issue by number.
 
+#[path = "structure/comments.rs"]
+mod comments;
 #[path = "structure/percpu.rs"]
 mod percpu;
 #[path = "structure/seams.rs"]

@@ -20,7 +20,7 @@ fn main() {
         }
     };
     std::process::exit(match job {
-        // Tests, stress and smoke benchmarks, then the short soak (issue 14), then where the
+        // Tests, stress and smoke benchmarks, then the short soak, then where the
         // results went.
         Job::Main(base, verbose) => run::main_job(base, verbose),
         // One command, two kernels: numalab's boots and the Linux twin's are one plan

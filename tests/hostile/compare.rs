@@ -1,4 +1,4 @@
-//! Issue 47 class 5, end to end: `bench --compare` of runs of different machines or of
+//! End to end: `bench --compare` of runs of different machines or of
 //! different experiment sets says what differs on top (both machines named, what is only in
 //! base and only in new), never compares them as if alike.
 

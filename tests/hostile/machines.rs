@@ -1,4 +1,4 @@
-//! Issue 37 class 4, end to end: a machine description is one machine per file, in any
+//! End to end: a machine description is one machine per file, in any
 //! encoding Windows or Linux tools save (UTF-8 with or without a BOM, CRLF line ends,
 //! UTF-16 with or without a BOM), and an error quotes a bounded part of a line.
 

@@ -1,4 +1,4 @@
-//! Issue 47 class 2, end to end: a machine too small to boot (`-m 16M`) or too small for its
+//! End to end: a machine too small to boot (`-m 16M`) or too small for its
 //! suite (`-m 24M`) is refused before anything boots, naming the floor; a guest that runs out
 //! of memory anyway ends at once with exit status 5 and the cause: the bootloader's panic when
 //! it cannot map the machine (it would halt until the time-out), or the kernel's own

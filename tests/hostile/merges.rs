@@ -1,4 +1,4 @@
-//! Issue 47 class 4 (merge and --emit-jobs), end to end: `sweep --emit-jobs` naming one of
+//! (merge and --emit-jobs), end to end: `sweep --emit-jobs` naming one of
 //! the sweep's inputs is refused with the input untouched; merge meets a JSONL cut mid-line, a
 //! symbolic link loop inside a job folder, an empty job folder and jobs of two revisions, and
 //! each gets one line naming the file, exit 2, nothing written.
@@ -89,7 +89,7 @@ fn merge_names_the_file_of_a_cut_jsonl_a_link_loop_an_empty_job_and_two_revision
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// Issue 47 class 4 (issue 37's leftover): a relative path inside `-- BENCH ARGS` means the
+/// : a relative path inside `-- BENCH ARGS` means the
 /// caller's folder, as every other path typed: the job list carries it absolute, since the
 /// jobs run in the checkout.
 #[test]
@@ -130,7 +130,7 @@ fn relative_paths_in_bench_args_are_the_callers() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// Issue 47 class 4: a bad option inside `-- BENCH ARGS` is refused before any job runs (or
+/// A bad option inside `-- BENCH ARGS` is refused before any job runs (or
 /// is written to a job list), not once per job: a cost model that is missing or a FIFO.
 #[test]
 fn a_bad_path_in_bench_args_is_refused_before_any_job() {

@@ -1,4 +1,4 @@
-//! Issue 37 class 2, end to end: an option value cannot carry a second option, and a knob
+//! End to end: an option value cannot carry a second option, and a knob
 //! the chosen design does not read is refused naming both, before anything is built.
 
 use super::script::{refused_in, scratch};

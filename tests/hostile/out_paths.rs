@@ -1,4 +1,4 @@
-//! Issue 47 class 3, end to end: output paths refused before anything is built or booted,
+//! End to end: output paths refused before anything is built or booted,
 //! with nothing written: a `--log` naming the `--machine` source or another input, or in a
 //! folder that does not exist; an `--out` that cannot be made (under /proc); `--hugepages` on
 //! a folder that is not a hugetlbfs mount; a `--cost-model` that is a FIFO or a device.

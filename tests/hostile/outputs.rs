@@ -1,4 +1,4 @@
-//! Issue 37 class 3, end to end: an output never overwrites, mixes with or lands inside an
+//! End to end: an output never overwrites, mixes with or lands inside an
 //! input; an `--out` naming a file is refused before anything is built; a JSONL holding two
 //! runs (two headers, `cat A B`) is refused by compare and merge.
 

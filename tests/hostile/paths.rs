@@ -1,4 +1,4 @@
-//! Issue 37 class 5, end to end: qemu-run.sh changes into the checkout, yet every relative
+//! End to end: qemu-run.sh changes into the checkout, yet every relative
 //! path a user types is read against the folder the command was run from: topology sources,
 //! `--machine`, compare and merge inputs, `--out` and `--html`.
 

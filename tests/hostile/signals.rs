@@ -1,4 +1,4 @@
-//! Issue 47 class 1, end to end: SIGINT and SIGTERM to a running `./qemu-run.sh bench` (as a
+//! End to end: SIGINT and SIGTERM to a running `./qemu-run.sh bench` (as a
 //! shell's Ctrl-C or a CI cancel sends them), SIGTERM to a `timeout` wrapping it and to a
 //! `sweep` (GNU parallel's jobs) leave no process of the run behind (the process tree is read,
 //! not the exit status), no result file that looks whole, and exit with 128 + the signal. `--timeout` at its largest value runs
@@ -252,7 +252,7 @@ fn compare_and_merge_refuse_a_result_left_partial() {
 }
 
 /// `--timeout 1` on a stand-in QEMU that spins for ever: killed at its CPU budget, exit 124,
-/// nothing of the run left (it held before issue 47: a check that it still does).
+/// nothing of the run left (it held before its fix: a check that it still does).
 #[test]
 fn a_one_second_timeout_ends_with_124_and_no_qemu_left() {
     let d = scratch("timeout-1");

@@ -1,4 +1,4 @@
-//! Issue 47 class 6, end to end: an acpidump text cut mid-table, mid-row or mid-byte is
+//! End to end: an acpidump text cut mid-table, mid-row or mid-byte is
 //! refused by `topology` and `--machine` naming the table and the line (exit 2, before any
 //! boot); a table with a bad checksum is used with a warning that says the sums, as ACPICA
 //! and Linux do; a 1-byte SRAT entry of an unknown type is stepped over by one byte, as

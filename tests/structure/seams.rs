@@ -1,4 +1,4 @@
-//! The seams of issue 38, checked on the source: kernel option keys are written only where the
+//! The seams, checked on the source: kernel option keys are written only where the
 //! options are declared (kernel/algo/src/options) and in tests, everything else goes through
 //! the typed handles; `MAX_CPUS` is defined once (per-CPU data: structure/percpu.rs); the
 //! production kernel has no crate-wide lint allow and imports no `tests` module, and its
@@ -171,7 +171,7 @@ fn key_text_outside_declarations(roots: &[&str], keys: &[String]) -> Vec<String>
 
 #[test]
 fn option_keys_are_written_only_where_options_are_declared() {
-    // Issue 38: options travel typed (`cmdline.set(&SLUB_DESIGN, Design::Partial)`,
+    // Options travel typed (`cmdline.set(&SLUB_DESIGN, Design::Partial)`,
     // `opts.get(&SLUB_DESIGN)`): no production file writes `"slub.design=partial"`,
     // `starts_with("bench=")` or compares a key's text.
     let keys = declared_keys();
@@ -207,7 +207,7 @@ fn the_key_check_finds_key_text() {
 
 #[test]
 fn max_cpus_is_defined_once() {
-    // Issue 38: one bound of the kernel's per-CPU arrays and bring-up (kernel/src/percpu.rs);
+    // One bound of the kernel's per-CPU arrays and bring-up (kernel/src/percpu.rs);
     // the ACPI parse limit and the host's numactl text limit have names of their own.
     let repo = super::repo();
     let mut found = Vec::new();
@@ -320,7 +320,7 @@ fn offset_uses(source: &str) -> Vec<usize> {
 
 #[test]
 fn the_direct_map_offset_lives_in_one_module() {
-    // Issue 38: arch/x86_64/direct_map.rs owns the offset (phys_to_virt, virt_to_phys); early
+    // Arch/x86_64/direct_map.rs owns the offset (phys_to_virt, virt_to_phys); early
     // boot hands the bootloader's value to it and nothing else reads or adds it. Before the
     // module existed, 44 lines in 13 files named the offset (the same rule run with grep over
     // the tree at the merge before it).

@@ -50,7 +50,7 @@ pub fn memoryless() -> Arc<Outcome> {
 }
 
 /// `8node`: 8 nodes x 8 CPUs, 64 vCPUs; the whole test suite (s01, s02, s04). Per-CPU
-/// structures sized by the CPU count only cross a page here (issue 14 bug 7: a destroyed
+/// structures sized by the CPU count only cross a page here (a destroyed
 /// SLUB cache kept its 64 * 320-byte per-CPU array, whole heap pages). On the 2-core host
 /// the boot took 121.7 s inside a whole `./qemu-run.sh test` (3 min 57 s in all), 142.8 s
 /// on its own, 183.1 s beside another session's QEMUs: under 3 minutes, so not `#[ignore]`d.

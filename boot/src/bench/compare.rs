@@ -272,7 +272,7 @@ fn warnings(base: &Run, new: &Run, fb: &Facts, fnew: &Facts) -> Vec<String> {
         }
         let mut line = format!("WARNING: {loud}: {}", diffs.join("; "));
         if kind == "machine" {
-            // Both machines named (issue 47 class 5), not only the facts that differ.
+            // Both machines named, not only the facts that differ.
             line.push_str(&format!(
                 " (base: {}; new: {})",
                 machine_words(fb),
@@ -284,7 +284,7 @@ fn warnings(base: &Run, new: &Run, fb: &Facts, fnew: &Facts) -> Vec<String> {
     out
 }
 
-/// The line that says, on top, which measurements only one side has (issue 47 class 5: runs
+/// The line that says, on top, which measurements only one side has (runs
 /// of different experiment sets), grouped by experiment; None when both have the same.
 fn experiments_differ(rows: &[Row]) -> Option<String> {
     let mut parts = Vec::new();

@@ -332,7 +332,7 @@ fn a_count_from_a_host_time_boot_says_it_depends_on_the_host() {
     );
 }
 
-/// Issue 47 class 5: two replays whose headers alike ("custom (QEMU arguments)") ran on
+/// Two replays whose headers alike ("custom (QEMU arguments)") ran on
 /// machines of 4 and 2 nodes: said on top, both machines named.
 #[test]
 fn runs_of_different_machines_say_so_on_top_naming_both() {
@@ -354,7 +354,7 @@ fn runs_of_different_machines_say_so_on_top_naming_both() {
     );
 }
 
-/// Issue 47 class 5: runs of different experiment sets say on top what only one side has.
+/// Runs of different experiment sets say on top what only one side has.
 #[test]
 fn runs_of_different_experiment_sets_say_what_only_one_side_has_on_top() {
     let mut a = reps("ops_per_cpu", &[1.0, 2.0, 3.0]);

@@ -136,7 +136,7 @@ mod tests {
 
     #[test]
     fn a_file_holding_two_runs_is_refused_at_its_second_header() {
-        // Issue 37 class 3: `cat A B` was read as one run, its records mixed.
+        // `cat A B` was read as one run, its records mixed.
         let (records, _) = parse_log(&line("b", "c", "m", "2.5", 3), Boot::Tsc);
         let run = format!(
             "{{\"record\":\"header\",\"git_rev\":\"abc\"}}\n{}\n",

@@ -431,7 +431,7 @@ fn check_qemu_args(cli: &Cli) -> Result<(), clap::Error> {
 }
 
 /// Refuses a `--set` knob that the chosen design does not read (`slub.cpu_partial` under
-/// `slub.design=sheaves`): exit status 2 naming both, before anything is built (issue 37).
+/// `slub.design=sheaves`): exit status 2 naming both, before anything is built.
 fn check_design_knobs(cli: &Cli) -> Result<(), clap::Error> {
     let machine = match &cli.command {
         Some(Command::Bench(b)) => &b.machine,

@@ -52,7 +52,7 @@ pub(super) fn parse_reps(text: &str) -> Result<u32, String> {
 pub(super) fn parse_mem(text: &str) -> Result<u64, String> {
     let mib = parse_mem_mib(text)
         .ok_or_else(|| String::from("expected a size such as 2G or 512M, at least 64M"))?;
-    // Bounded by what QEMU can address (issue 24); what this host can back is checked by
+    // Bounded by what QEMU can address; what this host can back is checked by
     // `resolve` (parsing reads nothing of the host).
     match crate::machine::scale::mem_problem(mib, None) {
         Some(why) => Err(why),

@@ -47,7 +47,7 @@ pub fn read(dir: &Path) -> Result<RawTables, SourceError> {
     for (sig, _, name) in found {
         let path = dir.join(&name);
         let bytes = read_file(&path)?;
-        // A file shorter than its header's length is a cut copy (issue 47): QEMU would take
+        // A file shorter than its header's length is a cut copy: QEMU would take
         // the bytes present as the whole table, so no replay is built from it.
         if let Some(what) = numalab_algo::acpi::sdt::cut_short(sig, &bytes) {
             return Err(SourceError::new(

@@ -1,4 +1,4 @@
-//! Host tests of issue 24 (items 1, 2, 4, 5, 6): hostile machine descriptions the loader and
+//! Host tests: hostile machine descriptions the loader and
 //! the replay must refuse in one line or handle as the kernel does, and Linux's SLIT rule.
 
 use super::*;
@@ -220,7 +220,7 @@ fn a_table_over_the_kernels_limit_is_ignored_on_the_host_too() {
     );
 }
 
-/// Item 5 merged domains past 1024 into kept nodes; issue 37 follows Linux: a domain at or
+/// An early version merged domains past 1024 into kept nodes; numalab follows Linux: a domain at or
 /// past MAX_PXM_DOMAINS (1024) makes the SRAT bad, and `topology` shows the one node Linux
 /// boots, with the warning naming the entry.
 #[test]

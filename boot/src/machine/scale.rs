@@ -395,7 +395,7 @@ mod tests {
         }
     }
 
-    /// Issue 24 item 3: `--mem 99999999999999G` passed the command line and QEMU exited 4.
+    /// `--mem 99999999999999G` passed the command line and QEMU exited 4.
     #[test]
     fn mem_is_bounded_by_qemu_and_the_host() {
         assert_eq!(mem_problem(2048, Some(4096)), None);

@@ -1,4 +1,4 @@
-//! Host tests of the machine readers: every source kind, every messy-table case of issue 15
+//! Host tests of the machine readers: every source kind, every messy-table case
 //! with its documented outcome (docs/replay.md), and sources that cannot be used.
 
 use super::samples::{self, four_socket, four_socket_cpus_of_node};
@@ -169,9 +169,9 @@ fn slit_larger_than_its_locality_count_is_read_to_its_count() {
     );
 }
 
-/// Issue 37: Linux's acpi_parse_entries_array stops at a zero-length entry with -EINVAL
+/// Linux's acpi_parse_entries_array stops at a zero-length entry with -EINVAL
 /// ("Invalid zero length"), which fails the ACPI NUMA init: one node, wherever the entry is
-/// (before issue 37 numalab kept the entries before it).
+/// (numalab used to keep the entries before it).
 #[test]
 fn zero_length_srat_entry_turns_numa_off_as_in_linux() {
     for at in [2, 6] {
@@ -226,7 +226,7 @@ fn several_copies_first_valid_is_used() {
             .any(|l| l.contains("SRAT: another SRAT (table 3 of 3) ignored")),
         "{w:#?}"
     );
-    // The first copy's bad checksum is warned about and the copy is used (issue 47).
+    // The first copy's bad checksum is warned about and the copy is used.
     assert!(
         w.iter().any(|l| l.starts_with("SRAT: incorrect checksum")),
         "{w:#?}"
@@ -328,7 +328,7 @@ fn unusable_sources_are_one_error_naming_the_file() {
     std::fs::create_dir(d.join("apic.dat")).unwrap();
     fails(load(&d), &d.join("apic.dat"), "not a regular file");
     let f = d.join("binary");
-    // (ff fe 00 01, this test's bytes before issue 37, is now read as UTF-16LE text: "Ā".)
+    // (ff fe 00 01, this test's bytes once, is now read as UTF-16LE text: "Ā".)
     std::fs::write(&f, b"SRAT\0\x01\xff\xfe").unwrap();
     fails(load(&f), &f, "not text (a binary file)");
     std::fs::write(&f, "hello\nworld\n").unwrap();

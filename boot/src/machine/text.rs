@@ -1,7 +1,7 @@
 //! A machine description's text as Windows and Linux tools save it: UTF-8 with or without a
 //! byte-order mark, UTF-16 (little or big endian, with or without the mark), line ends LF,
 //! CRLF or CR. Decoded to UTF-8 with LF line ends, or refused naming the encoding. Also the
-//! one-machine rule of a numactl text and the bound on what an error quotes (issue 37).
+//! one-machine rule of a numactl text and the bound on what an error quotes.
 
 use numalab_algo::formats::numactl::{self, Numactl};
 

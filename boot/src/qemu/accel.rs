@@ -207,7 +207,7 @@ mod tests {
         );
     }
 
-    /// Issue 35's stall as the runner saw it: QEMU alive, the guest stopped, no CPU used. A
+    /// A stall as the runner saw it: QEMU alive, the guest stopped, no CPU used. A
     /// stand-in QEMU prints KVM's internal error and then waits as QEMU 7.2 does; the run ends
     /// at once with that line (before this, it waited for the wall-clock cap: 20 x --timeout).
     #[test]

@@ -1,4 +1,4 @@
-//! The guest's memory floor and its out-of-memory (issue 47 class 2): a machine too small for
+//! The guest's memory floor and its out-of-memory: a machine too small for
 //! the suite asked is refused before anything boots (`floor_problem`, exit 2); a guest that runs
 //! out of memory anyway ends at once with a line naming the cause: the kernel's own
 //! `numalab: out of memory: ...` (QEMU status 37), or the bootloader's panic when it cannot map

@@ -1,4 +1,4 @@
-//! Interrupted runs (issue 47 class 1): SIGINT, SIGTERM or SIGHUP to the runner (a shell's
+//! Interrupted runs: SIGINT, SIGTERM or SIGHUP to the runner (a shell's
 //! Ctrl-C, a CI job's cancel, `timeout`) stops every QEMU it started, says so in one line and
 //! ends the run with status 128 + the signal (130, 143, 129); results not yet whole keep their
 //! `.partial` name (`partial_path`), which compare and merge refuse.

@@ -91,7 +91,7 @@ mod tests {
         assert_eq!(Limit::new(s, 8, 16).cpu_budget, s * 8);
         assert_eq!(Limit::new(s, 0, 0).cpu_budget, s);
         assert_eq!(Limit::new(s, 1, 2).wall_cap, s * WALL_CAP_FACTOR);
-        // --timeout at its largest (issue 47 class 1): no overflow, no limit reached.
+        // --timeout at its largest: no overflow, no limit reached.
         let max = Duration::from_secs(u64::MAX);
         assert_eq!(Limit::new(max, 8, 16).cpu_budget, Duration::MAX);
         assert_eq!(Limit::new(max, 8, 16).exceeded(s, Some(s)), None);

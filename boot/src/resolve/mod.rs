@@ -197,7 +197,7 @@ const BENCH_PATH_OPTIONS: &[&str] = &["--cost-model", "--qemu", "--hugepages"];
 
 /// A sweep's BENCH ARGS with each path option's value read by `at` (the caller's folder):
 /// the jobs run in the checkout, so a relative path would otherwise mean the checkout's
-/// (issue 47 class 4). Words after `--` (QEMU's) are left as typed.
+/// Words after `--` (QEMU's) are left as typed.
 fn bench_args_at(args: &[String], at: &dyn Fn(&std::path::Path) -> PathBuf) -> Vec<String> {
     let map = |flag: &str, value: &str| -> String {
         let keep = value.is_empty()
@@ -433,7 +433,7 @@ mod tests {
 
     #[test]
     fn a_preset_whose_nodes_the_bootstrap_heap_would_swallow_is_refused() {
-        // Issue 24 item 8: 8node with 64M gave 8 MiB nodes, and three frame tests failed on
+        // 8node with 64M gave 8 MiB nodes, and three frame tests failed on
         // nodes without managed memory.
         let words = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
         let Err(e) = resolve(parse(words("--topology 8node --mem 64M --smp 8")).unwrap()) else {

@@ -1,4 +1,4 @@
-//! Paths checked before anything is built or booted (issue 47 class 3): a `--log` that
+//! Paths checked before anything is built or booted: a `--log` that
 //! names an input of the run (the `--machine` source, `--qemu`, `--hugepages`, a file named
 //! in the QEMU arguments) or lies in a folder that does not exist or cannot be written, and a
 //! `--hugepages` folder that is not a hugetlbfs mount. Each refusal is one line (exit 2) and
@@ -46,7 +46,7 @@ pub fn problem(request: &Request) -> Option<String> {
     log_problem(log, &inputs)
 }
 
-/// Why a sweep's BENCH ARGS would fail every job (issue 47 class 4: a bad option there is
+/// Why a sweep's BENCH ARGS would fail every job (a bad option there is
 /// refused before any job runs): a `--cost-model` that is no preset and no readable cost
 /// model file (a FIFO is not read), a `--hugepages` that is not a hugetlbfs mount. The
 /// paths are the caller's (resolve made them absolute); words after `--` are QEMU's.

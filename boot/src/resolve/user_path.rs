@@ -1,7 +1,7 @@
 //! Paths a user types: read against the folder the command was run from (qemu-run.sh changes
 //! into the checkout and passes that folder in [`CALLER_DIR_ENV`]), compared as the files
 //! they name (an output that is, or lies inside, an input), and checked as folders before
-//! anything is built (an `--out` that names a file). Issue 37, classes 3 and 5.
+//! anything is built (an `--out` that names a file).
 
 use std::path::{Component, Path, PathBuf};
 
@@ -94,7 +94,7 @@ pub fn writable_problem(dir: &Path) -> Option<String> {
 
 /// Why `path` cannot be the folder an option (`flag`) names for its output: it, or a folder
 /// it would be created under, is a file, or the nearest folder of it that exists cannot be
-/// written (issue 47: `--out /proc/x`). None when it is a folder or can be made one.
+/// written (`--out /proc/x`). None when it is a folder or can be made one.
 pub fn folder_problem(flag: &str, path: &Path) -> Option<String> {
     let mut p = Some(path);
     while let Some(here) = p.filter(|h| !h.as_os_str().is_empty()) {
@@ -148,7 +148,7 @@ mod tests {
         assert!(e.contains("is a file, not a folder"), "{e}");
         let e = folder_problem("--out", &d.join("file/sub")).unwrap();
         assert!(e.contains("file is a file, not a folder"), "{e}");
-        // Issue 47: a folder that cannot be made (under /proc), nothing left in `d` either.
+        // A folder that cannot be made (under /proc), nothing left in `d` either.
         let e = folder_problem("--out", Path::new("/proc/numalab-out")).unwrap();
         assert!(e.contains("nothing can be made in /proc"), "{e}");
         assert_eq!(writable_problem(&d), None);

@@ -138,7 +138,7 @@ impl BenchArgs {
             main_job: false,
             no_det: true,
             icount_only: true,
-            // Traced with the main job (issue 43): seed 006's modelled row is this boot's.
+            // Traced with the main job: seed 006's modelled row is this boot's.
             trace: self.trace,
             ..self.clone()
         })

@@ -22,7 +22,7 @@ pub struct CompareArgs {
 /// The result file `path` names: the file itself; for a run folder the `.jsonl` beside it; for
 /// a folder holding result files (`--out DIR`) the newest (the names start with the UTC
 /// stamp), with a note saying so when there are several.
-/// A file named `.partial` (a run interrupted while writing it, issue 47 class 1) is refused.
+/// A file named `.partial` (a run interrupted while writing it) is refused.
 pub fn result_file(path: &Path) -> Result<(PathBuf, Option<String>), String> {
     use crate::qemu::interrupt::{partial_path, partial_problem};
     if path.is_file() {
@@ -110,7 +110,7 @@ pub fn load(path: &Path) -> Result<(Run, Option<String>), String> {
 
 /// Why the `--html` page cannot be written to `html`: it is one of the inputs (as given, or
 /// the result file a folder stands for) or lies inside an input folder, which it would
-/// overwrite or add to (issue 37).
+/// overwrite or add to.
 fn html_over_input(html: &Path, args: &CompareArgs) -> Option<String> {
     let mut inputs = vec![args.base.clone(), args.new.clone()];
     for side in [&args.base, &args.new] {
@@ -213,7 +213,7 @@ mod tests {
             e.contains("line 1: not valid JSON") && e.contains("(and 1 more lines)"),
             "{e}"
         );
-        // Issue 37: a 1 MB field value is quoted in part, not whole.
+        // A 1 MB field value is quoted in part, not whole.
         let huge = dir.join("huge.jsonl");
         std::fs::write(
             &huge,

@@ -121,7 +121,7 @@ pub fn report(args: &BenchArgs, runs: &Runs, start: Instant) -> Reported {
     };
     let host = machine_line(host_cpus(), max_vcpus(&runs.numalab), args.reps);
     if args.main_job && !args.verbose {
-        // The main job's console (issue 25): machine, tests, seeds, one line per experiment;
+        // The main job's console: machine, tests, seeds, one line per experiment;
         // `./qemu-run.sh --verbose` and `bench` print every table instead.
         println!();
         print!("{}", console::machine_and_tests(&runs.numalab, &host));

@@ -268,8 +268,8 @@ pub fn write_results(
         text.push('\n');
     }
     let jsonl = dir.join(format!("{stem}.jsonl"));
-    // Written as STEM.jsonl.partial and renamed once every file of the run is (issue 47
-    // class 1): an interrupted run leaves no JSONL that looks whole.
+    // Written as STEM.jsonl.partial and renamed once every file of the run is: an
+    // interrupted run leaves no JSONL that looks whole.
     let partial = crate::qemu::interrupt::partial_path(&jsonl);
     std::fs::write(&partial, text)
         .map_err(|e| format!("cannot write {}: {e}", partial.display()))?;

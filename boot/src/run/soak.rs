@@ -9,7 +9,7 @@ use numalab_algo::options::vmalloc::VMALLOC_LAZY_MAX_PAGES;
 use numalab_algo::options::{Cmdline, Suite};
 use std::time::Duration;
 
-/// Operations of `soak` without `--minutes` or `--ops` (issue 14: at least 10^7 on 4node).
+/// Operations of `soak` without `--minutes` or `--ops` (at least 10^7 on 4node).
 pub const DEFAULT_OPS: u64 = 10_000_000;
 /// Operations of the short soak (the main job's and CI's, at least 10^6).
 pub const SHORT_OPS: u64 = 1_000_000;
@@ -49,7 +49,7 @@ pub fn config(o: &SoakOptions) -> Result<RunConfig, String> {
     Ok(c)
 }
 
-/// The main job's short soak (issue 14: the main job and CI run at least 10^6 operations): the
+/// The main job's short soak (the main job and CI run at least 10^6 operations): the
 /// main job's machine and `--set` options, `suite=soak`, SHORT_OPS operations with seed 1,
 /// console not echoed (a failure prints the whole log).
 pub fn main_job_config(base: &RunConfig) -> Result<RunConfig, String> {

@@ -55,7 +55,7 @@ pub fn load(dir: &Path) -> Result<JobResult, String> {
     let text = std::fs::read_to_string(&jsonl)
         .map_err(|e| format!("{}: cannot read: {e}", jsonl.display()))?;
     // A last line without its newline is a write cut short (a job killed mid-line, a copy
-    // not finished): said as such, not as a JSON error (issue 47 class 4).
+    // not finished): said as such, not as a JSON error.
     if let Some(last) = text.lines().last().filter(|_| !text.ends_with('\n')) {
         if serde_json::from_str::<Value>(last).is_err() {
             return Err(format!(
@@ -256,7 +256,7 @@ const MAX_DEPTH: usize = 32;
 
 /// The first symbolic link under `dir` that leads to a folder, or nowhere (a loop, a dangling
 /// link), as one line naming it; or a folder nested past [`MAX_DEPTH`]. Links are never
-/// followed, so a loop (`loop -> .`) cannot make the merge recurse (issue 47 class 4); a
+/// followed, so a loop (`loop -> .`) cannot make the merge recurse; a
 /// link to a file is copied as the file.
 pub fn link_to_a_folder(dir: &Path) -> Option<String> {
     let mut todo = vec![(dir.to_path_buf(), 0usize)];

@@ -188,7 +188,7 @@ pub fn failure_lines(console: &str) -> Vec<&str> {
     }
 }
 
-/// Why `--emit-jobs FILE` would overwrite one of the sweep's inputs (issue 47 class 4): a
+/// Why `--emit-jobs FILE` would overwrite one of the sweep's inputs: a
 /// file the BENCH ARGS name (whole words or `KEY=PATH`), or a file of the checkout the jobs
 /// run from (`root` or `--repo`; its build outputs under target/ aside), or a folder.
 fn emit_jobs_problem(
@@ -240,7 +240,7 @@ pub fn merge_dirs(dirs: &[PathBuf], out: &Path, force: bool) -> i32 {
         exit::USAGE
     };
     // The output must not be, or lie inside, a folder being merged: the merge would copy a
-    // job into itself (issue 37). Nothing is written then.
+    // job into itself. Nothing is written then.
     if let Some(d) = dirs
         .iter()
         .find(|d| crate::resolve::user_path::same_or_inside(out, d))

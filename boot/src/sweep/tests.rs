@@ -367,7 +367,7 @@ fn merging_keeps_variants_apart_and_repetitions_together() {
         "log of 02-4node-p-r1\n"
     );
     assert!(run_dir.join("03-4node-s-r0/bench.out").is_file());
-    // Issue 47: a second merge into the same --out with the same stem (two merges in one
+    // A second merge into the same --out with the same stem (two merges in one
     // second) stops before writing: the first one's files are kept whole.
     let kept = std::fs::read(&jsonl).unwrap();
     let e = merge::write(&jobs[..1], &head, &lines[..1], &out, "stem").unwrap_err();

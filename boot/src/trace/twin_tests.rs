@@ -1,4 +1,4 @@
-//! Host test of issue 44's promise: the runner reads a Linux twin boot's trace lines and a
+//! Host test of the traced twin: the runner reads a Linux twin boot's trace lines and a
 //! numalab boot's with the same code. One synthetic traced boot of each kernel, with the same
 //! plugin counters: numalab's console (`# trace kernel 0xADDR`, its ELF symbols) and the
 //! module's (`# trace kernel 0xADDR jiffies_64`, a KASLR-moved System.map), each with a

@@ -2,7 +2,7 @@
 //! model: the buddy allocator against a page-ownership map, the vmalloc free-space allocator
 //! against a page bitmap, the SRAT and SLIT readers against the tables they were built from,
 //! and the options parser against a map of the last value given per key. Case counts are
-//! bounded so `cargo test` stays fast (issue 14).
+//! bounded so `cargo test` stays fast.
 
 use numalab_algo::acpi::{slit, srat};
 use numalab_algo::frame::buddy::{Buddy, FreeError, VecStore};

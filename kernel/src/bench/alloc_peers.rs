@@ -5,7 +5,7 @@
 //! (sizes 8..4096, 1000 live objects, fixed seed) and burst256 (256 objects of 256 bytes
 //! allocated, then freed).
 //!
-//! Measured the same way for everyone (issue 11 item 6): every allocator holds one live
+//! Measured the same way for everyone: every allocator holds one live
 //! object of the workload's size class before timing (1000 in random), every call goes
 //! through an `#[inline(never)]` entry point (as Linux's exported kmalloc/kfree), interrupts
 //! are enabled, and the cost of the same loop around empty entry points (`harness`, reported

@@ -1,4 +1,4 @@
-//! Benchmark `kfree_rcu_scale` (issue 45): rcuscale's kfree_rcu_test (Linux
+//! Benchmark `kfree_rcu_scale`: rcuscale's kfree_rcu_test (Linux
 //! kernel/rcu/rcuscale.c, `kfree_scale_thread`) on every CPU: each CPU allocates
 //! `struct kfree_obj` (8 bytes and an rcu_head: `kfree_mult` 1, kmalloc-32's size) and frees it
 //! with kfree_rcu, `kfree_loops` x `kfree_alloc_num` times (10 x 8000; a fortieth under

@@ -1,4 +1,4 @@
-//! Nothing freed early through kvfree_rcu (issue 45 item 4, suite `kfree_rcu`): the readers and
+//! Nothing freed early through kvfree_rcu (suite `kfree_rcu`): the readers and
 //! writers of rcu's `nothing_freed_early` over kmalloc'd entries that writers free with
 //! kvfree_rcu (the boot's `rcu.kfree` way). An entry freed before its readers' sections end
 //! is SLUB's again: under `slub.debug=FZPU` (P) its bytes are the free poison 0x6b at once,

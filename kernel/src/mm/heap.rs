@@ -146,7 +146,7 @@ unsafe impl GlobalAlloc for KernelHeap {
         // SAFETY: the caller's layout has non-zero size (GlobalAlloc contract), passed as is.
         let p = unsafe { early::HEAP.alloc(layout) };
         // Nothing before the suite can live without its memory: said as such, not as a
-        // panic of Rust's allocation-error handler (issue 47 class 2).
+        // panic of Rust's allocation-error handler.
         if p.is_null() && EARLY_INIT.load(Relaxed) {
             super::out_of_memory(format_args!(
                 "the kernel heap cannot allocate {} bytes (align {}) during early init",

@@ -1,4 +1,4 @@
-//! Issue 45 item 4, nothing freed early: every online CPU (so every node) walks a table of
+//! Nothing freed early: every online CPU (so every node) walks a table of
 //! RCU-protected entries inside read-side sections while it replaces entries and hands the
 //! old ones to `call_rcu`. The callback poisons the entry and puts it in a shared pool that
 //! every writer takes from first, so an entry freed too early is soon poisoned and then reused

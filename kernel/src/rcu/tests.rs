@@ -3,7 +3,7 @@
 //! the tick firing inside it and `quiescent_point` called inside it); `rcu_barrier` waits for
 //! every CPU's callbacks; the counters move; and nothing is freed early: every CPU walks an
 //! RCU-protected table while replacing its entries, freed entries are poisoned and reused,
-//! and no reader ever sees a poisoned or reused entry (issue 45 item 4).
+//! and no reader ever sees a poisoned or reused entry.
 
 use super::{call_rcu, rcu_barrier, read_lock, stats, synchronize_rcu, RcuHead, RcuStats};
 use crate::arch::apic;

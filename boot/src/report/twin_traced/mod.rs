@@ -1,4 +1,4 @@
-//! The traced side-by-side tables of `bench --kernel all --trace mem` (issue 44, items 4 and 5):
+//! The traced side-by-side tables of `bench --kernel all --trace mem`:
 //! from the det boots' trace records of numalab (each SLUB design present) and of Linux 6.1 and
 //! 7.x, one table per experiment, case pairing and CPU count (the figures of [`FIGURES`] and the
 //! hottest lines of each boot's c2c text), and the verdict: numalab partial against Linux 6.1,

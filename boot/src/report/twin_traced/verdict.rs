@@ -1,4 +1,4 @@
-//! The verdict of the traced side by side (issue 44, item 5): numalab partial against Linux
+//! The verdict of the traced side by side: numalab partial against Linux
 //! 6.1 and numalab sheaves against 7.x, the ratio numalab/Linux of every figure of every table,
 //! and for each case pair of the contract whether the figure moves the same way in both
 //! kernels; the ratios as records for the JSONL.

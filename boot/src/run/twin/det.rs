@@ -1,4 +1,4 @@
-//! The twin's det boots (issue 44, docs/linux-twin.md): under `--trace mem`, each Linux kernel
+//! The twin's det boots (docs/linux-twin.md): under `--trace mem`, each Linux kernel
 //! boots the same machine as numalab's det boot (all CPUs, `-icount shift=0,sleep=off`,
 //! TCG) with the module in `clock=det` and numalab's `bench.det_quantum`, runs the contention
 //! experiments of [`DET_EXPERIMENTS`] in marked regions, and the runner reads its trace with

@@ -167,7 +167,7 @@ pub fn parse(text: &str) -> Result<Vec<DumpedTable>, String> {
     Ok(tables)
 }
 
-/// Why a dumped table is cut short, naming it and its header line (issue 47): see
+/// Why a dumped table is cut short, naming it and its header line: see
 /// [`super::sdt::cut_short`]. A table the replay never reads is checked as well: a cut there
 /// means the tables after it are missing.
 fn cut_short(t: &DumpedTable) -> Option<String> {

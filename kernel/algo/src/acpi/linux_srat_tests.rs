@@ -1,4 +1,4 @@
-//! Host tests of Linux's rules for malformed SRAT and SLIT (issue 37 class 1), one per rule,
+//! Host tests of Linux's rules for malformed SRAT and SLIT, one per rule,
 //! each naming the Linux code it follows (6.1 and 7.x alike: drivers/acpi/numa/srat.c,
 //! arch/x86/mm/srat.c, arch/x86/mm/numa.c / mm/numa_memblks.c, drivers/acpi/tables.c).
 

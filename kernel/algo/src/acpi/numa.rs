@@ -99,7 +99,7 @@ fn pick<T>(
             ));
             continue;
         }
-        // ACPICA warns about a bad checksum and installs the table; Linux uses it (issue 47).
+        // ACPICA warns about a bad checksum and installs the table; Linux uses it.
         if let Some(w) = super::sdt::bad_checksum(name, t) {
             warnings.push(w);
         }

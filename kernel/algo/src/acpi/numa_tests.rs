@@ -155,7 +155,7 @@ fn truncated_srat_is_one_node() {
 #[test]
 fn truncated_entry_turns_numa_off_as_in_linux() {
     // A memory entry whose length byte says 24 (a memory entry needs 40): Linux's bad_srat()
-    // (issue 37; before it numalab dropped the entry and read on).
+    // (before it numalab dropped the entry and read on).
     let mut short = mem(1, 512 * MIB, 512 * MIB, FLAG_ENABLED);
     short.truncate(24);
     short[1] = 24;
@@ -612,12 +612,12 @@ fn huge_tables_are_handled() {
     let mut e: Vec<Vec<u8>> = (0..=255u8).map(|i| cpu(i as u32 % 4, i, true)).collect();
     e.extend((0..20_000u64).map(|i| mem((i % 4) as u32, i * 64 * 1024, 64 * 1024, 1)));
     let o = run(0, &[&m], &[&srat(&e)], &[]);
-    // Ids 0..=255: 255 is the invalid xAPIC id (issue 14 bug 4), so 255 CPUs.
+    // Ids 0..=255: 255 is the invalid xAPIC id, so 255 CPUs.
     assert_eq!(o.topology.nr_cpus(), 255);
     assert_eq!(o.topology.nr_nodes(), 4);
 }
 
-/// Issue 14 bug 4: APIC id 0xff in a local APIC entry and 0xffffffff in a local x2APIC entry
+/// APIC id 0xff in a local APIC entry and 0xffffffff in a local x2APIC entry
 /// are ACPI's "invalid" ids (Linux's acpi_parse_lapic / acpi_parse_x2apic ignore them): no
 /// CPU, in the MADT or the SRAT, and a warning for each. x2APIC id 255 is a real CPU.
 #[test]
@@ -662,7 +662,7 @@ fn invalid_apic_ids_are_not_cpus() {
     assert_eq!(ids, vec![0, 1], "{:#?}", o.warnings);
 }
 
-/// Issue 14 bug 4: in xAPIC mode an IPI to 255 is a broadcast and an id above 255 is cut to
+/// In xAPIC mode an IPI to 255 is a broadcast and an id above 255 is cut to
 /// its low 8 bits (another CPU): such CPUs are refused with a warning; x2APIC mode keeps them.
 /// SRAT entries for a refused CPU are dropped without a second warning.
 #[test]
@@ -717,7 +717,7 @@ fn many_domains(n: u32, cpu7_pxm: u32) -> Vec<u8> {
     srat(&e)
 }
 
-/// Issue 14 bug 5 gave the RAM of domains past 1024 to kept nodes; issue 37 follows Linux:
+/// An early version gave the RAM of domains past 1024 to kept nodes; numalab follows Linux:
 /// a domain at or past MAX_PXM_DOMAINS (1024) makes the whole SRAT bad (`bad_srat()`), and
 /// all RAM and CPUs are one node's, none lost.
 #[test]
@@ -735,7 +735,7 @@ fn domains_past_1024_make_the_srat_bad_as_in_linux() {
     is_single_node(&o, 8);
 }
 
-/// Issue 14: a 1023-node SLIT whose every pair is asymmetric gave one warning of 15 MB (522753
+/// A 1023-node SLIT whose every pair is asymmetric gave one warning of 15 MB (522753
 /// pairs listed). Lists in a warning are capped: the first few, then "... and K more".
 #[test]
 fn asymmetric_1023_node_slit_gives_a_short_warning() {
@@ -763,7 +763,7 @@ fn asymmetric_1023_node_slit_gives_a_short_warning() {
     );
 }
 
-/// Issue 14: each table gives a bounded number of warning lines, however many bad entries it
+/// Each table gives a bounded number of warning lines, however many bad entries it
 /// has (here 1000 duplicate MADT processors and 1000 zero-length SRAT memory entries).
 #[test]
 fn warning_lines_are_capped_per_table() {

@@ -105,7 +105,7 @@ pub fn check_table<'a>(
 /// only warns, "Incorrect checksum in table [SRAT] - 0x12, should be 0x34"
 /// (tables/tbprint.c `acpi_tb_verify_checksum`; it refuses only when built with
 /// `ACPI_CHECKSUM_ABORT`, which Linux is not), and Linux then uses the table. numalab does
-/// the same (issue 47): the warning names the table, the checksum byte, the byte that would
+/// the same: the warning names the table, the checksum byte, the byte that would
 /// make the sum zero and the sum itself, and the table is used.
 pub fn bad_checksum(name: &str, bytes: &[u8]) -> Option<String> {
     let length = header_length(bytes)? as usize;

@@ -264,7 +264,7 @@ mod tests {
             .contains("SLIT entry [0][1]: remote distance 5"));
     }
 
-    /// Issue 24 item 6: Linux's slit_valid() (drivers/acpi/numa/srat.c) checks every locality,
+    /// Linux's slit_valid() (drivers/acpi/numa/srat.c) checks every locality,
     /// phantom ones included: 10 to self, more than 10 (LOCAL_DISTANCE) to any other.
     #[test]
     fn linux_slit_valid_rule_every_locality_and_remote_above_10() {

@@ -457,7 +457,7 @@ mod tests {
         }
     }
 
-    /// Issue 24 item 1: node ids are bounded like Linux's (below MAX_NUMNODES, 1024), not only
+    /// Node ids are bounded like Linux's (below MAX_NUMNODES, 1024), not only
     /// the node count: a replay sizes tables by the largest id.
     #[test]
     fn node_ids_at_or_past_linux_max_numnodes_are_refused() {

@@ -103,7 +103,7 @@ mod tests {
         NodeMap::build(r.iter().map(|&(n, s, e)| (NodeId(n), s, e)))
     }
 
-    /// Issue 14 bug 1: PXM 0 at [0, 256M) + [512M, 1G), PXM 1 at [256M, 512M). Node 0's span
+    /// PXM 0 at [0, 256M) + [512M, 1G), PXM 1 at [256M, 512M). Node 0's span
     /// [0, 1G) holds node 1's range; every page of node 1 must still be node 1's.
     #[test]
     fn a_node_inside_another_nodes_span_keeps_its_pages() {

@@ -1,4 +1,4 @@
-//! kfree_rcu / kvfree_rcu three ways (issue 45): `call_rcu`, one callback per object;
+//! kfree_rcu / kvfree_rcu three ways: `call_rcu`, one callback per object;
 //! `batched`, Linux 6.1's per-CPU pages of pointers (batched.rs); `sheaf`, the rcu_free sheaf
 //! of Linux 6.18 and 7.x (slub/rcu_sheaf.rs), which falls back to `batched` for what it does
 //! not take, as 7.x's kvfree_call_rcu does. The grace period is the caller's; the host tests

@@ -2,7 +2,7 @@
 //! the sheaf knobs are the sheaves and hybrid designs' (`slub.sheaves_caches` hybrid's alone,
 //! `slub.sheaves_any_node` the sheaves design's alone), `frame.pcp_high`/`frame.pcp_batch` need `frame.pcp=1`. A
 //! knob given while the chosen design (given or default) ignores it is an error naming both,
-//! never a value silently read as nothing (issue 37). Host (`--set`, sweep axes) and kernel
+//! never a value silently read as nothing. Host (`--set`, sweep axes) and kernel
 //! (its `options` test) check the same table.
 
 use super::{find, parse_value};

@@ -224,7 +224,7 @@ pub fn unknown_key_message(key: &str) -> String {
 /// `=`, an unknown key with the closest known one, or a bad value with what is accepted).
 pub fn check_word(word: &str) -> Result<(), String> {
     // The kernel's command line is split at whitespace: a value holding any would reach the
-    // kernel as two options, the second never checked here (issue 37).
+    // kernel as two options, the second never checked here.
     if let Some(c) = word.chars().find(|c| c.is_whitespace() || c.is_control()) {
         let shown: String = word.chars().take(80).collect();
         return Err(format!(
@@ -316,7 +316,7 @@ mod tests {
 
     #[test]
     fn a_value_with_whitespace_cannot_smuggle_a_second_option() {
-        // Issue 37 class 2: the kernel splits its command line at whitespace, so a value
+        // The kernel splits its command line at whitespace, so a value
         // holding a space, a tab or a newline would arrive as two words, the second one
         // (here an out-of-range slub.max_order) never checked by the host.
         for word in [
@@ -344,7 +344,7 @@ mod tests {
 
     #[test]
     fn a_knob_the_chosen_design_does_not_have_is_an_error_naming_both() {
-        // Issue 37 class 2: slub.cpu_partial under slub.design=sheaves (the default) was
+        // slub.cpu_partial under slub.design=sheaves (the default) was
         // accepted and silently meant nothing.
         let o = Options::parse("slub.cpu_partial=5", &all_specs());
         assert!(

@@ -1,4 +1,4 @@
-//! Where a cache's own structures live (issue 43 item 5): each node's lists and barn in that
+//! Where a cache's own structures live: each node's lists and barn in that
 //! node's memory (Linux's init_kmem_cache_nodes with kmem_cache_alloc_node, and
 //! kmalloc_node for the barn), each CPU's slab slot in that CPU's node's memory (Linux's
 //! alloc_percpu of kmem_cache_cpu). `NodeArray` holds one `Platform::NodeBox` per node,

@@ -522,7 +522,7 @@ fn the_per_cpu_slot_is_eight_lines() {
 
 #[test]
 fn the_partial_fast_path_survives_an_interrupt_at_any_load() {
-    // The same nested interrupt over the tid + cmpxchg16b fast path (issue 24 item 10).
+    // The same nested interrupt over the tid + cmpxchg16b fast path.
     for irq in [Irq::Alloc, Irq::Free, Irq::Both, Irq::Aba] {
         for load in 1..40 {
             interrupt_case_in(Design::Partial, load, irq, false).unwrap();

@@ -271,7 +271,7 @@ fn two_node() -> &'static FakeMachine {
     )))
 }
 
-/// Issue 14 bug 3: `alloc_node(n)` on a node that is out of pages. The objects come from a
+/// `alloc_node(n)` on a node that is out of pages. The objects come from a
 /// fallback node; before the fix every call rejected the fallback CPU slab (node mismatch)
 /// and built a new one (100 calls: 100 slabs). Now the fallback slab keeps serving requests
 /// for the exhausted node until it is full: one slab per slab's worth of objects.
@@ -584,7 +584,7 @@ fn debug_checks_catch_each_misuse() {
 }
 
 /// Debug check F (sanity) catches a corrupt free pointer that stays inside the slab but points
-/// between two objects (issue 14: it used to check the range only, and the next allocation
+/// between two objects (it used to check the range only, and the next allocation
 /// handed out a misaligned "object" overlapping two real ones).
 #[test]
 fn sanity_check_catches_a_misaligned_free_pointer() {

@@ -9,7 +9,7 @@
 //! virtual range is reused only after the flush); the lazy page count never goes below zero
 //! (an unsigned wrap); at the end, everything freed and purged, the free space is whole and
 //! every list and pool empty. Under each policy (global, cpu, numa). Mutations that must be
-//! caught: the lazy count updated with a load and a store, and issue 14's real bug (the lazy
+//! caught: the lazy count updated with a load and a store, and a real bug found earlier (the lazy
 //! pages counted after the area is visible on the list, commit 5ee7645 fixed it).
 
 use super::free_space::FreeSpace;
@@ -35,7 +35,7 @@ enum Mutation {
     None,
     /// `lazy_add` as a load, a scheduling point and a store.
     SplitLazyAdd,
-    /// Issue 14 before its fix: the pages counted after the area is on the lazy list.
+    /// The bug before its fix: the pages counted after the area is on the lazy list.
     CountAfterPush,
     /// A free gives the range straight back to the free space (no lazy list, no flush).
     NoLazyList,
@@ -298,7 +298,8 @@ fn model_vmalloc_finds_reuse_before_the_flush() {
 
 #[test]
 fn model_vmalloc_finds_issue_14_lazy_count_wrap() {
-    let msg = failure(Mutation::CountAfterPush, 21).expect("issue 14's bug went unnoticed");
+    let msg =
+        failure(Mutation::CountAfterPush, 21).expect("the count-after-push bug went unnoticed");
     assert!(
         msg.contains("went below zero"),
         "failed, but not as expected: {msg}"

@@ -3,7 +3,7 @@
 //! CPU still runs at least one loop, so every CPU pair still meets on the shared trees and
 //! locks). Without it, 255 vCPUs on a 2-core host run 32x the work of an 8-CPU machine with
 //! 255 threads fighting over the global design's one lock, and the suite takes tens of
-//! minutes (issue 24 item 11).
+//! minutes.
 
 /// The CPU count up to which every CPU runs the full loop count (the default 4node and 8node
 /// machines have 8).

@@ -52,7 +52,7 @@ impl Node {
         // owner lookup, one load). A span starting or ending inside a section left that section to the lookup
         // by range: ~150 instructions more per kfree of an object on such a page (0-2 MiB
         // holds early slabs), so a fast path's instruction count moved with where its
-        // object happened to lie (issue 23's unexplained fast64 changes). The pages added
+        // object happened to lie (fast64 changes once left unexplained). The pages added
         // at either end are not managed: their metadata stays in the not-free state, as in
         // a hole.
         let section = 1u64 << numalab_algo::page::SECTION_PAGES_SHIFT;

@@ -345,7 +345,7 @@ fn meta_phys(m: &PageMeta) -> Option<u64> {
     crate::arch::paging::translate(VirtAddr::new(m as *const PageMeta as u64)).map(|p| p.as_u64())
 }
 
-/// Pages are looked up by their node's ranges, never by its span (issue 14 bug 1: another
+/// Pages are looked up by their node's ranges, never by its span (another
 /// node's memory may lie between a node's ranges): the first and last page of every managed
 /// range are that node's, with metadata from that node's memmap; the page after a range that
 /// the node's next range does not start at is not that node's; and a block of every node
@@ -557,7 +557,7 @@ fn other_cpu() -> Option<CpuId> {
 
 /// Two CPUs free the same order-0 block at the same moment (a barrier, then both drop it),
 /// `ROUNDS` times: each time exactly one free wins and the other is refused as an invalid
-/// free (issue 14: the per-CPU list's free checked, then set, the state, so both could put
+/// free (the per-CPU list's free checked, then set, the state, so both could put
 /// the block on their lists and it was handed out twice later). Conservation after.
 fn pcp_double_free_race(_ctx: &Ctx) -> TestResult {
     const ROUNDS: u32 = 300;
@@ -625,7 +625,7 @@ fn pcp_on_their_node(_ctx: &Ctx) -> TestResult {
 }
 
 /// An allocation that finds its node empty while another CPU's per-CPU list holds pages of
-/// it drains every CPU's lists before failing (issue 14: it drained only its own, so those
+/// it drains every CPU's lists before failing (it drained only its own, so those
 /// pages were out of reach): another CPU fills its list for the local node, then this CPU
 /// takes everything Bind(local) gives, which must be every free page of the node.
 fn drain_other_cpus_before_failing(ctx: &Ctx) -> TestResult {

@@ -313,8 +313,8 @@ impl KmemCache {
     /// reports them (cache and count), stays usable, and returns the count.
     ///
     /// The per-CPU array is nr_cpus * CPU_SLAB_BYTES (512): from 8 CPUs on it is whole heap pages
-    /// (64 CPUs: an order-3 block), which a leaked cache used to keep for good (issue 14
-    /// bug 7: 40 pages per 5 caches on 8 nodes x 8 CPUs).
+    /// (64 CPUs: an order-3 block), which a leaked cache used to keep for good (40
+    /// pages per 5 caches on 8 nodes x 8 CPUs).
     ///
     /// # Safety
     /// On `Ok` the cache is freed: neither the caller nor anyone else may use this reference

@@ -9,7 +9,7 @@ use spin::Once;
 /// A counter per node of the machine: one slot for each of the topology's nodes (at most
 /// Linux's MAX_NUMNODES, 1024, the bound the ACPI and numactl readers enforce), allocated from
 /// the heap on first use, which [`super::init`] makes before SLUB takes its first page, so no
-/// two nodes ever share a slot. (Issue 24 item 7: a fixed array of 64 counted nodes 63 and up
+/// two nodes ever share a slot. (A fixed array of 64 counted nodes 63 and up
 /// in one slot, and the soak's per-node conservation of node 63 failed on 66 nodes.)
 pub struct PerNode(Once<Box<[AtomicUsize]>>);
 

@@ -2,7 +2,7 @@
 //! the slow free path. The one place an owner lives is the page's frame metadata,
 //! `PageMeta::owner`, which every managed page has: a lookup is `frame::page_meta` (the vmemmap:
 //! a bound check, the section's word, `VMEMMAP + pfn * 32`) and one load of the owner word. There is no second map to fall out of
-//! step with it (issue 14 bug 6: a per-GiB owner map, allocated lazily, missed the owners
+//! step with it (a per-GiB owner map, allocated lazily, missed the owners
 //! written while its chunk could not be allocated, and kfree dropped those slabs' objects).
 
 use crate::arch::direct_map;

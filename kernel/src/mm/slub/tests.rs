@@ -518,7 +518,7 @@ fn page_balance() -> Vec<u64> {
 
 /// Destroying a cache gives back what the cache itself took from the heap: its per-CPU slab
 /// array (nr_cpus * 320 bytes: whole heap pages from 13 CPUs on, an order-3 block on 64),
-/// its node lists and its name. Issue 14 bug 7: destroyed caches were leaked, so on 8 nodes x
+/// its node lists and its name. Destroyed caches were once leaked, so on 8 nodes x
 /// 8 CPUs `conservation` lost 8 pages per cache; with fewer CPUs the leak hid in kmalloc.
 fn destroy_frees_the_cache(_ctx: &Ctx) -> TestResult {
     let kmalloc =
@@ -876,7 +876,7 @@ fn owned_objects(_ctx: &Ctx) -> TestResult {
     destroy(c)
 }
 
-/// Issue 14 bug 3: `alloc_node(n)` / `kmalloc_node` on a node that is out of pages. Every
+/// `alloc_node(n)` / `kmalloc_node` on a node that is out of pages. Every
 /// block of a remote node is taken; 100 `alloc_node` calls for it then get objects from a
 /// fallback node, from at most one new slab per slab's worth of objects (before the fix:
 /// one new slab per call). The strict form (__GFP_THISNODE) fails cleanly, and works again
@@ -975,7 +975,7 @@ fn exhausted_node(_ctx: &Ctx) -> TestResult {
     Ok(())
 }
 
-/// Issue 14 bug 6: kfree finds the owner of every object, from slabs created before and after
+/// kfree finds the owner of every object, from slabs created before and after
 /// other slabs, large kmallocs and descriptor pages, on every memory node. The owner lives
 /// only in the page's PageMeta (one lookup, one load), so there is no second map whose
 /// allocation could fail and hide earlier slabs' owners; each object's owner word is checked
@@ -1067,7 +1067,7 @@ fn owners(_ctx: &Ctx) -> TestResult {
     Ok(())
 }
 
-/// Issue 24 item 7: SLUB's own per-node counters have one slot per node of the machine (up to
+/// SLUB's own per-node counters have one slot per node of the machine (up to
 /// Linux's 1024). A large kmalloc on each memory node in turn moves that node's count by the
 /// block's size and no other node's, and its kfree moves it back. With 64 fixed slots, every
 /// node from 63 up shared the last one: on 66 nodes a block on node 64 showed on node 63 too

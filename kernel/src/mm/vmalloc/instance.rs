@@ -501,5 +501,5 @@ impl Vmalloc {
     }
 }
 
-// The busy tree's per-area record keeps its size (issue 39: 8 more bytes cost every pair).
+// The busy tree's per-area record keeps its size (8 more bytes cost every pair).
 const _: () = assert!(core::mem::size_of::<AreaMeta>() == 16);

@@ -1,4 +1,4 @@
-//! Catalog entry of the kfree_rcu experiment (issue 45): rcuscale's kfree_rcu_test on every
+//! Catalog entry of the kfree_rcu experiment: rcuscale's kfree_rcu_test on every
 //! CPU under the three `rcu.kfree` ways.
 
 use super::{

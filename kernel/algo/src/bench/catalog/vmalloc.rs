@@ -1,4 +1,4 @@
-//! Catalog entries of the vmalloc experiments of issue 39: `test_vmalloc` (Linux's
+//! Catalog entries of the vmalloc experiments: `test_vmalloc` (Linux's
 //! lib/test_vmalloc.c with its parameter grid, the `test_vmalloc.*` kernel options: one case
 //! per test it can run, and `all_tests` for the counts of the whole run) and
 //! `vmalloc_page_order` (both backing orders in one boot).

@@ -156,7 +156,7 @@ fn cached_state_round_trip() {
 
 /// A store where another CPU's per-CPU list takes the block (allocated -> cached) between
 /// the buddy's check and its state change, as `frame`'s pcp push can without the node
-/// lock (issue 14).
+/// lock.
 struct RacingStore {
     inner: VecStore,
     steal: Option<u32>,

@@ -173,7 +173,7 @@ fn purge_locked<M: Copy, S: Shards<M>>(s: &S, scope: Scope, full: bool) -> Optio
 /// the other starts), so that the free space takes one range per run instead of one per
 /// area. Areas freed one after another sit side by side on a lazy list: global's 1-page pairs
 /// made every purge insert and merge each of them into the free-space tree (about 430
-/// instructions per pair, issue 39), where one insert per run does. Areas that overlap are
+/// instructions per pair), where one insert per run does. Areas that overlap are
 /// left apart, for the free space to refuse.
 fn coalesce(areas: &mut Vec<LazyArea>) {
     let mut runs: usize = 0;

@@ -113,7 +113,7 @@ fn free(h: &Host, addr: u64, numa: NodeId) -> Result<u64, FreeFault> {
     Ok(size)
 }
 
-/// Issue 14: a purge on another CPU between a free's push onto a lazy list and its add to
+/// A purge on another CPU between a free's push onto a lazy list and its add to
 /// the lazy page count took the area's pages off the count before they were on it, and
 /// the unsigned count wrapped (a huge "total" that forces purges). The count is now raised
 /// before the area becomes visible on a list, so it never goes below zero.
@@ -283,7 +283,7 @@ fn exhaustion_purges_once_then_fails() {
     conserved(&h);
 }
 
-/// Issue 24 item 11: a lazy purge that finds another CPU purging returns at once (Linux's
+/// A lazy purge that finds another CPU purging returns at once (Linux's
 /// try_purge_vmap_area_lazy) and its areas stay queued for the next purge; a full purge waits.
 #[test]
 fn a_lazy_purge_does_not_wait_for_another_cpus_purge() {
@@ -300,7 +300,7 @@ fn a_lazy_purge_does_not_wait_for_another_cpus_purge() {
     conserved(&h);
 }
 
-/// Issue 24 item 11: when every CPU runs out at once, one full purge serves them all. A
+/// When every CPU runs out at once, one full purge serves them all. A
 /// request that fails after another CPU finished a full purge retries without purging (no
 /// second TLB shootdown); one that fails with no purge since it began purges as before.
 #[test]
@@ -340,7 +340,7 @@ fn pair(h: &Host, cpu: usize, numa: NodeId) -> bool {
     r.from_pool
 }
 
-/// Issue 39: vmalloc_scaling's det boot in miniature (8 CPUs, 2 per NUMA node, a 1024-page
+/// vmalloc_scaling's det boot in miniature (8 CPUs, 2 per NUMA node, a 1024-page
 /// threshold, a warm-up cycle, then 2000 pairs per CPU). CPU 7 holds the purge lock all the
 /// while, as a purge does while its TLB shootdown waits for the other vCPUs to run (in the
 /// det boot that is their whole slice), and CPUs 0-6 run their pairs one after another.
