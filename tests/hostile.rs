@@ -264,10 +264,14 @@ fn replay_of_domain_300_boots_with_every_distance() {
     .unwrap();
     let (plan, args) = replay::prepare(&f, None, Some(512), &[], &replay::tables_dir()).unwrap();
     let mut c = numalab::config("4node");
-    c.options.set_word("filter=topology").unwrap();
+    c.kernel.options.set_word("filter=topology").unwrap();
     c.prepend_qemu_args(&args).unwrap();
     let out = numalab::boot_pass(&c);
-    if let Err(bad) = replay::check(&plan, &out.log, replay::Slack::for_firmware(c.firmware)) {
+    if let Err(bad) = replay::check(
+        &plan,
+        &out.log,
+        replay::Slack::for_firmware(c.machine.firmware),
+    ) {
         panic!("{}\n{}", bad.join("\n"), out.log);
     }
     assert!(

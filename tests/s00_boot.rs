@@ -80,7 +80,7 @@ fn s00_every_warning_the_tests_provoke_is_declared() {
 #[test]
 fn s00_uefi_boots_and_passes() {
     let mut c = config("uma");
-    c.firmware = Firmware::Uefi;
+    c.machine.firmware = Firmware::Uefi;
     let out = boot_pass(&c);
     assert!(out.log.contains("numalab 0.1.0 booting"));
     assert!(out.boot_log.ktap.passed() > 0);
@@ -89,10 +89,13 @@ fn s00_uefi_boots_and_passes() {
 #[test]
 fn s00_deliberate_failure_fails_the_run() {
     let mut c = config("uma");
-    c.options.set_word("test.fail=1").unwrap();
+    c.kernel.options.set_word("test.fail=1").unwrap();
     // Only the failing test (and the options test, which always runs): the other tests'
     // results are checked in the shared boots.
-    c.options.set_word("filter=deliberate_failure").unwrap();
+    c.kernel
+        .options
+        .set_word("filter=deliberate_failure")
+        .unwrap();
     let out = boot(&c);
     assert_eq!(out.verdict, Verdict::Fail, "{}", out.failure_report());
     let failed = out
@@ -218,7 +221,7 @@ fn s00_a_timeout_says_so_with_the_host_load() {
     // and the report says it timed out (with the host's load and the CPU time), not that a
     // result was wrong.
     let mut c = numalab::config("uma");
-    c.timeout = std::time::Duration::from_secs(1);
+    c.host.timeout = std::time::Duration::from_secs(1);
     let out = numalab::boot(&c);
     assert_eq!(out.verdict, Verdict::Timeout, "{}", out.failure_report());
     let report = out.failure_report();

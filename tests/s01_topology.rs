@@ -159,7 +159,7 @@ fn lines_with_prefix<'a>(log: &'a str, prefix: &str) -> Vec<&'a str> {
 /// A short run: only the options test, so the boot and the topology print are what is timed.
 fn cfg(topology: &str, extra: &[&str]) -> RunConfig {
     let mut c = config(topology);
-    c.options.set_word("filter=options").unwrap();
+    c.kernel.options.set_word("filter=options").unwrap();
     let qemu_args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
     c.prepend_qemu_args(&qemu_args).unwrap();
     c
@@ -246,7 +246,7 @@ fn s01_preset_4node_with_slit_and_dump() {
 #[test]
 fn s01_preset_4node_uefi() {
     let mut c = cfg("4node", &[]);
-    c.firmware = Firmware::Uefi;
+    c.machine.firmware = Firmware::Uefi;
     let out = boot_pass(&c);
     // Under OVMF the firmware keeps more RAM on several nodes: CPUs and distances are exact,
     // sizes only bounded by what QEMU was told.
@@ -538,7 +538,10 @@ fn raw_args(tables: &[(&str, Vec<u8>)]) -> Vec<String> {
 /// and the boot must warn once about the SRAT and fall back to one node.
 fn boot_with_corrupt_srat(how: &str, warning: &str) {
     let mut c = cfg("2node", &[]);
-    c.options.set_word(&format!("acpi.corrupt={how}")).unwrap();
+    c.kernel
+        .options
+        .set_word(&format!("acpi.corrupt={how}"))
+        .unwrap();
     let out = boot_pass(&c);
     let warnings = lines_with_prefix(&out.log, "numalab: warning: SRAT");
     assert!(
@@ -562,7 +565,10 @@ fn boot_with_corrupt_srat(how: &str, warning: &str) {
 #[test]
 fn s01_srat_with_bad_checksum_is_used_with_a_warning() {
     let mut c = cfg("2node", &[]);
-    c.options.set_word("acpi.corrupt=srat_checksum").unwrap();
+    c.kernel
+        .options
+        .set_word("acpi.corrupt=srat_checksum")
+        .unwrap();
     let out = boot_pass(&c);
     let warnings = lines_with_prefix(&out.log, "numalab: warning: SRAT");
     assert!(
@@ -623,9 +629,9 @@ fn s01_injected_1024_nodes() {
         acpi_table_file("1024-node-srat", &srat(&entries)).display()
     ));
     let mut c = cfg_owned("uma", args);
-    c.options = numalab_algo::options::Cmdline::new();
-    c.options.set_word("filter=node_counters").unwrap();
-    c.timeout = std::time::Duration::from_secs(300);
+    c.kernel.options = numalab_algo::options::Cmdline::new();
+    c.kernel.options.set_word("filter=node_counters").unwrap();
+    c.host.timeout = std::time::Duration::from_secs(300);
     let out = boot_pass(&c);
     let want = Expect {
         nodes: (0..MAX_NUMNODES)

@@ -111,8 +111,8 @@ fn s02_8node_64_cpus_online() {
 #[test]
 fn s02_one_cpu_boots_cleanly() {
     let mut c = config("uma");
-    c.smp = Some(1);
-    c.options.set_word("filter=smp").unwrap();
+    c.machine.smp = Some(1);
+    c.kernel.options.set_word("filter=smp").unwrap();
     let out = boot_pass(&c);
     smp_tests_passed(&out);
     assert!(
@@ -126,7 +126,7 @@ fn s02_one_cpu_boots_cleanly() {
 #[test]
 fn s02_maxcpus_skips_absent_cpus_silently() {
     let mut c = config("uma");
-    c.options.set_word("filter=smp").unwrap();
+    c.kernel.options.set_word("filter=smp").unwrap();
     let qemu_args: Vec<String> = ["-smp", "4,maxcpus=8", "-m", "1G"]
         .iter()
         .map(|s| s.to_string())
@@ -141,10 +141,10 @@ fn s02_maxcpus_skips_absent_cpus_silently() {
 #[test]
 fn s02_silent_cpu_is_reported_and_left_out() {
     let mut c = config("uma");
-    c.options.set_word("filter=smp").unwrap();
-    c.options.set_word("smp.hold_apic=2").unwrap();
+    c.kernel.options.set_word("filter=smp").unwrap();
+    c.kernel.options.set_word("smp.hold_apic=2").unwrap();
     // Long enough that a loaded 2-core host never makes a live CPU look silent.
-    c.options.set_word("smp.timeout_ms=3000").unwrap();
+    c.kernel.options.set_word("smp.timeout_ms=3000").unwrap();
     let out = boot_pass(&c);
     assert_eq!(
         lines_with(&out, "numalab: warning: smp"),
@@ -199,9 +199,9 @@ fn s02_uma_255_cpus_whole_suite() {
     let mut c = config("uma");
     // CPU-seconds per busy QEMU thread (time_limit.rs): a loaded host stretches wall time,
     // not this.
-    c.timeout = std::time::Duration::from_secs(1500);
-    c.smp = Some(255);
-    c.mem_mib = Some(2048);
+    c.host.timeout = std::time::Duration::from_secs(1500);
+    c.machine.smp = Some(255);
+    c.machine.mem_mib = Some(2048);
     let out = boot_pass(&c);
     smp_tests_passed(&out);
     let (n, m, ms) = online_line(&out);

@@ -61,8 +61,9 @@ fn node_lines(out: &Outcome) -> Vec<(u32, u64, u64, u64)> {
 fn node_ranges(preset: &str) -> Vec<(u64, u64)> {
     let c = config(preset);
     let mut start = 0u64;
-    c.topology
-        .layout(c.topology.cpus, c.topology.mem_mib)
+    c.machine
+        .topology
+        .layout(c.machine.topology.cpus, c.machine.topology.mem_mib)
         .iter()
         .map(|(_, mib)| {
             let r = (start, start + mib * 1024 * 1024);
@@ -193,7 +194,7 @@ fn s03_interleaved_node_ranges_keep_their_frees() {
         mem(0, 512 * MIB, 512 * MIB, FLAG_ENABLED),
     ]);
     let mut c = config("uma");
-    c.options.set_word("vmalloc.test_loops=50").unwrap();
+    c.kernel.options.set_word("vmalloc.test_loops=50").unwrap();
     let qemu_args: Vec<String> = ["-smp", "4", "-m", "1024M", "-acpitable"]
         .iter()
         .map(|s| s.to_string())
@@ -270,8 +271,8 @@ fn s03_uma_one_node() {
 #[test]
 fn s03_without_per_cpu_lists() {
     let mut c = config("4node");
-    c.options.set_word("filter=frame").unwrap();
-    c.options.set_word("frame.pcp=0").unwrap();
+    c.kernel.options.set_word("filter=frame").unwrap();
+    c.kernel.options.set_word("frame.pcp=0").unwrap();
     let out = boot_pass(&c);
     let r = out.boot_log.ktap.result("frame.pcp_lists").expect("ran");
     assert!(r.skipped && r.reason.contains("frame.pcp=0"), "{r:?}");
@@ -304,10 +305,10 @@ fn s03_stress_on_every_cpu() {
 #[test]
 fn s03_page_alloc_bench_lines() {
     let mut c = config("4node");
-    c.suite = numalab_algo::options::Suite::Bench;
-    c.icount = true;
-    c.smp = Some(1);
-    c.options.set_word("bench=page_alloc").unwrap();
+    c.kernel.suite = numalab_algo::options::Suite::Bench;
+    c.host.icount = true;
+    c.machine.smp = Some(1);
+    c.kernel.options.set_word("bench=page_alloc").unwrap();
     let out = boot_pass(&c);
     let bench = lines_with(&out, "BENCH ");
     for case in ["numalab", "buddy_system_allocator"] {
@@ -362,7 +363,7 @@ fn vmemmap_passed(out: &Outcome) {
 #[test]
 fn s03_vmemmap_on_8node() {
     let mut c = config("8node");
-    c.options.set_word("filter=vmemmap").unwrap();
+    c.kernel.options.set_word("filter=vmemmap").unwrap();
     vmemmap_passed(&boot_pass(&c));
 }
 
@@ -375,9 +376,9 @@ fn s03_vmemmap_on_8node() {
 #[ignore]
 fn s03_vmemmap_on_255_cpus() {
     let mut c = config("uma");
-    c.timeout = std::time::Duration::from_secs(1500);
-    c.smp = Some(255);
-    c.mem_mib = Some(2048);
-    c.options.set_word("filter=vmemmap").unwrap();
+    c.host.timeout = std::time::Duration::from_secs(1500);
+    c.machine.smp = Some(255);
+    c.machine.mem_mib = Some(2048);
+    c.kernel.options.set_word("filter=vmemmap").unwrap();
     vmemmap_passed(&boot_pass(&c));
 }

@@ -27,7 +27,7 @@ const SLUB_TESTS: [&str; 14] = [
 
 fn slub_config(topology: &str) -> RunConfig {
     let mut c = config(topology);
-    c.options.set_word("filter=slub").unwrap();
+    c.kernel.options.set_word("filter=slub").unwrap();
     c
 }
 
@@ -159,8 +159,11 @@ fn s04_memoryless_fix_and_bloat() {
     // The boot default can be switched off; the kernel then says so and the tests still pass
     // (they compare both settings on their own caches).
     let mut c = slub_config("memoryless");
-    c.options.set_word("slub.memoryless_fix=0").unwrap();
-    c.options.set_word("slub.debug=FZPU,kmalloc-64").unwrap();
+    c.kernel.options.set_word("slub.memoryless_fix=0").unwrap();
+    c.kernel
+        .options
+        .set_word("slub.debug=FZPU,kmalloc-64")
+        .unwrap();
     let out = boot_pass(&c);
     all_passed(&out);
     assert!(out.log.contains("memoryless_fix 0"), "{}", out.log);
@@ -175,7 +178,7 @@ fn s04_memoryless_fix_and_bloat() {
 #[test]
 fn s04_4node_every_debug_flag() {
     let mut c = slub_config("4node");
-    c.options.set_word("slub.debug=FZPU").unwrap();
+    c.kernel.options.set_word("slub.debug=FZPU").unwrap();
     let out = boot_pass(&c);
     all_passed(&out);
     let hammer = out
@@ -214,7 +217,7 @@ fn s04_4node_every_debug_flag() {
 #[test]
 fn s04_4node_hybrid_design() {
     let mut c = slub_config("4node");
-    c.options.set_word("slub.design=hybrid").unwrap();
+    c.kernel.options.set_word("slub.design=hybrid").unwrap();
     let out = boot_pass(&c);
     all_passed(&out);
     assert!(out.log.contains("; design hybrid"), "{}", out.log);
@@ -265,7 +268,8 @@ fn s04_4node_both_designs() {
         ("partial", "cmpxchg_double_cpu_fail", "sheaf_trylock_fail"),
     ] {
         let mut c = slub_config("4node");
-        c.options
+        c.kernel
+            .options
             .set_word(&format!("slub.design={design}"))
             .unwrap();
         let out = boot_pass(&c);
@@ -296,7 +300,7 @@ fn s04_4node_both_designs() {
 #[test]
 fn s04_4node_linux_checks() {
     let mut c = slub_config("4node");
-    c.options.set_word("slub.checks=linux").unwrap();
+    c.kernel.options.set_word("slub.checks=linux").unwrap();
     let out = boot_pass(&c);
     all_passed(&out);
     assert!(out.log.contains("; checks linux"), "{}", out.log);
@@ -313,7 +317,7 @@ fn s04_4node_linux_checks() {
 fn s04_kvfree_rcu_readers_see_no_poison_under_fzpu() {
     let mut c = config("4node");
     for w in ["filter=kfree_rcu", "slub.debug=FZPU", "rcu.kfree=call_rcu"] {
-        c.options.set_word(w).unwrap();
+        c.kernel.options.set_word(w).unwrap();
     }
     let out = boot_pass(&c);
     let r = out

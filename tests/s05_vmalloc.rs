@@ -205,15 +205,18 @@ fn s05_vmalloc_bad_policy_is_a_named_option_error() {
 /// queued its 100 areas, and all of them were vfree'd after a grace period.
 fn test_vmalloc_kvfree_rcu(way: &str) -> String {
     let mut c = config("4node");
-    c.suite = numalab_algo::options::Suite::Bench;
+    c.kernel.suite = numalab_algo::options::Suite::Bench;
     for w in [
         "bench=test_vmalloc",
         "test_vmalloc.run_test_mask=768",
         "test_vmalloc.nr_threads=8",
     ] {
-        c.options.set_word(w).unwrap();
+        c.kernel.options.set_word(w).unwrap();
     }
-    c.options.set_word(&format!("rcu.kfree={way}")).unwrap();
+    c.kernel
+        .options
+        .set_word(&format!("rcu.kfree={way}"))
+        .unwrap();
     let out = boot_pass(&c);
     for case in [
         "kvfree_rcu_1_arg_vmalloc_test",

@@ -126,10 +126,14 @@ fn boot_replay(source: &Path) -> Outcome {
     let (plan, args) =
         replay::prepare(source, Some(16), Some(1024), &[], &replay::tables_dir()).unwrap();
     let mut c = config("4node");
-    c.options.set_word("filter=topology").unwrap();
+    c.kernel.options.set_word("filter=topology").unwrap();
     c.prepend_qemu_args(&args).unwrap();
     let out = boot_pass(&c);
-    if let Err(bad) = replay::check(&plan, &out.log, replay::Slack::for_firmware(c.firmware)) {
+    if let Err(bad) = replay::check(
+        &plan,
+        &out.log,
+        replay::Slack::for_firmware(c.machine.firmware),
+    ) {
         panic!("{}\n{}", bad.join("\n"), out.log);
     }
     out

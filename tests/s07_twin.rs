@@ -50,7 +50,7 @@ fn smoke_args_for(kernel: &str, list: &str) -> BenchArgs {
     ]
     .to_vec();
     let mut a = run::parse(&words).expect("bench arguments parse");
-    a.base.timeout = Duration::from_secs(480);
+    a.base.host.timeout = Duration::from_secs(480);
     a
 }
 
@@ -339,6 +339,7 @@ fn s07_linux_6_1_det_boot_runs_on_qemu_10() {
     assert!(run.outcome.passed(), "{}", run.outcome.failure_report());
     let qemu = run
         .config
+        .host
         .qemu
         .as_ref()
         .expect("6.1's det boot names its QEMU");

@@ -94,7 +94,7 @@ fn check_soak_on(out: &Outcome, min_ops: u64, checkpoints: usize, mem_nodes: usi
 #[ignore]
 fn s08_short_soak_on_4node() {
     let mut c = soak_config("soak --short --quiet");
-    c.timeout = std::time::Duration::from_secs(1200);
+    c.host.timeout = std::time::Duration::from_secs(1200);
     let out = boot_pass(&c);
     let done = check_soak(&out, 1_000_000, 10);
     assert!(
@@ -128,7 +128,7 @@ fn s08_short_soak_on_4node() {
 #[ignore]
 fn s08_short_soak_on_4node_partial_design() {
     let mut c = soak_config("soak --short --quiet --set slub.design=partial");
-    c.timeout = std::time::Duration::from_secs(1200);
+    c.host.timeout = std::time::Duration::from_secs(1200);
     let out = boot_pass(&c);
     assert!(out.log.contains("; design partial"), "{}", out.log);
     let done = check_soak(&out, 1_000_000, 10);
@@ -144,7 +144,7 @@ fn s08_soak_hybrid_under_fault_injection() {
         "soak --ops 300000 --quiet --set slub.design=hybrid --set fault.page_alloc=2,1,5 \
          --set fault.slab=5,1,6 --set fault.vmalloc=5,1,7",
     );
-    c.timeout = std::time::Duration::from_secs(900);
+    c.host.timeout = std::time::Duration::from_secs(900);
     let out = boot_pass(&c);
     assert!(out.log.contains("; design hybrid"), "{}", out.log);
     let done = check_soak(&out, 300_000, 10);
@@ -157,7 +157,7 @@ fn s08_soak_under_fault_injection() {
         "soak --ops 300000 --quiet --set fault.page_alloc=2,1,5 --set fault.slab=5,1,6 \
          --set fault.vmalloc=5,1,7",
     );
-    c.timeout = std::time::Duration::from_secs(900);
+    c.host.timeout = std::time::Duration::from_secs(900);
     let out = boot_pass(&c);
     let done = check_soak(&out, 300_000, 10);
     assert!(number_before(&done, "allocation") > 0, "{done}");
@@ -182,7 +182,7 @@ fn s08_soak_under_fault_injection() {
 fn s08_soak_fails_on_a_kfree_leak() {
     // Short: 10^5 operations on 2 CPUs; the first checkpoint already sees the lost objects.
     let mut c = soak_config("soak --ops 100000 --smp 2 --quiet --set soak.leak_kfree=64");
-    c.timeout = std::time::Duration::from_secs(600);
+    c.host.timeout = std::time::Duration::from_secs(600);
     let out = boot(&c);
     assert_eq!(out.verdict, Verdict::Fail, "{}", out.failure_report());
     let soak = out.boot_log.ktap.result("soak.soak").expect("the soak ran");
@@ -239,9 +239,13 @@ fn s08_soak_on_66_nodes() {
     assert_eq!(plan.nodes.len(), 66);
     let mut c = soak_config("soak --ops 400000 --seed 2 --quiet --set soak.checkpoints=40");
     c.prepend_qemu_args(&args).unwrap();
-    c.timeout = std::time::Duration::from_secs(300);
+    c.host.timeout = std::time::Duration::from_secs(300);
     let out = boot_pass(&c);
-    if let Err(bad) = replay::check(&plan, &out.log, replay::Slack::for_firmware(c.firmware)) {
+    if let Err(bad) = replay::check(
+        &plan,
+        &out.log,
+        replay::Slack::for_firmware(c.machine.firmware),
+    ) {
         panic!("{}\n{}", bad.join("\n"), out.log);
     }
     let done = check_soak_on(&out, 400_000, 40, 66);
@@ -255,7 +259,7 @@ fn s08_soak_on_66_nodes() {
 #[test]
 fn s08_soak_with_every_debug_flag() {
     let mut c = soak_config("soak --ops 100000 --quiet --set slub.debug=FZPU");
-    c.timeout = std::time::Duration::from_secs(300);
+    c.host.timeout = std::time::Duration::from_secs(300);
     let out = boot_pass(&c);
     check_soak(&out, 100_000, 10);
     assert!(out.log.contains("debug FZPU"), "{}", out.log);

@@ -19,13 +19,13 @@ fn smoke_args(extra: &str) -> BenchArgs {
     let mut words: Vec<String> = vec!["--smoke".into()];
     words.extend(extra.split_whitespace().map(String::from));
     let mut a = run::parse(&words).expect("bench arguments parse");
-    a.base.timeout = Duration::from_secs(300);
+    a.base.host.timeout = Duration::from_secs(300);
     a
 }
 
 /// Runs the bench boots of `args` (one after another) in one of the test process's QEMU slots.
 fn run_boots(args: &BenchArgs) -> Vec<run::BootRun> {
-    let img = numalab::image(args.base.firmware);
+    let img = numalab::image(args.base.machine.firmware);
     let cost = 2 * numalab::cost(&args.base);
     numalab::with_qemu_slot(cost, || run::run_boots(args, &img)).expect("boots start")
 }
@@ -237,10 +237,10 @@ fn s09_det_counts_repeat_exactly() {
         "--topology 4node --set bench={},{}",
         SLUB_LIST_LOCK.name, KFREE_RCU_SCALE.name
     ));
-    let img = numalab::image(args.base.firmware);
+    let img = numalab::image(args.base.machine.firmware);
     let cost = 2 * numalab::cost(&args.base);
     let mut late = args.clone();
-    late.base.extra.extend([
+    late.base.host.extra.extend([
         "-boot".to_string(),
         format!("menu=on,splash-time={FIRMWARE_WAIT_MS}"),
     ]);
@@ -307,9 +307,9 @@ fn s09_det_counts_repeat_exactly() {
 #[test]
 fn s09_unknown_experiment_fails_naming_the_valid_ones() {
     let mut c = numalab::config("uma");
-    c.suite = numalab_algo::options::Suite::Bench;
-    c.options.push_unchecked("bench=no_such_bench");
-    c.options.set_word("bench.smoke=1").unwrap();
+    c.kernel.suite = numalab_algo::options::Suite::Bench;
+    c.kernel.options.push_unchecked("bench=no_such_bench");
+    c.kernel.options.set_word("bench.smoke=1").unwrap();
     let out = numalab::boot(&c);
     assert_eq!(
         out.verdict,
@@ -431,8 +431,8 @@ fn s09_vmalloc_det_pools_hold_at_full_size() {
         .chain([format!("bench={}", VMALLOC_SCALING.name)])
         .collect();
     let mut args = run::parse(&words).expect("bench arguments parse");
-    args.base.timeout = Duration::from_secs(600);
-    let img = numalab::image(args.base.firmware);
+    args.base.host.timeout = Duration::from_secs(600);
+    let img = numalab::image(args.base.machine.firmware);
     let cost = numalab::cost(&args.base);
     let r = numalab::with_qemu_slot(cost, || run::run_boot(&args, Boot::Det, 0, &img))
         .expect("det boot starts");

@@ -102,8 +102,8 @@ fn boot_tree(design: &str) -> (BootRun, SlabTree, PathBuf) {
     .map(String::from)
     .collect();
     let mut args = run::parse(&words).expect("bench arguments parse");
-    args.base.timeout = Duration::from_secs(300);
-    let img = numalab::image(args.base.firmware);
+    args.base.host.timeout = Duration::from_secs(300);
+    let img = numalab::image(args.base.machine.firmware);
     let cost = numalab::cost(&args.base);
     let r = numalab::with_qemu_slot(cost, || run::run_boot(&args, Boot::Tsc, 0, &img))
         .expect("tsc boot starts");

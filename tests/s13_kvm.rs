@@ -16,14 +16,14 @@ fn kvm_unusable() -> Option<String> {
 /// has 2 cores; placement refuses more vCPUs than host CPUs).
 fn kvm_config(suite: &str, sets: &[&str]) -> RunConfig {
     let mut c = config("2node");
-    c.suite = numalab_algo::options::Suite::from_name(suite).expect("a suite name");
-    c.smp = Some(2);
-    c.accel = Accel::Kvm;
-    c.placement.oversubscribe = true;
+    c.kernel.suite = numalab_algo::options::Suite::from_name(suite).expect("a suite name");
+    c.machine.smp = Some(2);
+    c.host.accel = Accel::Kvm;
+    c.host.placement.oversubscribe = true;
     for s in sets {
-        c.options.set_word(s).unwrap();
+        c.kernel.options.set_word(s).unwrap();
     }
-    c.timeout = std::time::Duration::from_secs(180);
+    c.host.timeout = std::time::Duration::from_secs(180);
     c
 }
 

@@ -29,28 +29,29 @@ fn trace_dir() -> PathBuf {
 
 /// The machine of `c` as the runner renders it.
 fn node_map(c: &RunConfig) -> NodeMap {
-    NodeMap::of(&c.typed_machine(), &c.extra).expect("node map")
+    NodeMap::of(&c.typed_machine(), &c.host.extra).expect("node map")
 }
 
 /// A det boot of 2node running the kernel's trace suite under the plugin (output `name`).
 fn traced_boot(name: &str) -> (String, String) {
     let mut c = numalab::config("2node");
-    c.icount = true;
-    c.timeout = Duration::from_secs(300);
-    c.options.set_word("filter=trace").unwrap();
-    c.options.set_word("acpi.dump=1").unwrap();
+    c.host.icount = true;
+    c.host.timeout = Duration::from_secs(300);
+    c.kernel.options.set_word("filter=trace").unwrap();
+    c.kernel.options.set_word("acpi.dump=1").unwrap();
     let files = trace::prepare(
         &c.qemu_binary(),
         &c.typed_machine(),
-        &c.extra,
+        &c.host.extra,
         None,
         &trace_dir(),
         name,
     );
-    c.trace = Some(files.expect("trace plugin and config"));
+    c.output.trace = Some(files.expect("trace plugin and config"));
     let out = numalab::boot(&c);
     assert!(out.passed(), "{}", out.failure_report());
-    let text = std::fs::read_to_string(&c.trace.as_ref().unwrap().out).expect("plugin output");
+    let text =
+        std::fs::read_to_string(&c.output.trace.as_ref().unwrap().out).expect("plugin output");
     (out.log.clone(), text)
 }
 
@@ -183,8 +184,8 @@ fn map_machines() -> Vec<(String, RunConfig)> {
 #[test]
 fn s14_plugin_node_map_equals_the_kernels_srat() {
     for (preset, mut c) in map_machines() {
-        c.options.set_word("filter=options").unwrap();
-        c.options.set_word("acpi.dump=1").unwrap();
+        c.kernel.options.set_word("filter=options").unwrap();
+        c.kernel.options.set_word("acpi.dump=1").unwrap();
         let out = numalab::shared_pass(&c);
         let (mut mem, cpus) = dumped_srat(&out.log);
         // The kernel's nodes are the proximity domains in increasing order.
@@ -278,22 +279,23 @@ fn s14_bench_trace_prints_c2c_tables_naming_the_list_locks() {
 #[ignore]
 fn s14_slow_a_255_vcpu_boot_with_the_plugin_completes() {
     let mut c = numalab::config("8node");
-    c.smp = Some(255);
-    c.icount = true;
-    c.timeout = Duration::from_secs(1200);
-    c.options.set_word("filter=options").unwrap();
+    c.machine.smp = Some(255);
+    c.host.icount = true;
+    c.host.timeout = Duration::from_secs(1200);
+    c.kernel.options.set_word("filter=options").unwrap();
     let files = trace::prepare(
         &c.qemu_binary(),
         &c.typed_machine(),
-        &c.extra,
+        &c.host.extra,
         None,
         &trace_dir(),
         "vcpus-255",
     );
-    c.trace = Some(files.expect("trace plugin and config"));
+    c.output.trace = Some(files.expect("trace plugin and config"));
     let out = numalab::boot(&c);
     assert!(out.passed(), "{}", out.failure_report());
-    let text = std::fs::read_to_string(&c.trace.as_ref().unwrap().out).expect("plugin output");
+    let text =
+        std::fs::read_to_string(&c.output.trace.as_ref().unwrap().out).expect("plugin output");
     let t = output::parse(&text).expect("plugin output reads");
     assert_eq!(t.vcpus, 255);
     for ((key, vcpu), c) in &t.regions {

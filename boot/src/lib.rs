@@ -25,6 +25,6 @@ pub use qemu::{Outcome, RunConfig, Verdict};
 /// Builds the kernel and the image for `config.firmware`, then boots it.
 pub fn build_and_run(config: &RunConfig) -> Result<Outcome, String> {
     let kernel = build::image::build_kernel()?;
-    let img = build::image::build_image(&kernel, config.firmware)?;
+    let img = build::image::build_image(&kernel, config.machine.firmware)?;
     Ok(qemu::boot(config, &img))
 }

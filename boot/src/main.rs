@@ -45,7 +45,7 @@ fn main() {
 /// One boot: build, run, report (with `--machine`, the kernel's numactl -H checked against
 /// the replayed machine: a mismatch fails the run); returns the exit status.
 fn boot_and_report(config: &RunConfig, replayed: Option<&Plan>) -> i32 {
-    let built = image::build_kernel().and_then(|k| image::build_image(&k, config.firmware));
+    let built = image::build_kernel().and_then(|k| image::build_image(&k, config.machine.firmware));
     let img = match built {
         Ok(i) => i,
         Err(e) => {
@@ -53,7 +53,7 @@ fn boot_and_report(config: &RunConfig, replayed: Option<&Plan>) -> i32 {
             return exit::BUILD;
         }
     };
-    if config.accel != numalab_boot::qemu::accel::Accel::Tcg {
+    if config.host.accel != numalab_boot::qemu::accel::Accel::Tcg {
         println!("numalab: accel: {}", config.runs_on());
     }
     let mut outcome = qemu::boot(config, &img);
@@ -64,7 +64,7 @@ fn boot_and_report(config: &RunConfig, replayed: Option<&Plan>) -> i32 {
         match replay::check(
             plan,
             &outcome.log,
-            replay::Slack::for_firmware(config.firmware),
+            replay::Slack::for_firmware(config.machine.firmware),
         ) {
             Ok(line) => println!("numalab: replay: {line}"),
             Err(mismatches) => {

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 /// A quiet run of the `test` suite on `topology` with a timeout suitable for 2 host cores.
 pub fn config(topology: &str) -> RunConfig {
     let mut c = RunConfig::new(topology, numalab_algo::options::Suite::Test);
-    c.timeout = Duration::from_secs(240);
+    c.host.timeout = Duration::from_secs(240);
     c
 }
 
@@ -46,15 +46,15 @@ pub fn image(firmware: Firmware) -> PathBuf {
 
 /// Builds (once) and boots `config`, waiting for a QEMU slot; a build failure fails the test.
 pub fn boot(config: &RunConfig) -> Outcome {
-    let img = image(config.firmware);
+    let img = image(config.machine.firmware);
     let outcome = with_qemu_slot(cost(config), || numalab_boot::qemu::boot(config, &img));
     // Shown with --nocapture (and on failure): where the time of a test run goes.
     println!(
         "numalab: boot took {:.1} s (estimated cost {}): {} {} {}",
         outcome.elapsed.as_secs_f64(),
         cost(config),
-        config.firmware.name(),
-        config.topology.name,
+        config.machine.firmware.name(),
+        config.machine.topology.name,
         config.kernel_cmdline()
     );
     outcome
@@ -121,20 +121,24 @@ pub fn boot_warnings(log: &str) -> Vec<&str> {
 /// The machine's vCPU count: `-smp` among the extra QEMU arguments, else the preset's.
 fn vcpus(config: &RunConfig) -> u64 {
     let from_extra = config
+        .host
         .extra
         .iter()
         .position(|a| a == "-smp")
-        .and_then(|i| config.extra.get(i + 1))
+        .and_then(|i| config.host.extra.get(i + 1))
         .and_then(|v| v.split(',').next()?.parse().ok());
-    from_extra.unwrap_or(config.smp.unwrap_or(config.topology.cpus)) as u64
+    from_extra.unwrap_or(config.machine.smp.unwrap_or(config.machine.topology.cpus)) as u64
 }
 
 /// A rough relative estimate of a boot's cost, used only to start the longest boots first:
 /// whole-suite boots and many vCPUs first (BIOS and UEFI boots now take about as long).
 pub fn cost(config: &RunConfig) -> u64 {
-    let filtered = config.options.is_set(&numalab_algo::options::run::FILTER);
-    let whole_suite = !filtered && config.suite != numalab_algo::options::Suite::Bench;
-    let firmware = if config.firmware == Firmware::Uefi {
+    let filtered = config
+        .kernel
+        .options
+        .is_set(&numalab_algo::options::run::FILTER);
+    let whole_suite = !filtered && config.kernel.suite != numalab_algo::options::Suite::Bench;
+    let firmware = if config.machine.firmware == Firmware::Uefi {
         20
     } else {
         5
@@ -242,8 +246,8 @@ pub fn qemu_run_sh(args: &[&str]) -> (Option<i32>, String, String) {
 pub fn bench_boots(words: &str) -> Vec<numalab_boot::run::BootRun> {
     let words: Vec<String> = words.split_whitespace().map(String::from).collect();
     let mut args = numalab_boot::run::parse(&words).expect("bench arguments parse");
-    args.base.timeout = Duration::from_secs(600);
-    let img = image(args.base.firmware);
+    args.base.host.timeout = Duration::from_secs(600);
+    let img = image(args.base.machine.firmware);
     let slot = 4 * cost(&args.base);
     with_qemu_slot(slot, || numalab_boot::run::run_boots(&args, &img)).expect("boots start")
 }

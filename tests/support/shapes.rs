@@ -11,8 +11,8 @@ use std::time::Duration;
 /// `smp.verbose=1` (s02: each CPU's APIC id and node), `vmalloc.test_loops=50` (s05).
 fn whole_suite(topology: &str) -> RunConfig {
     let mut c = config(topology);
-    c.options.set_word("smp.verbose=1").unwrap();
-    c.options.set_word("vmalloc.test_loops=50").unwrap();
+    c.kernel.options.set_word("smp.verbose=1").unwrap();
+    c.kernel.options.set_word("vmalloc.test_loops=50").unwrap();
     c
 }
 
@@ -30,7 +30,7 @@ pub fn uma() -> Arc<Outcome> {
 /// dump) (s01, s02, s03, s04, s05).
 pub fn four_node_config() -> RunConfig {
     let mut c = whole_suite("4node");
-    c.options.set_word("acpi.dump=1").unwrap();
+    c.kernel.options.set_word("acpi.dump=1").unwrap();
     c
 }
 
@@ -56,7 +56,7 @@ pub fn memoryless() -> Arc<Outcome> {
 /// on its own, 183.1 s beside another session's QEMUs: under 3 minutes, so not `#[ignore]`d.
 pub fn eight_node_config() -> RunConfig {
     let mut c = whole_suite("8node");
-    c.timeout = Duration::from_secs(600);
+    c.host.timeout = Duration::from_secs(600);
     c
 }
 
@@ -69,7 +69,7 @@ pub fn eight_node() -> Arc<Outcome> {
 /// stress test).
 pub fn four_node_stress_config() -> RunConfig {
     let mut c = RunConfig::new("4node", numalab_algo::options::Suite::Stress);
-    c.timeout = Duration::from_secs(300);
+    c.host.timeout = Duration::from_secs(300);
     c
 }
 
@@ -82,10 +82,10 @@ pub fn four_node_stress() -> Arc<Outcome> {
 /// bad `vmalloc.nodes`), only the options test: the run must fail naming each (s00, s05).
 pub fn bad_options_config() -> RunConfig {
     let mut c = config("uma");
-    c.options.set_word("filter=options").unwrap();
-    c.options.push_unchecked("no.such.key=1");
-    c.options.push_unchecked("suite=fast");
-    c.options.push_unchecked("vmalloc.nodes=node");
+    c.kernel.options.set_word("filter=options").unwrap();
+    c.kernel.options.push_unchecked("no.such.key=1");
+    c.kernel.options.push_unchecked("suite=fast");
+    c.kernel.options.push_unchecked("vmalloc.nodes=node");
     c
 }
 

@@ -29,14 +29,14 @@ fn error(s: &str) -> clap::Error {
 #[test]
 fn parses_options() {
     let c = parse_run("--uefi --smp 16 --mem 4G --topology snc --set acpi.dump=1 --set slub.max_order=2 --suite test --icount -- -smp 2").unwrap();
-    assert_eq!(c.firmware, Firmware::Uefi);
-    assert_eq!(c.smp, Some(16));
-    assert_eq!(c.mem_mib, Some(4096));
-    assert_eq!(c.topology.name, "snc");
+    assert_eq!(c.machine.firmware, Firmware::Uefi);
+    assert_eq!(c.machine.smp, Some(16));
+    assert_eq!(c.machine.mem_mib, Some(4096));
+    assert_eq!(c.machine.topology.name, "snc");
     assert_eq!(c.cmdline(), "suite=test acpi.dump=1 slub.max_order=2");
-    assert!(c.icount);
+    assert!(c.host.icount);
     // The machine after `--` is read once into its typed form; nothing else is left over.
-    assert!(c.extra.is_empty(), "{:?}", c.extra);
+    assert!(c.host.extra.is_empty(), "{:?}", c.host.extra);
     assert!(c.user_describes_machine());
     assert_eq!(c.machine_size(), (2, 128));
     assert_eq!(c.machine_args().unwrap(), vec!["-smp", "2"]);
@@ -65,22 +65,27 @@ fn defaults_and_the_main_job() {
     assert!(!o.verbose);
     let c = o.config();
     assert_eq!(
-        (c.topology.name, c.suite.name(), c.firmware),
+        (
+            c.machine.topology.name,
+            c.kernel.suite.name(),
+            c.machine.firmware
+        ),
         ("4node", "all", Firmware::Bios)
     );
-    assert_eq!(c.timeout, Duration::from_secs(600));
-    assert!(c.echo && !c.icount && c.extra.is_empty() && c.log.is_none());
+    assert_eq!(c.host.timeout, Duration::from_secs(600));
+    assert!(c.output.echo && !c.host.icount && c.host.extra.is_empty() && c.output.log.is_none());
     // Any argument, even a lone `--`, is one boot.
     assert!(matches!(parse(words("--")), Ok(Request::Run(_))));
     let q = parse_run("--quiet --log x.log --timeout 0 --qemu q/qemu").unwrap();
-    assert!(!q.echo);
-    assert_eq!(q.log, Some(PathBuf::from("x.log")));
-    assert_eq!(q.timeout, Duration::from_secs(1));
-    assert_eq!(q.qemu, Some(PathBuf::from("q/qemu")));
+    assert!(!q.output.echo);
+    assert_eq!(q.output.log, Some(PathBuf::from("x.log")));
+    assert_eq!(q.host.timeout, Duration::from_secs(1));
+    assert_eq!(q.host.qemu, Some(PathBuf::from("q/qemu")));
     // A later occurrence of an option overrides an earlier one, as before.
     assert_eq!(
         parse_run("--topology uma --topology 2node")
             .unwrap()
+            .machine
             .topology
             .name,
         "2node"
@@ -188,7 +193,7 @@ fn help_is_not_an_error() {
         assert_eq!(e.exit_code(), exit::PASS, "{ask}");
     }
     // After `--`, -h is QEMU's.
-    assert_eq!(parse_run("-- -h").unwrap().extra, vec!["-h"]);
+    assert_eq!(parse_run("-- -h").unwrap().host.extra, vec!["-h"]);
     let long = Cli::command()
         .term_width(1000)
         .render_long_help()
@@ -256,7 +261,7 @@ fn topology_and_machine() {
         panic!("{line} is not a replay");
     };
     assert_eq!(c.machine_size(), (8, 512));
-    assert!(c.user_describes_machine() && c.extra[0] == "-acpitable");
+    assert!(c.user_describes_machine() && c.host.extra[0] == "-acpitable");
     assert_eq!(
         c.machine_args().unwrap()[..5],
         ["-smp", "8", "-m", "512M", "-acpitable"]

@@ -156,7 +156,7 @@ mod tests {
         };
         let mut args = crate::run::BenchArgs::from_options(o);
         // Whatever host runs the test: its CPU count is not this test's business.
-        args.base.placement.oversubscribe = true;
+        args.base.host.placement.oversubscribe = true;
         let plan = crate::run::plan::plan(&args).unwrap();
         let mut seen = Vec::new();
         for b in &plan.boots {
@@ -224,10 +224,10 @@ mod tests {
         .unwrap();
         std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
         let mut c = crate::qemu::RunConfig::new("2node", numalab_algo::options::Suite::Test);
-        c.accel = Accel::Kvm;
-        c.placement.oversubscribe = true;
-        c.qemu = Some(fake);
-        c.timeout = std::time::Duration::from_secs(60);
+        c.host.accel = Accel::Kvm;
+        c.host.placement.oversubscribe = true;
+        c.host.qemu = Some(fake);
+        c.host.timeout = std::time::Duration::from_secs(60);
         let out = crate::qemu::boot(&c, &dir.join("numalab.img"));
         let _ = std::fs::remove_dir_all(&dir);
         match &out.verdict {

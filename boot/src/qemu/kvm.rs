@@ -10,22 +10,22 @@ use std::path::PathBuf;
 impl RunConfig {
     /// The accelerator this boot runs under: "kvm", or "tcg" (also for any icount boot).
     pub fn runs_on(&self) -> &'static str {
-        runs_on(self.accel, self.icount)
+        runs_on(self.host.accel, self.host.icount)
     }
 
     /// The machine as typed QEMU items (the user's, or the preset's at its size).
     pub fn typed_machine(&self) -> QemuMachine {
-        self.machine.clone().unwrap_or_else(|| {
+        self.machine.described.clone().unwrap_or_else(|| {
             let (cpus, mem) = self.machine_size();
-            self.topology.machine(cpus, mem)
+            self.machine.topology.machine(cpus, mem)
         })
     }
 
     /// Under KVM: the machine placed on the host and its placement (host_numa.rs), when one
     /// applies; `Err`: why the host refuses the machine.
     pub fn placement(&self) -> Result<Option<(QemuMachine, Placement)>, String> {
-        let kvm = runs_kvm(self.accel, self.icount) && self.linux.is_none();
-        self.placement.placed(&self.typed_machine(), kvm)
+        let kvm = runs_kvm(self.host.accel, self.host.icount) && self.kernel.linux.is_none();
+        self.host.placement.placed(&self.typed_machine(), kvm)
     }
 
     /// Under KVM with a placement: the QMP socket's arguments added to `args`, and the socket

@@ -34,22 +34,22 @@ impl LinuxBoot {
             "printk.time=0".into(),
             "panic=-1".into(),
         ];
-        if config.icount && config.cpus_online != Some(1) {
+        if config.host.icount && config.machine.cpus_online != Some(1) {
             words.push("numalab_twin.clock=det".into());
-            let quantum = config.options.options().get(&BENCH_DET_QUANTUM);
+            let quantum = config.kernel.options.options().get(&BENCH_DET_QUANTUM);
             words.push(format!("numalab_twin.det_quantum={quantum}"));
         } else {
-            let clock = if config.icount {
+            let clock = if config.host.icount {
                 Clock::Icount
             } else {
                 Clock::Tsc
             };
             words.push(format!("numalab_twin.clock={clock}"));
         }
-        if let Some(smoke) = config.options.get(&BENCH_SMOKE) {
+        if let Some(smoke) = config.kernel.options.get(&BENCH_SMOKE) {
             words.push(format!("numalab_twin.smoke={}", u8::from(smoke)));
         }
-        if let Some(selection) = config.options.get(&BENCH) {
+        if let Some(selection) = config.kernel.options.get(&BENCH) {
             words.push(format!(
                 "numalab_twin.bench={}",
                 selection.names().join(",")

@@ -1,19 +1,14 @@
 //! QEMU: the command line for a run, starting it with a timeout, capturing the serial console,
 //! and decoding how it ended. The only place in numalab that knows QEMU's arguments.
 
-use crate::build::image::Firmware;
 use crate::wire::ktap::{Summary, WarningLine, WarningWatch};
 use crate::wire::BootLog;
-use machine::QemuMachine;
-use numalab_algo::bench::Clock;
-use numalab_algo::options::{bench::BENCH_CLOCK, run::SUITE, Cmdline, Suite};
 use numalab_algo::wire::bench::BenchLine;
 use numalab_algo::wire::console::ConsoleLine;
 use numalab_algo::wire::ktap::KtapLine;
 use numalab_algo::wire::{classify, Line};
-use presets::Preset;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -21,6 +16,7 @@ use stderr::StderrWatch;
 use time_limit::Limit;
 
 pub mod accel;
+mod config;
 pub mod failure;
 pub mod guest_memory;
 pub mod host_numa;
@@ -34,238 +30,13 @@ pub mod presets;
 pub mod serial_capture;
 pub mod stderr;
 pub mod time_limit;
+pub use config::{parse_mem_mib, HostSpec, KernelSpec, MachineSpec, OutputSpec, RunConfig};
 pub use linux_boot::LinuxBoot;
 
 /// Exit status QEMU reports when the kernel wrote 0x10 to isa-debug-exit.
 pub const STATUS_SUCCESS: i32 = 33;
 /// Exit status QEMU reports when the kernel wrote 0x11 (test failure, panic, exception).
 pub const STATUS_FAILURE: i32 = 35;
-
-/// Everything that describes one boot.
-#[derive(Clone, Debug)]
-pub struct RunConfig {
-    pub firmware: Firmware,
-    pub topology: Preset,
-    pub smp: Option<u32>,
-    pub mem_mib: Option<u64>,
-    /// Kernel options, typed (`options.set(&SLUB_DESIGN, Design::Partial)`), rendered into
-    /// the fw_cfg command line by `kernel_cmdline`.
-    pub options: Cmdline,
-    pub suite: Suite,
-    pub timeout: Duration,
-    pub icount: bool,
-    /// `--accel` (resolved by `resolve`: tcg or kvm); an icount boot runs under TCG anyway.
-    pub accel: crate::qemu::accel::Accel,
-    /// Host placement under KVM (host_numa.rs): pinning, node map, memory binding.
-    pub placement: crate::qemu::host_numa::Options,
-    /// Start QEMU with only this many of the machine's CPUs present (`-smp K,maxcpus=N`: every
-    /// node and every CPU's place in the SRAT kept); None: all of them.
-    pub cpus_online: Option<u32>,
-    pub qemu: Option<PathBuf>,
-    pub log: Option<PathBuf>,
-    /// The machine in QEMU's terms when the arguments after `--` (or a replayed machine)
-    /// describe it; None: the preset `topology`, rescaled by `smp` and `mem_mib`.
-    pub machine: Option<QemuMachine>,
-    /// The other arguments after `--`, appended to QEMU's.
-    pub extra: Vec<String>,
-    /// Echo the serial console while it runs.
-    pub echo: bool,
-    /// Without `echo`: still echo the lines that say something went wrong (a top-level
-    /// `not ok`, a panic, an exception, a warning no test declared).
-    pub echo_failures: bool,
-    /// Boot Linux (the twin, run/twin/) instead of numalab's image: `-kernel`, `-initrd`
-    /// and `-append` replace the disk and the fw_cfg command line.
-    pub linux: Option<LinuxBoot>,
-    /// `--trace mem`: load the trace plugin with these files (trace/, docs/trace.md).
-    pub trace: Option<plugin::TraceFiles>,
-}
-
-impl RunConfig {
-    /// A quiet run of `suite` on the preset `topology` (for host tests).
-    pub fn new(topology: &str, suite: Suite) -> RunConfig {
-        RunConfig {
-            firmware: Firmware::Bios,
-            topology: crate::qemu::presets::find(topology)
-                .unwrap_or_else(|| panic!("no topology preset named {topology}")),
-            smp: None,
-            mem_mib: None,
-            options: Cmdline::new(),
-            suite,
-            timeout: Duration::from_secs(300),
-            icount: false,
-            accel: crate::qemu::accel::Accel::Tcg,
-            placement: crate::qemu::host_numa::Options::default(),
-            cpus_online: None,
-            qemu: None,
-            log: None,
-            machine: None,
-            extra: Vec::new(),
-            echo: false,
-            echo_failures: false,
-            linux: None,
-            trace: None,
-        }
-    }
-
-    /// True when the user's own arguments (or a replayed machine) describe the machine (then
-    /// the preset is dropped).
-    pub fn user_describes_machine(&self) -> bool {
-        self.machine.is_some()
-    }
-
-    /// The QEMU arguments the user's machine and the other arguments after `--` come to (the
-    /// machine rendered from its typed form).
-    pub fn user_qemu_args(&self) -> Vec<String> {
-        let mut args = self
-            .machine
-            .as_ref()
-            .map(|m| m.args(None))
-            .unwrap_or_default();
-        args.extend(self.extra.iter().cloned());
-        args
-    }
-
-    /// Puts QEMU arguments `args` before the other arguments: the machine they describe (if
-    /// any) becomes the boot's machine, the rest go to `extra`. `Err`: an argument that
-    /// cannot be read, in one line.
-    pub fn prepend_qemu_args(&mut self, args: &[String]) -> Result<(), String> {
-        let (machine, mut rest) = crate::qemu::machine::split(args)?;
-        if machine.is_some() {
-            self.machine = machine;
-        }
-        rest.append(&mut self.extra);
-        self.extra = rest;
-        Ok(())
-    }
-
-    /// The suite and the options, in that order (what a run record shows).
-    fn typed_cmdline(&self) -> Cmdline {
-        let mut line = Cmdline::new();
-        line.set_choice(&SUITE, self.suite);
-        line.extend(&self.options);
-        line
-    }
-
-    /// The kernel command line handed over fw_cfg, without what the boot kind adds.
-    pub fn cmdline(&self) -> String {
-        self.typed_cmdline().render()
-    }
-
-    /// The command line the kernel gets: `cmdline()`, plus `bench.clock=icount` under
-    /// `--icount` (unless set explicitly), so BENCH lines say how their ticks were counted.
-    /// The one place the typed options become text.
-    pub fn kernel_cmdline(&self) -> String {
-        let mut line = self.typed_cmdline();
-        if self.icount && !self.options.is_set(&BENCH_CLOCK) {
-            line.set_choice(&BENCH_CLOCK, Clock::Icount);
-        }
-        line.render()
-    }
-
-    /// The QEMU binary to run.
-    pub fn qemu_binary(&self) -> PathBuf {
-        self.qemu
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("qemu-system-x86_64"))
-    }
-
-    /// The full QEMU argument list for `image`.
-    pub fn qemu_args(&self, image: &Path) -> Result<Vec<String>, String> {
-        let mut args: Vec<String> = vec![
-            "-display".into(),
-            "none".into(),
-            "-net".into(),
-            "none".into(),
-            "-no-reboot".into(),
-            "-monitor".into(),
-            "none".into(),
-            "-serial".into(),
-            "stdio".into(),
-            "-device".into(),
-            "isa-debug-exit,iobase=0xf4,iosize=0x04".into(),
-        ];
-        args.extend(crate::qemu::accel::qemu_args(self.accel, self.icount));
-        if let Some(linux) = &self.linux {
-            args.extend(linux.qemu_args(self));
-        } else {
-            args.extend([
-                "-drive".into(),
-                // snapshot=on: writes go to a temporary overlay, so parallel runs can share the
-                // image.
-                format!("format=raw,snapshot=on,file={}", image.display()),
-                "-fw_cfg".into(),
-                // fw_cfg's option parser splits on commas; QEMU's escape for a comma is ",,".
-                format!(
-                    "name=opt/numalab/cmdline,string={}",
-                    self.kernel_cmdline().replace(',', ",,")
-                ),
-            ]);
-        }
-        if self.firmware == Firmware::Uefi && self.linux.is_none() {
-            args.push("-bios".into());
-            args.push(ovmf_path(self.qemu.as_deref())?.display().to_string());
-        }
-        if self.icount {
-            args.push("-icount".into());
-            args.push("shift=0,sleep=off".into());
-        }
-        if let Some(t) = &self.trace {
-            args.extend(t.qemu_args());
-        }
-        args.extend(self.machine_args()?);
-        Ok(args)
-    }
-
-    /// The machine's part of the QEMU arguments: the machine rendered once (the preset with
-    /// `--smp`, `--mem`, or the machine given after `--`; under KVM placed on the host,
-    /// host_numa.rs), with only `cpus_online` CPUs present when set, then the other
-    /// arguments after `--`.
-    pub fn machine_args(&self) -> Result<Vec<String>, String> {
-        let machine = match self.placement()? {
-            Some((placed, _)) => placed,
-            None => self.typed_machine(),
-        };
-        let mut args = machine.args(self.cpus_online);
-        args.extend(self.extra.iter().cloned());
-        Ok(args)
-    }
-
-    /// The machine's CPUs and MiB: the preset's (or `--smp`/`--mem`), or for a machine given
-    /// after `--` its `-smp` and `-m` (1 CPU and 128 MiB, QEMU's defaults, when absent).
-    pub fn machine_size(&self) -> (u32, u64) {
-        match &self.machine {
-            Some(m) => (m.cpus(), m.mem_mib()),
-            None => (
-                self.smp.unwrap_or(self.topology.cpus),
-                self.mem_mib.unwrap_or(self.topology.mem_mib),
-            ),
-        }
-    }
-
-    /// The CPUs present when the kernel boots: `cpus_online`, else all of the machine's.
-    pub fn vcpus(&self) -> u32 {
-        self.cpus_online.unwrap_or_else(|| self.machine_size().0)
-    }
-}
-
-/// Parses `512M`, `2G`, `1024` (MiB) into MiB (at least 64).
-pub fn parse_mem_mib(text: &str) -> Option<u64> {
-    crate::qemu::machine::parse_size_mib(text).filter(|&m| m >= 64)
-}
-
-/// OVMF next to a bundled QEMU (qemu-bundle.sh puts it in DIR/share), else Debian's.
-fn ovmf_path(qemu: Option<&Path>) -> Result<PathBuf, String> {
-    let mut candidates = Vec::new();
-    if let Some(dir) = qemu.and_then(|q| q.parent()) {
-        candidates.push(dir.join("share/OVMF.fd"));
-    }
-    candidates.push(PathBuf::from("/usr/share/ovmf/OVMF.fd"));
-    candidates.push(PathBuf::from("/usr/share/qemu/OVMF.fd"));
-    candidates.into_iter().find(|p| p.exists()).ok_or_else(|| {
-        "UEFI firmware not found: /usr/share/ovmf/OVMF.fd is missing (apt-get install ovmf)"
-            .to_string()
-    })
-}
 
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -433,7 +204,7 @@ pub fn boot(config: &RunConfig, image: &Path) -> Outcome {
             return fail(Verdict::QemuError(why), command);
         }
     };
-    let _registered = crate::qemu::interrupt::register(child.id(), config.log.clone());
+    let _registered = crate::qemu::interrupt::register(child.id(), config.output.log.clone());
     if let Some((qmp, placement)) = pinning {
         crate::qemu::host_pin::spawn(qmp, placement);
     }
@@ -441,12 +212,12 @@ pub fn boot(config: &RunConfig, image: &Path) -> Outcome {
     let stderr = child.stderr.take().expect("piped stderr");
     // Emptied, then written in append mode: the line an interruption adds (interrupt.rs)
     // is never overwritten by the last lines read.
-    let mut log_file = config.log.as_ref().and_then(|p| {
+    let mut log_file = config.output.log.as_ref().and_then(|p| {
         std::fs::File::create(p).ok()?;
         std::fs::OpenOptions::new().append(true).open(p).ok()
     });
-    let echo = config.echo;
-    let echo_failures = config.echo_failures;
+    let echo = config.output.echo;
+    let echo_failures = config.output.echo_failures;
     let reader_log = Arc::clone(&log);
     // The bootloader halts for good after its panic: the boot is stopped on that line.
     let stuck = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -490,9 +261,13 @@ pub fn boot(config: &RunConfig, image: &Path) -> Outcome {
     });
     let mut stderr = StderrWatch::start(stderr, config.runs_on() == "kvm");
     let mut load_at_timeout = None;
-    let threads = if config.icount { 1 } else { config.vcpus() };
+    let threads = if config.host.icount {
+        1
+    } else {
+        config.vcpus()
+    };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let limit = Limit::new(config.timeout, threads, cores);
+    let limit = Limit::new(config.host.timeout, threads, cores);
     let pid = child.id();
     let mut cpu_used = None;
     let status = loop {

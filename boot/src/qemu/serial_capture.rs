@@ -136,7 +136,7 @@ mod tests {
         .unwrap();
         std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
         let mut config = crate::qemu::RunConfig::new("uma", numalab_algo::options::Suite::Test);
-        config.qemu = Some(fake);
+        config.host.qemu = Some(fake);
         let outcome = crate::qemu::boot(&config, &dir.join("no-image"));
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(

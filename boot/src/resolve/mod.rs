@@ -11,7 +11,7 @@ use crate::cli::{
 };
 use crate::machine::{replay, scale};
 use crate::qemu::presets::Preset;
-use crate::qemu::RunConfig;
+use crate::qemu::{HostSpec, KernelSpec, MachineSpec, OutputSpec, RunConfig};
 use crate::resolve::user_path::{at_caller, folder_problem, program_at_caller};
 use numalab_algo::options::{Cmdline, Suite};
 use std::path::PathBuf;
@@ -109,7 +109,7 @@ fn machine_of_mut(request: &mut Request) -> Option<&mut MachineOptions> {
 fn memory_problem(job: &Job) -> Option<String> {
     let (config, suite) = match job {
         Job::Main(c, _) => (c.clone(), Suite::All),
-        Job::Run(c) | Job::Replay(c, _) => (c.clone(), c.suite),
+        Job::Run(c) | Job::Replay(c, _) => (c.clone(), c.kernel.suite),
         Job::Bench(b) => (b.machine.config(Suite::Bench), Suite::All),
         Job::Soak(s) => (s.machine.config(Suite::Soak), Suite::Soak),
         _ => return None,
@@ -126,8 +126,8 @@ fn placement_problem(job: &Job) -> Option<String> {
         Job::Soak(s) => s.machine.config(Suite::Soak),
         _ => return None,
     };
-    if config.accel == crate::qemu::accel::Accel::Tcg {
-        return config.placement.asked().map(|flag| {
+    if config.host.accel == crate::qemu::accel::Accel::Tcg {
+        return config.host.placement.asked().map(|flag| {
             format!("{flag} places a KVM guest on the host: it needs --accel kvm (this run is tcg)")
         });
     }
@@ -351,45 +351,53 @@ impl MachineOptions {
     pub fn config(&self, suite: Suite) -> RunConfig {
         // parse() refused arguments that do not split (check_qemu_args); were one to get
         // here, QEMU would get it as written and say what is wrong with it.
-        let (machine, extra) = crate::qemu::machine::split(&self.qemu_args)
+        let (described, extra) = crate::qemu::machine::split(&self.qemu_args)
             .unwrap_or_else(|_| (None, self.qemu_args.clone()));
         RunConfig {
-            firmware: if self.uefi {
-                Firmware::Uefi
-            } else {
-                Firmware::Bios
+            machine: MachineSpec {
+                firmware: if self.uefi {
+                    Firmware::Uefi
+                } else {
+                    Firmware::Bios
+                },
+                topology: self.topology.clone(),
+                smp: self.smp,
+                mem_mib: self.mem,
+                cpus_online: None,
+                described,
             },
-            topology: self.topology.clone(),
-            smp: self.smp,
-            mem_mib: self.mem,
-            options: {
-                let mut options = Cmdline::new();
-                for s in &self.sets {
-                    options.push(s.clone());
-                }
-                options
+            kernel: KernelSpec {
+                options: {
+                    let mut options = Cmdline::new();
+                    for s in &self.sets {
+                        options.push(s.clone());
+                    }
+                    options
+                },
+                suite,
+                linux: None,
             },
-            suite,
-            timeout: Duration::from_secs(self.timeout.max(1)),
-            icount: false,
-            accel: self.accel,
-            placement: crate::qemu::host_numa::Options {
-                pin: self.pin,
-                host_map: self.host_map.clone().unwrap_or_default(),
-                oversubscribe: self.oversubscribe,
-                prealloc: self.prealloc,
-                hugepages: self.hugepages.clone(),
-                ..crate::qemu::host_numa::Options::default()
+            host: HostSpec {
+                timeout: Duration::from_secs(self.timeout.max(1)),
+                icount: false,
+                accel: self.accel,
+                placement: crate::qemu::host_numa::Options {
+                    pin: self.pin,
+                    host_map: self.host_map.clone().unwrap_or_default(),
+                    oversubscribe: self.oversubscribe,
+                    prealloc: self.prealloc,
+                    hugepages: self.hugepages.clone(),
+                    ..crate::qemu::host_numa::Options::default()
+                },
+                qemu: self.qemu.clone(),
+                extra,
             },
-            cpus_online: None,
-            qemu: self.qemu.clone(),
-            log: None,
-            machine,
-            extra,
-            echo: true,
-            echo_failures: false,
-            linux: None,
-            trace: None,
+            output: OutputSpec {
+                log: None,
+                echo: true,
+                echo_failures: false,
+                trace: None,
+            },
         }
     }
 }
@@ -398,9 +406,9 @@ impl RunOptions {
     /// The boot these options describe.
     pub fn config(&self) -> RunConfig {
         let mut c = self.machine.config(self.suite);
-        c.icount = self.icount;
-        c.log = self.log.clone();
-        c.echo = !self.quiet;
+        c.host.icount = self.icount;
+        c.output.log = self.log.clone();
+        c.output.echo = !self.quiet;
         c
     }
 }

@@ -76,7 +76,7 @@ impl BenchArgs {
     /// The no-argument main job on `base` (the default topology): every suite in the multi-CPU
     /// boot, smoke benchmarks, then the tables.
     pub fn main_job(mut base: RunConfig) -> BenchArgs {
-        base.suite = Suite::All;
+        base.kernel.suite = Suite::All;
         BenchArgs {
             base,
             smoke: true,
@@ -102,11 +102,12 @@ impl BenchArgs {
             return None;
         }
         let mut base = self.base.clone();
-        base.topology = crate::qemu::presets::find("memoryless")?;
-        base.smp = None;
-        base.mem_mib = None;
-        base.suite = Suite::Bench;
-        base.options
+        base.machine.topology = crate::qemu::presets::find("memoryless")?;
+        base.machine.smp = None;
+        base.machine.mem_mib = None;
+        base.kernel.suite = Suite::Bench;
+        base.kernel
+            .options
             .set(&BENCH, &Selection::of([catalog::MEMORYLESS_NODE.name]))
             .ok()?;
         Some(BenchArgs {
@@ -126,11 +127,12 @@ impl BenchArgs {
             return None;
         }
         let mut base = self.base.clone();
-        base.topology = crate::qemu::presets::find("8node-2mem")?;
-        base.smp = None;
-        base.mem_mib = None;
-        base.suite = Suite::Bench;
-        base.options
+        base.machine.topology = crate::qemu::presets::find("8node-2mem")?;
+        base.machine.smp = None;
+        base.machine.mem_mib = None;
+        base.kernel.suite = Suite::Bench;
+        base.kernel
+            .options
             .set(&BENCH, &Selection::of([catalog::MEMORYLESS_SHEAVES.name]))
             .ok()?;
         Some(BenchArgs {
@@ -146,7 +148,7 @@ impl BenchArgs {
 
     /// The experiments `bench=` selects (none named: all).
     pub fn selected(&self) -> Selection {
-        self.base.options.get(&BENCH).unwrap_or_default()
+        self.base.kernel.options.get(&BENCH).unwrap_or_default()
     }
 }
 

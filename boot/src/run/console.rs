@@ -51,7 +51,7 @@ pub fn machine_and_tests(runs: &[BootRun], host_line: &str) -> String {
     let _ = writeln!(
         out,
         "== machine: {} ({} vCPUs), as the kernel read it from ACPI (numactl -H) ==",
-        main.config.topology.name,
+        main.config.machine.topology.name,
         main.config.vcpus()
     );
     out.push_str(
@@ -63,7 +63,7 @@ pub fn machine_and_tests(runs: &[BootRun], host_line: &str) -> String {
         out,
         "\n== tests: KTAP, {} boot (suite={}) ==",
         main.boot.name(),
-        main.config.suite
+        main.config.kernel.suite
     );
     out.push_str(&suite_lines(main));
     for r in &runs[1..] {
@@ -71,12 +71,12 @@ pub fn machine_and_tests(runs: &[BootRun], host_line: &str) -> String {
         let _ = writeln!(
             out,
             "  {:<10} {:>3} passed, {} failed, {} skipped  ({} boot, {}{})",
-            r.config.suite,
+            r.config.kernel.suite,
             t.passed(),
             t.failed().len(),
             t.results.iter().filter(|x| x.skipped).count(),
             r.boot.name(),
-            r.config.topology.name,
+            r.config.machine.topology.name,
             if r.boot == Boot::Icount {
                 ", 1 CPU"
             } else {

@@ -112,8 +112,8 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
             (&o::BENCH_MLC_L2_BYTES, c.model.l2.bytes),
             (&o::BENCH_MLC_LLC_BYTES, c.scaled_llc_bytes()),
         ] {
-            if !config.options.is_set(opt) {
-                config.options.set(opt, bytes)?;
+            if !config.kernel.options.is_set(opt) {
+                config.kernel.options.set(opt, bytes)?;
             }
         }
     }
@@ -127,12 +127,12 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
                 } else {
                     String::new()
                 },
-                config.suite,
+                config.kernel.suite,
                 if b.smoke { ", smoke" } else { "" },
                 if config.user_describes_machine() {
                     "a machine of QEMU arguments"
                 } else {
-                    config.topology.name
+                    config.machine.topology.name
                 },
                 config.vcpus(),
                 config.runs_on()
@@ -145,7 +145,7 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
                 .clone();
             l.append = append.clone();
             let release = l.release.clone();
-            config.linux = Some(l);
+            config.kernel.linux = Some(l);
             (
                 format!("linux {} ({release})", b.boot.name()),
                 config
@@ -158,7 +158,7 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
     // The QEMU command line of every boot is in the JSONL header (and in a failure report);
     // --verbose prints it here too.
     progress::boot(&what.0);
-    if config.echo {
+    if config.output.echo {
         progress::println(&format!("numalab: bench: QEMU arguments: {}", what.1));
     }
     if b.trace {
@@ -172,10 +172,10 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
         let dir = crate::build::image::repo_root()
             .join("target")
             .join("trace");
-        config.trace = Some(trace::prepare(
+        config.output.trace = Some(trace::prepare(
             &config.qemu_binary(),
             &config.typed_machine(),
-            &config.extra,
+            &config.host.extra,
             b.costs.as_ref(),
             &dir,
             &name,
@@ -185,10 +185,10 @@ pub fn run_boot(b: &PlannedBoot, img: &Path, linux: Option<&LinuxBoot>) -> Resul
     progress::boot_done(outcome.elapsed);
     let (mut records, violations) = bench::records(&outcome.boot_log, b.boot);
     records.retain(bench::det_keeps);
-    let trace = match &config.trace {
+    let trace = match &config.output.trace {
         Some(files) => Some(traced(
             b,
-            config.linux.as_ref(),
+            config.kernel.linux.as_ref(),
             files,
             &outcome.boot_log,
             &mut records,

@@ -119,6 +119,7 @@ mod tests {
         let sets = |a: &super::super::BenchArgs, boot| {
             super::super::plan::boot_config(a, boot, 0)
                 .unwrap()
+                .kernel
                 .options
                 .words()
         };

@@ -128,7 +128,10 @@ pub enum PlanError {
 /// `--kernel linux|both`).
 pub fn plan(args: &BenchArgs) -> Result<Plan, PlanError> {
     let mut plan = Plan {
-        numalab_image: args.kernel.runs_numalab().then_some(args.base.firmware),
+        numalab_image: args
+            .kernel
+            .runs_numalab()
+            .then_some(args.base.machine.firmware),
         ..Plan::default()
     };
     if args.kernel.runs_numalab() {
@@ -208,7 +211,7 @@ pub fn numalab_boot(
         // Untraced boots get the same model where one applies, so that latency_matrix's
         // buffer sizes (bench.mlc_*, set from it in execute.rs) and so every record of record
         // are the same with and without --trace (docs/trace.md).
-        crate::trace::map::NodeMap::of(&config.typed_machine(), &config.extra)
+        crate::trace::map::NodeMap::of(&config.typed_machine(), &config.host.extra)
             .ok()
             .and_then(|map| {
                 let chosen = cost_model(args).ok()?;
@@ -234,7 +237,7 @@ pub fn numalab_boot(
 /// default). A machine whose node map cannot be derived, or that the named cost model does
 /// not fit, is refused here, before any build.
 fn traced_costs(args: &BenchArgs, config: &RunConfig) -> Result<crate::costs::Applied, String> {
-    let map = crate::trace::map::NodeMap::of(&config.typed_machine(), &config.extra)?;
+    let map = crate::trace::map::NodeMap::of(&config.typed_machine(), &config.host.extra)?;
     let chosen = cost_model(args)?;
     crate::costs::presets::for_machine(chosen.as_ref(), &map.shape())
 }
@@ -272,44 +275,46 @@ fn det_selection(args: &BenchArgs) -> Option<Selection> {
 pub fn boot_config(args: &BenchArgs, boot: Boot, rep: u32) -> Result<RunConfig, String> {
     let mut c = args.base.clone();
     if boot != Boot::Tsc || !args.main_job || rep > 0 {
-        c.suite = Suite::Bench;
+        c.kernel.suite = Suite::Bench;
     }
     if args.smoke {
-        c.options.set_bool(&BENCH_SMOKE, true);
+        c.kernel.options.set_bool(&BENCH_SMOKE, true);
     }
     if rep > 0 {
-        c.options.set(&BENCH_REP, u64::from(rep))?;
+        c.kernel.options.set(&BENCH_REP, u64::from(rep))?;
     }
-    c.echo = args.verbose;
-    c.echo_failures = true;
+    c.output.echo = args.verbose;
+    c.output.echo_failures = true;
     // Hold times cost two clock reads per lock acquisition: on where the boot counts events or
     // host time, never in the instruction boot (docs/benchmarks.md, "Lock statistics").
-    if boot != Boot::Icount && !c.options.is_set(&LOCK_STAT) {
-        c.options.set_bool(&LOCK_STAT, true);
+    if boot != Boot::Icount && !c.kernel.options.is_set(&LOCK_STAT) {
+        c.kernel.options.set_bool(&LOCK_STAT, true);
     }
     match boot {
         Boot::Tsc => {}
         Boot::Icount => {
             // The same machine (every node, every CPU's place in the SRAT) with only the boot
             // CPU present; under TCG, as every icount boot (accel.rs).
-            c.icount = true;
-            c.accel = Accel::Tcg;
-            c.cpus_online = Some(1);
+            c.host.icount = true;
+            c.host.accel = Accel::Tcg;
+            c.machine.cpus_online = Some(1);
             c.machine_args()?;
         }
         Boot::Det => {
             det_machine(&mut c);
             let only = det_selection(args).ok_or("bench: no count experiment selected for det")?;
-            c.options.set(&BENCH, &only)?;
+            c.kernel.options.set(&BENCH, &only)?;
         }
         Boot::Uma => {
             let (cpus, mem) = args.base.machine_size();
-            c.topology = crate::qemu::presets::find("uma").ok_or("no uma preset")?;
-            c.smp = Some(cpus);
-            c.mem_mib = Some(mem);
-            c.machine = None;
-            c.extra.clear();
-            c.options.set(&BENCH, &Selection::of(uma_experiments()))?;
+            c.machine.topology = crate::qemu::presets::find("uma").ok_or("no uma preset")?;
+            c.machine.smp = Some(cpus);
+            c.machine.mem_mib = Some(mem);
+            c.machine.described = None;
+            c.host.extra.clear();
+            c.kernel
+                .options
+                .set(&BENCH, &Selection::of(uma_experiments()))?;
         }
     }
     Ok(c)
@@ -318,8 +323,8 @@ pub fn boot_config(args: &BenchArgs, boot: Boot, rep: u32) -> Result<RunConfig, 
 /// The det boot's machine: every CPU online under `-icount shift=0,sleep=off`, on TCG (as
 /// every icount boot, accel.rs): numalab's and the twin's det boots alike.
 fn det_machine(c: &mut RunConfig) {
-    c.icount = true;
-    c.accel = Accel::Tcg;
+    c.host.icount = true;
+    c.host.accel = Accel::Tcg;
 }
 
 /// Whether the experiment `name` measures only in the multi-CPU boots (it skips the icount
@@ -480,7 +485,7 @@ pub fn linux_kernel_boots(
         let det_boot = |append: Option<String>| -> Result<PlannedBoot, String> {
             let mut b = boot(Boot::Det, &det, append, When::Always)?;
             if let Some((path, _)) = &qemu {
-                b.config.qemu = Some(path.clone());
+                b.config.host.qemu = Some(path.clone());
             }
             Ok(b)
         };
@@ -510,7 +515,7 @@ pub fn linux_config(
     } else {
         boot_config(args, boot, 0)?
     };
-    c.options.set(&BENCH, &Selection::of(experiments))?;
+    c.kernel.options.set(&BENCH, &Selection::of(experiments))?;
     Ok(c)
 }
 
@@ -518,8 +523,8 @@ pub fn linux_config(
 /// (or is a one-node machine). For a machine given as QEMU arguments: read from its typed
 /// nodes, or when they do not say, when it is selected.
 fn memoryless_shape(args: &BenchArgs) -> bool {
-    let t = &args.base.topology;
-    if let Some(m) = &args.base.machine {
+    let t = &args.base.machine.topology;
+    if let Some(m) = &args.base.machine.described {
         return m.has_memoryless_cpu_node().unwrap_or_else(|| {
             args.selected()
                 .names()
@@ -554,14 +559,15 @@ pub fn design_boots(args: &BenchArgs) -> Result<Vec<PlannedBoot>, String> {
     if names.is_empty() {
         return Ok(Vec::new());
     }
-    let run_design = args.base.options.options().get(&SLUB_DESIGN);
+    let run_design = args.base.kernel.options.options().get(&SLUB_DESIGN);
     let mut out = Vec::new();
     for design in Design::ALL.into_iter().filter(|d| *d != run_design) {
         let mut b = numalab_boot(args, Boot::Det, 0, 0, When::Always)?;
         b.config
+            .kernel
             .options
             .set(&BENCH, &Selection::of(names.clone()))?;
-        b.config.options.set_choice(&SLUB_DESIGN, design);
+        b.config.kernel.options.set_choice(&SLUB_DESIGN, design);
         b.variant = Some(format!("{}={}", SLUB_DESIGN.spec.key, design.name()));
         out.push(b);
     }

@@ -37,7 +37,11 @@ pub fn report(args: &BenchArgs, runs: &Runs, start: Instant) -> Reported {
         .map(|r| ("numalab", r))
         .chain(runs.linux.iter().map(|r| {
             (
-                r.config.linux.as_ref().map_or("linux", |l| l.kernel.name()),
+                r.config
+                    .kernel
+                    .linux
+                    .as_ref()
+                    .map_or("linux", |l| l.kernel.name()),
                 r,
             )
         }));
@@ -59,7 +63,13 @@ pub fn report(args: &BenchArgs, runs: &Runs, start: Instant) -> Reported {
             let mine: Vec<BootRun> = runs
                 .linux
                 .iter()
-                .filter(|r| r.config.linux.as_ref().is_some_and(|l| l.kernel == kernel))
+                .filter(|r| {
+                    r.config
+                        .kernel
+                        .linux
+                        .as_ref()
+                        .is_some_and(|l| l.kernel == kernel)
+                })
                 .cloned()
                 .collect();
             problems.extend(twin::contract_problems(&mine));
@@ -105,7 +115,7 @@ pub fn report(args: &BenchArgs, runs: &Runs, start: Instant) -> Reported {
         .flat_map(|r| r.records.clone())
         .collect();
     // The traced side by side (run/twin/traced.rs): its ratio records go into the JSONL.
-    let traced = twin.then(|| twin::traced::of_runs(runs, &all, &args.base.options));
+    let traced = twin.then(|| twin::traced::of_runs(runs, &all, &args.base.kernel.options));
     let written: Vec<BenchRecord> = all
         .iter()
         .chain(traced.iter().flat_map(|t| &t.records))
@@ -135,7 +145,7 @@ pub fn report(args: &BenchArgs, runs: &Runs, start: Instant) -> Reported {
         print!("{}", bench::tables(&numalab, host_cpus()));
         if twin {
             println!();
-            print!("{}", twin::side_by_side(&all, &args.base.options));
+            print!("{}", twin::side_by_side(&all, &args.base.kernel.options));
             if let Some(t) = traced.as_ref().filter(|t| !t.console.is_empty()) {
                 print!("\n{}", t.console);
             }
@@ -152,7 +162,7 @@ pub fn report(args: &BenchArgs, runs: &Runs, start: Instant) -> Reported {
         let m = format!(
             "{} boot on {}: {}",
             r.boot.name(),
-            r.config.topology.name,
+            r.config.machine.topology.name,
             t.cost_model
         );
         if !models.contains(&m) {

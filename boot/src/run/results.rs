@@ -95,7 +95,7 @@ pub fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &s
                 "boot": r.boot.name(),
                 "rep": r.rep,
                 "variant": r.variant,
-                "topology": if r.config.user_describes_machine() { "custom (QEMU arguments)" } else { r.config.topology.name },
+                "topology": if r.config.user_describes_machine() { "custom (QEMU arguments)" } else { r.config.machine.topology.name },
                 "vcpus": r.config.vcpus(),
                 "accel": r.config.runs_on(),
                 "kernel_cmdline": r.config.kernel_cmdline(),
@@ -116,20 +116,20 @@ pub fn header(args: &BenchArgs, runs: &[BootRun], img: &Path, iso: &str, rev: &s
         "host_cpus": host_cpus(),
         "vcpus": max_vcpus(runs),
         "oversubscribed": max_vcpus(runs) as usize > host_cpus(),
-        "accel": args.base.accel.name(),
+        "accel": args.base.host.accel.name(),
         "host_nodes": crate::qemu::host_numa::read_host(Path::new("/sys")).ok().map(|h| h.nodes.len()),
         "placement": args.base.placement().ok().flatten().map(|(_, p)| p.describe()),
         "reps": args.reps,
         "qemu": qemu_version,
-        "topology": if args.base.user_describes_machine() { "custom (QEMU arguments)" } else { args.base.topology.name },
+        "topology": if args.base.user_describes_machine() { "custom (QEMU arguments)" } else { args.base.machine.topology.name },
         "options": {
             "smoke": args.smoke,
             "main_job": args.main_job,
             "reps": args.reps,
-            "sets": args.base.options.words(),
-            "smp": args.base.smp,
-            "mem_mib": args.base.mem_mib,
-            "firmware": args.base.firmware.name(),
+            "sets": args.base.kernel.options.words(),
+            "smp": args.base.machine.smp,
+            "mem_mib": args.base.machine.mem_mib,
+            "firmware": args.base.machine.firmware.name(),
             "extra_qemu_args": args.base.user_qemu_args(),
         },
         "boots": boots,
@@ -150,6 +150,7 @@ pub fn log_names<'a>(args: &BenchArgs, runs: &'a Runs) -> Vec<(String, &'a BootR
         .chain(runs.linux.iter().map(|r| {
             let prefix = r
                 .config
+                .kernel
                 .linux
                 .as_ref()
                 .map_or("linux-", |l| l.kernel.log_prefix());
@@ -158,9 +159,9 @@ pub fn log_names<'a>(args: &BenchArgs, runs: &'a Runs) -> Vec<(String, &'a BootR
     let mut out = Vec::new();
     for (prefix, r) in labelled {
         let mut stem = format!("{prefix}{}", r.boot.name());
-        let topology = r.config.topology.name;
+        let topology = r.config.machine.topology.name;
         if !r.config.user_describes_machine()
-            && topology != args.base.topology.name
+            && topology != args.base.machine.topology.name
             && topology != r.boot.name()
         {
             stem.push('-');
@@ -240,10 +241,10 @@ pub fn write_results(
             .map(|r| {
                 json!({
                     "boot": r.boot.name(),
-                    "kernel_cmdline": r.config.linux.as_ref().map(|l| l.cmdline(&r.config)),
-                    "release": r.config.linux.as_ref().map(|l| l.release.clone()),
-                    "kernel": r.config.linux.as_ref().map(|l| l.kernel.name()),
-                    "packages": r.config.linux.as_ref().map(|l| l.packages.clone()),
+                    "kernel_cmdline": r.config.kernel.linux.as_ref().map(|l| l.cmdline(&r.config)),
+                    "release": r.config.kernel.linux.as_ref().map(|l| l.release.clone()),
+                    "kernel": r.config.kernel.linux.as_ref().map(|l| l.kernel.name()),
+                    "packages": r.config.kernel.linux.as_ref().map(|l| l.packages.clone()),
                     "sheaf_capacity": super::twin::sheaf_capacity(&r.outcome.boot_log),
                     // The cost model of a traced (det) boot's modelled records.
                     "cost_model": r.trace.as_ref().map(|t| t.cost_model.clone()),
@@ -258,7 +259,7 @@ pub fn write_results(
             .collect();
     }
     if twin {
-        let t = super::twin::table::table(all, &args.base.options);
+        let t = super::twin::table::table(all, &args.base.kernel.options);
         head["side_by_side"] = super::twin::table::to_json(&t);
     }
     let mut text = head.to_string();

@@ -34,18 +34,18 @@ pub fn config(o: &SoakOptions) -> Result<RunConfig, String> {
             600 + ops / 2_000
         }
     };
-    if !c.options.is_set(&VMALLOC_LAZY_MAX_PAGES) {
+    if !c.kernel.options.is_set(&VMALLOC_LAZY_MAX_PAGES) {
         options.set(&VMALLOC_LAZY_MAX_PAGES, LAZY_MAX_PAGES)?;
     }
     // The user's --set come last: they win.
-    options.extend(&c.options);
-    c.options = options;
+    options.extend(&c.kernel.options);
+    c.kernel.options = options;
     // --timeout left at its default: sized by the soak's length.
     if o.machine.timeout == crate::cli::DEFAULT_TIMEOUT_S {
-        c.timeout = Duration::from_secs(timeout_s);
+        c.host.timeout = Duration::from_secs(timeout_s);
     }
-    c.log = o.log.clone();
-    c.echo = !o.quiet;
+    c.output.log = o.log.clone();
+    c.output.echo = !o.quiet;
     Ok(c)
 }
 
@@ -54,19 +54,19 @@ pub fn config(o: &SoakOptions) -> Result<RunConfig, String> {
 /// console not echoed (a failure prints the whole log).
 pub fn main_job_config(base: &RunConfig) -> Result<RunConfig, String> {
     let mut c = base.clone();
-    c.suite = Suite::Soak;
+    c.kernel.suite = Suite::Soak;
     let mut options = Cmdline::new();
     options.set(&SOAK_SEED, 1)?;
     options.set(&SOAK_OPS, SHORT_OPS)?;
-    if !base.options.is_set(&VMALLOC_LAZY_MAX_PAGES) {
+    if !base.kernel.options.is_set(&VMALLOC_LAZY_MAX_PAGES) {
         options.set(&VMALLOC_LAZY_MAX_PAGES, LAZY_MAX_PAGES)?;
     }
     // The user's --set come last: they win (a `bench=` or `filter=` is ignored by the soak).
-    options.extend(&base.options);
-    c.options = options;
-    c.timeout = Duration::from_secs(600 + SHORT_OPS / 2_000);
-    c.log = None;
-    c.echo = false;
+    options.extend(&base.kernel.options);
+    c.kernel.options = options;
+    c.host.timeout = Duration::from_secs(600 + SHORT_OPS / 2_000);
+    c.output.log = None;
+    c.output.echo = false;
     Ok(c)
 }
 
@@ -137,7 +137,7 @@ mod tests {
     use crate::cli::{parse, Request};
 
     fn words(c: &RunConfig) -> Vec<String> {
-        c.options.words()
+        c.kernel.options.words()
     }
 
     fn soak(args: &str) -> SoakOptions {
@@ -150,7 +150,7 @@ mod tests {
     #[test]
     fn options_become_kernel_options() {
         let c = config(&soak("soak")).unwrap();
-        assert_eq!(c.suite, Suite::Soak);
+        assert_eq!(c.kernel.suite, Suite::Soak);
         assert!(
             words(&c).contains(&"soak.ops=10000000".to_string()),
             "{:?}",
@@ -169,7 +169,7 @@ mod tests {
         );
         assert!(words(&c).contains(&"soak.seed=77".to_string()));
         assert_eq!(words(&c).last().map(String::as_str), Some("fault.slab=1"));
-        assert_eq!(c.timeout, Duration::from_secs(780));
+        assert_eq!(c.host.timeout, Duration::from_secs(780));
         let c = config(&soak("soak --short")).unwrap();
         assert!(words(&c).contains(&"soak.ops=1000000".to_string()));
         let c = config(&soak("soak --ops 5000 --set vmalloc.lazy_max_pages=7")).unwrap();
@@ -184,8 +184,8 @@ mod tests {
             other => panic!("{other:?}"),
         };
         let c = main_job_config(&base).unwrap();
-        assert_eq!(c.suite, Suite::Soak);
-        assert_eq!(c.topology.name, base.topology.name);
+        assert_eq!(c.kernel.suite, Suite::Soak);
+        assert_eq!(c.machine.topology.name, base.machine.topology.name);
         assert!(
             words(&c).contains(&format!("soak.ops={SHORT_OPS}")),
             "{:?}",
@@ -193,7 +193,7 @@ mod tests {
         );
         assert!(words(&c).contains(&"vmalloc.lazy_max_pages=8192".to_string()));
         assert_eq!(words(&c).last().map(String::as_str), Some("slub.debug=F"));
-        assert!(!c.echo);
+        assert!(!c.output.echo);
     }
 
     #[test]

@@ -23,8 +23,8 @@ fn parses_bench_options() {
     )))
     .unwrap();
     assert!(a.smoke && !a.main_job);
-    assert_eq!(a.base.topology.name, "snc");
-    assert_eq!(a.base.suite, numalab_algo::options::Suite::Bench);
+    assert_eq!(a.base.machine.topology.name, "snc");
+    assert_eq!(a.base.kernel.suite, numalab_algo::options::Suite::Bench);
     let c = parse(&args("--compare a.jsonl b.jsonl")).unwrap();
     let c = c.compare.unwrap();
     assert_eq!(
@@ -47,18 +47,21 @@ fn parses_bench_options() {
     assert!(parse(&args("--bogus")).is_err());
     let u = parse(&args("-- -smp 8 -m 2G")).unwrap();
     assert_eq!(u.base.machine_size(), (8, 2048));
-    assert!(u.base.extra.is_empty() && u.base.user_describes_machine());
+    assert!(u.base.host.extra.is_empty() && u.base.user_describes_machine());
     let all = parse(&args(
         "--verbose --out o --smp 4 --mem 1G --set acpi.dump=1 --set frame.pcp=0 --timeout 9 --qemu q --uefi",
     ))
     .unwrap();
     assert!(all.verbose && !all.smoke);
     assert_eq!(all.out_dir, Some(PathBuf::from("o")));
-    assert_eq!((all.base.smp, all.base.mem_mib), (Some(4), Some(1024)));
+    assert_eq!(
+        (all.base.machine.smp, all.base.machine.mem_mib),
+        (Some(4), Some(1024))
+    );
     assert_eq!(all.base.cmdline(), "suite=bench acpi.dump=1 frame.pcp=0");
-    assert_eq!(all.base.timeout.as_secs(), 9);
-    assert_eq!(all.base.qemu, Some(PathBuf::from("q")));
-    assert_eq!(all.base.firmware, crate::Firmware::Uefi);
+    assert_eq!(all.base.host.timeout.as_secs(), 9);
+    assert_eq!(all.base.host.qemu, Some(PathBuf::from("q")));
+    assert_eq!(all.base.machine.firmware, crate::Firmware::Uefi);
 }
 
 #[test]
@@ -113,12 +116,12 @@ fn bench_command_line_errors_exit_2() {
 fn icount_boot_is_the_same_machine_with_one_cpu() {
     let a = parse(&args("--topology memoryless")).unwrap();
     let c = boot_config(&a, Boot::Icount, 0).unwrap();
-    assert!(c.icount);
+    assert!(c.host.icount);
     assert!(c.kernel_cmdline().contains("bench.clock=icount"));
     assert!(
-        c.extra.is_empty(),
+        c.host.extra.is_empty(),
         "the machine is typed, not rewritten: {:?}",
-        c.extra
+        c.host.extra
     );
     let joined = c.machine_args().unwrap().join(" ");
     assert!(joined.starts_with("-smp 1,maxcpus=8 -m 2048M"), "{joined}");
@@ -128,7 +131,7 @@ fn icount_boot_is_the_same_machine_with_one_cpu() {
     assert!(!t.kernel_cmdline().contains("bench.clock"));
     let u = boot_config(&a, Boot::Uma, 0).unwrap();
     assert_eq!(
-        (u.topology.name, u.smp, u.mem_mib),
+        (u.machine.topology.name, u.machine.smp, u.machine.mem_mib),
         ("uma", Some(8), Some(2048))
     );
     assert!(u.cmdline().ends_with(&format!("bench={}", ML.name)));
@@ -203,7 +206,7 @@ fn det_boot_is_the_whole_machine_under_icount_with_the_count_experiments() {
     )))
     .unwrap();
     let d = boot_config(&a, Boot::Det, 0).unwrap();
-    assert!(d.icount && d.smp.is_none() && d.extra.is_empty());
+    assert!(d.host.icount && d.machine.smp.is_none() && d.host.extra.is_empty());
     assert_eq!(
         d.kernel_cmdline(),
         format!(
@@ -252,13 +255,13 @@ fn main_job_runs_every_suite_with_smoke_benchmarks() {
     assert_eq!(t.cmdline(), "suite=all bench.smoke=1 lock_stat=1");
     let i = boot_config(&a, Boot::Icount, 0).unwrap();
     assert_eq!(i.cmdline(), "suite=bench bench.smoke=1");
-    assert_eq!(t.topology.name, "4node");
+    assert_eq!(t.machine.topology.name, "4node");
     assert_eq!(a.reps, 1);
     // Seed 003's experiment joins the main job on its seed's machine, without a det boot.
     let m = a
         .memoryless_job()
         .expect("the main job has a memoryless boot");
-    assert_eq!(m.base.topology.name, "memoryless");
+    assert_eq!(m.base.machine.topology.name, "memoryless");
     assert_eq!(planned_boots(&m), vec![(Boot::Tsc, 0)]);
     assert_eq!(
         boot_config(&m, Boot::Tsc, 0).unwrap().cmdline(),
@@ -269,7 +272,7 @@ fn main_job_runs_every_suite_with_smoke_benchmarks() {
     let s = a
         .memoryless_sheaves_job()
         .expect("the main job has an 8node-2mem boot");
-    assert_eq!(s.base.topology.name, "8node-2mem");
+    assert_eq!(s.base.machine.topology.name, "8node-2mem");
     assert_eq!(planned_boots(&s), vec![(Boot::Icount, 0)]);
     assert_eq!(
         boot_config(&s, Boot::Icount, 0).unwrap().cmdline(),
@@ -350,7 +353,7 @@ fn trace_loads_the_plugin_into_the_deterministic_boots_only() {
     ));
     let p = plan::plan(&main).unwrap();
     assert!(p.boots.iter().any(|b| b.trace && b.boot == Boot::Det));
-    let on = |b: &plan::PlannedBoot| b.config.topology.name;
+    let on = |b: &plan::PlannedBoot| b.config.machine.topology.name;
     assert!(p
         .boots
         .iter()

@@ -65,6 +65,7 @@ fn det_boots_only_under_trace_with_the_det_words() {
         .iter()
         .filter(|b| {
             b.config
+                .host
                 .qemu
                 .as_deref()
                 .is_some_and(|q| q.ends_with("linux/qemu10.sh"))
@@ -84,7 +85,7 @@ fn det_boots_only_under_trace_with_the_det_words() {
     }
     let det: Vec<_> = det
         .into_iter()
-        .filter(|b| b.config.qemu.is_none())
+        .filter(|b| b.config.host.qemu.is_none())
         .collect();
     assert_eq!(det.len(), 2, "{det:?}");
     for b in &det {
@@ -94,15 +95,15 @@ fn det_boots_only_under_trace_with_the_det_words() {
             numalab_det.costs.as_ref().map(|c| c.label())
         );
         // numalab's det machine: all CPUs, icount, TCG, the same machine arguments.
-        assert!(b.config.icount && b.config.cpus_online.is_none());
-        assert_eq!(b.config.accel, numalab_det.config.accel);
+        assert!(b.config.host.icount && b.config.machine.cpus_online.is_none());
+        assert_eq!(b.config.host.accel, numalab_det.config.host.accel);
         assert_eq!(
             b.config.machine_args().unwrap(),
             numalab_det.config.machine_args().unwrap()
         );
         let q = {
             let mut c = b.config.clone();
-            c.linux = Some(linux());
+            c.kernel.linux = Some(linux());
             c.qemu_args(Path::new("-")).unwrap().join(" ")
         };
         assert!(q.contains("-icount shift=0,sleep=off"), "{q}");
@@ -266,7 +267,7 @@ fn the_symbol_boot_reads_linuxs_data_symbols() {
 fn finished(b: &PlannedBoot, log: &str, records: Vec<crate::bench::BenchRecord>) -> run::BootRun {
     let mut config = b.config.clone();
     if let Guest::Linux { kernel, .. } = &b.guest {
-        config.linux = Some(LinuxBoot {
+        config.kernel.linux = Some(LinuxBoot {
             kernel: *kernel,
             ..linux()
         });

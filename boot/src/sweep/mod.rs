@@ -95,7 +95,7 @@ pub fn run_sweep(o: &SweepOptions) -> i32 {
     let firmwares: BTreeSet<&str> = jobs
         .iter()
         .filter_map(|j| crate::run::parse(&j.words(&out)[1..]).ok())
-        .map(|a| a.base.firmware.name())
+        .map(|a| a.base.machine.firmware.name())
         .collect();
     let built = image::build_kernel().and_then(|k| {
         firmwares.iter().try_for_each(|f| {

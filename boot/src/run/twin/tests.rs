@@ -31,7 +31,7 @@ fn linux_boot_config(
     experiments: &[&str],
 ) -> crate::RunConfig {
     let mut c = linux_config(a, boot, experiments).unwrap();
-    c.linux = Some(linux.clone());
+    c.kernel.linux = Some(linux.clone());
     c
 }
 
@@ -82,7 +82,7 @@ fn linux_boot_is_numalab_icount_machine_with_the_linux_image() {
     );
     assert!(!q.contains("-drive") && !q.contains("-fw_cfg"), "{q}");
     // The same machine as numalab's icount boot: every -smp/-m/-numa/-object argument.
-    assert_eq!(c.extra, numalab.extra);
+    assert_eq!(c.host.extra, numalab.host.extra);
     let line = linux().cmdline(&c);
     assert_eq!(
         line,
@@ -106,7 +106,7 @@ fn linux_boot_is_numalab_icount_machine_with_the_linux_image() {
         line.contains("numalab_twin.clock=tsc numalab_twin.bench=slub_list_lock"),
         "{line}"
     );
-    assert!(!c.icount, "{c:?}");
+    assert!(!c.host.icount, "{c:?}");
     let (m, _) = plan(&a);
     assert_eq!(m, vec!["slub_list_lock"]);
 }

@@ -36,7 +36,7 @@ pub fn c2c_of_runs(runs: &Runs) -> Vec<(String, String)> {
         .chain(
             runs.linux
                 .iter()
-                .map(|r| (r, r.config.linux.as_ref().map(|l| l.kernel))),
+                .map(|r| (r, r.config.kernel.linux.as_ref().map(|l| l.kernel))),
         )
         .filter_map(|(r, linux)| {
             let t = r.trace.as_ref()?;
