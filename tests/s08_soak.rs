@@ -31,6 +31,11 @@ fn number_before(line: &str, word: &str) -> u64 {
         .unwrap_or_else(|_| panic!("no number before '{word}' in {line}"))
 }
 
+/// The soak's lines of a boot (`# soak:`), as the BootLog read them.
+fn soak_lines(out: &Outcome) -> Vec<&str> {
+    out.boot_log.soak.iter().map(String::as_str).collect()
+}
+
 /// The checks every passing soak log satisfies on 4node; returns the `done` line.
 fn check_soak(out: &Outcome, min_ops: u64, checkpoints: usize) -> String {
     check_soak_on(out, min_ops, checkpoints, 4)
@@ -38,12 +43,7 @@ fn check_soak(out: &Outcome, min_ops: u64, checkpoints: usize) -> String {
 
 /// The checks every passing soak log satisfies on a machine with `mem_nodes` memory nodes.
 fn check_soak_on(out: &Outcome, min_ops: u64, checkpoints: usize, mem_nodes: usize) -> String {
-    let lines = out
-        .boot_log
-        .soak
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<&str>>();
+    let lines = soak_lines(out);
     let done = lines
         .iter()
         .find(|l| l.starts_with("# soak: done: "))
@@ -105,12 +105,7 @@ fn s08_short_soak_on_4node() {
     // the blocks waiting for a grace period before its barrier freed them all (a block left
     // unfreed would have failed the run).
     assert!(number_before(&done, "through") > 0, "{done}");
-    let lines = out
-        .boot_log
-        .soak
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<&str>>();
+    let lines = soak_lines(&out);
     let rcu_lines = lines
         .iter()
         .filter(|l| l.contains(" kvfree_rcu (") && l.contains(" waiting for a grace period"))

@@ -7,7 +7,7 @@ use super::compare_text::render_text;
 use super::record::{BenchRecord, Boot};
 use serde_json::json;
 
-fn rec(metric: &str, unit: &str, boot: Boot, rep: u32, value: f64) -> BenchRecord {
+pub(crate) fn rec(metric: &str, unit: &str, boot: Boot, rep: u32, value: f64) -> BenchRecord {
     BenchRecord::for_test(
         ["slub_list_lock", "linux_default", metric, unit],
         8,
@@ -18,7 +18,7 @@ fn rec(metric: &str, unit: &str, boot: Boot, rep: u32, value: f64) -> BenchRecor
 }
 
 /// `values` as repetitions 0, 1, ... of a tsc metric.
-fn reps(metric: &str, values: &[f64]) -> Vec<BenchRecord> {
+pub(crate) fn reps(metric: &str, values: &[f64]) -> Vec<BenchRecord> {
     values
         .iter()
         .enumerate()
@@ -34,7 +34,7 @@ fn header(topology: &str, sets: &[&str]) -> serde_json::Value {
                        "firmware": "bios", "extra_qemu_args": []}})
 }
 
-fn run(label: &str, records: Vec<BenchRecord>) -> Run {
+pub(crate) fn run(label: &str, records: Vec<BenchRecord>) -> Run {
     Run {
         label: label.into(),
         header: Some(header("4node", &["bench=slub_list_lock"])),

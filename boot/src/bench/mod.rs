@@ -10,7 +10,7 @@
 
 pub(crate) mod compare;
 #[cfg(test)]
-mod compare_tests;
+pub(crate) mod compare_tests;
 pub(crate) mod compare_text;
 mod contract;
 mod headline;

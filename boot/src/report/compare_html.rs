@@ -145,36 +145,15 @@ pub fn render_html(c: &Comparison, all: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::compare::{compare, Run};
-    use crate::bench::{BenchRecord, Boot};
-
-    fn rec(metric: &str, unit: &str, boot: Boot, rep: u32, value: f64) -> BenchRecord {
-        BenchRecord::for_test(
-            ["slub_list_lock", "linux_default", metric, unit],
-            8,
-            boot,
-            rep,
-            value,
-        )
-    }
-
-    fn run(label: &str, values: &[f64]) -> Run {
-        Run {
-            label: label.into(),
-            header: None,
-            records: values
-                .iter()
-                .enumerate()
-                .map(|(i, &v)| rec("ops_per_cpu", "ops_per_sec", Boot::Tsc, i as u32, v))
-                .collect(),
-        }
-    }
+    use crate::bench::compare::compare;
+    use crate::bench::compare_tests::{rec, reps, run};
+    use crate::bench::Boot;
 
     #[test]
     fn html_page_is_self_contained_and_escaped() {
-        let mut a = run("<a&b>", &[100.0, 101.0, 102.0]);
+        let mut a = run("<a&b>", reps("ops_per_cpu", &[100.0, 101.0, 102.0]));
         a.records.push(rec("x_kib", "kib", Boot::Det, 0, 1.0));
-        let b = run("B", &[150.0, 151.0, 152.0]);
+        let b = run("B", reps("ops_per_cpu", &[150.0, 151.0, 152.0]));
         let c = compare(&a, &b);
         let page = render_html(&c, false);
         assert!(page.starts_with("<!DOCTYPE html>"), "{page}");
